@@ -1,0 +1,49 @@
+"""Backends: where the network's operations run. `get_backend(name)` is the one way to get one.
+
+- numpy      the CPU reference (float64 is the reference everything else is compared with)
+- cupy       the CUDA C kernels of kernels/*.cu through CuPy, plus cuBLAS as the anchor
+- numba      the same kernels written with Numba CUDA, on a GPU
+- numba-sim  the Numba kernels on Numba's CPU simulator (tiny sizes only: one Python thread per thread)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .base import Backend
+
+BACKENDS = ("numpy", "cupy", "numba", "numba-sim")
+
+
+def _enable_numba_simulator() -> None:
+    """Numba reads NUMBA_ENABLE_CUDASIM when it is first imported: set it before that, or refuse."""
+    if "numba" in sys.modules:
+        from numba import config
+
+        if not config.ENABLE_CUDASIM:
+            raise RuntimeError(
+                "backend 'numba-sim' needs Numba's CUDA simulator, but Numba was already imported "
+                "without it; set NUMBA_ENABLE_CUDASIM=1 in the environment before starting Python"
+            )
+        return
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+
+def get_backend(name: str, gemm: str | None = None) -> Backend:
+    """The backend called `name`, using GEMM algorithm `gemm` (its first algorithm by default)."""
+    if name == "numpy":
+        from .numpy_backend import NumpyBackend
+
+        return NumpyBackend(gemm)
+    if name == "cupy":
+        from .cupy_backend import CupyBackend
+
+        return CupyBackend(gemm)
+    if name in ("numba", "numba-sim"):
+        if name == "numba-sim":
+            _enable_numba_simulator()
+        from .numba_backend import NumbaBackend
+
+        return NumbaBackend(gemm)
+    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")

@@ -1,0 +1,27 @@
+"""`python -m nn_cuda.bench BENCHMARK [options]`: dispatch to nn_cuda/bench/<BENCHMARK>.py."""
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "gemm": ("nn_cuda.bench.gemm", "GEMM kernels against NumPy float64 and cuBLAS"),
+    "train": ("nn_cuda.bench.train", "training step throughput (and a PyTorch loop when installed)"),
+}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
+        print("usage: python -m nn_cuda.bench {" + ",".join(BENCHMARKS) + "} [options]\n")
+        for name, (_, what) in BENCHMARKS.items():
+            print(f"  {name:10s} {what}")
+        known = not argv or argv[0] in ("-h", "--help")
+        if not known:
+            print(f"\nunknown benchmark {argv[0]!r}", file=sys.stderr)
+        return 0 if known else 2
+    module = importlib.import_module(BENCHMARKS[argv[0]][0])
+    return module.main(argv[1:]) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Hyperparameters and the command line of `python -m nn_cuda.train` (the course's flags, long names too).
+
+Course defaults: H = 1000, reg = 1e-4, 20 epochs, batch 800. The course fed raw 0-255 pixels with
+lr = 0.001; here pixels are scaled to [0, 1], which makes every gradient of W1 255 times smaller, so the
+default learning rate is chosen anew (DEFAULT_LR, measured in the README's results table). The grading
+modes (`-g`) reproduce the course's raw pixels and learning rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+
+from .backends import BACKENDS
+from .data import DATASETS
+
+DEFAULT_LR = 0.5
+
+
+@dataclass
+class TrainConfig:
+    hidden: int | None = None  # None: 1000, or the H of --init
+    reg: float = 1e-4
+    lr: float = DEFAULT_LR
+    epochs: int = 20
+    batch: int = 800
+    grade: int = 0
+    print_every: int = 0
+    seq: bool = False
+    debug: bool = False
+    dataset: str = "mnist"
+    data_dir: str | None = None
+    backend: str = "numpy"
+    gemm: str | None = None
+    dtype: str = "float32"
+    seed: int = 0
+    shuffle: bool = False
+    pixels: str = "unit"
+    init: str | None = None
+    save: str | None = None
+    predictions: str | None = None
+    max_steps: int | None = None
+    quiet: bool = False
+
+    def replace(self, **changes) -> "TrainConfig":
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return TrainConfig(**values)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Train the CME 213 two-layer network (784 -> H sigmoid -> 10 softmax) on MNIST.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    d = TrainConfig()
+    course = p.add_argument_group("the course's flags")
+    course.add_argument("-n", "--hidden", type=_positive_int, default=None,
+                        help="hidden units H (default 1000, or the H of --init)")
+    course.add_argument("-r", "--reg", type=_non_negative_float, default=d.reg, help="L2 regularisation")
+    course.add_argument("-l", "--lr", type=_positive_float, default=d.lr,
+                        help="learning rate (for pixels in [0, 1]; the course's 0.001 was for 0-255)")
+    course.add_argument("-e", "--epochs", type=_positive_int, default=d.epochs, help="epochs")
+    course.add_argument("-b", "--batch", type=_positive_int, default=d.batch, help="mini-batch size")
+    course.add_argument("-g", "--grade", type=int, choices=(0, 1, 2, 3, 4), default=d.grade,
+                        help="grading mode 1-4 (see python -m nn_cuda.grade); 0 = normal training")
+    course.add_argument("-p", "--print-every", type=_non_negative_int, default=d.print_every,
+                        help="steps between loss read-backs and --debug snapshots (0: ~10 per epoch)")
+    course.add_argument("-s", "--seq", action="store_true",
+                        help="also train the NumPy reference from the same weights and compare")
+    course.add_argument("-d", "--debug", action="store_true",
+                        help="with --seq: write Outputs/CpuGpuDiff.txt every --print-every steps")
+    more = p.add_argument_group("data, backend and run control")
+    more.add_argument("--dataset", choices=DATASETS, default=d.dataset,
+                      help="mnist falls back to the bundled mnist-sample when absent and offline")
+    more.add_argument("--data-dir", default=d.data_dir, help="folder holding the four IDX files")
+    more.add_argument("--backend", choices=BACKENDS, default=d.backend)
+    more.add_argument("--gemm", default=d.gemm, help="GEMM algorithm: naive|tiled|regblock|cublas "
+                      "(GPU backends; default: the backend's fastest hand-written one)")
+    more.add_argument("--dtype", choices=("float32", "float64"), default=d.dtype)
+    more.add_argument("--seed", type=int, default=d.seed, help="seed of the weight init and --shuffle")
+    more.add_argument("--shuffle", action="store_true", help="new sample order every epoch")
+    more.add_argument("--pixels", choices=("unit", "raw"), default=d.pixels,
+                      help="unit: pixels / 255 in [0, 1]; raw: 0-255 as the course fed them")
+    more.add_argument("--init", metavar="PATH.npz", help="start from these weights (fixes H)")
+    more.add_argument("--save", metavar="PATH.npz", help="write the trained weights here")
+    more.add_argument("--predictions", metavar="PATH",
+                      help="write the test-set predictions (one digit per image, no separator)")
+    more.add_argument("--max-steps", type=_positive_int, default=None,
+                      help="stop after this many optimizer steps (smoke runs, tests)")
+    more.add_argument("--quiet", action="store_true", help="no progress bar; results only")
+    return p
+
+
+def parse_args(argv=None) -> TrainConfig:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.debug and not args.seq:
+        parser.error("-d/--debug compares against the reference run: add -s/--seq")
+    return TrainConfig(**vars(args))

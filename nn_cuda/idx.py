@@ -1,0 +1,190 @@
+"""Read and write IDX files, the format MNIST and Fashion-MNIST are distributed in.
+
+An IDX file is a small header followed by the array's elements in row-major order:
+
+    bytes 0-1   zero
+    byte  2     element type: 0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32,
+                0x0E float64
+    byte  3     number of dimensions d
+    d x 4 bytes the size of each dimension, big-endian unsigned 32-bit integers
+    the data    prod(sizes) elements, big-endian
+
+MNIST images are (n, 28, 28) uint8 ("idx3-ubyte") and labels are (n,) uint8 ("idx1-ubyte"). Files
+are usually gzip-compressed (`.gz`); `read_idx` recognises gzip by its content, so either form
+works whatever the file is called.
+
+`read_idx` checks everything it can, so that a corrupt, truncated or foreign file ends with one
+`DataError` naming the file and the problem, never with an array of the wrong shape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import math
+import os
+import secrets
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+# IDX type code -> big-endian NumPy dtype of one element.
+IDX_DTYPES = {
+    0x08: np.dtype(">u1"),
+    0x09: np.dtype(">i1"),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+
+
+class DataError(Exception):
+    """A data file or dataset is missing, corrupt or inconsistent.
+
+    `str(error)` is one line that names the file (or dataset), what is wrong and how to fix it.
+    """
+
+
+def read_idx(path) -> np.ndarray:
+    """The array stored in the IDX file `path` (gzip-compressed or not), in native byte order.
+
+    Raises DataError if the file is missing, is not IDX, or its length disagrees with its header.
+    """
+    path = Path(path)
+    content = _read_decompressed(path)
+    dtype, shape, header_size = _parse_header(path, content)
+
+    expected = math.prod(shape) * dtype.itemsize
+    found = len(content) - header_size
+    shape_text = " x ".join(str(n) for n in shape)
+    if found < expected:
+        raise DataError(
+            f"{path}: file is truncated: its header promises {shape_text} elements "
+            f"({expected} bytes of data) but only {found} bytes follow; "
+            f"delete it and download it again"
+        )
+    if found > expected:
+        raise DataError(
+            f"{path}: {found - expected} unexpected bytes after the {shape_text} elements its "
+            f"header describes; the file is corrupt or not IDX: delete it and download it again"
+        )
+
+    array = np.frombuffer(content, dtype=dtype, offset=header_size).reshape(shape)
+    # A native-byte-order copy: writable, and fast for the arithmetic that follows.
+    return array.astype(dtype.newbyteorder("="))
+
+
+def write_idx(path, array) -> None:
+    """Write `array` to `path` as IDX, gzip-compressed when the name ends in `.gz`.
+
+    The write is atomic (temporary file, then rename) and deterministic: gzip output carries no
+    time stamp or file name, so the same array always gives the same bytes.
+    """
+    path = Path(path)
+    array = np.asarray(array)
+    type_code = _type_code(array.dtype)
+    if not 1 <= array.ndim <= 255:
+        raise ValueError(f"IDX stores arrays of 1 to 255 dimensions, not {array.ndim}")
+    if any(n >= 2**32 for n in array.shape):
+        raise ValueError(f"IDX dimensions must be below 2**32; got shape {array.shape}")
+
+    header = bytes([0, 0, type_code, array.ndim])
+    header += np.array(array.shape, dtype=">u4").tobytes()
+    content = header + np.ascontiguousarray(array, dtype=IDX_DTYPES[type_code]).tobytes()
+
+    with atomic_file(path) as raw:
+        if path.name.endswith(".gz"):
+            # filename="" and mtime=0 keep the gzip header free of names and dates.
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9,
+                               mtime=0) as compressed:
+                compressed.write(content)
+        else:
+            raw.write(content)
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """A new binary file that appears at `path`, complete, only if the with-block succeeds.
+
+    The data goes to a hidden temporary file beside `path` that is renamed over `path` at the end
+    (a rename within one directory is atomic), so an interrupted write never leaves a partial file
+    under the final name. On any error the temporary file is removed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.part")
+    try:
+        with open(temporary, "xb") as stream:  # "x": never reuse a file; permissions follow umask
+            yield stream
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _read_decompressed(path: Path) -> bytes:
+    """The file's bytes, decompressed if they start with the gzip magic number."""
+    try:
+        with open(path, "rb") as stream:
+            content = stream.read()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, expected an IDX file") from None
+    except OSError as error:
+        raise DataError(f"{path}: cannot be read: {error.strerror or error}") from None
+
+    if not content.startswith(GZIP_MAGIC):
+        return content
+    try:
+        return gzip.decompress(content)
+    except EOFError:
+        raise DataError(
+            f"{path}: gzip stream is truncated (an interrupted download?); "
+            f"delete it and download it again"
+        ) from None
+    except (gzip.BadGzipFile, zlib.error) as error:
+        raise DataError(
+            f"{path}: corrupt gzip data ({error}); delete it and download it again"
+        ) from None
+
+
+def _parse_header(path: Path, content: bytes):
+    """(big-endian dtype, shape, header size in bytes) from the start of `content`."""
+    if len(content) < 4:
+        raise DataError(
+            f"{path}: only {len(content)} bytes long, too short for an IDX header; "
+            f"delete it and download it again"
+        )
+    if content[0] != 0 or content[1] != 0 or content[2] not in IDX_DTYPES:
+        raise DataError(
+            f"{path}: not an IDX file (magic number 0x{content[:4].hex()}; "
+            f"IDX files start with 0x0000 then a type code such as 08 for uint8)"
+        )
+    dtype = IDX_DTYPES[content[2]]
+    ndim = content[3]
+    if ndim == 0:
+        raise DataError(f"{path}: IDX header declares 0 dimensions; the file is corrupt")
+    header_size = 4 + 4 * ndim
+    if len(content) < header_size:
+        raise DataError(
+            f"{path}: file ends inside its header ({len(content)} bytes, the header of a "
+            f"{ndim}-dimensional IDX array needs {header_size}); delete it and download it again"
+        )
+    shape = tuple(int(n) for n in np.frombuffer(content, dtype=">u4", count=ndim, offset=4))
+    return dtype, shape, header_size
+
+
+def _type_code(dtype: np.dtype) -> int:
+    for code, idx_dtype in IDX_DTYPES.items():
+        if np.dtype(dtype).newbyteorder("=") == idx_dtype.newbyteorder("="):
+            return code
+    supported = ", ".join(str(d.newbyteorder("=")) for d in IDX_DTYPES.values())
+    raise ValueError(f"IDX cannot store {np.dtype(dtype)} elements; use one of {supported}")

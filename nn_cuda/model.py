@@ -1,0 +1,174 @@
+"""The network and its training step, written once for every backend.
+
+    X (n x 784) -> Z1 = X W1^T + b1 -> A1 = sigmoid(Z1) (n x H) -> Z2 = A1 W2^T + b2 -> P = softmax(Z2)
+
+Row-major, one sample per row; W1 is (H x 784) and W2 is (10 x H), (out, in) as in the project
+statement. The loss of a batch of N samples is
+
+    J = (1/N) sum_i CE(y_i, P_i) + 0.5 * reg * (|W1|^2 + |W2|^2)
+
+and the gradients (the statement's equations 3-7, for a batch of rows) are
+
+    dZ2 = (P - Y) / N              dW2 = dZ2^T A1 + reg W2       db2 = column sums of dZ2
+    dZ1 = (dZ2 W2) * A1 * (1 - A1) dW1 = dZ1^T X  + reg W1       db1 = column sums of dZ1
+
+`backward` writes only the data terms (dZ2^T A1, ...) into the gradient buffer: the reg terms are added
+by the update, W <- W - lr * (dW + reg * W), which is plain SGD on J. Keeping them out of the buffer lets
+data-parallel training sum the buffer over ranks and get exactly the serial gradient.
+
+Every function here calls the backend interface (nn_cuda/backends/base.py) and nothing else, so the
+same lines run on NumPy, CuPy and Numba. Buffers are allocated once (Parameters, Workspace); a step
+allocates nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+N_INPUTS = 784
+N_CLASSES = 10
+PARAMETER_NAMES = ("W1", "b1", "W2", "b2")
+
+
+def parameter_shapes(hidden: int, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -> dict:
+    return {"W1": (hidden, n_in), "b1": (hidden,), "W2": (n_out, hidden), "b2": (n_out,)}
+
+
+def init_parameters(hidden: int, seed: int = 0, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -> dict:
+    """Host float64 parameters: W ~ 0.01 N(0, 1) from `seed`, biases zero.
+
+    The draw is in float64 and the same for every dtype, so float32 and float64 runs (and every
+    backend) start from the same weights, rounded.
+    """
+    rng = np.random.default_rng(seed)
+    shapes = parameter_shapes(hidden, n_in, n_out)
+    return {
+        "W1": 0.01 * rng.standard_normal(shapes["W1"]),
+        "b1": np.zeros(shapes["b1"]),
+        "W2": 0.01 * rng.standard_normal(shapes["W2"]),
+        "b2": np.zeros(shapes["b2"]),
+    }
+
+
+class Parameters:
+    """W1, b1, W2, b2 as views into one flat backend buffer, laid out [W1 | W2 | b1 | b2].
+
+    One buffer means one message to allreduce gradients; weights first and biases last means one
+    fused update for all weights (with weight decay) and one for all biases (without).
+    The same class holds the gradients.
+    """
+
+    def __init__(self, backend, hidden: int, dtype, n_in: int = N_INPUTS, n_out: int = N_CLASSES):
+        self.backend = backend
+        self.hidden, self.n_in, self.n_out = hidden, n_in, n_out
+        self.dtype = np.dtype(dtype)
+        self.shapes = parameter_shapes(hidden, n_in, n_out)
+        sizes = {name: int(np.prod(shape)) for name, shape in self.shapes.items()}
+        self.n_weights = sizes["W1"] + sizes["W2"]
+        self.size = self.n_weights + sizes["b1"] + sizes["b2"]
+        self.flat = backend.empty((self.size,), self.dtype)
+        self.offsets = {}
+        offset = 0
+        for name in ("W1", "W2", "b1", "b2"):
+            self.offsets[name] = (offset, offset + sizes[name])
+            view = self.flat[offset : offset + sizes[name]].reshape(self.shapes[name])
+            setattr(self, name, view)
+            offset += sizes[name]
+        self.weights = self.flat[: self.n_weights]
+        self.biases = self.flat[self.n_weights :]
+
+    def load(self, host: dict) -> None:
+        """Copy host arrays {W1, b1, W2, b2} in (cast to this dtype), checking their shapes."""
+        flat = np.empty(self.size, dtype=self.dtype)
+        for name in PARAMETER_NAMES:
+            value = np.asarray(host[name])
+            if value.shape != self.shapes[name]:
+                raise ValueError(f"{name} has shape {value.shape}, expected {self.shapes[name]}")
+            start, stop = self.offsets[name]
+            flat[start:stop] = value.ravel()
+        self.backend.copy(self.backend.to_device(flat), self.flat)
+
+    def to_host(self) -> dict:
+        """NumPy copies {W1, b1, W2, b2}."""
+        flat = self.backend.to_host(self.flat)
+        return {
+            name: flat[start:stop].reshape(self.shapes[name]).copy()
+            for name, (start, stop) in self.offsets.items()
+        }
+
+
+class Workspace:
+    """Activations and their gradients for batches of up to `batch` rows, allocated once.
+
+    Z1 and A1 share a buffer (the sigmoid runs in place), Z2 and P too, dA1 and dZ1 too.
+    """
+
+    def __init__(self, backend, batch: int, hidden: int, dtype, n_out: int = N_CLASSES):
+        self.batch = batch
+        self.A1 = backend.empty((batch, hidden), dtype)
+        self.P = backend.empty((batch, n_out), dtype)
+        self.dZ1 = backend.empty((batch, hidden), dtype)
+        self.dZ2 = backend.empty((batch, n_out), dtype)
+
+
+def forward(be, params: Parameters, ws: Workspace, X, reduce_logits=None):
+    """P = softmax(sigmoid(X W1^T + b1) W2^T + b2) for the rows of X; returns the view of P.
+
+    `reduce_logits(Z2)`, when given, is called on A1 W2^T before b2 and the softmax: model-parallel
+    training sums the partial logits of the ranks there.
+    """
+    n = X.shape[0]
+    A1, P = ws.A1[:n], ws.P[:n]
+    be.gemm(X, params.W1, A1, 1.0, 0.0, trans_b=True)
+    be.bias_sigmoid(A1, params.b1, A1)
+    be.gemm(A1, params.W2, P, 1.0, 0.0, trans_b=True)
+    if reduce_logits is not None:
+        reduce_logits(P)
+    be.bias_softmax(P, params.b2, P)
+    return P
+
+
+def backward(be, params: Parameters, grads: Parameters, ws: Workspace, X, labels, scale: float):
+    """The data terms of the gradients of the last `forward` into `grads`.
+
+    `scale` is 1 / (the number of samples the loss averages over): 1 / len(X) in serial training,
+    1 / (the full batch) when the batch is split over ranks. A rank with no rows writes zeros.
+    """
+    n = X.shape[0]
+    if n == 0:
+        be.fill(grads.flat, 0)
+        return
+    A1, P, dZ1, dZ2 = ws.A1[:n], ws.P[:n], ws.dZ1[:n], ws.dZ2[:n]
+    be.softmax_grad(P, labels, scale, dZ2)
+    be.gemm(dZ2, A1, grads.W2, 1.0, 0.0, trans_a=True)
+    be.col_sum(dZ2, grads.b2)
+    be.gemm(dZ2, params.W2, dZ1, 1.0, 0.0)
+    be.sigmoid_backward(dZ1, A1, dZ1)
+    be.gemm(dZ1, X, grads.W1, 1.0, 0.0, trans_a=True)
+    be.col_sum(dZ1, grads.b1)
+
+
+def sgd_update(be, params: Parameters, grads: Parameters, lr: float, reg: float) -> None:
+    """W <- W - lr (dW + reg W) for the weights; b <- b - lr db for the biases."""
+    be.sgd_update(params.weights, grads.weights, lr, reg)
+    be.sgd_update(params.biases, grads.biases, lr, 0.0)
+
+
+def regularization(be, params: Parameters, reg: float) -> float:
+    """0.5 * reg * (|W1|^2 + |W2|^2), read back to the host."""
+    return 0.5 * reg * be.sum_squares(params.weights)
+
+
+def loss(be, params: Parameters, P, labels, reg: float) -> float:
+    """J for the rows of the last forward (host float; for reports, not on the hot path)."""
+    n = P.shape[0]
+    return be.cross_entropy_sum(P, labels) / n + regularization(be, params, reg)
+
+
+def predict(be, params: Parameters, ws: Workspace, X) -> np.ndarray:
+    """Predicted labels (host int array) for all rows of X, in chunks of the workspace's batch."""
+    labels = []
+    for start in range(0, X.shape[0], ws.batch):
+        P = forward(be, params, ws, X[start : start + ws.batch])
+        labels.append(be.argmax_rows(P))
+    return np.concatenate(labels) if labels else np.empty(0, dtype=np.int64)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Benchmarks, with the settings the README's tables were measured with. Results go to bench_results/
+# as JSON (machine, date and command included) and a table on the terminal.
+#
+#   ./run.sh gemm       GEMM kernels: correctness everywhere, GFLOP/s and % of cuBLAS on a GPU
+#   ./run.sh train      training-step throughput (NumPy; CuPy on a GPU), with a PyTorch loop if installed
+#   ./run.sh all        all of the above
+set -euo pipefail
+cd "$(dirname "$0")"
+OUT=${NN_CUDA_BENCH_DIR:-bench_results}
+mkdir -p "$OUT"
+PY=${PYTHON:-python}
+
+have_gpu() {
+    "$PY" - <<'PYEOF' 2>/dev/null
+import sys
+try:
+    import cupy
+    sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)
+except Exception:
+    sys.exit(1)
+PYEOF
+}
+
+bench_gemm() {
+    if have_gpu; then
+        for dtype in float32 float64; do
+            "$PY" -m nn_cuda.bench gemm --backend cupy --dtype "$dtype" --json "$OUT/gemm_cupy_$dtype.json"
+        done
+        "$PY" -m nn_cuda.bench gemm --backend numba --json "$OUT/gemm_numba_float32.json"
+    else
+        echo "no GPU: checking every GEMM kernel in the Numba simulator at small sizes (timing needs a GPU)"
+        "$PY" -m nn_cuda.bench gemm --backend numba-sim --json "$OUT/gemm_numba-sim_float32.json"
+        "$PY" -m nn_cuda.bench gemm --backend numba-sim --dtype float64 --json "$OUT/gemm_numba-sim_float64.json"
+    fi
+}
+
+bench_train() {
+    "$PY" -m nn_cuda.bench train --backend numpy --json "$OUT/train_numpy.json"
+    if have_gpu; then
+        "$PY" -m nn_cuda.bench train --backend cupy --gemm naive,tiled,regblock,cublas --json "$OUT/train_cupy.json"
+    fi
+}
+
+case "${1:-all}" in
+    gemm) bench_gemm ;;
+    train) bench_train ;;
+    all) bench_gemm; bench_train ;;
+    *) echo "usage: ./run.sh gemm|train|all" >&2; exit 2 ;;
+esac
