@@ -138,7 +138,11 @@ def main(argv=None) -> int:
     if args.mode == 4:
         from .grade_gemm import run_gemm_grade
 
-        return 0 if run_gemm_grade(args.backend, args.gemm, args.dtype, args.scale) else 1
+        try:
+            return 0 if run_gemm_grade(args.backend, args.gemm, args.dtype, args.scale) else 1
+        except (ImportError, RuntimeError, ValueError) as exc:
+            print(f"nn_cuda.grade: error: {exc}", file=sys.stderr)
+            return 2
     cfg = course_config(args.mode, TrainConfig(
         backend=args.backend, gemm=args.gemm, dtype=args.dtype, dataset=args.dataset,
         data_dir=args.data_dir, print_every=args.print_every, seed=args.seed, quiet=True))

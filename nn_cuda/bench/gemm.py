@@ -1,0 +1,416 @@
+"""`python -m nn_cuda.bench gemm`: the GEMM kernels against float64 NumPy and, on a GPU, cuBLAS.
+
+For every algorithm and size it computes the course's mode-4 product C <- 2 op(A) op(B) + 5 C, and
+the same with beta = 0 on a C filled with NaN (an element the kernel leaves unwritten stays NaN),
+on inputs drawn from [0, 1), and compares both with float64 NumPy by the course's measure, the
+relative inf-norm error ||C - C_ref||_inf / ||C_ref||_inf (largest absolute row sum). Nothing
+cancels with these inputs, so any order of summation stays within (K + 3) u of the exact result
+(u = 2^-24 in float32, 2^-53 in float64): that is the tolerance, and the exit status is non-zero when
+an algorithm misses it.
+
+On a GPU (backend cupy, or numba outside the simulator) it then times each algorithm with CUDA
+events: a few warm-up calls, then --repeat calls queued back to back behind a short busy kernel
+(so that Python's launch overhead does not show up between them), each call on one of enough copies
+of A, B and C that the inputs come from memory rather than from the L2 cache. It reports the median,
+GFLOP/s (2 M N K per call) and, on cupy, the percentage of cuBLAS timed in the same run.
+
+    python -m nn_cuda.bench gemm --backend cupy --json bench_results/gemm.json
+    python -m nn_cuda.bench gemm --backend numba-sim       # correctness only, tiny sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from .. import kernel_info
+from ..backends import BACKENDS, get_backend
+from .common import machine_info, machine_line, write_json
+
+ALPHA, BETA = 2.0, 5.0  # the course's mode-4 test
+COURSE_SIZES = [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)]
+GPU_SIZES = COURSE_SIZES + [(10 * m, 10 * n, 10 * k) for m, n, k in COURSE_SIZES] + [(4096, 4096, 4096)]
+CPU_SIZES = [(17, 33, 65), (64, 16, 4), (65, 17, 5)]
+TRANSPOSES = {"NN": (False, False), "NT": (False, True), "TN": (True, False), "TT": (True, True)}
+WARMUP = 3
+L2_FALLBACK_BYTES = 128 * 2**20  # when the device does not say (larger than any current L2)
+MAX_COPIES = 256
+
+
+# ---- command line -------------------------------------------------------------------------------
+
+
+def parse_sizes(text: str) -> list[tuple[int, int, int]]:
+    sizes = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        try:
+            M, N, K = (int(p) for p in parts)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"size {item!r} is not MxNxK (e.g. 800x1000x784)") from None
+        if min(M, N, K) < 1:
+            raise argparse.ArgumentTypeError(f"size {item!r}: M, N and K must be at least 1")
+        sizes.append((M, N, K))
+    return sizes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m nn_cuda.bench gemm", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="default: cupy when CuPy sees a GPU, else numpy")
+    p.add_argument("--algo", default=None,
+                   help="comma-separated GEMM algorithms (default: all of the backend's)")
+    p.add_argument("--sizes", type=parse_sizes, default=None,
+                   help="comma-separated MxNxK (default: the course's mode-4 sizes, the same x10 "
+                        "and 4096^3 on a GPU; " + ", ".join("x".join(map(str, s)) for s in CPU_SIZES)
+                        + " on the CPU)")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--trans", default="NN",
+                   help="comma-separated transpose cases among NN, NT, TN, TT (op(A), op(B)); default NN")
+    p.add_argument("--repeat", type=int, default=20, help="timed calls per case (median reported, >= 10)")
+    p.add_argument("--json", metavar="PATH", help="write the results here")
+    return p
+
+
+# ---- accuracy -----------------------------------------------------------------------------------
+
+
+def tolerance(K: int, dtype) -> float:
+    """gamma_(K+3): the error bound of any summation order for non-negative data and alpha, beta > 0."""
+    return (K + 3) * float(np.finfo(dtype).eps) / 2
+
+
+def rel_inf_norm_error(result, reference) -> float:
+    """||result - reference||_inf / ||reference||_inf; NaN when result holds NaN."""
+    result = np.asarray(result, dtype=np.float64)
+    difference = np.abs(result - reference).sum(axis=1).max()
+    return float(difference / np.abs(reference).sum(axis=1).max())
+
+
+class Problem:
+    """Host inputs of one (M, N, K, trans) case and their float64 references."""
+
+    def __init__(self, M, N, K, trans_a, trans_b, dtype, seed=0):
+        rng = np.random.default_rng(seed)
+        self.M, self.N, self.K = M, N, K
+        self.trans_a, self.trans_b = trans_a, trans_b
+        self.A = rng.random((K, M) if trans_a else (M, K)).astype(dtype)
+        self.B = rng.random((N, K) if trans_b else (K, N)).astype(dtype)
+        self.C = rng.random((M, N)).astype(dtype)
+        op_a = self.A.T if trans_a else self.A
+        op_b = self.B.T if trans_b else self.B
+        self.product = ALPHA * (op_a.astype(np.float64) @ op_b.astype(np.float64))
+        self.reference = self.product + BETA * self.C.astype(np.float64)
+
+
+def check(be, algo, problem, A, B, C) -> float:
+    """The larger relative error of beta = 0 (C poisoned with NaN) and of the mode-4 product."""
+    be.fill(C, np.nan)
+    be.gemm(A, B, C, alpha=ALPHA, beta=0.0, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
+    error_beta0 = rel_inf_norm_error(be.to_host(C), problem.product)
+    C_start = be.to_device(problem.C)
+    be.copy(C_start, C)
+    be.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
+    error = rel_inf_norm_error(be.to_host(C), problem.reference)
+    if math.isnan(error_beta0) or math.isnan(error):
+        return float("nan")
+    return max(error_beta0, error)
+
+
+# ---- timing on a GPU ----------------------------------------------------------------------------
+
+
+class CupyTimer:
+    """CUDA events and a busy kernel on CuPy's current stream."""
+
+    _HOLD_SOURCE = r"""
+    extern "C" __global__ void hold_gpu(unsigned long long nanoseconds)
+    {
+        // Spin on the global nanosecond timer: keeps the GPU busy while the host queues work.
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do {
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        } while (now - start < nanoseconds);
+    }
+    """
+
+    def __init__(self):
+        import cupy
+
+        self.cupy = cupy
+        self._hold = cupy.RawKernel(self._HOLD_SOURCE, "hold_gpu")
+
+    def event(self):
+        return self.cupy.cuda.Event()
+
+    def record(self, event):
+        event.record()
+
+    def elapsed_ms(self, start, end) -> float:
+        return self.cupy.cuda.get_elapsed_time(start, end)
+
+    def hold(self, milliseconds: float) -> None:
+        self._hold((1,), (1,), (np.uint64(milliseconds * 1e6),))
+
+    def l2_bytes(self) -> int:
+        try:
+            return int(self.cupy.cuda.Device().attributes["L2CacheSize"])
+        except Exception:
+            return L2_FALLBACK_BYTES
+
+    def arch(self) -> str:
+        return f"sm_{self.cupy.cuda.Device().compute_capability}"
+
+    def describe(self) -> dict:
+        props = self.cupy.cuda.runtime.getDeviceProperties(self.cupy.cuda.Device().id)
+        name = props["name"]
+        return {
+            "gpu": name.decode() if isinstance(name, bytes) else str(name),
+            "arch": self.arch(),
+            "l2_bytes": self.l2_bytes(),
+            "cupy": self.cupy.__version__,
+            "cuda_runtime": self.cupy.cuda.runtime.runtimeGetVersion(),
+            "cuda_driver": self.cupy.cuda.runtime.driverGetVersion(),
+        }
+
+
+class NumbaTimer:
+    """CUDA events and a busy kernel on Numba's default stream."""
+
+    def __init__(self):
+        from numba import cuda
+
+        self.cuda = cuda
+
+        @cuda.jit
+        def hold_gpu(microseconds):
+            # Sleep in 1-microsecond naps: keeps the GPU busy while the host queues work.
+            for _ in range(microseconds):
+                cuda.nanosleep(1000)
+
+        self._hold = hold_gpu
+
+    def event(self):
+        return self.cuda.event(timing=True)
+
+    def record(self, event):
+        event.record()
+
+    def elapsed_ms(self, start, end) -> float:
+        return self.cuda.event_elapsed_time(start, end)
+
+    def hold(self, milliseconds: float) -> None:
+        self._hold[1, 1](int(milliseconds * 1000))
+
+    def l2_bytes(self) -> int:
+        try:
+            return int(self.cuda.get_current_device().L2_CACHE_SIZE)
+        except Exception:
+            return L2_FALLBACK_BYTES
+
+    def arch(self) -> str:
+        major, minor = self.cuda.get_current_device().compute_capability
+        return f"sm_{major}{minor}"
+
+    def describe(self) -> dict:
+        import numba
+
+        name = self.cuda.get_current_device().name
+        return {
+            "gpu": name.decode() if isinstance(name, bytes) else str(name),
+            "arch": self.arch(),
+            "l2_bytes": self.l2_bytes(),
+            "numba": numba.__version__,
+        }
+
+
+def device_copies(be, problem, l2_bytes):
+    """Enough (A, B, C) copies on the device that cycling through them defeats the L2 cache."""
+    set_bytes = problem.A.nbytes + problem.B.nbytes + problem.C.nbytes
+    count = min(MAX_COPIES, max(2, math.ceil(2 * l2_bytes / set_bytes)))
+    return [(be.to_device(problem.A), be.to_device(problem.B), be.to_device(problem.C)) for _ in range(count)]
+
+
+def time_gemm(be, timer, algo, problem, copies, repeat) -> list[float]:
+    """Milliseconds of each of `repeat` calls, queued back to back and timed with CUDA events.
+
+    C changes at every call (it is multiplied by 5 and accumulated into); its values do not affect
+    the speed of the kernels.
+    """
+    def call(index):
+        A, B, C = copies[index % len(copies)]
+        be.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
+
+    for index in range(WARMUP):
+        call(index)
+    be.synchronize()
+    started = time.perf_counter()
+    call(WARMUP)  # the host's cost of queueing one call, to size the head start below
+    queue_seconds = time.perf_counter() - started
+    be.synchronize()
+
+    events = [timer.event() for _ in range(repeat + 1)]
+    timer.hold(min(1000.0, 1.0 + 2e3 * queue_seconds * repeat))
+    timer.record(events[0])
+    for index in range(repeat):
+        call(WARMUP + 1 + index)
+        timer.record(events[index + 1])
+    be.synchronize()
+    return [timer.elapsed_ms(events[i], events[i + 1]) for i in range(repeat)]
+
+
+# ---- the benchmark ------------------------------------------------------------------------------
+
+
+def _default_backend() -> str:
+    try:
+        get_backend("cupy")
+        return "cupy"
+    except (ImportError, RuntimeError):
+        return "numpy"
+
+
+def _is_simulated(backend_name: str) -> bool:
+    if backend_name == "numba-sim":
+        return True
+    if backend_name == "numba":
+        from numba import config
+
+        return bool(config.ENABLE_CUDASIM)
+    return False
+
+
+def _registers(algo, dtype, trans_a, trans_b, arch):
+    """(kernel instance, registers) from ptxas, or None (no nvcc, no CUDA C kernel, unknown arch)."""
+    if algo not in kernel_info.GEMM_KERNEL_FILES:
+        return None
+    try:
+        registers = kernel_info.gemm_registers(algo, dtype, arch)
+    except ValueError:
+        return None
+    name = kernel_info.gemm_kernel_name(algo, dtype, trans_a, trans_b)
+    return (name, registers[name]) if name in registers else None
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.repeat < 10:
+        parser.error("--repeat must be at least 10 (the median of fewer calls is noisy)")
+    trans_cases = [t.strip().upper() for t in args.trans.split(",")]
+    unknown = [t for t in trans_cases if t not in TRANSPOSES]
+    if unknown:
+        parser.error(f"--trans {','.join(unknown)}: choose among {', '.join(TRANSPOSES)}")
+    dtype = np.dtype(args.dtype)
+
+    backend_name = args.backend or _default_backend()
+    try:
+        be = get_backend(backend_name)
+    except (ImportError, RuntimeError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    algos = args.algo.split(",") if args.algo else list(be.gemm_algos)
+    unknown = [a for a in algos if a not in be.gemm_algos]
+    if unknown:
+        parser.error(f"backend {backend_name!r} has no GEMM algorithm {', '.join(unknown)}; "
+                     f"choose among {', '.join(be.gemm_algos)}")
+
+    timed = be.on_device and not _is_simulated(backend_name)
+    anchor = "cublas" if timed and "cublas" in be.gemm_algos else None
+    if anchor and anchor not in algos:
+        algos.append(anchor)  # timed in the same run, as the reference for "% of cuBLAS"
+    sizes = args.sizes or (GPU_SIZES if timed else CPU_SIZES)
+    timer = (CupyTimer() if backend_name == "cupy" else NumbaTimer()) if timed else None
+    arch = timer.arch() if timer is not None and backend_name == "cupy" else None
+
+    info = machine_info()
+    if timer is not None:
+        info["device"] = timer.describe()
+        info["gpu"] = info.get("gpu") or info["device"]["gpu"]
+    print(f"GEMM C <- {ALPHA:g} op(A) op(B) + {BETA:g} C, {args.dtype}, backend {backend_name}, "
+          f"inputs in [0, 1), tolerance (K + 3) u")
+    print(f"machine: {machine_line(info)}")
+    if timed:
+        print(f"times: median of {args.repeat} calls after {WARMUP} warm-up calls, CUDA events")
+    else:
+        print("times: not measured; timing needs a GPU (backend cupy, or numba without the simulator)")
+    header = (f"{'algo':9s} {'op':3s} {'M':>6s} {'N':>6s} {'K':>6s} {'rel_err':>9s} {'tol':>8s}  "
+              f"{'ms':>9s} {'GFLOP/s':>9s} {'% cuBLAS':>9s}")
+    print(header)
+    print("-" * len(header))
+
+    records, failures = [], []
+    for M, N, K in sizes:
+        for trans in trans_cases:
+            trans_a, trans_b = TRANSPOSES[trans]
+            problem = Problem(M, N, K, trans_a, trans_b, dtype)
+            limit = tolerance(K, dtype)
+            copies = device_copies(be, problem, timer.l2_bytes()) if timed else None
+            if timed:
+                A, B, C = copies[0]
+            else:
+                A, B, C = (be.to_device(x) for x in (problem.A, problem.B, problem.C))
+            rows = []
+            for algo in algos:
+                error = check(be, algo, problem, A, B, C)
+                record = {"algo": algo, "backend": backend_name, "dtype": args.dtype, "trans": trans,
+                          "M": M, "N": N, "K": K, "alpha": ALPHA, "beta": BETA,
+                          "rel_err": error, "tolerance": limit, "passed": bool(error <= limit)}
+                if not record["passed"]:
+                    failures.append(f"{algo} {trans} {M}x{N}x{K}: relative error {error:.3g} > {limit:.3g}")
+                if timed:
+                    samples = time_gemm(be, timer, algo, problem, copies, args.repeat)
+                    ms = statistics.median(samples)
+                    record.update(time_ms=ms, time_ms_min=min(samples), gflops=2.0 * M * N * K / (ms * 1e6),
+                                  repeat=args.repeat, copies=len(copies))
+                if arch is not None:
+                    found = _registers(algo, dtype, trans_a, trans_b, arch)
+                    if found is not None:
+                        record.update(kernel=found[0], registers=found[1], arch=arch)
+                rows.append(record)
+            anchor_ms = next((r["time_ms"] for r in rows if r["algo"] == anchor), None)
+            for record in rows:
+                if anchor_ms is not None:
+                    record["percent_of_cublas"] = 100.0 * anchor_ms / record["time_ms"]
+                print(_table_row(record))
+            records.extend(rows)
+            del copies, A, B, C
+            be.synchronize()
+
+    if args.json:
+        payload = {"benchmark": "gemm", "machine": info, "backend": backend_name, "timed": timed,
+                   "config": {"dtype": args.dtype, "trans": trans_cases, "repeat": args.repeat,
+                              "warmup": WARMUP, "alpha": ALPHA, "beta": BETA,
+                              "sizes": [list(s) for s in sizes], "algos": algos},
+                   "results": records}
+        write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    if failures:
+        print("FAILED (relative error above tolerance):", file=sys.stderr)
+        for line in failures:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _table_row(r) -> str:
+    def number(key, spec):
+        return format(r[key], spec) if key in r else "-"
+
+    status = "" if r["passed"] else "  FAIL"
+    return (f"{r['algo']:9s} {r['trans']:3s} {r['M']:6d} {r['N']:6d} {r['K']:6d} {r['rel_err']:9.2e} "
+            f"{r['tolerance']:8.1e}  {number('time_ms', '9.3f'):>9s} {number('gflops', '9.1f'):>9s} "
+            f"{number('percent_of_cublas', '8.1f'):>9s}{status}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

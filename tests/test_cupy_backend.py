@@ -1,0 +1,350 @@
+"""The CuPy backend on a GPU: every CUDA C kernel against float64 NumPy.
+
+Skipped, with a reason, where CuPy is not installed or no CUDA device is present. One test only
+needs CuPy's NVRTC (no GPU): it compiles every kernels/*.cu file the way CuPy does.
+
+Tolerances. GEMM inputs are drawn from [0, 1) and alpha, beta > 0, so nothing cancels: each computed
+entry is within gamma_(K+3) = (K + 3) u of the exact one for any order of summation (u = 2^-24 in
+float32, 2^-53 in float64), hence so is the relative inf-norm error. A float32 emulation of the
+kernels' sequential fused multiply-adds measures about 0.2 sqrt(K) u (3.7e-7 at K = 1000, against a
+bound of 6.0e-5); an element written wrong, left unwritten (NaN) or a term missing fails by far.
+"""
+
+import numpy as np
+import pytest
+
+from nn_cuda import kernel_info
+
+cupy = pytest.importorskip("cupy", reason="CuPy is not installed (pip install -e .[gpu])")
+
+
+def _device_count() -> int:
+    try:
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no driver, no device, or a driver too old for this CuPy
+        return 0
+
+
+needs_gpu = pytest.mark.skipif(_device_count() == 0, reason="no CUDA GPU available to CuPy")
+
+DTYPES = (np.float32, np.float64)
+TRANSPOSES = [(False, False), (False, True), (True, False), (True, True)]
+GEMM_SIZES = [  # (M, N, K): odd sizes, one-element edges, sizes smaller than a tile, several tiles
+    (1, 1, 1),
+    (17, 33, 65),
+    (64, 16, 4),
+    (65, 17, 5),
+    (33, 1, 31),
+    (257, 129, 300),
+    (800, 100, 1000),
+]
+GUARD = 64  # elements on each side of C that a kernel must not touch
+
+
+def unit_roundoff(dtype) -> float:
+    return float(np.finfo(dtype).eps) / 2
+
+
+def rel_inf_norm_error(result, reference) -> float:
+    """||result - reference||_inf / ||reference||_inf, the inf-norm being the largest row sum of |x|."""
+    result = np.asarray(result, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
+    return float(np.abs(result - reference).sum(axis=1).max() / np.abs(reference).sum(axis=1).max())
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from nn_cuda.backends.cupy_backend import CupyBackend
+
+    return CupyBackend()
+
+
+def guarded_output(backend, host_values, poison):
+    """C as a C-contiguous view into a larger buffer whose margins hold `poison` (to catch stray writes)."""
+    M, N = host_values.shape
+    buffer = cupy.full(M * N + 2 * GUARD, poison, dtype=host_values.dtype)
+    C = buffer[GUARD : GUARD + M * N].reshape(M, N)
+    C.set(host_values)
+    return buffer, C
+
+
+def assert_guards_intact(buffer, poison):
+    margins = cupy.asnumpy(cupy.concatenate([buffer[:GUARD], buffer[-GUARD:]]))
+    if np.isnan(poison):
+        assert np.isnan(margins).all(), "a kernel wrote outside C"
+    else:
+        assert (margins == poison).all(), "a kernel wrote outside C"
+
+
+# ---- GEMM ---------------------------------------------------------------------------------------
+
+
+@needs_gpu
+@pytest.mark.parametrize("algo", ["naive", "tiled", "regblock", "cublas"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("trans_a, trans_b", TRANSPOSES, ids=["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("M, N, K", GEMM_SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in GEMM_SIZES])
+def test_gemm_matches_float64_numpy(backend, algo, dtype, trans_a, trans_b, M, N, K):
+    rng = np.random.default_rng(M * 10007 + N * 101 + K)
+    A = rng.random((K, M) if trans_a else (M, K)).astype(dtype)
+    B = rng.random((N, K) if trans_b else (K, N)).astype(dtype)
+    C0 = rng.random((M, N)).astype(dtype)
+    op_a = (A.T if trans_a else A).astype(np.float64)
+    op_b = (B.T if trans_b else B).astype(np.float64)
+    product = op_a @ op_b
+    alpha = 1.5
+    tolerance = (K + 3) * unit_roundoff(dtype)
+
+    for beta in (0.0, 0.75):
+        # beta == 0: C starts as NaN, so an element the kernel does not write (or reads) stays NaN.
+        poison = np.nan if beta == 0 else -7.0
+        start = np.full((M, N), np.nan, dtype=dtype) if beta == 0 else C0
+        buffer, C = guarded_output(backend, start, poison)
+        backend.gemm(
+            backend.to_device(A), backend.to_device(B), C,
+            alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, algo=algo,
+        )
+        result = backend.to_host(C)
+        assert result.dtype == dtype
+        assert np.isfinite(result).all(), f"beta={beta}: unwritten or NaN elements"
+        expected = alpha * product + beta * C0.astype(np.float64)
+        error = rel_inf_norm_error(result, expected)
+        assert error <= tolerance, f"beta={beta}: relative error {error:.3g} > {tolerance:.3g}"
+        assert_guards_intact(buffer, poison)
+
+
+def course_mode4_matrices(M, N, K, dtype):
+    """The course's GEMM test: A[i,j] = i*j/M, B[i,j] = (i*j+1)/N, C[i,j] = (i*j+2)/N."""
+    i, j = np.ogrid[:M, :K]
+    A = i * j / M
+    i, j = np.ogrid[:K, :N]
+    B = (i * j + 1) / N
+    i, j = np.ogrid[:M, :N]
+    C = (i * j + 2) / N
+    return A.astype(dtype), B.astype(dtype), C.astype(dtype)
+
+
+@needs_gpu
+@pytest.mark.parametrize("algo", ["naive", "tiled", "regblock"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("M, N, K", [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)])
+def test_course_mode4_against_cublas(backend, algo, dtype, M, N, K):
+    # The course's threshold. A float32 emulation of the kernels' summation order measures
+    # 2.2e-7 / 3.9e-7 / 2.9e-7 against the exact product for these three sizes; cuBLAS's own
+    # (blocked) summation error is smaller still.
+    tolerance = 1e-6 if dtype == np.float32 else 1e-12
+    A, B, C = course_mode4_matrices(M, N, K, dtype)
+    A_d, B_d = backend.to_device(A), backend.to_device(B)
+    ours, anchor = backend.to_device(C), backend.to_device(C)
+    backend.gemm(A_d, B_d, ours, alpha=2.0, beta=5.0, algo=algo)
+    backend.gemm(A_d, B_d, anchor, alpha=2.0, beta=5.0, algo="cublas")
+    error = rel_inf_norm_error(backend.to_host(ours), backend.to_host(anchor))
+    assert error < tolerance, f"{algo} differs from cuBLAS by {error:.3g} (relative inf-norm)"
+
+
+@needs_gpu
+def test_gemm_rejects_bad_arguments(backend):
+    A = backend.zeros((4, 3), np.float32)
+    B = backend.zeros((3, 5), np.float32)
+    C = backend.zeros((4, 5), np.float32)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        backend.gemm(A, B, C, trans_a=True)
+    with pytest.raises(ValueError, match="one dtype"):
+        backend.gemm(A, backend.zeros((3, 5), np.float64), C)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        backend.gemm(A, backend.zeros((5, 3), np.float32).T, C)
+    with pytest.raises(ValueError, match="no GEMM algorithm"):
+        backend.gemm(A, B, C, algo="strassen")
+    with pytest.raises(ValueError, match="CuPy array"):
+        backend.gemm(np.zeros((4, 3), np.float32), B, C)
+    with pytest.raises(ValueError, match="overlaps"):
+        square = backend.zeros((4, 4), np.float32)
+        backend.gemm(square, square, square)
+
+
+# ---- element-wise and reduction kernels ----------------------------------------------------------
+
+OP_SHAPES = [(1, 1), (17, 33), (65, 10), (800, 1000)]
+OP_IDS = [f"{r}x{c}" for r, c in OP_SHAPES]
+
+
+def nan_output(backend, shape, dtype):
+    out = backend.empty(shape, dtype)
+    backend.fill(out, np.nan)
+    return out
+
+
+def sigmoid64(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("rows, cols", OP_SHAPES, ids=OP_IDS)
+def test_bias_sigmoid(backend, dtype, rows, cols):
+    rng = np.random.default_rng(1)
+    Z = (rng.standard_normal((rows, cols)) * 8).astype(dtype)
+    Z.flat[0] = -1000.0  # exp(1000) would overflow in a naive sigmoid
+    b = rng.standard_normal(cols).astype(dtype)
+    out = nan_output(backend, (rows, cols), dtype)
+    backend.bias_sigmoid(backend.to_device(Z), backend.to_device(b), out)
+    # the bias is added in the array's precision; the rest is compared with float64
+    expected = sigmoid64((Z + b).astype(np.float64))
+    result = backend.to_host(out)
+    assert np.isfinite(result).all()
+    # exp (2 ulps), one addition, one division: a few ulps of a result in [0, 1]
+    assert np.abs(result - expected).max() <= 8 * unit_roundoff(dtype)
+
+    Z_d = backend.to_device(Z)  # in place: out is Z
+    backend.bias_sigmoid(Z_d, backend.to_device(b), Z_d)
+    np.testing.assert_array_equal(backend.to_host(Z_d), result)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("rows, cols", OP_SHAPES, ids=OP_IDS)
+def test_bias_softmax(backend, dtype, rows, cols):
+    rng = np.random.default_rng(2)
+    Z = (rng.standard_normal((rows, cols)) * 5).astype(dtype)
+    Z[0] += 1e4  # would overflow exp without subtracting the row maximum
+    b = rng.standard_normal(cols).astype(dtype)
+    out = nan_output(backend, (rows, cols), dtype)
+    backend.bias_softmax(backend.to_device(Z), backend.to_device(b), out)
+    # the bias is added in the array's precision (at 1e4 that rounding alone is 1e4 u); the rest
+    # is compared with float64
+    shifted = (Z + b).astype(np.float64)
+    shifted -= shifted.max(axis=1, keepdims=True)
+    expected = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    result = backend.to_host(out)
+    assert np.isfinite(result).all()
+    # exp(x - max) within a few ulps, a sum of cols terms and a division: (cols + 4) u at most
+    tolerance = 2 * (cols + 8) * unit_roundoff(dtype)
+    assert np.abs(result - expected).max() <= tolerance
+    np.testing.assert_allclose(result.astype(np.float64).sum(axis=1), 1.0, rtol=tolerance)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("rows, cols", OP_SHAPES, ids=OP_IDS)
+def test_softmax_grad(backend, dtype, rows, cols):
+    rng = np.random.default_rng(3)
+    P = rng.random((rows, cols)).astype(dtype)
+    labels = rng.integers(0, cols, rows).astype(np.int32)
+    scale = 1.0 / max(rows, 3)
+    out = nan_output(backend, (rows, cols), dtype)
+    backend.softmax_grad(backend.to_device(P), backend.to_device(labels), scale, out)
+    onehot = np.zeros((rows, cols))
+    onehot[np.arange(rows), labels] = 1.0
+    expected = scale * (P.astype(np.float64) - onehot)
+    result = backend.to_host(out)
+    assert np.isfinite(result).all()
+    # one subtraction and one product, plus scale rounded to the dtype: 3 u of scale
+    assert np.abs(result - expected).max() <= 4 * unit_roundoff(dtype) * scale
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("rows, cols", OP_SHAPES, ids=OP_IDS)
+def test_sigmoid_backward(backend, dtype, rows, cols):
+    rng = np.random.default_rng(4)
+    dA = rng.standard_normal((rows, cols)).astype(dtype)
+    A = rng.random((rows, cols)).astype(dtype)
+    out = nan_output(backend, (rows, cols), dtype)
+    backend.sigmoid_backward(backend.to_device(dA), backend.to_device(A), out)
+    A64 = A.astype(np.float64)
+    expected = dA.astype(np.float64) * A64 * (1.0 - A64)
+    result = backend.to_host(out)
+    assert np.isfinite(result).all()
+    # 1 - A and two products: 3 roundings of a result no larger than |dA| / 4 (measured: 2.7 u)
+    assert np.all(np.abs(result - expected) <= 6 * unit_roundoff(dtype) * np.abs(dA) * 0.25)
+
+    dA_d = backend.to_device(dA)  # in place: out is dA
+    backend.sigmoid_backward(dA_d, backend.to_device(A), dA_d)
+    np.testing.assert_array_equal(backend.to_host(dA_d), result)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("rows, cols", OP_SHAPES + [(3000, 7)], ids=OP_IDS + ["3000x7"])
+def test_col_sum(backend, dtype, rows, cols):
+    rng = np.random.default_rng(5)
+    M = rng.standard_normal((rows, cols)).astype(dtype)
+    out = backend.empty((cols,), dtype)
+    backend.fill(out, np.nan)
+    backend.col_sum(backend.to_device(M), out)
+    M64 = M.astype(np.float64)
+    expected = M64.sum(axis=0)
+    result = backend.to_host(out)
+    assert np.isfinite(result).all()
+    # any order of summation: within gamma_rows of the sum of |M| in each column
+    bound = (rows + 2) * unit_roundoff(dtype) * np.abs(M64).sum(axis=0)
+    assert np.all(np.abs(result - expected) <= bound)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("shape", [(1,), (33,), (1000, 784), (10, 1000)], ids=str)
+def test_sgd_update(backend, dtype, shape):
+    rng = np.random.default_rng(6)
+    param = rng.standard_normal(shape).astype(dtype)
+    grad = rng.standard_normal(shape).astype(dtype)
+    lr, decay = 0.05, 1e-3
+    param_d = backend.to_device(param)
+    backend.sgd_update(param_d, backend.to_device(grad), lr, decay)
+    p64 = param.astype(np.float64)
+    expected = p64 - lr * (grad.astype(np.float64) + decay * p64)
+    result = backend.to_host(param_d)
+    scale = np.abs(p64) + lr * np.abs(grad) + 1e-30
+    assert np.all(np.abs(result - expected) <= 8 * unit_roundoff(dtype) * scale)
+
+
+@needs_gpu
+def test_read_backs(backend):
+    rng = np.random.default_rng(7)
+    P = rng.random((65, 10))
+    P /= P.sum(axis=1, keepdims=True)
+    P[3, 4] = 0.0  # clamped away from log(0)
+    labels = rng.integers(0, 10, 65).astype(np.int32)
+    labels[3] = 4
+    P_d, labels_d = backend.to_device(P), backend.to_device(labels)
+    picked = np.maximum(P[np.arange(65), labels], np.finfo(np.float64).tiny)
+    assert backend.cross_entropy_sum(P_d, labels_d) == pytest.approx(-np.log(picked).sum(), rel=1e-12)
+    assert backend.sum_squares(P_d) == pytest.approx(float((P**2).sum()), rel=1e-12)
+    np.testing.assert_array_equal(backend.argmax_rows(P_d), P.argmax(axis=1))
+
+
+@needs_gpu
+def test_element_wise_ops_reject_bad_arguments(backend):
+    Z = backend.zeros((4, 3), np.float32)
+    with pytest.raises(ValueError, match="shape"):
+        backend.bias_sigmoid(Z, backend.zeros((4,), np.float32), backend.zeros((4, 3), np.float32))
+    with pytest.raises(ValueError, match="does not match"):
+        backend.bias_sigmoid(Z, backend.zeros((3,), np.float32), backend.zeros((4, 3), np.float64))
+    with pytest.raises(ValueError, match="int32"):
+        labels = backend.to_device(np.zeros(4, np.int64))
+        backend.softmax_grad(Z, labels, 0.25, backend.zeros((4, 3), np.float32))
+    with pytest.raises(ValueError, match="does not match"):
+        backend.sgd_update(Z, backend.zeros((3, 4), np.float32), 0.1, 0.0)
+
+
+# ---- compilation with NVRTC, as CuPy does it (no GPU needed) ----------------------------------------
+
+
+@pytest.mark.parametrize("filename", [path.name for path in kernel_info.kernel_files()])
+def test_kernels_compile_with_nvrtc(filename):
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        nvrtc.getVersion()
+    except Exception as error:  # the NVRTC library is optional until a kernel is compiled
+        pytest.skip(f"NVRTC is not available to CuPy: {error}")
+    program = nvrtc.createProgram(kernel_info.kernel_source(filename), filename, (), ())
+    names = kernel_info.name_expressions(filename)
+    for name in names:
+        nvrtc.addNameExpression(program, name)
+    try:
+        nvrtc.compileProgram(program, ["-std=c++17", "-arch=compute_80"])
+    except Exception as error:
+        pytest.fail(f"NVRTC cannot compile {filename}: {error}\n{nvrtc.getProgramLog(program)}")
+    for name in names:
+        assert nvrtc.getLoweredName(program, name).startswith("_Z")

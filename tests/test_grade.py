@@ -1,0 +1,94 @@
+"""The grading harness: the course's error measures, modes 1-4 and their output files."""
+
+import numpy as np
+import pytest
+
+from nn_cuda import compare, grade
+from nn_cuda.grade_gemm import course_inputs
+
+
+def test_relative_errors_are_the_course_norms():
+    ref = np.array([[1.0, -2.0], [3.0, 4.0]])
+    other = ref + np.array([[0.0, 0.5], [0.0, 0.0]])
+    # inf-norm: largest absolute row sum: |diff| = 0.5, |ref| = 7
+    assert compare.relative_error(ref, other, np.inf) == pytest.approx(0.5 / 7)
+    # 2-norm of a matrix: the largest singular value
+    assert compare.relative_error(ref, other, 2) == pytest.approx(0.5 / np.linalg.svd(ref)[1][0])
+    vector = np.array([3.0, -4.0])
+    assert compare.relative_error(vector, vector + [0, 1], 2) == pytest.approx(1 / 5)
+    assert compare.relative_error(vector, vector + [0, 1], np.inf) == pytest.approx(1 / 4)
+
+
+def test_thresholds_decide_pass_and_nan_fails():
+    errors = {"W1": (5e-5, 2e-5), "W2": (2e-4, 1e-6), "b1": (0.0, 0.0), "b2": (np.nan, 0.0)}
+    verdict = compare.passes(errors, "float32")
+    assert verdict == {"W1": True, "W2": False, "b1": True, "b2": False}
+    assert not compare.passes({"W1": (2e-7, 0.0)}, "float64")["W1"]
+
+
+def test_course_settings_of_each_mode():
+    cfg = grade.course_config(1, grade.TrainConfig(dtype="float32"))
+    assert (cfg.hidden, cfg.reg, cfg.batch, cfg.lr, cfg.epochs, cfg.pixels) == (100, 1e-4, 800, 0.0005, 40, "raw")
+    assert grade.course_config(3, grade.TrainConfig(dtype="float64")).lr == 0.025
+
+
+@pytest.mark.parametrize("mode", [1, 2, 3])
+def test_modes_1_to_3_write_the_course_files(mode, tmp_path, capsys):
+    out = tmp_path / "Outputs"
+    rc = grade.main(["--mode", str(mode), "--dataset", "mnist-sample", "--epochs", "1", "-p", "2",
+                     "--outputs", str(out)])
+    assert rc == 0
+    errors = (out / "NNErrors.txt").read_text()
+    assert errors.count("PASS") == 4 and "validation accuracy" in errors
+    rows = (out / "CpuGpuDiff.txt").read_text().splitlines()
+    assert rows[0].split("\t") == ["iteration", "W1_maxnorm", "W1_l2", "W2_maxnorm", "W2_l2",
+                                   "b1_maxnorm", "b1_l2", "b2_maxnorm", "b2_l2"]
+    # 3,600 training images / 800 = 5 steps: iterations 0, 2, 4 and the last, 5
+    assert [int(r.split("\t")[0]) for r in rows[1:]] == [0, 2, 4, 5]
+    assert all(len(r.split("\t")) == 9 for r in rows[1:])
+    assert f"mode {mode}: PASS" in capsys.readouterr().out
+
+
+def test_numba_simulator_matches_numpy_float64(tmp_path, capsys):
+    # The tiny configuration of the issue: H = 8, 64 images, 2 steps, through the whole model. The naive
+    # GEMM keeps it fast in the simulator (tests/test_numba_sim.py checks the other kernels one by one).
+    out = tmp_path / "Outputs"
+    rc = grade.main(["--mode", "2", "--backend", "numba-sim", "--gemm", "naive", "--dtype", "float64",
+                     "--dataset", "mnist-sample", "--hidden", "8", "--limit-rows", "64", "--max-steps", "2",
+                     "-p", "1", "--outputs", str(out)])
+    assert rc == 0, capsys.readouterr().out
+    last = (out / "CpuGpuDiff.txt").read_text().splitlines()[-1].split("\t")
+    assert last[0] == "2" and max(float(v) for v in last[1:]) < 1e-12  # measured ~1e-16
+
+
+def test_a_wrong_backend_fails_the_grade(tmp_path, monkeypatch, capsys):
+    # A backend whose update is slightly off must FAIL: the harness can tell.
+    from nn_cuda.backends.numpy_backend import NumpyBackend
+
+    original = NumpyBackend.sgd_update
+
+    def skewed(self, param, grad, lr, decay):
+        original(self, param, grad, lr * 1.01, decay)
+
+    import nn_cuda.grade as grade_module
+
+    real_get_backend = grade_module.get_backend
+
+    def get_backend(name, gemm=None):
+        be = real_get_backend("numpy" if name == "numba-sim" else name, gemm)
+        if name == "numba-sim":
+            be.sgd_update = skewed.__get__(be)
+        return be
+
+    monkeypatch.setattr(grade_module, "get_backend", get_backend)
+    rc = grade.main(["--mode", "3", "--backend", "numba-sim", "--dataset", "mnist-sample",
+                     "--outputs", str(tmp_path)])
+    assert rc == 1
+    assert "FAIL" in (tmp_path / "NNErrors.txt").read_text()
+
+
+def test_mode_4_course_inputs_and_numpy_run(capsys):
+    A, B, C = course_inputs(4, 3, 2, np.float64)
+    assert A[3, 1] == 3 * 1 / 4 and B[1, 2] == (1 * 2 + 1) / 3 and C[2, 2] == (2 * 2 + 2) / 3
+    assert grade.main(["--mode", "4", "--backend", "numpy", "--dtype", "float64"]) == 0
+    assert capsys.readouterr().out.count("PASS") == 3

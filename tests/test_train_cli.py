@@ -1,0 +1,99 @@
+"""`python -m nn_cuda.train` end to end on the bundled sample (NumPy backend, a few steps each)."""
+
+import gzip
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nn_cuda.checkpoint import load_checkpoint
+from nn_cuda.train import main
+
+SAMPLE = Path(__file__).resolve().parent.parent / "data" / "mnist-sample"
+SMALL = ["--dataset", "mnist-sample", "--quiet", "-n", "16"]
+
+
+def test_train_save_init_round_trip(tmp_path, capsys):
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    assert main([*SMALL, "-e", "1", "--dtype", "float64", "--save", str(a)]) == 0
+    assert main(["--dataset", "mnist-sample", "--quiet", "-e", "1", "--dtype", "float64",
+                 "--init", str(a), "--save", str(b)]) == 0
+    pa, meta = load_checkpoint(a)
+    pb, _ = load_checkpoint(b)
+    assert meta["hidden"] == 16 and pb["W1"].shape == (16, 784) and pb["W1"].dtype == np.float64
+    assert not np.array_equal(pa["W1"], pb["W1"])  # the second run trained on from the first
+    out = capsys.readouterr().out
+    assert "test accuracy" in out and "saved parameters" in out
+
+
+def test_init_fixes_hidden_and_rejects_a_conflicting_one(tmp_path, capsys):
+    a = tmp_path / "a.npz"
+    assert main([*SMALL, "--max-steps", "1", "--save", str(a)]) == 0
+    assert main(["--dataset", "mnist-sample", "--quiet", "-n", "32", "--init", str(a)]) == 1
+    assert "disagrees with --init" in capsys.readouterr().err
+
+
+def test_training_learns_on_the_sample(capsys):
+    # 10 epochs (50 steps) at H = 64: far above chance (0.1); measured 0.526.
+    assert main(["--dataset", "mnist-sample", "--quiet", "-n", "64", "-e", "10"]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if "test accuracy" in ln][0]
+    accuracy = float(line.split("test accuracy")[1].split()[0])
+    assert accuracy > 0.3
+
+
+def test_predictions_file_has_one_digit_per_test_image(tmp_path):
+    path = tmp_path / "pred.txt"
+    assert main([*SMALL, "--max-steps", "2", "--predictions", str(path)]) == 0
+    text = path.read_text()
+    assert len(text) == 1000 and set(text) <= set("0123456789")
+
+
+def test_max_steps_stops_early(tmp_path):
+    path = tmp_path / "m.npz"
+    assert main([*SMALL, "--max-steps", "3", "--save", str(path)]) == 0
+    assert load_checkpoint(path)[1]["steps"] == 3
+
+
+def test_shuffle_changes_the_result_and_is_seeded(tmp_path):
+    paths = [tmp_path / f"{i}.npz" for i in range(3)]
+    main([*SMALL, "--max-steps", "4", "--save", str(paths[0])])
+    main([*SMALL, "--max-steps", "4", "--shuffle", "--save", str(paths[1])])
+    main([*SMALL, "--max-steps", "4", "--shuffle", "--save", str(paths[2])])
+    w = [load_checkpoint(p)[0]["W2"] for p in paths]
+    assert not np.array_equal(w[0], w[1]) and np.array_equal(w[1], w[2])
+
+
+def test_divergence_stops_with_a_clear_message_and_saves_finite_weights(tmp_path, capsys):
+    path = tmp_path / "last.npz"
+    assert main([*SMALL, "--lr", "1e30", "-p", "1", "--save", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "diverged" in err and "--lr" in err
+    params, _ = load_checkpoint(path)
+    assert all(np.all(np.isfinite(v)) for v in params.values())
+
+
+def test_truncated_idx_file_gives_one_line_error(tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE, data)
+    images = data / "train-images-idx3-ubyte.gz"
+    raw = gzip.decompress(images.read_bytes())
+    images.write_bytes(gzip.compress(raw[: len(raw) // 2]))
+    result = subprocess.run(
+        [sys.executable, "-m", "nn_cuda.train", "--dataset", "mnist", "--data-dir", str(data), "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "train-images-idx3-ubyte.gz" in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("flags", [["-e", "0"], ["-b", "-5"], ["--lr", "nan"], ["--dtype", "float16"],
+                                   ["-d"], ["--backend", "tpu"]])
+def test_invalid_flags_are_usage_errors(flags, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(flags)
+    assert info.value.code == 2
+    assert "error:" in capsys.readouterr().err
