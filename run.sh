@@ -4,6 +4,7 @@
 #
 #   ./run.sh gemm       GEMM kernels: correctness everywhere, GFLOP/s and % of cuBLAS on a GPU
 #   ./run.sh train      training-step throughput (NumPy; CuPy on a GPU), with a PyTorch loop if installed
+#   ./run.sh scaling    data-parallel MPI scaling, p = 1..4 ranks, one BLAS thread per rank
 #   ./run.sh all        all of the above
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -42,9 +43,14 @@ bench_train() {
     fi
 }
 
+bench_scaling() {
+    "$PY" -m nn_cuda.bench scaling --overlap both --epochs 2 --rounds 3 --json "$OUT/scaling.json"
+}
+
 case "${1:-all}" in
     gemm) bench_gemm ;;
     train) bench_train ;;
-    all) bench_gemm; bench_train ;;
-    *) echo "usage: ./run.sh gemm|train|all" >&2; exit 2 ;;
+    scaling) bench_scaling ;;
+    all) bench_gemm; bench_train; bench_scaling ;;
+    *) echo "usage: ./run.sh gemm|train|scaling|all" >&2; exit 2 ;;
 esac

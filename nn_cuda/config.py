@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 
 from .backends import BACKENDS
 from .data import DATASETS
+from .parallel import COMM_MODES, PARALLEL_STRATEGIES
 
 DEFAULT_LR = 0.5
 
@@ -41,6 +42,9 @@ class TrainConfig:
     predictions: str | None = None
     max_steps: int | None = None
     quiet: bool = False
+    parallel: str = "data"  # under mpirun: how the work is split over the ranks
+    comm: str = "host"  # how gradients are summed: host (staged), cuda-aware MPI, nccl
+    overlap: bool = False  # start the layer-2 allreduce while layer 1 is computed
 
     def replace(self, **changes) -> "TrainConfig":
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -118,6 +122,14 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
     more.add_argument("--max-steps", type=_positive_int, default=None,
                       help="stop after this many optimizer steps (smoke runs, tests)")
     more.add_argument("--quiet", action="store_true", help="no progress bar; results only")
+    mpi = p.add_argument_group("MPI (under mpirun -n P; ignored in serial runs)")
+    mpi.add_argument("--parallel", choices=PARALLEL_STRATEGIES, default=d.parallel,
+                     help="data: every rank computes on its share of each batch, one allreduce per step")
+    mpi.add_argument("--comm", choices=COMM_MODES, default=d.comm,
+                     help="gradient allreduce: host (GPU data staged through pinned host buffers), "
+                     "cuda-aware (device buffers to a CUDA-aware MPI), nccl (NCCL through CuPy)")
+    mpi.add_argument("--overlap", action="store_true",
+                     help="start the allreduce of the layer-2 gradients while layer 1's are computed")
     return p
 
 

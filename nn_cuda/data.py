@@ -43,7 +43,7 @@ from .idx import DataError, atomic_file, read_idx
 
 __all__ = [
     "DATASETS", "DataError", "Dataset", "find_dataset_dir", "load_dataset", "fetch",
-    "split_train_validation", "cache_dir", "search_dirs",
+    "split_train_validation", "epoch_order", "cache_dir", "search_dirs",
 ]
 
 DATASETS = ("mnist", "fashion-mnist", "mnist-sample")
@@ -311,6 +311,12 @@ def _spec(name: str) -> DatasetSpec:
 
 
 # ---- splitting --------------------------------------------------------------------------------
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
+    """The order of the n training samples in `epoch` with --shuffle: an int32 permutation drawn from
+    (seed, epoch), so every MPI rank knows it without communication."""
+    return np.random.default_rng([seed, epoch]).permutation(n).astype(np.int32)
 
 
 def split_train_validation(images, labels, validation_fraction: float = 0.1):

@@ -119,6 +119,8 @@ def forward(be, params: Parameters, ws: Workspace, X, reduce_logits=None):
     """
     n = X.shape[0]
     A1, P = ws.A1[:n], ws.P[:n]
+    if n == 0:  # a data-parallel rank with no rows of a short batch (kernels need sizes >= 1)
+        return P
     be.gemm(X, params.W1, A1, 1.0, 0.0, trans_b=True)
     be.bias_sigmoid(A1, params.b1, A1)
     be.gemm(A1, params.W2, P, 1.0, 0.0, trans_b=True)
@@ -128,20 +130,27 @@ def forward(be, params: Parameters, ws: Workspace, X, reduce_logits=None):
     return P
 
 
-def backward(be, params: Parameters, grads: Parameters, ws: Workspace, X, labels, scale: float):
+def backward(be, params: Parameters, grads: Parameters, ws: Workspace, X, labels, scale: float,
+             after_layer2=None):
     """The data terms of the gradients of the last `forward` into `grads`.
 
     `scale` is 1 / (the number of samples the loss averages over): 1 / len(X) in serial training,
     1 / (the full batch) when the batch is split over ranks. A rank with no rows writes zeros.
+    `after_layer2(grads)`, when given, is called as soon as dW2 and db2 are written, before the
+    layer-1 gradients: data-parallel training starts their allreduce there (--overlap).
     """
     n = X.shape[0]
     if n == 0:
         be.fill(grads.flat, 0)
+        if after_layer2 is not None:
+            after_layer2(grads)
         return
     A1, P, dZ1, dZ2 = ws.A1[:n], ws.P[:n], ws.dZ1[:n], ws.dZ2[:n]
     be.softmax_grad(P, labels, scale, dZ2)
     be.gemm(dZ2, A1, grads.W2, 1.0, 0.0, trans_a=True)
     be.col_sum(dZ2, grads.b2)
+    if after_layer2 is not None:
+        after_layer2(grads)
     be.gemm(dZ2, params.W2, dZ1, 1.0, 0.0)
     be.sigmoid_backward(dZ1, A1, dZ1)
     be.gemm(dZ1, X, grads.W1, 1.0, 0.0, trans_a=True)

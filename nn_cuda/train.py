@@ -17,13 +17,19 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
+from . import parallel
 
-from . import model
-from .backends import get_backend
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from .config import TrainConfig, parse_args
-from .data import DataError, load_dataset, split_train_validation
+# Under mpirun, the ranks share the node's cores between their BLAS threads; this must happen before
+# NumPy is first imported (the BLAS reads its thread count then).
+parallel.share_cores_between_ranks()
+
+import numpy as np  # noqa: E402
+
+from . import model  # noqa: E402
+from .backends import get_backend  # noqa: E402
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
+from .config import TrainConfig, parse_args  # noqa: E402
+from .data import DataError, epoch_order, load_dataset, split_train_validation  # noqa: E402
 
 DEFAULT_HIDDEN = 1000
 
@@ -93,13 +99,10 @@ class SerialBatches:
     def steps_per_epoch(self) -> int:
         return -(-self.n // self.batch)
 
-    def epoch_permutation(self, epoch: int) -> np.ndarray:
-        return np.random.default_rng([self.seed, epoch]).permutation(self.n).astype(np.int32)
-
     def batches(self, epoch: int):
         x, y = self.x, self.y
         if self.shuffle:
-            rows = self.be.to_device(self.epoch_permutation(epoch))
+            rows = self.be.to_device(epoch_order(self.n, self.seed, epoch))
             self.be.take_rows(self.x, rows, self.x_epoch)
             self.be.take_rows(self.y, rows, self.y_epoch)
             x, y = self.x_epoch, self.y_epoch
@@ -109,16 +112,35 @@ class SerialBatches:
 
 
 class Serial:
-    """The communication of serial training: none. Parallel strategies replace these methods."""
+    """The communication of serial training: none. Parallel strategies (nn_cuda.parallel) replace
+    these methods; train_loop and run call nothing else."""
 
     rank, size, is_root = 0, 1, True
-    reduce_logits = None
+    reduce_logits = None  # called on the partial logits (model parallelism)
+    after_layer2 = None  # called by model.backward once dW2, db2 are written (--overlap)
+
+    def make_batches(self, be, x, y, cfg: TrainConfig):
+        return SerialBatches(be, x, y, cfg.batch, cfg.shuffle, cfg.seed)
+
+    def broadcast_parameters(self, params) -> None:
+        pass
 
     def allreduce_gradients(self, grads) -> None:
         pass
 
     def sum(self, value: float) -> float:
         return value
+
+    def finish(self, params, log=print) -> None:
+        pass
+
+
+def make_strategy(cfg: TrainConfig):
+    """Serial, or the --parallel strategy when an MPI launcher started this process (mpirun -n P).
+
+    Called before the backend is created: a parallel strategy picks this rank's GPU.
+    """
+    return parallel.create_strategy(cfg) if parallel.launched_by_mpi() else Serial()
 
 
 # ---- the training loop ----------------------------------------------------------------------------
@@ -170,7 +192,8 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
         last_loss = float("nan")
         for X, labels, n_global in batches.batches(epoch):
             P = model.forward(be, params, ws, X, reduce_logits=strategy.reduce_logits)
-            model.backward(be, params, grads, ws, X, labels, 1.0 / n_global)
+            model.backward(be, params, grads, ws, X, labels, 1.0 / n_global,
+                           after_layer2=strategy.after_layer2)
             strategy.allreduce_gradients(grads)
             model.sgd_update(be, params, grads, cfg.lr, cfg.reg)
             history.steps += 1
@@ -230,27 +253,40 @@ def write_predictions(path, labels: np.ndarray) -> None:
         handle.write("".join(str(int(d)) for d in labels))
 
 
+def _silent(*args, **kwargs) -> None:
+    pass
+
+
 def run(cfg: TrainConfig, log=print) -> dict:
     """Train as `cfg` says; print the results on the root rank; return them as a dict."""
+    strategy = make_strategy(cfg)
+    if not strategy.is_root:
+        log = _silent  # rank 0 alone prints, evaluates and writes files
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     splits = load_splits(cfg, log=log)
     params = model.Parameters(be, hidden, cfg.dtype)
     params.load(host)
-    batches = SerialBatches(be, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
-    x_val, y_val = be.to_device(splits.x_val), splits.y_val
+    strategy.broadcast_parameters(params)
+    batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
+    x_val, y_val = (be.to_device(splits.x_val), splits.y_val) if strategy.is_root else (None, None)
     log(
         f"nn_cuda: {splits.dataset} ({splits.x_train.shape[0]} train / {splits.x_val.shape[0]} val / "
         f"{splits.x_test.shape[0]} test) H={hidden} batch={cfg.batch} lr={cfg.lr:g} reg={cfg.reg:g} "
         f"epochs={cfg.epochs} {cfg.dtype} backend={be.name} gemm={be.gemm_algo}"
     )
+    if not isinstance(strategy, Serial):
+        log(strategy.describe())
     try:
-        history = train_loop(be, params, batches, cfg, x_val=x_val, y_val=y_val)
+        history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val)
     except Diverged:
-        if cfg.save:
+        if cfg.save and strategy.is_root:
             save_checkpoint(cfg.save, params.to_host(), note="last finite parameters before divergence")
             log(f"saved the last finite parameters to {cfg.save}")
         raise
+    strategy.finish(params, log)
+    if not strategy.is_root:
+        return {"rank": strategy.rank, "steps": history.steps, "epochs": len(history.epochs)}
     ws = model.Workspace(be, cfg.batch, hidden, cfg.dtype)
     test_pred = model.predict(be, params, ws, be.to_device(splits.x_test))
     result = {
@@ -279,11 +315,17 @@ def run(cfg: TrainConfig, log=print) -> dict:
     return result
 
 
+USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError)
+
+
 def main(argv=None) -> int:
-    cfg = parse_args(argv)
+    with parallel.output_on_root_only():  # under mpirun: usage errors and --help once
+        cfg = parse_args(argv)
     try:
-        run(cfg)
-    except (DataError, CheckpointError, TrainingError, ValueError) as exc:
+        # Under mpirun an error on any rank ends the whole job (message once, exit status 1).
+        with parallel.abort_on_error("nn_cuda.train", USER_ERRORS):
+            run(cfg)
+    except USER_ERRORS as exc:
         print(f"nn_cuda.train: error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -6,6 +6,7 @@ import sys
 BENCHMARKS = {
     "gemm": ("nn_cuda.bench.gemm", "GEMM kernels against NumPy float64 and cuBLAS"),
     "train": ("nn_cuda.bench.train", "training step throughput (and a PyTorch loop when installed)"),
+    "scaling": ("nn_cuda.bench.scaling", "data-parallel scaling over MPI ranks (mpiexec -n 1..4)"),
 }
 
 

@@ -1,0 +1,50 @@
+"""Training on several MPI ranks: `mpirun -n 4 python -m nn_cuda.train`.
+
+A strategy wraps the same model step (nn_cuda.model) and adds communication; train.train_loop
+calls it through the interface of train.Serial (rank, size, is_root, reduce_logits, after_layer2,
+make_batches, broadcast_parameters, allreduce_gradients, sum, finish).
+
+- mpi.py            world detection, the course's split, a counting communicator, abort on error
+- data_parallel.py  --parallel data: each rank computes on its rows of every batch, one allreduce
+- allreduce.py      --comm host | cuda-aware | nccl: how the gradient buffer is summed
+- gpu.py            the GPU of each rank, pinned staging buffers
+
+Importing this package imports neither mpi4py (serial runs work without it) nor NumPy (so that
+`share_cores_between_ranks` can still set the BLAS thread count).
+"""
+
+from .mpi import (
+    ParallelError,
+    abort_on_error,
+    launched_by_mpi,
+    output_on_root_only,
+    rank_range,
+    share_cores_between_ranks,
+    split_offsets,
+    split_sizes,
+    world_from_environment,
+)
+
+#: the values of --parallel (model and hybrid parallelism will join "data")
+PARALLEL_STRATEGIES = ("data",)
+#: the values of --comm: how the gradient buffer is summed (see allreduce.py)
+COMM_MODES = ("host", "cuda-aware", "nccl")
+
+
+def create_strategy(cfg):
+    """The --parallel strategy of `cfg` for this rank. Call it only under an MPI launcher, and before
+    the backend is created: it initialises MPI and picks this rank's GPU."""
+    if cfg.parallel == "data":
+        from .data_parallel import DataParallel
+
+        return DataParallel.from_config(cfg)
+    raise ParallelError(
+        f"unknown --parallel {cfg.parallel!r}; choose one of {', '.join(PARALLEL_STRATEGIES)}"
+    )
+
+
+__all__ = [
+    "COMM_MODES", "PARALLEL_STRATEGIES", "ParallelError", "abort_on_error", "create_strategy",
+    "launched_by_mpi", "output_on_root_only", "rank_range", "share_cores_between_ranks", "split_offsets",
+    "split_sizes", "world_from_environment",
+]

@@ -1,0 +1,264 @@
+"""`python -m nn_cuda.bench scaling`: data-parallel training time per epoch for p = 1..4 MPI ranks.
+
+For each p, starts `mpiexec -n p` on this module's worker with one BLAS thread per rank
+(OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = --threads), and measures one epoch of
+the data-parallel step of `nn_cuda.train` (forward, backward, allreduce, update: the calls of
+nn_cuda.model and nn_cuda.parallel) on random pixels, after a few warm-up steps. Per p it reports
+
+- seconds per epoch (the slowest rank) and samples per second, speedup and efficiency against p = 1
+  (the same code on one rank: its allreduce is a no-op);
+- the split of the epoch (mean over ranks): compute (forward, backward, update), allreduce (all
+  gradient communication, staging copies included, and the wait for the slowest rank, also shown
+  alone: a barrier before the allreduce separates it), other (the rest of the loop);
+- per step: MPI calls and payload bytes of the gradient allreduce, and the bytes each rank sends in
+  a bandwidth-optimal allreduce, 2 (p - 1) / p * payload.
+
+With --overlap both, every p runs twice: the plain step and --overlap, to show whether overlap pays.
+With --rounds R the sweep is repeated R times, interleaved, and each configuration keeps its fastest
+job: on a shared or throttled machine, noise only ever slows a run down.
+The pixels' values do not change the work, so random data of MNIST's size (54,000 rows) stands in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from .common import machine_info, machine_line, write_json
+
+MNIST_TRAIN_ROWS = 54_000
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench scaling", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", default="1,2,3,4", help="comma-separated numbers of MPI ranks")
+    p.add_argument("--backend", default="numpy", help="numpy, cupy or numba")
+    p.add_argument("--gemm", default=None, help="GEMM algorithm (default: the backend's)")
+    p.add_argument("--comm", default="host", choices=("host", "cuda-aware", "nccl"))
+    p.add_argument("--overlap", default="off", choices=("off", "on", "both"),
+                   help="the layer-2 allreduce overlapped with layer 1: off, on, or both (two runs per p)")
+    p.add_argument("--hidden", type=int, default=1000)
+    p.add_argument("--batch", type=int, default=800)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--samples", type=int, default=MNIST_TRAIN_ROWS, help="rows per epoch (MNIST: 54000)")
+    p.add_argument("--epochs", type=int, default=1, help="measured epochs per job (the best is kept)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repeat the whole sweep, interleaved, and keep each configuration's best job "
+                   "(for machines whose speed drifts)")
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1, help="BLAS threads per rank")
+    p.add_argument("--json", metavar="PATH", help="write the results here")
+    p.add_argument("--worker", metavar="RESULT.json", help=argparse.SUPPRESS)  # one mpiexec job
+    return p
+
+
+# ---- the parent: one mpiexec job per configuration ---------------------------------------------
+
+
+def find_mpiexec() -> str:
+    """mpiexec next to this Python (the `mpich` wheel installs it there), else on PATH."""
+    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = local if os.access(local, os.X_OK) else shutil.which("mpiexec")
+    if not found:
+        raise SystemExit("nn_cuda.bench scaling: error: no mpiexec found next to Python or on PATH; "
+                         "install MPI with pip install -e .[mpi]")
+    return found
+
+
+def child_environment(threads: int) -> dict:
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[variable] = str(threads)
+    return env
+
+
+def worker_flags(args, overlap: bool) -> list[str]:
+    flags = ["--backend", args.backend, "--comm", args.comm, "--hidden", args.hidden, "--batch", args.batch,
+             "--dtype", args.dtype, "--samples", args.samples, "--epochs", args.epochs,
+             "--warmup-steps", args.warmup_steps, "--overlap", "on" if overlap else "off"]
+    if args.gemm:
+        flags += ["--gemm", args.gemm]
+    return [str(f) for f in flags]
+
+
+def run_job(args, ranks: int, overlap: bool) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        result_path = os.path.join(folder, "result.json")
+        command = [find_mpiexec(), "-n", str(ranks), sys.executable, "-m", "nn_cuda.bench.scaling",
+                   "--worker", result_path, *worker_flags(args, overlap)]
+        job = subprocess.run(command, env=child_environment(args.threads), capture_output=True, text=True)
+        if job.returncode != 0 or not os.path.exists(result_path):
+            raise SystemExit(f"nn_cuda.bench scaling: the job with {ranks} ranks failed "
+                             f"(exit status {job.returncode}):\n{job.stderr.strip()}")
+        with open(result_path) as handle:
+            return json.load(handle)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.worker:
+        return worker(args)
+    ranks = [int(r) for r in args.ranks.split(",")]
+    overlaps = {"off": [False], "on": [True], "both": [False, True]}[args.overlap]
+    info = machine_info()
+    given = sys.argv[1:] if argv is None else list(argv)
+    info["command"] = " ".join(["python", "-m", "nn_cuda.bench", "scaling", *given])
+    print(f"data-parallel scaling: H={args.hidden} batch={args.batch} {args.dtype} backend={args.backend} "
+          f"--comm {args.comm}, {args.samples} samples per epoch, {args.threads} BLAS thread(s) per rank")
+    print(f"machine: {machine_line(info)}")
+    header = (f"{'ranks':>5s} {'overlap':>7s} {'s/epoch':>8s} {'samples/s':>10s} {'speedup':>8s} {'eff.':>5s} "
+              f"{'compute':>8s} {'allred.':>8s} {'(wait)':>7s} {'other':>7s} {'msgs':>5s} {'MB/step':>8s} "
+              f"{'wire MB':>8s}")
+    jobs = {(overlap, p): [] for overlap in overlaps for p in ranks}
+    for _ in range(args.rounds):
+        for overlap, p in jobs:
+            jobs[overlap, p].append(run_job(args, p, overlap))
+    print(header)
+    rows = []
+    for overlap in overlaps:
+        base = None
+        for p in ranks:
+            row = min(jobs[overlap, p], key=lambda job: job["seconds_per_epoch"])
+            row["seconds_per_epoch_all_rounds"] = [job["seconds_per_epoch"] for job in jobs[overlap, p]]
+            base = base or (row if p == 1 else None)
+            if base:
+                row["speedup"] = row["samples_per_second"] / base["samples_per_second"]
+                row["efficiency"] = row["speedup"] / p
+            rows.append(row)
+            split = row["split"]
+            print(f"{p:5d} {'on' if overlap else 'off':>7s} {row['seconds_per_epoch']:8.3f} "
+                  f"{row['samples_per_second']:10,.0f} {row.get('speedup', float('nan')):7.2f}x "
+                  f"{row.get('efficiency', float('nan')):5.2f} {split['compute']:7.3f}s {split['allreduce']:7.3f}s "
+                  f"{row['allreduce_wait']:6.3f}s {split['other']:6.3f}s {row['allreduce_calls_per_step']:5.0f} "
+                  f"{row['payload_bytes_per_step'] / 1e6:8.3f} {row['wire_bytes_per_step'] / 1e6:8.3f}")
+    print("split: seconds per epoch, mean over ranks; allreduce includes (wait), the time spent waiting for "
+          "the slowest rank;\nmsgs and MB: gradient allreduce per step and rank (payload; wire = 2 (p-1)/p x "
+          "payload, a ring allreduce)")
+    if args.json:
+        config = {k: v for k, v in vars(args).items() if k != "worker"}
+        write_json(args.json, {"benchmark": "scaling", "machine": info, "config": config, "results": rows})
+    return 0
+
+
+# ---- the worker: one rank of one job -----------------------------------------------------------
+
+
+class TimedStep:
+    """The step of train.train_loop, timed in phases on this rank (seconds added to `totals`):
+
+    compute    forward, backward and update (less the communication started inside backward);
+    wait       a barrier before the allreduce: the time this rank waits for the slowest one;
+    allreduce  the gradient communication itself (strategy.allreduce_seconds: staging copies, the
+               layer-2 allreduce started by --overlap, MPI).
+    The barrier separates load imbalance from transfer time; it costs one barrier per step.
+    """
+
+    def __init__(self, be, model, params, grads, ws, strategy, comm):
+        self.be, self.model, self.params, self.grads, self.ws = be, model, params, grads, ws
+        self.strategy, self.comm = strategy, comm
+
+    def __call__(self, X, labels, n_global, totals: dict) -> None:
+        be, model, strategy = self.be, self.model, self.strategy
+        started, communicated_before = time.perf_counter(), strategy.allreduce_seconds
+        model.forward(be, self.params, self.ws, X)
+        model.backward(be, self.params, self.grads, self.ws, X, labels, 1.0 / n_global,
+                       after_layer2=strategy.after_layer2)
+        be.synchronize()
+        wait_started = time.perf_counter()
+        self.comm.barrier()
+        waited = time.perf_counter() - wait_started
+        strategy.allreduce_gradients(self.grads)
+        model.sgd_update(be, self.params, self.grads, 0.1, 1e-4)
+        be.synchronize()
+        communicated = strategy.allreduce_seconds - communicated_before
+        totals["wait"] += waited
+        totals["allreduce"] += communicated
+        totals["compute"] += time.perf_counter() - started - waited - communicated
+
+
+def worker(args) -> int:
+    from .. import model
+    from ..backends import get_backend
+    from ..config import TrainConfig
+    from ..parallel import abort_on_error
+    from ..parallel.data_parallel import DataParallel
+    from ..parallel.mpi import Communicator, ring_allreduce_bytes
+
+    with abort_on_error("nn_cuda.bench scaling"):
+        comm = Communicator.world()
+        strategy = DataParallel(comm, args.backend, args.batch, args.comm, args.overlap == "on")
+        be = get_backend(args.backend, args.gemm)
+        dtype = np.dtype(args.dtype)
+        cfg = TrainConfig(hidden=args.hidden, batch=args.batch, dtype=args.dtype)
+        rng = np.random.default_rng(0)
+        x = rng.random((args.samples, model.N_INPUTS), dtype=np.float32).astype(dtype, copy=False)
+        y = rng.integers(0, model.N_CLASSES, args.samples).astype(np.int32)
+        batches = strategy.make_batches(be, x, y, cfg)
+        del x, y  # each rank keeps only its shard
+        params = model.Parameters(be, args.hidden, dtype)
+        params.load(model.init_parameters(args.hidden, 0))
+        strategy.broadcast_parameters(params)
+        grads = model.Parameters(be, args.hidden, dtype)
+        ws = model.Workspace(be, args.batch, args.hidden, dtype)
+        step = TimedStep(be, model, params, grads, ws, strategy, comm)
+
+        scratch = {"compute": 0.0, "wait": 0.0, "allreduce": 0.0}
+        for k, batch in enumerate(batches.batches(0)):
+            if k >= args.warmup_steps:
+                break
+            step(*batch, scratch)
+        epochs = [time_epoch(be, comm, batches, step, epoch) for epoch in range(args.epochs)]
+        best = min(epochs, key=lambda e: e["seconds"])
+        per_rank = comm.allgather(best)
+        if comm.rank == 0:
+            p, steps = comm.size, best["steps"]
+            payload = best["allreduce_bytes"] / steps
+            result = {
+                "ranks": p, "overlap": args.overlap == "on", "backend": be.name, "comm": args.comm,
+                "steps_per_epoch": steps, "samples_per_epoch": args.samples,
+                "seconds_per_epoch": max(r["seconds"] for r in per_rank),
+                "split": {part: float(np.mean([r[part] for r in per_rank]))
+                          for part in ("compute", "allreduce", "other")},
+                "allreduce_wait": float(np.mean([r["wait"] for r in per_rank])),
+                "split_per_rank": per_rank,
+                "allreduce_calls_per_step": best["allreduce_calls"] / steps,
+                "payload_bytes_per_step": payload,
+                "wire_bytes_per_step": ring_allreduce_bytes(payload, p),
+                "all_epochs_seconds": [e["seconds"] for e in epochs],
+            }
+            result["samples_per_second"] = args.samples / result["seconds_per_epoch"]
+            with open(args.worker, "w") as handle:
+                json.dump(result, handle)
+    return 0
+
+
+def time_epoch(be, comm, batches, step, epoch) -> dict:
+    """One epoch of timed steps. "allreduce" includes the wait for the slowest rank ("wait")."""
+    comm.barrier()
+    be.synchronize()
+    comm.stats.reset()
+    totals = {"compute": 0.0, "wait": 0.0, "allreduce": 0.0}
+    steps = 0
+    started = time.perf_counter()
+    for X, labels, n_global in batches.batches(epoch):
+        step(X, labels, n_global, totals)
+        steps += 1
+    seconds = time.perf_counter() - started
+    totals["allreduce"] += totals["wait"]
+    return {"seconds": seconds, **totals, "other": seconds - totals["compute"] - totals["allreduce"],
+            "steps": steps, "allreduce_calls": comm.stats.calls["allreduce"],
+            "allreduce_bytes": comm.stats.bytes["allreduce"]}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The few GPU operations the parallel strategies need beyond the backend interface.
+
+Which GPU a rank uses, pinned host buffers for staging, and copies between a device array and a
+host buffer that already exists (the backend's to_host/to_device allocate). One function per job,
+each dispatching on the backend: "cupy" (CuPy arrays) or "numba" (Numba device arrays, on a GPU or
+in the simulator). The NumPy backend needs none of this.
+
+CuPy is imported only by the cupy backend and by --comm nccl; Numba only by the numba backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def select_device(backend_name: str, local_rank: int, also_cupy: bool = False) -> int | None:
+    """Make GPU `local_rank % n_gpus` current for this process, before the backend allocates.
+
+    Returns the device index, or None where there is no GPU to choose (NumPy, the simulator, or no
+    driver: the backend then reports that itself). `also_cupy` makes the same device current for
+    CuPy when the numba backend communicates through CuPy's NCCL.
+    """
+    if backend_name == "cupy" or (backend_name == "numba" and also_cupy):
+        device = _select_cupy_device(local_rank)
+        if backend_name == "cupy":
+            return device
+    if backend_name == "numba":
+        from numba import cuda
+
+        if cuda.is_available():
+            device = local_rank % len(cuda.gpus)
+            cuda.select_device(device)
+            return device
+    return None
+
+
+def _select_cupy_device(local_rank: int) -> int | None:
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no CuPy, no driver: the backend's own check says what is missing
+        return None
+    if count == 0:
+        return None
+    device = local_rank % count
+    cupy.cuda.Device(device).use()
+    return device
+
+
+def pinned_empty(be, size: int, dtype) -> np.ndarray:
+    """A NumPy vector in page-locked host memory (fast, DMA-able copies to and from the device)."""
+    if be.name == "cupy":
+        import cupyx
+
+        return cupyx.empty_pinned((size,), dtype=dtype)
+    if be.name == "numba":
+        from numba import cuda
+
+        return cuda.pinned_array((size,), dtype=dtype)
+    return np.empty(size, dtype=dtype)
+
+
+def device_to_host(be, device_array, host_array: np.ndarray) -> None:
+    """host_array[...] = device_array, waiting for the kernels queued before it."""
+    if be.name == "cupy":
+        device_array.get(out=host_array)
+    elif be.name == "numba":
+        device_array.copy_to_host(host_array)
+    else:
+        np.copyto(host_array, device_array)
+
+
+def host_to_device(be, host_array: np.ndarray, device_array) -> None:
+    """device_array[...] = host_array."""
+    if be.name == "cupy":
+        device_array.set(host_array)
+    elif be.name == "numba":
+        device_array.copy_to_device(host_array)
+    else:
+        np.copyto(device_array, host_array)
+
+
+def device_pointer(device_array) -> int:
+    """The address of a CuPy or Numba device array's first element (CUDA array interface)."""
+    return device_array.__cuda_array_interface__["data"][0]
