@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import compare, model
+from . import compare, model, parallel
 from .backends import BACKENDS, get_backend
 from .config import TrainConfig
 from .data import DATASETS, DataError
@@ -47,45 +47,53 @@ def course_config(mode: int, cfg: TrainConfig) -> TrainConfig:
 @dataclass
 class Run:
     params: dict  # final host parameters
-    snapshots: list  # [(step, host parameters)]
+    snapshots: list  # [(step, host parameters)]: step 0, every -p steps, and the last
     val_acc: float
     seconds: float
 
+    @classmethod
+    def of(cls, params, history, val_acc: float) -> "Run":
+        """The Run of a finished train_loop (its snapshots completed with the last step)."""
+        final = params.to_host()
+        snapshots = list(history.snapshots)
+        if not snapshots or snapshots[-1][0] != history.steps:
+            snapshots.append((history.steps, final))
+        return cls(final, snapshots, val_acc, history.train_seconds)
 
-def fit(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict, snapshot_every: int) -> Run:
-    """Train from `init` on one backend, keeping snapshots (a helper of the comparisons)."""
-    from .train import SerialBatches, accuracy, train_loop
 
+def snapshot_interval(cfg: TrainConfig, steps_per_epoch: int) -> int:
+    """Steps between snapshots: -p, or (with -p 0) a whole run, so that step 0 and the last are kept."""
+    return cfg.print_every or cfg.epochs * steps_per_epoch
+
+
+def fit(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict, strategy=None) -> Run:
+    """Train from `init` on one backend (under `strategy`: serial by default), keeping snapshots.
+
+    Snapshots are taken at step 0, every cfg.print_every steps and at the last step. On the ranks
+    other than the root of a parallel run, the validation accuracy is NaN (the root evaluates).
+    """
+    from .train import Serial, accuracy, train_loop
+
+    strategy = strategy or Serial()
     be = get_backend(backend_name, gemm)
     params = model.Parameters(be, init["W1"].shape[0], cfg.dtype)
     params.load(init)
-    batches = SerialBatches(be, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
-    history = train_loop(be, params, batches, cfg, snapshot_every=snapshot_every or 10**12, progress=False)
-    if not history.snapshots or history.snapshots[-1][0] != history.steps:
-        history.snapshots.append((history.steps, params.to_host()))
-    ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
-    val_acc = accuracy(be, params, ws, be.to_device(splits.x_val), splits.y_val)
-    return Run(params.to_host(), history.snapshots, val_acc, history.train_seconds)
+    strategy.broadcast_parameters(params)
+    batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
+    every = snapshot_interval(cfg, batches.steps_per_epoch)
+    history = train_loop(be, params, batches, cfg, strategy, snapshot_every=every, progress=False)
+    val_acc = float("nan")
+    if strategy.is_root:
+        ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
+        val_acc = accuracy(be, params, ws, be.to_device(splits.x_val), splits.y_val)
+    return Run.of(params, history, val_acc)
 
 
-def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, limit_rows=None) -> bool:
-    """Train cfg's backend and the NumPy reference from the same weights, report, write files.
+def report(cfg: TrainConfig, tested: Run, reference: Run, outputs: Path | None, log=print) -> bool:
+    """Print the course's comparison of `tested` with `reference`; write the Outputs/ files.
 
     Returns True when every error is within the course's threshold for cfg.dtype.
     """
-    from .train import initial_parameters, load_splits
-
-    hidden, init = initial_parameters(cfg)
-    splits = load_splits(cfg, log=log)
-    if limit_rows:
-        splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
-        splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
-    log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}"
-        f"{'/' + cfg.gemm if cfg.gemm else ''} {cfg.dtype}; H={hidden} lr={cfg.lr:g} "
-        f"epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
-    every = cfg.print_every
-    tested = fit(cfg, cfg.backend, cfg.gemm, splits, init, every)
-    reference = fit(cfg, "numpy", None, splits, init, every)
     errors = compare.parameter_errors(reference.params, tested.params)
     verdict = compare.passes(errors, cfg.dtype)
     limit = compare.THRESHOLDS[cfg.dtype]
@@ -107,6 +115,32 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
         (outputs / "CpuGpuDiff.txt").write_text("\n".join(rows) + "\n")
         log(f"wrote {outputs / 'NNErrors.txt'} and {outputs / 'CpuGpuDiff.txt'}")
     return all(verdict.values())
+
+
+def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, limit_rows=None) -> bool:
+    """Train cfg's backend (on every MPI rank under mpirun) and, on the root, the serial NumPy
+    reference from the same weights; the root reports and writes the files.
+
+    Returns True when every error is within the course's threshold (always True off the root).
+    """
+    from .train import initial_parameters, load_splits, make_strategy
+
+    strategy = make_strategy(cfg)
+    log = log if strategy.is_root else (lambda *args: None)
+    hidden, init = initial_parameters(cfg)
+    splits = load_splits(cfg, log=log)
+    if limit_rows:
+        splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
+        splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
+    ranks = f" on {strategy.size} MPI ranks" if strategy.size > 1 else ""
+    log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}"
+        f"{'/' + cfg.gemm if cfg.gemm else ''} {cfg.dtype}{ranks}; H={hidden} lr={cfg.lr:g} "
+        f"epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
+    tested = fit(cfg, cfg.backend, cfg.gemm, splits, init, strategy)
+    if not strategy.is_root:
+        return True
+    reference = fit(cfg, "numpy", None, splits, init)
+    return report(cfg, tested, reference, outputs, log)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,28 +167,41 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.mode == 4:
+USER_ERRORS = (DataError, ValueError, ImportError, RuntimeError)
+
+
+def run_grade(mode: int, cfg: TrainConfig, outputs: Path, limit_rows=None, scale: int = 1) -> bool:
+    """Grading mode 1-4. For modes 1-3, `cfg` is a course_config(mode, ...)."""
+    if mode == 4:
         from .grade_gemm import run_gemm_grade
 
-        try:
-            return 0 if run_gemm_grade(args.backend, args.gemm, args.dtype, args.scale) else 1
-        except (ImportError, RuntimeError, ValueError) as exc:
-            print(f"nn_cuda.grade: error: {exc}", file=sys.stderr)
-            return 2
-    cfg = course_config(args.mode, TrainConfig(
-        backend=args.backend, gemm=args.gemm, dtype=args.dtype, dataset=args.dataset,
-        data_dir=args.data_dir, print_every=args.print_every, seed=args.seed, quiet=True))
-    cfg = cfg.replace(epochs=args.epochs or cfg.epochs, hidden=args.hidden or cfg.hidden,
-                      max_steps=args.max_steps)
+        world = parallel.world_from_environment()
+        if world is not None and world.rank != 0:
+            return True  # the GEMM test is one process's work: rank 0 runs it
+        return run_gemm_grade(cfg.backend, cfg.gemm, cfg.dtype, scale)
     started = time.perf_counter()
+    ok = compare_with_reference(cfg, outputs, limit_rows=limit_rows)
+    world = parallel.world_from_environment()
+    if world is None or world.rank == 0:
+        print(f"mode {mode}: {'PASS' if ok else 'FAIL'} ({time.perf_counter() - started:.1f} s)")
+    return ok
+
+
+def main(argv=None) -> int:
+    with parallel.output_on_root_only():
+        args = build_parser().parse_args(argv)
+    cfg = TrainConfig(backend=args.backend, gemm=args.gemm, dtype=args.dtype, dataset=args.dataset,
+                      data_dir=args.data_dir, print_every=args.print_every, seed=args.seed, quiet=True)
+    if args.mode != 4:
+        cfg = course_config(args.mode, cfg)
+        cfg = cfg.replace(epochs=args.epochs or cfg.epochs, hidden=args.hidden or cfg.hidden,
+                          max_steps=args.max_steps)
     try:
-        ok = compare_with_reference(cfg, Path(args.outputs), limit_rows=args.limit_rows)
-    except (DataError, ValueError) as exc:
+        with parallel.abort_on_error("nn_cuda.grade", USER_ERRORS):
+            ok = run_grade(args.mode, cfg, Path(args.outputs), args.limit_rows, args.scale)
+    except USER_ERRORS as exc:
         print(f"nn_cuda.grade: error: {exc}", file=sys.stderr)
         return 2
-    print(f"mode {args.mode}: {'PASS' if ok else 'FAIL'} ({time.perf_counter() - started:.1f} s)")
     return 0 if ok else 1
 
 

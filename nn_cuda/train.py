@@ -16,6 +16,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import parallel
 
@@ -277,8 +278,14 @@ def run(cfg: TrainConfig, log=print) -> dict:
     )
     if not isinstance(strategy, Serial):
         log(strategy.describe())
+    snapshot_every = 0
+    if cfg.debug:
+        from .grade import snapshot_interval
+
+        snapshot_every = snapshot_interval(cfg, batches.steps_per_epoch)
     try:
-        history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val)
+        history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
+                             snapshot_every=snapshot_every)
     except Diverged:
         if cfg.save and strategy.is_root:
             save_checkpoint(cfg.save, params.to_host(), note="last finite parameters before divergence")
@@ -312,6 +319,14 @@ def run(cfg: TrainConfig, log=print) -> dict:
     if cfg.predictions:
         write_predictions(cfg.predictions, test_pred)
         log(f"wrote {len(test_pred)} test predictions to {cfg.predictions}")
+    if cfg.seq:
+        from .grade import Run, fit, report
+
+        log("-s: training the NumPy reference from the same weights")
+        reference = fit(cfg.replace(quiet=True), "numpy", None, splits, host)
+        tested = Run.of(params, history, result["val_acc"])
+        result["matches_reference"] = report(cfg, tested, reference,
+                                             Path("Outputs") if cfg.debug else None, log)
     return result
 
 
@@ -324,6 +339,11 @@ def main(argv=None) -> int:
     try:
         # Under mpirun an error on any rank ends the whole job (message once, exit status 1).
         with parallel.abort_on_error("nn_cuda.train", USER_ERRORS):
+            if cfg.grade:
+                from .grade import course_config, run_grade
+
+                graded = cfg if cfg.grade == 4 else course_config(cfg.grade, cfg.replace(quiet=True))
+                return 0 if run_grade(cfg.grade, graded, Path("Outputs")) else 1
             run(cfg)
     except USER_ERRORS as exc:
         print(f"nn_cuda.train: error: {exc}", file=sys.stderr)

@@ -92,3 +92,37 @@ def test_mode_4_course_inputs_and_numpy_run(capsys):
     assert A[3, 1] == 3 * 1 / 4 and B[1, 2] == (1 * 2 + 1) / 3 and C[2, 2] == (2 * 2 + 2) / 3
     assert grade.main(["--mode", "4", "--backend", "numpy", "--dtype", "float64"]) == 0
     assert capsys.readouterr().out.count("PASS") == 3
+
+
+def test_train_seq_and_debug_compare_with_the_reference(tmp_path, monkeypatch, capsys):
+    from nn_cuda.train import main as train_main
+
+    monkeypatch.chdir(tmp_path)
+    assert train_main(["--dataset", "mnist-sample", "--quiet", "-n", "16", "--max-steps", "4",
+                       "-s", "-d", "-p", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("PASS") == 4
+    rows = (tmp_path / "Outputs" / "CpuGpuDiff.txt").read_text().splitlines()
+    assert [r.split("\t")[0] for r in rows[1:]] == ["0", "2", "4"]
+
+
+def test_grade_under_mpiexec_compares_the_data_parallel_run(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "mpiexec").exists():
+        pytest.skip(f"no mpiexec next to {sys.executable}")
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+               NN_CUDA_OFFLINE="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    result = subprocess.run(
+        [str(bin_dir / "mpiexec"), "-n", "2", sys.executable, "-m", "nn_cuda.grade", "--mode", "3",
+         "--dtype", "float64", "--dataset", "mnist-sample", "--hidden", "20", "--outputs", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("mode 3: PASS") == 1 and "on 2 MPI ranks" in result.stdout
+    # data-parallel float64 against serial float64: rounding only (measured ~1e-16)
+    last = (tmp_path / "CpuGpuDiff.txt").read_text().splitlines()[-1].split("\t")
+    assert int(last[0]) == 5 and max(float(v) for v in last[1:]) < 1e-12
