@@ -31,7 +31,7 @@ bench_gemm() {
         "$PY" -m nn_cuda.bench gemm --backend numba --json "$OUT/gemm_numba_float32.json"
     else
         echo "no GPU: checking every GEMM kernel in the Numba simulator at small sizes (timing needs a GPU)"
-        "$PY" -m nn_cuda.bench gemm --backend numba-sim --json "$OUT/gemm_numba-sim_float32.json"
+        "$PY" -m nn_cuda.bench gemm --backend numba-sim --trans NN,NT,TN,TT --json "$OUT/gemm_numba-sim_float32.json"
         "$PY" -m nn_cuda.bench gemm --backend numba-sim --dtype float64 --json "$OUT/gemm_numba-sim_float64.json"
     fi
 }

@@ -43,6 +43,7 @@ class TrainConfig:
     max_steps: int | None = None
     quiet: bool = False
     parallel: str = "data"  # under mpirun: how the work is split over the ranks
+    model_ranks: int | None = None  # --parallel hybrid: model ranks per data group
     comm: str = "host"  # how gradients are summed: host (staged), cuda-aware MPI, nccl
     overlap: bool = False  # start the layer-2 allreduce while layer 1 is computed
 
@@ -124,7 +125,11 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
     more.add_argument("--quiet", action="store_true", help="no progress bar; results only")
     mpi = p.add_argument_group("MPI (under mpirun -n P; ignored in serial runs)")
     mpi.add_argument("--parallel", choices=PARALLEL_STRATEGIES, default=d.parallel,
-                     help="data: every rank computes on its share of each batch, one allreduce per step")
+                     help="data: every rank computes on its share of each batch, one allreduce of the "
+                     "gradient per step; model: every rank owns a block of hidden units, one allreduce of "
+                     "the partial logits per step; hybrid: a grid of data groups x --model-ranks")
+    mpi.add_argument("--model-ranks", type=_positive_int, default=d.model_ranks, metavar="M",
+                     help="--parallel hybrid: ranks per data group splitting the hidden units (divides P)")
     mpi.add_argument("--comm", choices=COMM_MODES, default=d.comm,
                      help="gradient allreduce: host (GPU data staged through pinned host buffers), "
                      "cuda-aware (device buffers to a CUDA-aware MPI), nccl (NCCL through CuPy)")
@@ -138,4 +143,6 @@ def parse_args(argv=None) -> TrainConfig:
     args = parser.parse_args(argv)
     if args.debug and not args.seq:
         parser.error("-d/--debug compares against the reference run: add -s/--seq")
+    if args.model_ranks is not None and args.parallel != "hybrid":
+        parser.error("--model-ranks sets the grid of --parallel hybrid: add --parallel hybrid or drop it")
     return TrainConfig(**vars(args))

@@ -52,9 +52,9 @@ class Run:
     seconds: float
 
     @classmethod
-    def of(cls, params, history, val_acc: float) -> "Run":
-        """The Run of a finished train_loop (its snapshots completed with the last step)."""
-        final = params.to_host()
+    def of(cls, final: dict, history, val_acc: float) -> "Run":
+        """The Run of a finished train_loop, from its final host parameters (its snapshots completed
+        with the last step)."""
         snapshots = list(history.snapshots)
         if not snapshots or snapshots[-1][0] != history.steps:
             snapshots.append((history.steps, final))
@@ -70,23 +70,26 @@ def fit(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict, strategy=
     """Train from `init` on one backend (under `strategy`: serial by default), keeping snapshots.
 
     Snapshots are taken at step 0, every cfg.print_every steps and at the last step. On the ranks
-    other than the root of a parallel run, the validation accuracy is NaN (the root evaluates).
+    other than the root of a parallel run, the validation accuracy is NaN and the parameters
+    are None (the root reports).
     """
     from .train import Serial, accuracy, train_loop
 
     strategy = strategy or Serial()
     be = get_backend(backend_name, gemm)
-    params = model.Parameters(be, init["W1"].shape[0], cfg.dtype)
-    params.load(init)
+    params = strategy.local_parameters(be, init, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
     every = snapshot_interval(cfg, batches.steps_per_epoch)
     history = train_loop(be, params, batches, cfg, strategy, snapshot_every=every, progress=False)
     val_acc = float("nan")
-    if strategy.is_root:
+    if strategy.evaluates:  # rank 0 of data parallelism; every rank of model parallelism
         ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
-        val_acc = accuracy(be, params, ws, be.to_device(splits.x_val), splits.y_val)
-    return Run.of(params, history, val_acc)
+        val_acc = accuracy(be, params, ws, be.to_device(splits.x_val), splits.y_val, strategy.reduce_logits)
+    final = strategy.gather_parameters(params)
+    if not strategy.is_root:
+        val_acc = float("nan")
+    return Run.of(final, history, val_acc)
 
 
 def report(cfg: TrainConfig, tested: Run, reference: Run, outputs: Path | None, log=print) -> bool:

@@ -174,10 +174,36 @@ def loss(be, params: Parameters, P, labels, reg: float) -> float:
     return be.cross_entropy_sum(P, labels) / n + regularization(be, params, reg)
 
 
-def predict(be, params: Parameters, ws: Workspace, X) -> np.ndarray:
-    """Predicted labels (host int array) for all rows of X, in chunks of the workspace's batch."""
+def predict(be, params: Parameters, ws: Workspace, X, reduce_logits=None) -> np.ndarray:
+    """Predicted labels (host int array) for all rows of X, in chunks of the workspace's batch.
+
+    `reduce_logits` as in `forward`: under model parallelism every rank of the model group must call
+    predict on the same rows, since each chunk's logits are summed over them.
+    """
     labels = []
     for start in range(0, X.shape[0], ws.batch):
-        P = forward(be, params, ws, X[start : start + ws.batch])
+        P = forward(be, params, ws, X[start : start + ws.batch], reduce_logits=reduce_logits)
         labels.append(be.argmax_rows(P))
     return np.concatenate(labels) if labels else np.empty(0, dtype=np.int64)
+
+
+def input_gradient(be, params: Parameters, ws: Workspace, X, labels, out, scale: float = 1.0):
+    """dL/dX of the last `forward` on X into out[:len(X)] (the gradient that FGSM and PGD ascend).
+
+    L = scale * sum_i CE(y_i, P_i): with scale = 1 (the attacks' convention) row i of the result is
+    the gradient of sample i's own cross-entropy with respect to its pixels, whatever the batch size;
+    the L2 term does not depend on X. For rows:
+
+        dZ2 = scale (P - Y),   dZ1 = (dZ2 W2) * A1 * (1 - A1),   dL/dX = dZ1 W1
+
+    the first three lines of `backward` (no weight gradients) and one more GEMM.
+    """
+    n = X.shape[0]
+    if n == 0:
+        return out[:0]
+    A1, P, dZ1, dZ2 = ws.A1[:n], ws.P[:n], ws.dZ1[:n], ws.dZ2[:n]
+    be.softmax_grad(P, labels, scale, dZ2)
+    be.gemm(dZ2, params.W2, dZ1, 1.0, 0.0)
+    be.sigmoid_backward(dZ1, A1, dZ1)
+    be.gemm(dZ1, params.W1, out[:n], 1.0, 0.0)
+    return out[:n]

@@ -117,8 +117,20 @@ class Serial:
     these methods; train_loop and run call nothing else."""
 
     rank, size, is_root = 0, 1, True
+    evaluates = True  # does this rank compute accuracies (all ranks of model parallelism must)
     reduce_logits = None  # called on the partial logits (model parallelism)
     after_layer2 = None  # called by model.backward once dW2, db2 are written (--overlap)
+
+    def local_parameters(self, be, host: dict, dtype) -> model.Parameters:
+        """This rank's Parameters, loaded from the full host parameters (model parallelism: a block)."""
+        params = model.Parameters(be, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
+                                  n_out=host["W2"].shape[0])
+        params.load(host)
+        return params
+
+    def gather_parameters(self, params) -> dict | None:
+        """The full host parameters on the root rank (None on the others)."""
+        return params.to_host()
 
     def make_batches(self, be, x, y, cfg: TrainConfig):
         return SerialBatches(be, x, y, cfg.batch, cfg.shuffle, cfg.seed)
@@ -130,6 +142,11 @@ class Serial:
         pass
 
     def sum(self, value: float) -> float:
+        """A per-sample quantity (the cross-entropy) summed over the ranks that hold different samples."""
+        return value
+
+    def sum_over_hidden(self, value: float) -> float:
+        """A quantity of the parameters (|W|^2) summed over the ranks that hold different hidden units."""
         return value
 
     def finish(self, params, log=print) -> None:
@@ -156,10 +173,17 @@ class History:
     snapshots: list = field(default_factory=list)  # (step, host params) with snapshot_every
 
 
-def accuracy(be, params, ws, x, y) -> float:
+def accuracy(be, params, ws, x, y, reduce_logits=None) -> float:
     if x.shape[0] == 0:
         return float("nan")
-    return float(np.mean(model.predict(be, params, ws, x) == y))
+    return float(np.mean(model.predict(be, params, ws, x, reduce_logits) == y))
+
+
+def batch_loss(be, params, P, labels, n_global: int, reg: float, strategy) -> float:
+    """J of the last step, the same on every rank: the cross-entropy summed over the ranks holding
+    different samples, |W|^2 over the ranks holding different hidden units (each counted once)."""
+    cross_entropy = strategy.sum(be.cross_entropy_sum(P, labels)) / n_global
+    return cross_entropy + 0.5 * reg * strategy.sum_over_hidden(be.sum_squares(params.weights))
 
 
 def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=None, y_val=None,
@@ -179,7 +203,7 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
     check_every = cfg.print_every or max(1, batches.steps_per_epoch // 10)
     history = History()
     if snapshot_every:
-        history.snapshots.append((0, params.to_host()))
+        history.snapshots.append((0, strategy.gather_parameters(params)))
     max_steps = cfg.max_steps or cfg.epochs * batches.steps_per_epoch
     epochs = min(cfg.epochs, -(-max_steps // batches.steps_per_epoch))
     show = progress and strategy.is_root and not cfg.quiet
@@ -201,9 +225,9 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
             history.samples += n_global
             bar.update(1)
             if history.steps % check_every == 0 or history.steps == max_steps:
-                last_loss = strategy.sum(be.cross_entropy_sum(P, labels)) / n_global
-                last_loss += model.regularization(be, params, cfg.reg)
-                if not (math.isfinite(last_loss) and math.isfinite(be.sum_squares(params.biases))):
+                last_loss = batch_loss(be, params, P, labels, n_global, cfg.reg, strategy)
+                biases = strategy.sum_over_hidden(be.sum_squares(params.biases))  # NaN on any rank
+                if not (math.isfinite(last_loss) and math.isfinite(biases)):
                     bar.close()
                     be.copy(last_good.flat, params.flat)
                     raise Diverged(
@@ -213,14 +237,14 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
                 be.copy(params.flat, last_good.flat)
                 bar.set_postfix(loss=f"{last_loss:.4f}")
             if snapshot_every and history.steps % snapshot_every == 0:
-                history.snapshots.append((history.steps, params.to_host()))
+                history.snapshots.append((history.steps, strategy.gather_parameters(params)))
             if history.steps >= max_steps:
                 break
         be.synchronize()
         history.train_seconds += time.perf_counter() - started
         record = {"epoch": epoch + 1, "loss": last_loss}
-        if x_val is not None and strategy.is_root:
-            record["val_acc"] = accuracy(be, params, ws, x_val, y_val)
+        if x_val is not None and strategy.evaluates:
+            record["val_acc"] = accuracy(be, params, ws, x_val, y_val, strategy.reduce_logits)
             bar.set_postfix(loss=f"{last_loss:.4f}", val_acc=f"{record['val_acc']:.4f}")
         bar.close()
         history.epochs.append(record)
@@ -262,15 +286,14 @@ def run(cfg: TrainConfig, log=print) -> dict:
     """Train as `cfg` says; print the results on the root rank; return them as a dict."""
     strategy = make_strategy(cfg)
     if not strategy.is_root:
-        log = _silent  # rank 0 alone prints, evaluates and writes files
+        log = _silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     splits = load_splits(cfg, log=log)
-    params = model.Parameters(be, hidden, cfg.dtype)
-    params.load(host)
+    params = strategy.local_parameters(be, host, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
-    x_val, y_val = (be.to_device(splits.x_val), splits.y_val) if strategy.is_root else (None, None)
+    x_val, y_val = (be.to_device(splits.x_val), splits.y_val) if strategy.evaluates else (None, None)
     log(
         f"nn_cuda: {splits.dataset} ({splits.x_train.shape[0]} train / {splits.x_val.shape[0]} val / "
         f"{splits.x_test.shape[0]} test) H={hidden} batch={cfg.batch} lr={cfg.lr:g} reg={cfg.reg:g} "
@@ -287,15 +310,18 @@ def run(cfg: TrainConfig, log=print) -> dict:
         history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
                              snapshot_every=snapshot_every)
     except Diverged:
+        final = strategy.gather_parameters(params) if cfg.save else None  # every rank diverged
         if cfg.save and strategy.is_root:
-            save_checkpoint(cfg.save, params.to_host(), note="last finite parameters before divergence")
+            save_checkpoint(cfg.save, final, note="last finite parameters before divergence")
             log(f"saved the last finite parameters to {cfg.save}")
         raise
     strategy.finish(params, log)
+    final = strategy.gather_parameters(params) if (cfg.save or cfg.seq) else None
+    if strategy.evaluates:
+        ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
+        test_pred = model.predict(be, params, ws, be.to_device(splits.x_test), strategy.reduce_logits)
     if not strategy.is_root:
         return {"rank": strategy.rank, "steps": history.steps, "epochs": len(history.epochs)}
-    ws = model.Workspace(be, cfg.batch, hidden, cfg.dtype)
-    test_pred = model.predict(be, params, ws, be.to_device(splits.x_test))
     result = {
         "dataset": splits.dataset,
         "steps": history.steps,
@@ -313,7 +339,7 @@ def run(cfg: TrainConfig, log=print) -> dict:
         f"({result['samples_per_second']:,.0f} samples/s, {history.steps} steps)"
     )
     if cfg.save:
-        save_checkpoint(cfg.save, params.to_host(), hidden=hidden, dataset=splits.dataset,
+        save_checkpoint(cfg.save, final, hidden=hidden, dataset=splits.dataset,
                         dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs, steps=history.steps)
         log(f"saved parameters to {cfg.save}")
     if cfg.predictions:
@@ -324,7 +350,7 @@ def run(cfg: TrainConfig, log=print) -> dict:
 
         log("-s: training the NumPy reference from the same weights")
         reference = fit(cfg.replace(quiet=True), "numpy", None, splits, host)
-        tested = Run.of(params, history, result["val_acc"])
+        tested = Run.of(final, history, result["val_acc"])
         result["matches_reference"] = report(cfg, tested, reference,
                                              Path("Outputs") if cfg.debug else None, log)
     return result

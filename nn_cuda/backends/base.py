@@ -105,6 +105,16 @@ class Backend(abc.ABC):
     def sgd_update(self, param, grad, lr, decay) -> None:
         """param <- param - lr * (grad + decay * param), element-wise over same-shape arrays."""
 
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out) -> None:
+        """One signed-gradient attack step (FGSM, PGD), element-wise over same-shape arrays:
+
+            out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, 1)
+
+        a step up the loss, projected onto the L-infinity ball of radius eps around the clean
+        images, then onto the valid pixel range. sign(0) = 0. `out` may be X_adv.
+        """
+        raise NotImplementedError(f"backend {self.name!r} has no pgd_step (needed by nn_cuda.adversarial)")
+
     # ---- read-backs (not on the hot path) -----------------------------------------------------
     @abc.abstractmethod
     def cross_entropy_sum(self, P, labels) -> float:

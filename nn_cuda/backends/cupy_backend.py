@@ -215,6 +215,11 @@ class CupyBackend(Backend):
         args = (param, grad, scalar(lr), scalar(decay), np.int64(param.size))
         self._launch_flat_kernel("sgd_update", param.dtype, param.size, args)
 
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out):
+        _check_same_arrays("pgd_step", X_adv=X_adv, grad=grad, X_clean=X_clean, out=out)
+        scalar = out.dtype.type
+        _pgd_step_kernel()(X_adv, grad, X_clean, scalar(alpha), scalar(eps), out)
+
     # ---- read-backs (not on the hot path: plain CuPy) -----------------------------------------
     def cross_entropy_sum(self, P, labels):
         rows, _ = _check_matrix("cross_entropy_sum", P=P)
@@ -260,6 +265,26 @@ class CupyBackend(Backend):
         grid = (max(1, min(_blocks(size, _FLAT_BLOCK), 65536)),)  # the loop covers the rest
         kernel = self._kernel(kernel_info.NN_OPS_FILE, kernel_info.nn_op_kernel_name(op, dtype))
         kernel(grid, (_FLAT_BLOCK,), args)
+
+
+_PGD_STEP_KERNEL = None
+
+
+def _pgd_step_kernel():
+    """The attack step as a CuPy ElementwiseKernel (one thread per pixel, memory-bound: 3 loads and
+    one store for a few flops), compiled on first use for each dtype."""
+    global _PGD_STEP_KERNEL
+    if _PGD_STEP_KERNEL is None:
+        _PGD_STEP_KERNEL = cupy.ElementwiseKernel(
+            "T x, T g, T clean, T alpha, T eps", "T out",
+            """
+            T step = g > (T)0 ? alpha : (g < (T)0 ? -alpha : (T)0);
+            T v = min(max(x + step, clean - eps), clean + eps);
+            out = min(max(v, (T)0), (T)1);
+            """,
+            "nn_cuda_pgd_step",
+        )
+    return _PGD_STEP_KERNEL
 
 
 # ---- argument checks: one clear ValueError per mistake -----------------------------------------

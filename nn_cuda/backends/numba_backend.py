@@ -222,6 +222,14 @@ class NumbaBackend(Backend):
                 _flat(param), _flat(grad), dtype.type(lr), dtype.type(decay)
             )
 
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out):
+        dtype = self._check_elementwise(X_adv=X_adv, grad=grad, X_clean=X_clean, out=out)
+        n = out.size
+        if n:
+            nn_ops.pgd_step[_blocks(n, nn_ops.FLAT_BLOCK), nn_ops.FLAT_BLOCK](
+                _flat(X_adv), _flat(grad), _flat(X_clean), dtype.type(alpha), dtype.type(eps), _flat(out)
+            )
+
     # ---- read-backs (not on the hot path: copy to the host and use NumPy) ---------------------
     def cross_entropy_sum(self, P, labels):
         P_host = self.to_host(P)

@@ -96,6 +96,17 @@ class NumpyBackend(Backend):
             param *= 1 - lr * decay
         param -= step
 
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out):
+        step = self._scratch(grad.shape, grad.dtype)
+        np.sign(grad, out=step)
+        step *= alpha
+        np.add(X_adv, step, out=out)
+        np.subtract(X_clean, eps, out=step)  # the lower edge of the ball
+        np.maximum(out, step, out=out)
+        np.add(X_clean, eps, out=step)  # the upper edge
+        np.minimum(out, step, out=out)
+        np.clip(out, 0, 1, out=out)
+
     def _scratch(self, shape, dtype):
         """A reusable work array (one per shape and dtype), so the hot path allocates nothing."""
         key = (tuple(shape), np.dtype(dtype))

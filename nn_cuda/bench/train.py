@@ -5,6 +5,10 @@ random pixels in [0, 1) for the default network (H = 1000, batch 800, float32), 
 
 - the GEMM floor: the same five GEMMs of one step timed alone through NumPy's BLAS (CPU backends),
   so "step / floor" says how much the non-GEMM work costs;
+- the phase breakdown (nn_cuda.profiling): a second run of --phase-steps steps with every operation
+  timed under its phase (forward GEMMs, backward GEMMs, element-wise, update, transfers), by CUDA
+  events on a GPU and by the host clock after a synchronize on the CPU. Timing each call costs a
+  little, so the phases are measured apart from the plain ms/step;
 - an equivalent plain PyTorch loop (nn.Linear, sigmoid, cross-entropy, SGD with weight decay on the
   weights only), when torch is installed on the machine. torch is never a dependency.
 
@@ -22,6 +26,7 @@ import time
 import numpy as np
 
 from .. import model
+from ..profiling import PHASES, PhaseTimer, timed_step
 from ..backends import BACKENDS, get_backend
 from .common import machine_info, machine_line, write_json
 
@@ -61,6 +66,24 @@ def time_steps(be, hidden, batch, dtype, steps, warmup, lr=0.1, reg=1e-4) -> lis
         if step >= warmup:
             times.append(time.perf_counter() - start)
     return times
+
+
+def phase_breakdown(be, hidden, batch, dtype, steps, warmup, lr=0.1, reg=1e-4) -> dict:
+    """Milliseconds per step of each phase (nn_cuda.profiling), over `steps` steps after warm-up."""
+    x, y = random_batches(batch, 1, dtype)
+    X, Y = be.to_device(x), be.to_device(y)
+    params = model.Parameters(be, hidden, dtype)
+    params.load(model.init_parameters(hidden, 0))
+    grads = model.Parameters(be, hidden, dtype)
+    ws = model.Workspace(be, batch, hidden, dtype)
+    for _ in range(warmup):
+        timed_step(PhaseTimer(be, nvtx=False), model, be, params, grads, ws, X, Y, 1.0 / batch, lr, reg)
+    timer = PhaseTimer(be)
+    timed = timer.backend(be)
+    for _ in range(steps):
+        timed_step(timer, model, timed, params, grads, ws, X, Y, 1.0 / batch, lr, reg)
+    summary = timer.summary()
+    return {"clock": summary["clock"], "steps": steps, "ms_per_step": summary["ms_per_step"]}
 
 
 def gemm_floor_seconds(hidden, batch, dtype, repeat=10) -> float:
@@ -133,6 +156,8 @@ def build_parser():
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--steps", type=int, default=30, help="measured steps (median reported)")
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--phase-steps", type=int, default=10,
+                   help="steps of the phase breakdown run (0: skip it)")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison")
     p.add_argument("--json", metavar="PATH", help="write the results here")
     return p
@@ -149,8 +174,12 @@ def main(argv=None) -> int:
     for algo in algos:
         be = get_backend(args.backend, algo)
         t = statistics.median(time_steps(be, args.hidden, args.batch, dtype, args.steps, args.warmup))
-        rows.append({"name": f"nn_cuda {be.name}/{algo}", "backend": be.name, "gemm": algo,
-                     "ms_per_step": 1e3 * t, "samples_per_s": args.batch / t, "gflops": flop / t / 1e9})
+        row = {"name": f"nn_cuda {be.name}/{algo}", "backend": be.name, "gemm": algo,
+               "ms_per_step": 1e3 * t, "samples_per_s": args.batch / t, "gflops": flop / t / 1e9}
+        if args.phase_steps > 0:
+            row["phases"] = phase_breakdown(be, args.hidden, args.batch, dtype, args.phase_steps,
+                                            args.warmup)
+        rows.append(row)
     baseline = {}
     if not probe.on_device:
         floor = gemm_floor_seconds(args.hidden, args.batch, dtype)
@@ -176,6 +205,13 @@ def main(argv=None) -> int:
         r["speedup_vs_torch"], r["time_over_gemm_floor"] = vs_torch, vs_floor
         print(f"{r['name']:34s} {r['ms_per_step']:9.2f} {r['samples_per_s']:11,.0f} {r['gflops']:8.1f} "
               f"{vs_torch:8.2f}x {vs_floor:8.2f}x")
+    phased = [r for r in rows if "phases" in r]
+    if phased:
+        print(f"phases, ms/step ({phased[0]['phases']['clock']}, {args.phase_steps} steps, timed apart):")
+        print(f"{'':34s} " + " ".join(f"{phase[:13]:>13s}" for phase in PHASES))
+        for r in phased:
+            ms = r["phases"]["ms_per_step"]
+            print(f"{r['name']:34s} " + " ".join(f"{ms[phase]:13.3f}" for phase in PHASES))
     if baseline:
         print(f"GEMM floor (the step's 5 GEMMs alone through NumPy): {baseline['gemm_floor_ms']:.2f} ms "
               f"= {baseline['numpy_gemm_gflops']:.1f} GFLOP/s")

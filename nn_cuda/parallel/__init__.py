@@ -1,11 +1,15 @@
 """Training on several MPI ranks: `mpirun -n 4 python -m nn_cuda.train`.
 
 A strategy wraps the same model step (nn_cuda.model) and adds communication; train.train_loop
-calls it through the interface of train.Serial (rank, size, is_root, reduce_logits, after_layer2,
-make_batches, broadcast_parameters, allreduce_gradients, sum, finish).
+calls it through the interface of train.Serial (rank, size, is_root, evaluates, reduce_logits,
+after_layer2, local_parameters, gather_parameters, make_batches, broadcast_parameters,
+allreduce_gradients, sum, sum_over_hidden, finish).
 
 - mpi.py            world detection, the course's split, a counting communicator, abort on error
 - data_parallel.py  --parallel data: each rank computes on its rows of every batch, one allreduce
+- model_parallel.py --parallel model | hybrid: each rank owns a block of hidden units, one allreduce
+                    of the partial logits per step (hybrid: a data x model grid of ranks)
+- cost_model.py     bytes and messages per step of each strategy, on paper
 - allreduce.py      --comm host | cuda-aware | nccl: how the gradient buffer is summed
 - gpu.py            the GPU of each rank, pinned staging buffers
 
@@ -25,8 +29,8 @@ from .mpi import (
     world_from_environment,
 )
 
-#: the values of --parallel (model and hybrid parallelism will join "data")
-PARALLEL_STRATEGIES = ("data",)
+#: the values of --parallel
+PARALLEL_STRATEGIES = ("data", "model", "hybrid")
 #: the values of --comm: how the gradient buffer is summed (see allreduce.py)
 COMM_MODES = ("host", "cuda-aware", "nccl")
 
@@ -38,6 +42,10 @@ def create_strategy(cfg):
         from .data_parallel import DataParallel
 
         return DataParallel.from_config(cfg)
+    if cfg.parallel in ("model", "hybrid"):
+        from .model_parallel import ModelParallel
+
+        return ModelParallel.from_config(cfg)
     raise ParallelError(
         f"unknown --parallel {cfg.parallel!r}; choose one of {', '.join(PARALLEL_STRATEGIES)}"
     )

@@ -112,6 +112,7 @@ class DataParallel:
         self.comm = comm
         self.rank, self.size = comm.rank, comm.size
         self.is_root = self.rank == 0
+        self.evaluates = self.is_root  # every rank holds the whole network: rank 0 evaluates alone
         self.backend_name, self.comm_mode, self.overlap = backend_name, comm_mode, overlap
         check_batch_fits(batch, self.size)
         check_comm_mode(comm_mode, backend_name)
@@ -131,6 +132,24 @@ class DataParallel:
         where = f", GPU {self.device} of rank 0" if self.device is not None else ""
         return (f"data parallel over {self.size} MPI ranks (--comm {self.comm_mode}, "
                 f"overlap {'on' if self.overlap else 'off'}{where})")
+
+    def communicators(self) -> list:
+        """The communicators whose counters hold this strategy's traffic (for the benchmarks)."""
+        return [self.comm]
+
+    # ---- the parameters: replicated ----
+    def local_parameters(self, be, host: dict, dtype):
+        """The whole network, as in a serial run."""
+        from ..model import Parameters
+
+        params = Parameters(be, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
+                            n_out=host["W2"].shape[0])
+        params.load(host)
+        return params
+
+    def gather_parameters(self, params) -> dict:
+        """Every rank holds the full parameters: its own host copy."""
+        return params.to_host()
 
     # ---- before training ----
     def make_batches(self, be, x, y, cfg) -> DataParallelBatches:
@@ -171,7 +190,12 @@ class DataParallel:
         self.allreduce_seconds += time.perf_counter() - started
 
     def sum(self, value: float) -> float:
+        """A per-sample quantity (the cross-entropy) summed over the ranks."""
         return self.comm.sum(value)
+
+    def sum_over_hidden(self, value: float) -> float:
+        """A quantity of the parameters (|W|^2): every rank holds them all, nothing to sum."""
+        return value
 
     # ---- after training ----
     def finish(self, params, log=print) -> None:

@@ -245,8 +245,19 @@ class Communicator:
         self.stats.record("allgather (object)", 0, time.perf_counter() - started)
         return result
 
+    def gather(self, obj, root: int = 0):
+        """[every rank's obj] on `root` (in rank order), None elsewhere."""
+        started = time.perf_counter()
+        result = self.comm.gather(obj, root=root)
+        self.stats.record("gather (object)", 0, time.perf_counter() - started)
+        return result
+
     def barrier(self) -> None:
         self.comm.Barrier()
+
+    def split(self, color: int, key: int) -> "Communicator":
+        """A sub-communicator of the ranks with the same `color`, ordered by `key` (own counters)."""
+        return Communicator(self.comm.Split(color, key))
 
     # ---- placement ----
     def local_rank(self) -> int:

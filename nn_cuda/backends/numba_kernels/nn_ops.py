@@ -20,6 +20,8 @@ col_sum             32 x 8   x picks the column j (coalesced reads); the 8 threa
                              every 8th row, then add their 8 partial sums through shared memory
 sgd_update          256      p[idx] <- p[idx] - lr * (g[idx] + decay * p[idx]) (flat)
 take_rows           32 x 8   out[i, j] = src[rows[i], j]: the --shuffle gather, once per epoch
+pgd_step            256      one pixel of an attack step: x + alpha * sign(g), clipped to the eps
+                             ball around the clean pixel and to [0, 1] (flat)
 
 The GEMM kernels mirror kernels/*.cu exactly; these follow kernels/nn_ops.cu in what each thread
 computes, with two simplifications: one block per 256 elements instead of a capped grid with a
@@ -160,3 +162,22 @@ def take_rows(src, rows, out):
     i = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     if i < M and j < N:
         out[i, j] = src[rows[i], j]
+
+
+@cuda.jit
+def pgd_step(X_adv, grad, X_clean, alpha, eps, out):
+    """out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, 1), flat views.
+
+    One thread per pixel; reads three arrays and writes one, so it is memory-bound (4 accesses for
+    about 6 flops). out may be X_adv.
+    """
+    idx = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if idx < out.shape[0]:
+        zero = out.dtype.type(0)
+        one = out.dtype.type(1)
+        g = grad[idx]
+        step = alpha if g > zero else (-alpha if g < zero else zero)
+        x = X_adv[idx] + step
+        clean = X_clean[idx]
+        x = min(max(x, clean - eps), clean + eps)
+        out[idx] = min(max(x, zero), one)
