@@ -5,6 +5,7 @@
 #   ./run.sh gemm       GEMM kernels: correctness everywhere, GFLOP/s and % of cuBLAS on a GPU
 #   ./run.sh train      training-step throughput (NumPy; CuPy on a GPU), with a PyTorch loop if installed
 #   ./run.sh scaling    data-parallel MPI scaling, p = 1..4 ranks, one BLAS thread per rank
+#   ./run.sh adversarial  asynchronous adversarial training vs serial, P = 2..4 ranks (k = P - 1)
 #   ./run.sh all        all of the above
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -47,10 +48,15 @@ bench_scaling() {
     "$PY" -m nn_cuda.bench scaling --overlap both --epochs 2 --rounds 3 --json "$OUT/scaling.json"
 }
 
+bench_adversarial() {
+    "$PY" -m nn_cuda.bench adversarial --ranks 2,3,4 --epochs 5 --json "$OUT/adversarial.json"
+}
+
 case "${1:-all}" in
     gemm) bench_gemm ;;
     train) bench_train ;;
     scaling) bench_scaling ;;
-    all) bench_gemm; bench_train; bench_scaling ;;
-    *) echo "usage: ./run.sh gemm|train|scaling|all" >&2; exit 2 ;;
+    adversarial) bench_adversarial ;;
+    all) bench_gemm; bench_train; bench_scaling; bench_adversarial ;;
+    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|all" >&2; exit 2 ;;
 esac

@@ -279,8 +279,10 @@ def _pgd_step_kernel():
             "T x, T g, T clean, T alpha, T eps", "T out",
             """
             T step = g > (T)0 ? alpha : (g < (T)0 ? -alpha : (T)0);
-            T v = min(max(x + step, clean - eps), clean + eps);
-            out = min(max(v, (T)0), (T)1);
+            T v = x + step;
+            T low = clean - eps, high = clean + eps;
+            v = v < low ? low : (v > high ? high : v);
+            out = v < (T)0 ? (T)0 : (v > (T)1 ? (T)1 : v);
             """,
             "nn_cuda_pgd_step",
         )

@@ -1,0 +1,70 @@
+"""FGSM and PGD on any backend, through the model's own maths (`model.forward`, `model.input_gradient`)
+and one element-wise backend operation (`pgd_step`).
+
+    FGSM:  x' = clip(x + eps * sign(dL/dx), 0, 1)
+    PGD:   x_0 = x (or x + U(-eps, eps), clipped to [0, 1], with random_start)
+           x_{t+1} = clip(clip(x_t + alpha * sign(dL/dx_t), x - eps, x + eps), 0, 1),  k steps
+
+L is each sample's own cross-entropy (scale 1, see `model.input_gradient`); the sign makes both attacks
+independent of that scale. Pixels must be in [0, 1] (`--pixels unit`). FGSM is PGD with k = 1,
+alpha = eps and no random start, and is computed that way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import model
+
+
+class Attacker:
+    """Adversaries for batches of up to `batch` rows against `params`, with buffers allocated once.
+
+    `params` is read at every step, so the attack always uses the weights it holds at that moment
+    (the asynchronous pipeline swaps them between steps, `on_step`).
+    """
+
+    def __init__(self, be, params: model.Parameters, batch: int, seed: int = 0):
+        self.be, self.params, self.batch = be, params, batch
+        dtype = params.dtype
+        self.ws = model.Workspace(be, batch, params.hidden, dtype, params.n_out)
+        self.grad = be.empty((batch, params.n_in), dtype)
+        self.adv = be.empty((batch, params.n_in), dtype)
+        self.rng = np.random.default_rng(seed)
+
+    def fgsm(self, X, labels, eps: float, out=None):
+        """The FGSM adversaries of X (a view of out, or of the attacker's own buffer)."""
+        return self.pgd(X, labels, eps, alpha=eps, steps=1, random_start=False, out=out)
+
+    def pgd(self, X, labels, eps: float, alpha: float, steps: int, random_start: bool = False,
+            out=None, on_step=None):
+        """k = `steps` PGD steps from X; returns the adversaries (a view of `out` or of a buffer
+        of the attacker). `on_step(t)`, when given, is called before step t (t = 0 .. steps - 1)."""
+        n = X.shape[0]
+        if n > self.batch:
+            raise ValueError(f"the attacker holds batches of up to {self.batch} rows, got {n}")
+        be = self.be
+        adv = (self.adv if out is None else out)[:n]
+        if random_start and eps > 0:
+            noise = self.rng.uniform(-eps, eps, size=(n, self.params.n_in))
+            start = np.clip(be.to_host(X) + noise, 0.0, 1.0).astype(self.params.dtype)
+            be.copy(be.to_device(start), adv)
+        else:
+            be.copy(X, adv)
+        grad = self.grad[:n]
+        for t in range(steps):
+            if on_step is not None:
+                on_step(t)
+            model.forward(be, self.params, self.ws, adv)
+            model.input_gradient(be, self.params, self.ws, adv, labels, grad)
+            be.pgd_step(adv, grad, X, alpha, eps, adv)
+        return adv
+
+
+def check_unit_pixels(host, what: str = "the images") -> None:
+    """Attacks clip to [0, 1]: refuse (host) images with raw 0-255 pixels, naming the fix."""
+    if host.size and (host.min() < 0 or host.max() > 1):
+        raise ValueError(
+            f"{what} have pixels outside [0, 1] (min {host.min():g}, max {host.max():g}); "
+            "adversarial attacks need --pixels unit"
+        )

@@ -1,0 +1,340 @@
+"""`python -m nn_cuda.adversarial eval | train`: robustness of a checkpoint, adversarial training.
+
+    python -m nn_cuda.adversarial eval --checkpoint M.npz --eps 0.05,0.1,0.2 --steps 20
+    python -m nn_cuda.adversarial train --attack pgd --eps 0.1 --steps 3 --save robust.npz
+    mpirun -n 3 python -m nn_cuda.adversarial train --async --eps 0.1 --steps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import fields
+
+from .. import parallel
+
+parallel.share_cores_between_ranks()  # before NumPy is imported (see nn_cuda.train)
+
+import numpy as np  # noqa: E402
+
+from .. import model  # noqa: E402
+from ..backends import BACKENDS, get_backend  # noqa: E402
+from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
+from ..config import TrainConfig, build_parser  # noqa: E402
+from ..data import DATASETS, DataError  # noqa: E402
+from ..train import Diverged, SerialBatches, TrainingError, initial_parameters, load_splits, train_loop  # noqa: E402
+from .attacks import Attacker, check_unit_pixels  # noqa: E402
+from .evaluate import default_alpha, format_table, robustness  # noqa: E402
+
+PROG = "python -m nn_cuda.adversarial"
+USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError)
+
+
+def _eps_list(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values or any(not (0 <= v <= 1) for v in values):
+        raise argparse.ArgumentTypeError(f"every eps must be in [0, 1] (pixels are in [0, 1]), got {text!r}")
+    return values
+
+
+def _eps(text: str) -> float:
+    values = _eps_list(text)
+    if len(values) != 1:
+        raise argparse.ArgumentTypeError(f"expected one eps, got {text!r}")
+    return values[0]
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+# ---- eval -----------------------------------------------------------------------------------
+
+
+def eval_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} eval", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                description="Clean, FGSM and PGD accuracy of a checkpoint, per eps.")
+    p.add_argument("--checkpoint", required=True, metavar="M.npz", help="weights to attack")
+    p.add_argument("--eps", type=_eps_list, default=[0.05, 0.1, 0.2], help="L-infinity radii, comma-separated")
+    p.add_argument("--steps", type=_positive_int, default=20, help="PGD steps k")
+    p.add_argument("--alpha", type=_positive_float, default=None, help="PGD step; None: 2.5 eps / k")
+    p.add_argument("--random-start", action="store_true", help="start PGD at a uniform point of the ball")
+    p.add_argument("--dataset", choices=DATASETS, default="mnist")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--split", choices=("test", "val"), default="test", help="the images attacked")
+    p.add_argument("--limit", type=_positive_int, default=None, help="attack only the first N images")
+    p.add_argument("--backend", choices=BACKENDS, default="numpy")
+    p.add_argument("--gemm", default=None)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--batch", type=_positive_int, default=500, help="images attacked at once")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random-start")
+    p.add_argument("--json", metavar="PATH", help="also write the table as JSON")
+    return p
+
+
+def run_eval(args, log=print) -> list:
+    host, _ = load_checkpoint(args.checkpoint)
+    cfg = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, dtype=args.dtype, pixels="unit")
+    splits = load_splits(cfg, log=log)
+    x, y = (splits.x_test, splits.y_test) if args.split == "test" else (splits.x_val, splits.y_val)
+    if args.limit:
+        x, y = x[: args.limit], y[: args.limit]
+    be = get_backend(args.backend, args.gemm)
+    params = model.Parameters(be, host["W1"].shape[0], args.dtype)
+    params.load(host)
+    x_dev, y_dev = be.to_device(x), be.to_device(y)
+    log(f"nn_cuda.adversarial: {args.checkpoint} (H={params.hidden}) on {x.shape[0]} {splits.dataset} "
+        f"{args.split} images, backend={be.name} {args.dtype}")
+    rows = robustness(be, params, x_dev, y_dev, args.eps, args.steps, args.alpha, args.batch,
+                      args.random_start, args.seed)
+    log(format_table(rows))
+    for r in rows:
+        if not r.pgd_at_least_as_strong:
+            log(f"WARNING: at eps = {r.eps:g} PGD ({r.pgd:.4f}) is weaker than FGSM ({r.fgsm:.4f}); "
+                "raise --steps or --alpha")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump([r.__dict__ for r in rows], handle, indent=1)
+    return rows
+
+
+# ---- train ----------------------------------------------------------------------------------
+
+
+ADVERSARIAL_FLAGS = ("attack", "eps", "alpha", "steps", "random_start", "async_", "check_interval",
+                     "max_staleness", "eval_eps", "eval_steps", "eval_limit", "staleness_log", "json")
+
+
+def train_parser() -> argparse.ArgumentParser:
+    p = build_parser(f"{PROG} train")
+    p.description = ("Adversarial training (each mini-batch replaced by its adversaries), serial or, "
+                     "under mpirun with --async, with ranks 1..P-1 generating adversaries for rank 0.")
+    a = p.add_argument_group("adversarial training")
+    a.add_argument("--attack", choices=("pgd", "fgsm"), default="pgd")
+    a.add_argument("--eps", type=_eps, default=0.1, help="L-infinity radius of the attack")
+    a.add_argument("--alpha", type=_positive_float, default=None, help="PGD step; None: 2.5 eps / k")
+    a.add_argument("--steps", type=_positive_int, default=3, help="PGD steps k")
+    a.add_argument("--random-start", action="store_true", help="start PGD at a uniform point of the ball")
+    a.add_argument("--async", dest="async_", action="store_true",
+                   help="under mpirun -n P (P >= 2): rank 0 updates, ranks 1..P-1 generate adversaries")
+    a.add_argument("--check-interval", type=_positive_int, default=1,
+                   help="--async: PGD steps between a generator's checks for new weights")
+    a.add_argument("--max-staleness", type=_positive_int, default=None,
+                   help="--async: bound on a batch's staleness, >= P - 1; None: 2 (P - 1)")
+    a.add_argument("--eval-eps", type=_eps_list, default=None,
+                   help="radii of the final robustness check on the test set; None: --eps")
+    a.add_argument("--eval-steps", type=_positive_int, default=20, help="PGD steps of the final check")
+    a.add_argument("--eval-limit", type=_positive_int, default=1000,
+                   help="test images in the final robustness check")
+    a.add_argument("--staleness-log", metavar="PATH", help="--async: write every consumed batch's record (JSON)")
+    a.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    return p
+
+
+def parse_train_args(argv):
+    parser = train_parser()
+    args = vars(parser.parse_args(argv))
+    adv = argparse.Namespace(**{k: args.pop(k) for k in ADVERSARIAL_FLAGS})
+    names = {f.name for f in fields(TrainConfig)}
+    cfg = TrainConfig(**{k: v for k, v in args.items() if k in names})
+    if cfg.pixels != "unit":
+        parser.error("adversarial attacks clip to [0, 1]: drop --pixels raw")
+    if cfg.grade or cfg.seq or cfg.debug:
+        parser.error("-g/-s/-d are the course's grading modes; use python -m nn_cuda.train for them")
+    if adv.alpha is None:
+        adv.alpha = default_alpha(adv.eps, adv.steps) if adv.attack == "pgd" else adv.eps
+    if adv.eval_eps is None:
+        adv.eval_eps = [adv.eps]
+    return cfg, adv
+
+
+def _final_report(be, params, cfg, adv, splits, result: dict, log) -> dict:
+    x = splits.x_test[: adv.eval_limit]
+    y = splits.y_test[: adv.eval_limit]
+    rows = robustness(be, params, be.to_device(x), be.to_device(y), adv.eval_eps, adv.eval_steps,
+                      batch=cfg.batch)
+    log(f"robustness on {x.shape[0]} test images (PGD k={adv.eval_steps}, alpha = 2.5 eps / k):")
+    log(format_table(rows))
+    result["robustness"] = [r.__dict__ for r in rows]
+    if cfg.save:
+        save_checkpoint(cfg.save, params.to_host(), hidden=params.hidden, dataset=splits.dataset,
+                        dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs, attack=adv.attack,
+                        eps=adv.eps, alpha=adv.alpha, steps=adv.steps, asynchronous=adv.async_)
+        log(f"saved parameters to {cfg.save}")
+    if adv.json:
+        with open(adv.json, "w") as handle:
+            json.dump(result, handle, indent=1, default=float)
+    return result
+
+
+def run_train_serial(cfg, adv, log=print) -> dict:
+    from .train_serial import AdversarialBatches
+
+    be = get_backend(cfg.backend, cfg.gemm)
+    hidden, host = initial_parameters(cfg)
+    splits = load_splits(cfg, log=log)
+    params = model.Parameters(be, hidden, cfg.dtype)
+    params.load(host)
+    check_unit_pixels(splits.x_train, "the training images")
+    batches = SerialBatches(be, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
+    attacker = Attacker(be, params, cfg.batch, seed=cfg.seed)
+    adv_batches = AdversarialBatches(batches, attacker, adv.attack, adv.eps, adv.alpha, adv.steps,
+                                     adv.random_start)
+    log(f"nn_cuda.adversarial: serial {adv.attack} training eps={adv.eps:g} alpha={adv.alpha:.4g} "
+        f"k={adv.steps} on {splits.dataset} ({splits.x_train.shape[0]} train) H={hidden} "
+        f"batch={cfg.batch} lr={cfg.lr:g} epochs={cfg.epochs} backend={be.name} {cfg.dtype}")
+    history = train_loop(be, params, adv_batches, cfg, x_val=be.to_device(splits.x_val), y_val=splits.y_val)
+    log(f"training time {history.train_seconds:.2f} s ({history.steps} updates, "
+        f"{history.samples / max(history.train_seconds, 1e-9):,.0f} samples/s)")
+    result = {"mode": "serial", "updates": history.steps, "train_seconds": history.train_seconds,
+              "history": history.epochs}
+    return _final_report(be, params, cfg, adv, splits, result, log)
+
+
+def run_train_async(cfg, adv, log=print) -> dict | None:
+    from ..parallel.mpi import Communicator, ParallelError, launched_by_mpi
+    from .async_pipeline import (AttackSettings, default_max_staleness, force_threshold, run_generator,
+                                 run_updater)
+
+    if not launched_by_mpi():
+        raise ParallelError(f"--async needs MPI ranks: mpirun -n 3 {PROG} train --async ...")
+    comm = Communicator.world().comm
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if size < 2:
+        raise ParallelError(f"--async needs at least 2 ranks (one updater, one generator), got {size}: "
+                            f"mpirun -n 3 {PROG} train --async ...")
+    generators = size - 1
+    max_staleness = adv.max_staleness or default_max_staleness(generators)
+    force_threshold(max_staleness, generators)  # a clear error on every rank before any message
+    if rank != 0:
+        log = _silent
+    be = get_backend(cfg.backend, cfg.gemm)
+    hidden, host = initial_parameters(cfg)
+    splits = load_splits(cfg, log=log)
+    check_unit_pixels(splits.x_train, "the training images")
+    params = model.Parameters(be, hidden, cfg.dtype)
+    flat = np.empty(params.size, dtype=params.dtype)
+    if rank == 0:
+        params.load(host)
+        flat[:] = be.to_host(params.flat)
+    comm.Bcast(flat, root=0)  # every rank starts from rank 0's weights (version 0)
+    be.copy(be.to_device(flat), params.flat)
+    n = splits.x_train.shape[0]
+    n_batches = -(-n // cfg.batch)
+    epochs = cfg.epochs
+    if cfg.max_steps:
+        raise ParallelError("--max-steps is not supported with --async; use --epochs")
+    settings = AttackSettings(adv.attack, adv.eps, adv.alpha, adv.steps, adv.random_start, adv.check_interval)
+    if rank != 0:
+        batches = SerialBatches(be, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
+        run_generator(comm, be, params, batches, settings, epochs, cfg.batch, seed=cfg.seed)
+        comm.Barrier()
+        return None
+
+    log(f"nn_cuda.adversarial: asynchronous {adv.attack} training on {size} ranks (1 updater, "
+        f"{generators} generators) eps={adv.eps:g} alpha={adv.alpha:.4g} k={adv.steps} "
+        f"check-interval={adv.check_interval} max-staleness={max_staleness} on {splits.dataset} "
+        f"({n} train, {n_batches} batches/epoch) H={hidden} batch={cfg.batch} lr={cfg.lr:g} "
+        f"epochs={epochs} backend={be.name} {cfg.dtype}")
+    x_val, y_val = be.to_device(splits.x_val), splits.y_val
+    ws = model.Workspace(be, cfg.batch, hidden, cfg.dtype)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=epochs * n_batches, unit="batch", disable=cfg.quiet, desc="updates")
+    epoch_records = []
+
+    def after_update(result) -> None:
+        bar.update(1)
+        if result.updates % n_batches == 0:
+            acc = float(np.mean(model.predict(be, params, ws, x_val) == y_val))
+            epoch_records.append({"epoch": result.updates // n_batches, "val_acc": acc})
+            bar.set_postfix(val_acc=f"{acc:.4f}", staleness=result.log[-1]["staleness"])
+
+    result = run_updater(comm, be, params, n_batches, epochs, cfg.batch, cfg.lr, cfg.reg, max_staleness,
+                         on_update=after_update)
+    bar.close()
+    comm.Barrier()
+    if not math.isfinite(be.sum_squares(params.flat)):
+        raise Diverged(f"training diverged (non-finite weights) with learning rate {cfg.lr}; "
+                       f"lower it (e.g. --lr {cfg.lr / 10:g})")
+    histogram = result.staleness_histogram()
+    worst = max(histogram) if histogram else 0
+    log(f"training time {result.train_seconds:.2f} s ({result.updates} updates, "
+        f"{result.samples / max(result.train_seconds, 1e-9):,.0f} samples/s); rank 0 waited "
+        f"{result.wait_seconds:.2f} s for batches and {result.send_seconds:.2f} s sending weights")
+    log("staleness (updates between the weights an adversary was made with and its use): "
+        + ", ".join(f"{s}: {c}" for s, c in histogram.items()) + f"  (max {worst}, bound {max_staleness})")
+    if adv.staleness_log:
+        with open(adv.staleness_log, "w") as handle:
+            json.dump({"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches,
+                       "epochs": epochs, "log": result.log}, handle)
+    summary = {"mode": "async", "ranks": size, "updates": result.updates,
+               "train_seconds": result.train_seconds, "wait_seconds": result.wait_seconds,
+               "send_seconds": result.send_seconds, "history": epoch_records,
+               "staleness_histogram": {str(k): v for k, v in histogram.items()},
+               "max_staleness": max_staleness}
+    return _final_report(be, params, cfg, adv, splits, summary, log)
+
+
+def _silent(*args, **kwargs) -> None:
+    pass
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+USAGE = f"""usage: {PROG} {{eval,train}} ...
+
+  eval   clean, FGSM and PGD accuracy of a checkpoint (--checkpoint M.npz --eps 0.05,0.1,0.2 --steps 20)
+  train  adversarial training, serial or (under mpirun, with --async) pipelined over P ranks
+
+{PROG} eval --help and {PROG} train --help list the flags."""
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in ("eval", "train"):
+        print(f"{PROG}: error: unknown command {command!r}; choose eval or train\n\n{USAGE}", file=sys.stderr)
+        return 2
+    with parallel.output_on_root_only():
+        if command == "eval":
+            args = eval_parser().parse_args(rest)
+        else:
+            cfg, adv = parse_train_args(rest)
+    try:
+        with parallel.abort_on_error(PROG, USER_ERRORS):
+            if command == "eval":
+                run_eval(args)
+            elif adv.async_:
+                run_train_async(cfg, adv)
+            else:
+                if parallel.launched_by_mpi():
+                    from ..parallel.mpi import world_from_environment
+
+                    if world_from_environment().size > 1:
+                        raise parallel.ParallelError(
+                            f"serial adversarial training runs on one rank; add --async to use "
+                            f"mpirun -n P, or run without mpirun")
+                run_train_serial(cfg, adv)
+    except USER_ERRORS as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,185 @@
+"""`python -m nn_cuda.bench adversarial`: the asynchronous adversary pipeline against serial training.
+
+For each P in --ranks, with k = P - 1 PGD steps (the paper's choice: one updater keeps up with P - 1
+generators when an update costs about one PGD step), it runs
+
+    serial:  python -m nn_cuda.adversarial train --steps k ...          (one process)
+    async:   mpiexec -n P python -m nn_cuda.adversarial train --async --steps k ...
+
+as subprocesses with one BLAS thread per process, and reports the training time of each, the speedup
+serial / async, the staleness histogram of the async run, and clean / FGSM / PGD accuracy at the
+--eval-eps radii of both models (and of a plainly trained model, for reference). Every process
+computes on the same backend; with more ranks than cores the ranks share cores, so the speedup is
+bounded by the number of cores (machine_info records it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .common import machine_info, machine_line, write_json
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench adversarial",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--ranks", default="2,3,4", help="values of P (k = P - 1 PGD steps)")
+    p.add_argument("--dataset", default="mnist-sample")
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--batch", type=int, default=100)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--lr", type=float, default=0.5)
+    p.add_argument("--eps", type=float, default=0.1, help="training radius")
+    p.add_argument("--eval-eps", default="0.05,0.1,0.2", help="radii of the robustness table")
+    p.add_argument("--eval-steps", type=int, default=20)
+    p.add_argument("--eval-limit", type=int, default=1000)
+    p.add_argument("--backend", default="numpy")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--threads", type=int, default=1, help="BLAS threads per process")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="runs of each configuration; the fastest training time is reported (the least "
+                   "disturbed by other work on the machine), the accuracies are those of the first run")
+    p.add_argument("--json", default="bench_results/adversarial.json", help="where the results go")
+    return p
+
+
+def find_mpiexec() -> str:
+    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = local if os.access(local, os.X_OK) else shutil.which("mpiexec")
+    if not found:
+        raise SystemExit("nn_cuda.bench adversarial: error: no mpiexec next to Python or on PATH; "
+                         "install the MPI extra: pip install -e .[mpi]")
+    return found
+
+
+def environment(threads: int) -> dict:
+    env = dict(os.environ)
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[variable] = str(threads)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run(command: list[str], env: dict) -> None:
+    job = subprocess.run(command, env=env, capture_output=True, text=True)
+    if job.returncode != 0:
+        raise SystemExit(f"nn_cuda.bench adversarial: error: {' '.join(command)} failed "
+                         f"(status {job.returncode}):\n{job.stdout[-2000:]}{job.stderr[-2000:]}")
+
+
+def common_flags(args) -> list[str]:
+    return ["--dataset", args.dataset, "--hidden", str(args.hidden), "--batch", str(args.batch),
+            "--epochs", str(args.epochs), "--lr", str(args.lr), "--backend", args.backend,
+            "--dtype", args.dtype, "--quiet"]
+
+
+def adversarial_flags(args, k: int, folder: Path, name: str) -> list[str]:
+    return ["--attack", "pgd", "--eps", str(args.eps), "--steps", str(k), "--eval-eps", args.eval_eps,
+            "--eval-steps", str(args.eval_steps), "--eval-limit", str(args.eval_limit),
+            "--json", str(folder / f"{name}.json")]
+
+
+def plain_baseline(args, folder: Path, env: dict) -> dict:
+    checkpoint = folder / "plain.npz"
+    run([sys.executable, "-m", "nn_cuda.train", *common_flags(args), "--save", str(checkpoint)], env)
+    out = folder / "plain_eval.json"
+    run([sys.executable, "-m", "nn_cuda.adversarial", "eval", "--checkpoint", str(checkpoint),
+         "--dataset", args.dataset, "--eps", args.eval_eps, "--steps", str(args.eval_steps),
+         "--limit", str(args.eval_limit), "--backend", args.backend, "--dtype", args.dtype,
+         "--json", str(out)], env)
+    return {"robustness": json.loads(out.read_text())}
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    ranks = [int(p) for p in args.ranks.split(",")]
+    if any(p < 2 for p in ranks):
+        raise SystemExit("nn_cuda.bench adversarial: error: every P in --ranks must be >= 2 "
+                         "(one updater and at least one generator)")
+    env = environment(args.threads)
+    mpiexec = find_mpiexec()
+    info = machine_info()
+    load_before = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        plain = plain_baseline(args, folder, env)
+        for p in ranks:
+            k = p - 1
+            serial_runs, async_runs = [], []
+            for r in range(args.repeats):
+                run([sys.executable, "-m", "nn_cuda.adversarial", "train", *common_flags(args),
+                     *adversarial_flags(args, k, folder, f"serial_{p}_{r}")], env)
+                run([mpiexec, "-n", str(p), sys.executable, "-m", "nn_cuda.adversarial", "train", "--async",
+                     *common_flags(args), *adversarial_flags(args, k, folder, f"async_{p}_{r}")], env)
+                serial_runs.append(json.loads((folder / f"serial_{p}_{r}.json").read_text()))
+                async_runs.append(json.loads((folder / f"async_{p}_{r}.json").read_text()))
+            serial_seconds = min(run_["train_seconds"] for run_ in serial_runs)
+            async_seconds = min(run_["train_seconds"] for run_ in async_runs)
+            rows.append({
+                "ranks": p, "k": k,
+                "serial_seconds": serial_seconds, "async_seconds": async_seconds,
+                "serial_seconds_all": [run_["train_seconds"] for run_ in serial_runs],
+                "async_seconds_all": [run_["train_seconds"] for run_ in async_runs],
+                "speedup": serial_seconds / async_seconds,
+                "staleness_histogram": async_runs[0]["staleness_histogram"],
+                "serial_robustness": serial_runs[0]["robustness"],
+                "async_robustness": async_runs[0]["robustness"],
+            })
+            print(f"P={p} k={k}: serial {serial_seconds:.2f} s, async {async_seconds:.2f} s, "
+                  f"speedup {rows[-1]['speedup']:.2f}", flush=True)
+    # Other work on the machine slows some runs more than others: the load average is part of the result.
+    load = {"load_average_before": load_before, "load_average_after": os.getloadavg()[0]}
+    payload = {"machine": {**info, **load}, "settings": vars(args), "plain": plain, "results": rows}
+    write_json(args.json, payload)
+    print(format_report(payload))
+    print(f"\nwrote {args.json}")
+    return 0
+
+
+def _accuracies(table: list, key: str) -> str:
+    return " / ".join(f"{row[key]:.3f}" for row in table)
+
+
+def format_report(payload: dict) -> str:
+    s = payload["settings"]
+    m = payload["machine"]
+    lines = [f"Machine: {machine_line(m)}; load average {m['load_average_before']:.1f} before, "
+             f"{m['load_average_after']:.1f} after (1-minute)",
+             f"Settings: {s['dataset']}, H={s['hidden']}, batch {s['batch']}, {s['epochs']} epochs, "
+             f"lr {s['lr']}, train eps {s['eps']}, backend {s['backend']} {s['dtype']}, "
+             f"{s['threads']} BLAS thread(s) per process; fastest of {s['repeats']} runs",
+             "",
+             "| P | k = P-1 | serial (s) | async (s) | speedup | staleness: count |",
+             "|---|---|---|---|---|---|"]
+    for r in payload["results"]:
+        histogram = ", ".join(f"{k}: {v}" for k, v in r["staleness_histogram"].items())
+        lines.append(f"| {r['ranks']} | {r['k']} | {r['serial_seconds']:.2f} | {r['async_seconds']:.2f} | "
+                     f"{r['speedup']:.2f} | {histogram} |")
+    eps_values = [row["eps"] for row in payload["plain"]["robustness"]]
+    header = " | ".join(f"eps {e:g}: FGSM / PGD" for e in eps_values)
+    lines += ["", f"| model | clean | {header} |", "|---|---|" + "---|" * len(eps_values)]
+
+    def line(name, table):
+        cells = " | ".join(f"{row['fgsm']:.3f} / {row['pgd']:.3f}" for row in table)
+        return f"| {name} | {table[0]['clean']:.3f} | {cells} |"
+
+    lines.append(line("plain SGD", payload["plain"]["robustness"]))
+    for r in payload["results"]:
+        lines.append(line(f"serial PGD, k={r['k']}", r["serial_robustness"]))
+        lines.append(line(f"async PGD, P={r['ranks']}, k={r['k']}", r["async_robustness"]))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

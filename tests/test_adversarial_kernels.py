@@ -1,0 +1,113 @@
+"""The attack step `pgd_step` on every backend:
+
+    out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, 1)
+
+Compared with a float64 NumPy reference written here from the definition. Every operation of the
+step is one rounded add or subtract followed by exact min/max, so a float32 result lies within one
+float32 rounding (2^-24 relative, pixels <= 1 + eps) of the float64 reference; we allow 2^-23
+absolute. The NumPy and Numba backends round the same operations in the same order, so they must
+agree bit for bit. Outputs are poisoned with NaN first, so an unwritten element fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nn_cuda.backends import get_backend
+
+DTYPES = (np.float32, np.float64)
+SHAPES = ((1, 1), (3, 17), (5, 33))  # odd sizes: partial blocks; the simulator keeps them tiny
+
+
+def reference(X_adv, grad, X_clean, alpha, eps):
+    x = X_adv.astype(np.float64) + alpha * np.sign(grad.astype(np.float64))
+    clean = X_clean.astype(np.float64)
+    return np.clip(np.clip(x, clean - eps, clean + eps), 0.0, 1.0)
+
+
+def case(shape, dtype, seed=7):
+    rng = np.random.default_rng(seed)
+    clean = rng.uniform(0, 1, shape)
+    clean[..., 0] = 0.0  # pixels at the edges of [0, 1], where the clip to [0, 1] bites
+    clean[..., -1] = 1.0
+    adv = np.clip(clean + rng.uniform(-0.15, 0.15, shape), 0, 1)  # some outside the eps = 0.1 ball
+    grad = rng.standard_normal(shape)
+    grad[rng.uniform(size=shape) < 0.2] = 0.0  # sign(0) = 0: no step
+    return adv.astype(dtype), grad.astype(dtype), clean.astype(dtype)
+
+
+def run_step(be, adv, grad, clean, alpha, eps, in_place=False):
+    d_adv, d_grad, d_clean = be.to_device(adv), be.to_device(grad), be.to_device(clean)
+    if in_place:
+        out = d_adv
+    else:
+        out = be.to_device(np.full(adv.shape, np.nan, dtype=adv.dtype))
+    be.pgd_step(d_adv, d_grad, d_clean, alpha, eps, out)
+    return be.to_host(out)
+
+
+def tolerance(dtype):
+    return 2.0 ** -23 if dtype == np.float32 else 1e-15
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("in_place", (False, True))
+def test_numpy_pgd_step_matches_the_definition(shape, dtype, in_place):
+    adv, grad, clean = case(shape, dtype)
+    got = run_step(get_backend("numpy"), adv, grad, clean, 0.03, 0.1, in_place)
+    assert got.dtype == dtype and not np.isnan(got).any()
+    assert np.max(np.abs(got - reference(adv, grad, clean, 0.03, 0.1))) <= tolerance(dtype)
+
+
+def test_fgsm_from_the_clean_images_is_a_signed_step_clipped_to_unit():
+    clean = np.array([[0.0, 0.5, 1.0, 0.95]])
+    grad = np.array([[-1.0, 2.0, 3.0, 0.0]])
+    got = run_step(get_backend("numpy"), clean, grad, clean, 0.1, 0.1)
+    np.testing.assert_array_equal(got, [[0.0, 0.6, 1.0, 0.95]])
+
+
+@pytest.fixture(scope="module")
+def numba_be():
+    from numba import config as numba_config
+    from numba import cuda
+
+    if not numba_config.ENABLE_CUDASIM and not cuda.is_available():
+        pytest.skip("Numba has neither its CUDA simulator nor a GPU; set NUMBA_ENABLE_CUDASIM=1")
+    from nn_cuda.backends.numba_backend import NumbaBackend
+
+    return NumbaBackend()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("in_place", (False, True))
+def test_numba_pgd_step_matches_numpy_bit_for_bit(numba_be, shape, dtype, in_place):
+    adv, grad, clean = case(shape, dtype, seed=11)
+    got = run_step(numba_be, adv, grad, clean, 0.05, 0.1, in_place)
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(got, run_step(get_backend("numpy"), adv, grad, clean, 0.05, 0.1))
+    assert np.max(np.abs(got - reference(adv, grad, clean, 0.05, 0.1))) <= tolerance(dtype)
+
+
+def test_numba_pgd_step_rejects_mismatched_shapes(numba_be):
+    a = numba_be.to_device(np.zeros((2, 3), np.float32))
+    b = numba_be.to_device(np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        numba_be.pgd_step(a, b, a, 0.1, 0.1, a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cupy_pgd_step(dtype):
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            pytest.skip("no GPU")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no GPU")
+    be = get_backend("cupy")
+    adv, grad, clean = case((37, 785), dtype, seed=5)
+    got = run_step(be, adv, grad, clean, 0.05, 0.1)
+    assert not np.isnan(got).any()
+    assert np.max(np.abs(got - reference(adv, grad, clean, 0.05, 0.1))) <= tolerance(dtype)
