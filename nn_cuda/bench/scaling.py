@@ -1,17 +1,21 @@
-"""`python -m nn_cuda.bench scaling`: data-parallel training time per epoch for p = 1..4 MPI ranks.
+"""`python -m nn_cuda.bench scaling`: parallel training time per epoch for p = 1..4 MPI ranks.
 
-For each p, starts `mpiexec -n p` on this module's worker with one BLAS thread per rank
+For each strategy of --parallel (data, model, hybrid; e.g. `--parallel data,model`) and each p,
+starts `mpiexec -n p` on this module's worker with one BLAS thread per rank
 (OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = --threads), and measures one epoch of
-the data-parallel step of `nn_cuda.train` (forward, backward, allreduce, update: the calls of
-nn_cuda.model and nn_cuda.parallel) on random pixels, after a few warm-up steps. Per p it reports
+the parallel step of `nn_cuda.train` (forward with the logits allreduce of model parallelism,
+backward, gradient allreduce, update: the calls of nn_cuda.model and nn_cuda.parallel) on random
+pixels, after a few warm-up steps. Per strategy and p it reports
 
 - seconds per epoch (the slowest rank) and samples per second, speedup and efficiency against p = 1
   (the same code on one rank: its allreduce is a no-op);
 - the split of the epoch (mean over ranks): compute (forward, backward, update), allreduce (all
-  gradient communication, staging copies included, and the wait for the slowest rank, also shown
-  alone: a barrier before the allreduce separates it), other (the rest of the loop);
-- per step: MPI calls and payload bytes of the gradient allreduce, and the bytes each rank sends in
-  a bandwidth-optimal allreduce, 2 (p - 1) / p * payload.
+  communication: the gradient allreduce, the logits allreduce of model parallelism, staging copies,
+  and the wait for the slowest rank, also shown alone: a barrier before the gradient allreduce
+  separates it), other (the rest of the loop);
+- per step and rank 0: MPI calls and payload bytes as counted by the communicators, next to the
+  same numbers from the cost model (nn_cuda.parallel.cost_model), and the bytes a bandwidth-optimal
+  (ring) allreduce sends on the wire, 2 (k - 1) / k * payload on k ranks.
 
 With --overlap both, every p runs twice: the plain step and --overlap, to show whether overlap pays.
 With --rounds R the sweep is repeated R times, interleaved, and each configuration keeps its fastest
@@ -41,6 +45,10 @@ def build_parser():
     p = argparse.ArgumentParser(prog="python -m nn_cuda.bench scaling", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ranks", default="1,2,3,4", help="comma-separated numbers of MPI ranks")
+    p.add_argument("--parallel", default="data",
+                   help="comma-separated strategies: data, model, hybrid (e.g. data,model)")
+    p.add_argument("--model-ranks", type=int, default=2,
+                   help="--parallel hybrid: model ranks per data group (p it does not divide are skipped)")
     p.add_argument("--backend", default="numpy", help="numpy, cupy or numba")
     p.add_argument("--gemm", default=None, help="GEMM algorithm (default: the backend's)")
     p.add_argument("--comm", default="host", choices=("host", "cuda-aware", "nccl"))
@@ -82,8 +90,9 @@ def child_environment(threads: int) -> dict:
     return env
 
 
-def worker_flags(args, overlap: bool) -> list[str]:
-    flags = ["--backend", args.backend, "--comm", args.comm, "--hidden", args.hidden, "--batch", args.batch,
+def worker_flags(args, overlap: bool, strategy: str) -> list[str]:
+    flags = ["--parallel", strategy, "--model-ranks", args.model_ranks,
+             "--backend", args.backend, "--comm", args.comm, "--hidden", args.hidden, "--batch", args.batch,
              "--dtype", args.dtype, "--samples", args.samples, "--epochs", args.epochs,
              "--warmup-steps", args.warmup_steps, "--overlap", "on" if overlap else "off"]
     if args.gemm:
@@ -91,17 +100,31 @@ def worker_flags(args, overlap: bool) -> list[str]:
     return [str(f) for f in flags]
 
 
-def run_job(args, ranks: int, overlap: bool) -> dict:
+def run_job(args, ranks: int, overlap: bool, strategy: str) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         result_path = os.path.join(folder, "result.json")
         command = [find_mpiexec(), "-n", str(ranks), sys.executable, "-m", "nn_cuda.bench.scaling",
-                   "--worker", result_path, *worker_flags(args, overlap)]
+                   "--worker", result_path, *worker_flags(args, overlap, strategy)]
         job = subprocess.run(command, env=child_environment(args.threads), capture_output=True, text=True)
         if job.returncode != 0 or not os.path.exists(result_path):
             raise SystemExit(f"nn_cuda.bench scaling: the job with {ranks} ranks failed "
                              f"(exit status {job.returncode}):\n{job.stderr.strip()}")
         with open(result_path) as handle:
             return json.load(handle)
+
+
+def configurations(args, ranks: list[int], overlaps: list[bool]) -> list[tuple[str, bool, int]]:
+    """(strategy, overlap, p) of every job of one round; hybrid skips the p --model-ranks does not
+    divide, and --overlap applies to data parallelism only."""
+    jobs = []
+    for strategy in args.parallel.split(","):
+        if strategy not in ("data", "model", "hybrid"):
+            raise SystemExit(f"nn_cuda.bench scaling: error: unknown strategy {strategy!r} in --parallel; "
+                             "choose among data, model, hybrid")
+        for overlap in overlaps if strategy == "data" else [False]:
+            jobs += [(strategy, overlap, p) for p in ranks
+                     if strategy != "hybrid" or p % args.model_ranks == 0]
+    return jobs
 
 
 def main(argv=None) -> int:
@@ -113,37 +136,42 @@ def main(argv=None) -> int:
     info = machine_info()
     given = sys.argv[1:] if argv is None else list(argv)
     info["command"] = " ".join(["python", "-m", "nn_cuda.bench", "scaling", *given])
-    print(f"data-parallel scaling: H={args.hidden} batch={args.batch} {args.dtype} backend={args.backend} "
-          f"--comm {args.comm}, {args.samples} samples per epoch, {args.threads} BLAS thread(s) per rank")
+    print(f"parallel scaling ({args.parallel}): H={args.hidden} batch={args.batch} {args.dtype} "
+          f"backend={args.backend} --comm {args.comm}, {args.samples} samples per epoch, "
+          f"{args.threads} BLAS thread(s) per rank")
     print(f"machine: {machine_line(info)}")
-    header = (f"{'ranks':>5s} {'overlap':>7s} {'s/epoch':>8s} {'samples/s':>10s} {'speedup':>8s} {'eff.':>5s} "
-              f"{'compute':>8s} {'allred.':>8s} {'(wait)':>7s} {'other':>7s} {'msgs':>5s} {'MB/step':>8s} "
-              f"{'wire MB':>8s}")
-    jobs = {(overlap, p): [] for overlap in overlaps for p in ranks}
+    header = (f"{'parallel':>8s} {'ranks':>5s} {'overlap':>7s} {'s/epoch':>8s} {'samples/s':>10s} "
+              f"{'speedup':>8s} {'eff.':>5s} {'compute':>8s} {'comm.':>8s} {'(wait)':>7s} {'other':>7s} "
+              f"{'msgs':>5s} "
+              f"{'KB/step':>9s} {'model KB':>9s} {'wire KB':>9s}")
+    jobs = {config: [] for config in configurations(args, ranks, overlaps)}
     for _ in range(args.rounds):
-        for overlap, p in jobs:
-            jobs[overlap, p].append(run_job(args, p, overlap))
+        for strategy, overlap, p in jobs:
+            jobs[strategy, overlap, p].append(run_job(args, p, overlap, strategy))
     print(header)
-    rows = []
-    for overlap in overlaps:
-        base = None
-        for p in ranks:
-            row = min(jobs[overlap, p], key=lambda job: job["seconds_per_epoch"])
-            row["seconds_per_epoch_all_rounds"] = [job["seconds_per_epoch"] for job in jobs[overlap, p]]
-            base = base or (row if p == 1 else None)
-            if base:
-                row["speedup"] = row["samples_per_second"] / base["samples_per_second"]
-                row["efficiency"] = row["speedup"] / p
-            rows.append(row)
-            split = row["split"]
-            print(f"{p:5d} {'on' if overlap else 'off':>7s} {row['seconds_per_epoch']:8.3f} "
-                  f"{row['samples_per_second']:10,.0f} {row.get('speedup', float('nan')):7.2f}x "
-                  f"{row.get('efficiency', float('nan')):5.2f} {split['compute']:7.3f}s {split['allreduce']:7.3f}s "
-                  f"{row['allreduce_wait']:6.3f}s {split['other']:6.3f}s {row['allreduce_calls_per_step']:5.0f} "
-                  f"{row['payload_bytes_per_step'] / 1e6:8.3f} {row['wire_bytes_per_step'] / 1e6:8.3f}")
-    print("split: seconds per epoch, mean over ranks; allreduce includes (wait), the time spent waiting for "
-          "the slowest rank;\nmsgs and MB: gradient allreduce per step and rank (payload; wire = 2 (p-1)/p x "
-          "payload, a ring allreduce)")
+    rows, base = [], {}
+    for (strategy, overlap, p), runs in jobs.items():
+        row = min(runs, key=lambda job: job["seconds_per_epoch"])
+        row["seconds_per_epoch_all_rounds"] = [job["seconds_per_epoch"] for job in runs]
+        if p == 1:
+            base[strategy, overlap] = row
+        if (strategy, overlap) in base:
+            row["speedup"] = row["samples_per_second"] / base[strategy, overlap]["samples_per_second"]
+            row["efficiency"] = row["speedup"] / p
+        rows.append(row)
+        split = row["split"]
+        print(f"{strategy:>8s} {p:5d} {'on' if overlap else 'off':>7s} {row['seconds_per_epoch']:8.3f} "
+              f"{row['samples_per_second']:10,.0f} {row.get('speedup', float('nan')):7.2f}x "
+              f"{row.get('efficiency', float('nan')):5.2f} {split['compute']:7.3f}s "
+              f"{split['allreduce']:7.3f}s {row['allreduce_wait']:6.3f}s {split['other']:6.3f}s "
+              f"{row['allreduce_calls_per_step']:5.2f} {row['payload_bytes_per_step'] / 1e3:9.1f} "
+              f"{row['modelled_payload_bytes_per_step'] / 1e3:9.1f} "
+              f"{row['wire_bytes_per_step'] / 1e3:9.1f}")
+    print("split: seconds per epoch, mean over ranks; comm. is all communication (the logits allreduce "
+          "of model parallelism\nincluded) and includes (wait), the time spent waiting for the slowest rank;\n"
+          "msgs and KB: allreduce calls and payload per step of rank 0, counted (KB/step) and from the cost "
+          "model (model KB), averaged over the epoch\n(its last batch is short); wire = 2 (k-1)/k x payload, "
+          "a ring allreduce on k ranks")
     if args.json:
         config = {k: v for k, v in vars(args).items() if k != "worker"}
         write_json(args.json, {"benchmark": "scaling", "machine": info, "config": config, "results": rows})
@@ -170,7 +198,7 @@ class TimedStep:
     def __call__(self, X, labels, n_global, totals: dict) -> None:
         be, model, strategy = self.be, self.model, self.strategy
         started, communicated_before = time.perf_counter(), strategy.allreduce_seconds
-        model.forward(be, self.params, self.ws, X)
+        model.forward(be, self.params, self.ws, X, reduce_logits=strategy.reduce_logits)
         model.backward(be, self.params, self.grads, self.ws, X, labels, 1.0 / n_global,
                        after_layer2=strategy.after_layer2)
         be.synchronize()
@@ -191,12 +219,18 @@ def worker(args) -> int:
     from ..backends import get_backend
     from ..config import TrainConfig
     from ..parallel import abort_on_error
+    from ..parallel import cost_model
     from ..parallel.data_parallel import DataParallel
-    from ..parallel.mpi import Communicator, ring_allreduce_bytes
+    from ..parallel.model_parallel import ModelParallel
+    from ..parallel.mpi import Communicator
 
     with abort_on_error("nn_cuda.bench scaling"):
         comm = Communicator.world()
-        strategy = DataParallel(comm, args.backend, args.batch, args.comm, args.overlap == "on")
+        if args.parallel == "data":
+            strategy = DataParallel(comm, args.backend, args.batch, args.comm, args.overlap == "on")
+        else:
+            model_ranks = args.model_ranks if args.parallel == "hybrid" else None
+            strategy = ModelParallel(comm, args.backend, args.batch, model_ranks, args.comm, args.parallel)
         be = get_backend(args.backend, args.gemm)
         dtype = np.dtype(args.dtype)
         cfg = TrainConfig(hidden=args.hidden, batch=args.batch, dtype=args.dtype)
@@ -205,11 +239,10 @@ def worker(args) -> int:
         y = rng.integers(0, model.N_CLASSES, args.samples).astype(np.int32)
         batches = strategy.make_batches(be, x, y, cfg)
         del x, y  # each rank keeps only its shard
-        params = model.Parameters(be, args.hidden, dtype)
-        params.load(model.init_parameters(args.hidden, 0))
+        params = strategy.local_parameters(be, model.init_parameters(args.hidden, 0), dtype)
         strategy.broadcast_parameters(params)
-        grads = model.Parameters(be, args.hidden, dtype)
-        ws = model.Workspace(be, args.batch, args.hidden, dtype)
+        grads = model.Parameters(be, params.hidden, dtype)
+        ws = model.Workspace(be, args.batch, params.hidden, dtype)
         step = TimedStep(be, model, params, grads, ws, strategy, comm)
 
         scratch = {"compute": 0.0, "wait": 0.0, "allreduce": 0.0}
@@ -217,14 +250,17 @@ def worker(args) -> int:
             if k >= args.warmup_steps:
                 break
             step(*batch, scratch)
-        epochs = [time_epoch(be, comm, batches, step, epoch) for epoch in range(args.epochs)]
+        epochs = [time_epoch(be, comm, strategy.communicators(), batches, step, epoch)
+                  for epoch in range(args.epochs)]
         best = min(epochs, key=lambda e: e["seconds"])
         per_rank = comm.allgather(best)
         if comm.rank == 0:
             p, steps = comm.size, best["steps"]
-            payload = best["allreduce_bytes"] / steps
+            modelled = cost_model.epoch_cost(args.parallel, args.hidden, args.samples, args.batch, p, dtype,
+                                             args.model_ranks if args.parallel == "hybrid" else None)
             result = {
-                "ranks": p, "overlap": args.overlap == "on", "backend": be.name, "comm": args.comm,
+                "parallel": args.parallel, "ranks": p, "overlap": args.overlap == "on", "backend": be.name,
+                "comm": args.comm,
                 "steps_per_epoch": steps, "samples_per_epoch": args.samples,
                 "seconds_per_epoch": max(r["seconds"] for r in per_rank),
                 "split": {part: float(np.mean([r[part] for r in per_rank]))
@@ -232,8 +268,10 @@ def worker(args) -> int:
                 "allreduce_wait": float(np.mean([r["wait"] for r in per_rank])),
                 "split_per_rank": per_rank,
                 "allreduce_calls_per_step": best["allreduce_calls"] / steps,
-                "payload_bytes_per_step": payload,
-                "wire_bytes_per_step": ring_allreduce_bytes(payload, p),
+                "payload_bytes_per_step": best["allreduce_bytes"] / steps,
+                "modelled_payload_bytes_per_step": modelled.payload_bytes / steps,
+                "modelled_calls_per_step": modelled.messages / steps,
+                "wire_bytes_per_step": modelled.wire_bytes / steps,
                 "all_epochs_seconds": [e["seconds"] for e in epochs],
             }
             result["samples_per_second"] = args.samples / result["seconds_per_epoch"]
@@ -242,11 +280,13 @@ def worker(args) -> int:
     return 0
 
 
-def time_epoch(be, comm, batches, step, epoch) -> dict:
-    """One epoch of timed steps. "allreduce" includes the wait for the slowest rank ("wait")."""
+def time_epoch(be, comm, communicators, batches, step, epoch) -> dict:
+    """One epoch of timed steps. "allreduce" includes the wait for the slowest rank ("wait").
+    Calls and bytes are those of the strategy's `communicators` (buffer allreduces only)."""
     comm.barrier()
     be.synchronize()
-    comm.stats.reset()
+    for counted in communicators:
+        counted.stats.reset()
     totals = {"compute": 0.0, "wait": 0.0, "allreduce": 0.0}
     steps = 0
     started = time.perf_counter()
@@ -256,8 +296,8 @@ def time_epoch(be, comm, batches, step, epoch) -> dict:
     seconds = time.perf_counter() - started
     totals["allreduce"] += totals["wait"]
     return {"seconds": seconds, **totals, "other": seconds - totals["compute"] - totals["allreduce"],
-            "steps": steps, "allreduce_calls": comm.stats.calls["allreduce"],
-            "allreduce_bytes": comm.stats.bytes["allreduce"]}
+            "steps": steps, "allreduce_calls": sum(c.stats.calls["allreduce"] for c in communicators),
+            "allreduce_bytes": sum(c.stats.bytes["allreduce"] for c in communicators)}
 
 
 if __name__ == "__main__":
