@@ -186,6 +186,8 @@ def batch_loss(be, params, P, labels, n_global: int, reg: float, strategy) -> fl
     return cross_entropy + 0.5 * reg * strategy.sum_over_hidden(be.sum_squares(params.weights))
 
 
+# A diverging run is detected and reported (Diverged), so NumPy's overflow warnings are only noise.
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=None, y_val=None,
                snapshot_every: int = 0, progress: bool = True, log=print) -> History:
     """SGD over `batches` for cfg.epochs (or cfg.max_steps); returns the History.
