@@ -6,7 +6,10 @@
 #   ./run.sh train      training-step throughput (NumPy; CuPy on a GPU), with a PyTorch loop if installed
 #   ./run.sh scaling    data-parallel MPI scaling, p = 1..4 ranks, one BLAS thread per rank
 #   ./run.sh adversarial  asynchronous adversarial training vs serial, P = 2..4 ranks (k = P - 1)
-#   ./run.sh all        all of the above
+#   ./run.sh roofline   the machine's copy bandwidth and vendor GEMM rate (the report's roofline)
+#   ./run.sh diff       float32 against the float64 reference as lr, epochs, H and batch vary
+#   ./run.sh curves     one default training run with --history (learning curves) and --profile
+#   ./run.sh all        all of the above; then `python -m nn_cuda.report` writes report/
 set -euo pipefail
 cd "$(dirname "$0")"
 OUT=${NN_CUDA_BENCH_DIR:-bench_results}
@@ -46,10 +49,26 @@ bench_train() {
 
 bench_scaling() {
     "$PY" -m nn_cuda.bench scaling --overlap both --epochs 2 --rounds 3 --json "$OUT/scaling.json"
+    "$PY" -m nn_cuda.bench scaling --parallel model --epochs 2 --rounds 3 --json "$OUT/scaling_model.json"
 }
 
 bench_adversarial() {
     "$PY" -m nn_cuda.bench adversarial --ranks 2,3,4 --epochs 5 --json "$OUT/adversarial.json"
+}
+
+bench_roofline() {
+    "$PY" -m nn_cuda.bench roofline --json "$OUT/roofline.json"
+}
+
+bench_diff() {
+    "$PY" -m nn_cuda.bench diff --dataset mnist-sample --json "$OUT/diff.json"
+}
+
+bench_curves() {
+    local backend=numpy
+    if have_gpu; then backend=cupy; fi
+    "$PY" -m nn_cuda.train --backend "$backend" --quiet \
+        --history "$OUT/history_$backend.json" --profile "$OUT/profile_$backend.json"
 }
 
 case "${1:-all}" in
@@ -57,6 +76,9 @@ case "${1:-all}" in
     train) bench_train ;;
     scaling) bench_scaling ;;
     adversarial) bench_adversarial ;;
-    all) bench_gemm; bench_train; bench_scaling; bench_adversarial ;;
-    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|all" >&2; exit 2 ;;
+    roofline) bench_roofline ;;
+    diff) bench_diff ;;
+    curves) bench_curves ;;
+    all) bench_gemm; bench_roofline; bench_train; bench_scaling; bench_diff; bench_curves; bench_adversarial ;;
+    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|all" >&2; exit 2 ;;
 esac

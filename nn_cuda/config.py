@@ -42,6 +42,8 @@ class TrainConfig:
     predictions: str | None = None
     max_steps: int | None = None
     quiet: bool = False
+    profile: str | None = None  # JSON file of per-phase timings (nn_cuda.profiling)
+    history: str | None = None  # JSON file of the per-epoch loss and accuracies
     parallel: str = "data"  # under mpirun: how the work is split over the ranks
     model_ranks: int | None = None  # --parallel hybrid: model ranks per data group
     comm: str = "host"  # how gradients are summed: host (staged), cuda-aware MPI, nccl
@@ -123,6 +125,11 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
     more.add_argument("--max-steps", type=_positive_int, default=None,
                       help="stop after this many optimizer steps (smoke runs, tests)")
     more.add_argument("--quiet", action="store_true", help="no progress bar; results only")
+    more.add_argument("--profile", metavar="PATH.json",
+                      help="write per-phase timings of the steps here (forward/backward GEMMs, "
+                      "element-wise, update, communication; NVTX ranges with CuPy)")
+    more.add_argument("--history", metavar="PATH.json",
+                      help="write the loss, validation and test accuracy of every epoch here")
     mpi = p.add_argument_group("MPI (under mpirun -n P; ignored in serial runs)")
     mpi.add_argument("--parallel", choices=PARALLEL_STRATEGIES, default=d.parallel,
                      help="data: every rank computes on its share of each batch, one allreduce of the "

@@ -189,14 +189,20 @@ def batch_loss(be, params, P, labels, n_global: int, reg: float, strategy) -> fl
 # A diverging run is detected and reported (Diverged), so NumPy's overflow warnings are only noise.
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=None, y_val=None,
-               snapshot_every: int = 0, progress: bool = True, log=print) -> History:
+               x_test=None, y_test=None, snapshot_every: int = 0, progress: bool = True, log=print,
+               timer=None) -> History:
     """SGD over `batches` for cfg.epochs (or cfg.max_steps); returns the History.
 
     `x_val`/`y_val` (backend arrays), when given, are evaluated after every epoch (outside the timed
-    training time). With snapshot_every, host copies of the parameters are kept at step 0 and every
-    snapshot_every steps (the grading harness compares them between backends).
+    training time), and `x_test`/`y_test` too (the learning curves of --history). With
+    snapshot_every, host copies of the parameters are kept at step 0 and every snapshot_every steps
+    (the grading harness compares them between backends). `timer`, a nn_cuda.profiling.PhaseTimer,
+    times the phases of every step (--profile); without one the step runs on `be` itself.
     """
     strategy = strategy or Serial()
+    step_be, step_strategy = be, strategy  # what the step calls: timed stand-ins under a timer
+    if timer is not None:
+        step_be, step_strategy = timer.backend(be), timer.strategy(strategy)
     hidden = params.hidden
     grads = model.Parameters(be, hidden, params.dtype, params.n_in, params.n_out)
     last_good = model.Parameters(be, hidden, params.dtype, params.n_in, params.n_out)
@@ -218,11 +224,17 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
         started = time.perf_counter()
         last_loss = float("nan")
         for X, labels, n_global in batches.batches(epoch):
-            P = model.forward(be, params, ws, X, reduce_logits=strategy.reduce_logits)
-            model.backward(be, params, grads, ws, X, labels, 1.0 / n_global,
+            if timer is not None:
+                timer.begin_step()
+            P = model.forward(step_be, params, ws, X, reduce_logits=strategy.reduce_logits)
+            if timer is not None:
+                timer.stage("backward")
+            model.backward(step_be, params, grads, ws, X, labels, 1.0 / n_global,
                            after_layer2=strategy.after_layer2)
-            strategy.allreduce_gradients(grads)
-            model.sgd_update(be, params, grads, cfg.lr, cfg.reg)
+            step_strategy.allreduce_gradients(grads)
+            model.sgd_update(step_be, params, grads, cfg.lr, cfg.reg)
+            if timer is not None:
+                timer.end_step()
             history.steps += 1
             history.samples += n_global
             bar.update(1)
@@ -248,6 +260,8 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
         if x_val is not None and strategy.evaluates:
             record["val_acc"] = accuracy(be, params, ws, x_val, y_val, strategy.reduce_logits)
             bar.set_postfix(loss=f"{last_loss:.4f}", val_acc=f"{record['val_acc']:.4f}")
+        if x_test is not None and strategy.evaluates:
+            record["test_acc"] = accuracy(be, params, ws, x_test, y_test, strategy.reduce_logits)
         bar.close()
         history.epochs.append(record)
         if history.steps >= max_steps:
@@ -308,9 +322,16 @@ def run(cfg: TrainConfig, log=print) -> dict:
         from .grade import snapshot_interval
 
         snapshot_every = snapshot_interval(cfg, batches.steps_per_epoch)
+    x_test = be.to_device(splits.x_test) if (cfg.history and strategy.evaluates) else None
+    timer = None
+    if cfg.profile:
+        from .profiling import PhaseTimer
+
+        timer = PhaseTimer(be)
     try:
         history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
-                             snapshot_every=snapshot_every)
+                             x_test=x_test, y_test=splits.y_test, snapshot_every=snapshot_every,
+                             timer=timer)
     except Diverged:
         final = strategy.gather_parameters(params) if cfg.save else None  # every rank diverged
         if cfg.save and strategy.is_root:
@@ -347,6 +368,8 @@ def run(cfg: TrainConfig, log=print) -> dict:
     if cfg.predictions:
         write_predictions(cfg.predictions, test_pred)
         log(f"wrote {len(test_pred)} test predictions to {cfg.predictions}")
+    if cfg.history or cfg.profile:
+        write_run_records(cfg.replace(hidden=hidden), result, timer, log)
     if cfg.seq:
         from .grade import Run, fit, report
 
@@ -356,6 +379,26 @@ def run(cfg: TrainConfig, log=print) -> dict:
         result["matches_reference"] = report(cfg, tested, reference,
                                              Path("Outputs") if cfg.debug else None, log)
     return result
+
+
+def write_run_records(cfg: TrainConfig, result: dict, timer, log=print) -> None:
+    """--history: the per-epoch loss and accuracies; --profile: the per-phase timings. Both JSON,
+    with the machine, the date and the command, for python -m nn_cuda.report."""
+    from dataclasses import asdict
+
+    from .bench.common import machine_info, write_json
+
+    info = machine_info()
+    info["command"] = " ".join(["python", "-m", "nn_cuda.train", *sys.argv[1:]])
+    config = asdict(cfg)
+    if cfg.history:
+        write_json(cfg.history, {"benchmark": "history", "machine": info, "config": config,
+                                 "epochs": result["history"], "test_acc": result["test_acc"],
+                                 "train_seconds": result["train_seconds"]})
+        log(f"wrote the learning curves to {cfg.history}")
+    if cfg.profile:
+        timer.write_json(cfg.profile, {"benchmark": "profile", "machine": info, "config": config})
+        log(f"wrote the per-phase timings to {cfg.profile}")
 
 
 USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError)

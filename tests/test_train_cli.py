@@ -97,3 +97,19 @@ def test_invalid_flags_are_usage_errors(flags, capsys):
         main(flags)
     assert info.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_profile_and_history_files(tmp_path):
+    import json
+
+    profile, history = tmp_path / "p.json", tmp_path / "h.json"
+    assert main(["--dataset", "mnist-sample", "-e", "2", "-n", "16", "--quiet",
+                 "--profile", str(profile), "--history", str(history)]) == 0
+    p = json.loads(profile.read_text())
+    assert p["benchmark"] == "profile" and p["profile"]["steps"] == 10  # 3600 / 800 -> 5 per epoch
+    # per step: 2 GEMMs forward, 3 backward
+    assert p["profile"]["calls"]["forward_gemm"] == 20 and p["profile"]["calls"]["backward_gemm"] == 30
+    h = json.loads(history.read_text())
+    assert [e["epoch"] for e in h["epochs"]] == [1, 2]
+    assert all(0 <= e["test_acc"] <= 1 and 0 <= e["val_acc"] <= 1 for e in h["epochs"])
+    assert h["machine"]["command"].startswith("python -m nn_cuda.train")

@@ -1,0 +1,134 @@
+"""`python -m nn_cuda.bench roofline`: the machine's measured memory bandwidth and GEMM rate.
+
+The roofline of the report needs two numbers of the machine, measured rather than taken from a data
+sheet:
+
+    bandwidth   bytes per second of a large array copy (read + write counted),
+    FLOP rate   the best GFLOP/s of the vendor GEMM (cuBLAS through CuPy on a GPU, NumPy's BLAS on
+                the CPU) over square sizes up to --max-size,
+
+and the vendor GEMM's rate on the course's problem sizes, each with its arithmetic intensity
+2 M N K / (bytes of A, B, C read and C written). Each time is the fastest of --repeat calls (CUDA
+events on a GPU, the host clock on the CPU): a roof is what the machine can do, and on a shared
+machine noise only ever slows a call down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from .common import machine_info, machine_line, write_json
+
+COURSE_SIZES = [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)]
+
+
+def arithmetic_intensity(M, N, K, itemsize, beta_nonzero=True) -> float:
+    """FLOP per byte of C <- alpha A B + beta C, each matrix moved once (C read when beta != 0)."""
+    moved = M * K + K * N + M * N * (2 if beta_nonzero else 1)
+    return 2.0 * M * N * K / (moved * itemsize)
+
+
+class _Host:
+    name = "numpy (CPU)"
+    xp = np
+
+    def best_seconds(self, call, repeat):
+        call()
+        samples = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            call()
+            samples.append(time.perf_counter() - started)
+        return min(samples)
+
+
+class _Cupy:
+    name = "cupy (cuBLAS)"
+
+    def __init__(self):
+        import cupy
+
+        self.xp = cupy
+
+    def best_seconds(self, call, repeat):
+        call()
+        samples = []
+        for _ in range(repeat):
+            start, end = self.xp.cuda.Event(), self.xp.cuda.Event()
+            start.record()
+            call()
+            end.record()
+            end.synchronize()
+            samples.append(self.xp.cuda.get_elapsed_time(start, end) / 1e3)
+        return min(samples)
+
+
+def _device():
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return _Cupy()
+    except Exception:  # no CuPy, or no GPU: the CPU is measured
+        pass
+    return _Host()
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench roofline", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--copy-mib", type=int, default=256, help="size of the copied array (MiB)")
+    p.add_argument("--max-size", type=int, default=None,
+                   help="largest square GEMM (default 8192 on a GPU, 2048 on the CPU)")
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--json", metavar="PATH", help="write the results here")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    device = _device()
+    xp, dtype = device.xp, np.dtype(args.dtype)
+    info = machine_info()
+    n = args.copy_mib * 2**20 // dtype.itemsize
+    source, target = xp.ones(n, dtype), xp.empty(n, dtype)
+    copy_seconds = device.best_seconds(lambda: xp.copyto(target, source), args.repeat)
+    bandwidth = 2 * n * dtype.itemsize / copy_seconds
+    del source, target
+
+    def gemm_rate(M, N, K):
+        A, B = xp.ones((M, K), dtype), xp.ones((K, N), dtype)
+        C = xp.empty((M, N), dtype)
+        seconds = device.best_seconds(lambda: xp.matmul(A, B, out=C), args.repeat)
+        return 2.0 * M * N * K / seconds / 1e9
+
+    largest = args.max_size or (8192 if isinstance(device, _Cupy) else 2048)
+    squares = []
+    size = 512
+    while size <= largest:
+        squares.append({"M": size, "N": size, "K": size, "gflops": gemm_rate(size, size, size),
+                        "intensity": arithmetic_intensity(size, size, size, dtype.itemsize)})
+        size *= 2
+    course = [{"M": M, "N": N, "K": K, "gflops": gemm_rate(M, N, K),
+               "intensity": arithmetic_intensity(M, N, K, dtype.itemsize)} for M, N, K in COURSE_SIZES]
+    peak = max(row["gflops"] for row in squares + course)
+    print(f"roofline of {device.name}, {args.dtype}; machine: {machine_line(info)}")
+    print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s, best GEMM {peak:.1f} GFLOP/s "
+          f"(ridge at {peak * 1e9 / bandwidth:.1f} FLOP/byte)")
+    for row in squares + course:
+        print(f"  {row['M']:5d} x {row['N']:5d} x {row['K']:5d}: {row['gflops']:9.1f} GFLOP/s, "
+              f"{row['intensity']:7.1f} FLOP/byte")
+    if args.json:
+        write_json(args.json, {"benchmark": "roofline", "machine": info, "device": device.name,
+                               "config": vars(args), "bandwidth_bytes_per_s": bandwidth,
+                               "peak_gflops": peak, "squares": squares, "course_sizes": course})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""Per-phase timings of the training step, and NVTX ranges for Nsight Systems.
+
+A `PhaseTimer` splits the time of the steps it watches into the phases of PHASES:
+
+    forward_gemm    the two GEMMs of the forward pass
+    backward_gemm   the three GEMMs of the backward pass
+    elementwise     bias + sigmoid, bias + softmax, softmax gradient, sigmoid backward, column sums
+    update          the SGD update of the weights and of the biases
+    communication   the gradient allreduce of data-parallel training (and its staging copies)
+    transfers       host <-> device copies (none in a step: the data is uploaded once)
+
+Nothing in nn_cuda.model changes: `timer.backend(be)` returns a stand-in for the backend whose
+operations are timed under their phase (the GEMMs under forward_gemm or backward_gemm, after
+`timer.stage("forward")` or `timer.stage("backward")`), and `timer.strategy(strategy)` one whose
+allreduce is timed as communication. A run without a timer uses the backend itself: no cost.
+
+How a phase is timed depends on where the arrays live:
+- CPU backends (numpy, the Numba simulator): the host clock, after `synchronize()` on both sides;
+- CuPy, and Numba on a GPU: a pair of CUDA events around each call, read when the timer is
+  summarised (the GPU runs ahead of the host; the events time the kernels themselves). Host-side
+  work (MPI on the host) is timed with the host clock after a synchronize.
+With CuPy present, every phase and every step is also an NVTX range (cupy.cuda.nvtx), so that
+`nsys profile --trace=cuda,nvtx` shows them on the timeline.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+PHASES = ("forward_gemm", "backward_gemm", "elementwise", "update", "communication", "transfers")
+
+#: backend operations -> phase ("gemm" is resolved by the stage: forward or backward)
+OPERATION_PHASES = {
+    "gemm": "gemm",
+    "bias_sigmoid": "elementwise",
+    "bias_softmax": "elementwise",
+    "softmax_grad": "elementwise",
+    "sigmoid_backward": "elementwise",
+    "col_sum": "elementwise",
+    "sgd_update": "update",
+    "to_device": "transfers",
+    "to_host": "transfers",
+}
+
+
+def _nvtx():
+    """cupy.cuda.nvtx, or None without CuPy (ranges are then skipped)."""
+    try:
+        from cupy.cuda import nvtx
+
+        return nvtx
+    except Exception:  # CuPy absent or without a CUDA driver: no timeline to annotate
+        return None
+
+
+class _HostClock:
+    """Seconds of a phase by the host clock, with the backend synchronized before and after."""
+
+    kind = "host clock + synchronize"
+
+    def __init__(self, be):
+        self.be = be
+
+    def start(self):
+        self.be.synchronize()
+        return time.perf_counter()
+
+    def stop(self, started):
+        self.be.synchronize()
+        return time.perf_counter() - started  # seconds, already known
+
+    def seconds(self, token) -> float:
+        return token
+
+
+class _CupyEvents:
+    """A CUDA event pair per phase call on CuPy's current stream; read at summary time."""
+
+    kind = "CUDA events (CuPy)"
+
+    def __init__(self):
+        import cupy
+
+        self.cupy = cupy
+
+    def start(self):
+        event = self.cupy.cuda.Event()
+        event.record()
+        return event
+
+    def stop(self, started):
+        end = self.cupy.cuda.Event()
+        end.record()
+        return (started, end)
+
+    def seconds(self, token) -> float:
+        started, end = token
+        end.synchronize()
+        return self.cupy.cuda.get_elapsed_time(started, end) / 1e3
+
+
+class _NumbaEvents:
+    """A CUDA event pair per phase call on Numba's default stream; read at summary time."""
+
+    kind = "CUDA events (Numba)"
+
+    def __init__(self):
+        from numba import cuda
+
+        self.cuda = cuda
+
+    def start(self):
+        event = self.cuda.event(timing=True)
+        event.record()
+        return event
+
+    def stop(self, started):
+        end = self.cuda.event(timing=True)
+        end.record()
+        return (started, end)
+
+    def seconds(self, token) -> float:
+        started, end = token
+        end.synchronize()
+        return self.cuda.event_elapsed_time(started, end) / 1e3
+
+
+def _clock_for(be):
+    if be.on_device and be.name == "cupy":
+        return _CupyEvents()
+    if be.on_device and be.name == "numba":
+        from numba import config
+
+        if not config.ENABLE_CUDASIM:
+            return _NumbaEvents()
+    return _HostClock(be)
+
+
+class PhaseTimer:
+    """Adds the time of each phase over the steps it watches; `summary()` gives the totals."""
+
+    def __init__(self, be, nvtx: bool = True):
+        self.be = be
+        self.clock = _clock_for(be)
+        self.host_clock = _HostClock(be)
+        self.nvtx = _nvtx() if nvtx else None
+        self._stage = "forward"
+        self._pending = {phase: [] for phase in PHASES}  # tokens of the device clock
+        self._seconds = {phase: 0.0 for phase in PHASES}  # resolved, and host-clock phases
+        self._calls = {phase: 0 for phase in PHASES}
+        self.steps = 0
+
+    # ---- marking the step -----------------------------------------------------------------------
+    def stage(self, name: str) -> None:
+        """The pass the next GEMMs belong to: "forward" or "backward"."""
+        if name not in ("forward", "backward"):
+            raise ValueError(f"stage must be forward or backward, not {name!r}")
+        self._stage = name
+
+    def begin_step(self) -> None:
+        """A training step starts: its NVTX range opens, and GEMMs count as forward."""
+        self._push("step")
+        self._stage = "forward"
+
+    def end_step(self) -> None:
+        """The step ends: its NVTX range closes; it counts in the per-step averages."""
+        self._pop()
+        self.steps += 1
+
+    @contextmanager
+    def step(self):
+        """One training step, as a `with` block (begin_step and end_step)."""
+        self.begin_step()
+        try:
+            yield
+        finally:
+            self.end_step()
+
+    @contextmanager
+    def phase(self, name: str, host: bool = False):
+        """Time the enclosed calls under `name`; host=True: host clock (MPI, host copies)."""
+        if name not in PHASES:
+            raise ValueError(f"unknown phase {name!r}; phases are {', '.join(PHASES)}")
+        clock = self.host_clock if host else self.clock
+        self._push(name)
+        started = clock.start()
+        try:
+            yield
+        finally:
+            token = clock.stop(started)
+            self._pop()
+            self._calls[name] += 1
+            if clock is self.host_clock:
+                self._seconds[name] += token
+            else:
+                self._pending[name].append(token)
+
+    def _push(self, name):
+        if self.nvtx is not None:
+            self.nvtx.RangePush(name)
+
+    def _pop(self):
+        if self.nvtx is not None:
+            self.nvtx.RangePop()
+
+    # ---- stand-ins for the backend and the strategy ---------------------------------------------
+    def backend(self, be):
+        """`be` with its operations timed under their phase (see OPERATION_PHASES)."""
+        return _TimedBackend(be, self)
+
+    def strategy(self, strategy):
+        """`strategy` with its gradient allreduce timed as communication (host clock)."""
+        return _TimedStrategy(strategy, self)
+
+    # ---- results --------------------------------------------------------------------------------
+    def seconds(self) -> dict:
+        """{phase: total seconds} (reads the pending CUDA events)."""
+        for phase, tokens in self._pending.items():
+            self._seconds[phase] += sum(self.clock.seconds(token) for token in tokens)
+            tokens.clear()
+        return dict(self._seconds)
+
+    def summary(self) -> dict:
+        """JSON-ready totals: seconds, milliseconds per step and number of calls of each phase."""
+        seconds = self.seconds()
+        steps = max(self.steps, 1)
+        return {
+            "clock": self.clock.kind,
+            "backend": self.be.name,
+            "gemm": getattr(self.be, "gemm_algo", None),
+            "steps": self.steps,
+            "phases": PHASES,
+            "seconds": seconds,
+            "ms_per_step": {phase: 1e3 * seconds[phase] / steps for phase in PHASES},
+            "calls": dict(self._calls),
+        }
+
+    def write_json(self, path, extra: dict | None = None) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {**(extra or {}), "profile": self.summary()}
+        path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+
+
+class _TimedBackend:
+    """Delegates everything to the backend; the operations of OPERATION_PHASES are timed."""
+
+    def __init__(self, be, timer: PhaseTimer):
+        self._be, self._timer = be, timer
+
+    def __getattr__(self, name):
+        attribute = getattr(self._be, name)
+        phase = OPERATION_PHASES.get(name)
+        if phase is None or not callable(attribute):
+            return attribute
+        timer = self._timer
+
+        def timed(*args, **kwargs):
+            resolved = f"{timer._stage}_gemm" if phase == "gemm" else phase
+            with timer.phase(resolved, host=(phase == "transfers")):
+                return attribute(*args, **kwargs)
+
+        return timed
+
+
+class _TimedStrategy:
+    """Delegates everything to the strategy; its gradient allreduce is timed as communication."""
+
+    def __init__(self, strategy, timer: PhaseTimer):
+        self._strategy, self._timer = strategy, timer
+
+    def __getattr__(self, name):
+        return getattr(self._strategy, name)
+
+    def allreduce_gradients(self, grads) -> None:
+        with self._timer.phase("communication", host=True):
+            self._strategy.allreduce_gradients(grads)
+
+
+def timed_step(timer: PhaseTimer, model, be, params, grads, ws, X, labels, scale, lr, reg,
+               strategy=None):
+    """One training step (forward, backward, [allreduce], update) with its phases timed.
+
+    `be` is the timer's stand-in (timer.backend(...)); `strategy` its stand-in or None.
+    """
+    with timer.step():
+        timer.stage("forward")
+        model.forward(be, params, ws, X, reduce_logits=getattr(strategy, "reduce_logits", None))
+        timer.stage("backward")
+        model.backward(be, params, grads, ws, X, labels, scale,
+                       after_layer2=getattr(strategy, "after_layer2", None))
+        if strategy is not None:
+            strategy.allreduce_gradients(grads)
+        model.sgd_update(be, params, grads, lr, reg)

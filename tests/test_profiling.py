@@ -1,0 +1,121 @@
+"""nn_cuda.profiling: the phase timer's bookkeeping (no timed assertions: only counts and signs)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from nn_cuda import model
+from nn_cuda.backends import get_backend
+from nn_cuda.profiling import PHASES, PhaseTimer, timed_step
+
+
+def _setup(be, hidden=7, batch=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = be.to_device(rng.random((batch, 784)))
+    y = be.to_device(rng.integers(0, 10, batch).astype(np.int32))
+    params = model.Parameters(be, hidden, np.float64)
+    params.load(model.init_parameters(hidden, seed))
+    grads = model.Parameters(be, hidden, np.float64)
+    ws = model.Workspace(be, batch, hidden, np.float64)
+    return X, y, params, grads, ws
+
+
+class CountingStrategy:
+    """A serial strategy that counts its allreduce calls."""
+
+    reduce_logits = None
+    after_layer2 = None
+
+    def __init__(self):
+        self.allreduces = 0
+
+    def allreduce_gradients(self, grads):
+        self.allreduces += 1
+
+
+def test_every_operation_lands_in_its_phase():
+    be = get_backend("numpy")
+    X, y, params, grads, ws = _setup(be)
+    timer = PhaseTimer(be, nvtx=False)
+    strategy = CountingStrategy()
+    timed_be, timed_strategy = timer.backend(be), timer.strategy(strategy)
+    steps = 3
+    for _ in range(steps):
+        timed_step(timer, model, timed_be, params, grads, ws, X, y, 1 / 5, 0.1, 1e-4, timed_strategy)
+    summary = timer.summary()
+    assert summary["steps"] == steps and strategy.allreduces == steps
+    per_step = {"forward_gemm": 2, "backward_gemm": 3, "update": 2, "communication": 1, "transfers": 0,
+                # bias_sigmoid, bias_softmax, softmax_grad, sigmoid_backward, 2 col_sum
+                "elementwise": 6}
+    assert summary["calls"] == {phase: steps * n for phase, n in per_step.items()}
+    assert set(summary["seconds"]) == set(PHASES)
+    assert all(seconds >= 0 for seconds in summary["seconds"].values())
+    assert summary["seconds"]["forward_gemm"] > 0
+    assert summary["clock"].startswith("host clock")
+
+
+def test_timing_does_not_change_the_maths():
+    be = get_backend("numpy")
+    X, y, plain, grads, ws = _setup(be)
+    _, _, timed, grads2, ws2 = _setup(be)
+    timer = PhaseTimer(be, nvtx=False)
+    for _ in range(2):
+        model.forward(be, plain, ws, X)
+        model.backward(be, plain, grads, ws, X, y, 1 / 5)
+        model.sgd_update(be, plain, grads, 0.1, 1e-4)
+        timed_step(timer, model, timer.backend(be), timed, grads2, ws2, X, y, 1 / 5, 0.1, 1e-4)
+    assert np.array_equal(be.to_host(plain.flat), be.to_host(timed.flat))  # bit for bit
+
+
+def test_transfers_and_attributes_pass_through():
+    be = get_backend("numpy")
+    timer = PhaseTimer(be, nvtx=False)
+    timed = timer.backend(be)
+    assert timed.name == be.name and timed.on_device == be.on_device
+    host = np.arange(6.0)
+    assert np.array_equal(timed.to_host(timed.to_device(host)), host)
+    assert timer.summary()["calls"]["transfers"] == 2
+
+
+def test_nvtx_ranges_are_balanced():
+    class FakeNvtx:
+        def __init__(self):
+            self.stack, self.seen = [], []
+
+        def RangePush(self, name):
+            self.stack.append(name)
+            self.seen.append(name)
+
+        def RangePop(self):
+            self.stack.pop()
+
+    be = get_backend("numpy")
+    X, y, params, grads, ws = _setup(be)
+    timer = PhaseTimer(be, nvtx=False)
+    timer.nvtx = FakeNvtx()
+    timed_step(timer, model, timer.backend(be), params, grads, ws, X, y, 1 / 5, 0.1, 1e-4)
+    assert timer.nvtx.stack == []
+    assert timer.nvtx.seen[0] == "step"
+    assert {"forward_gemm", "backward_gemm", "elementwise", "update"} <= set(timer.nvtx.seen)
+
+
+def test_unknown_phase_and_stage_are_refused():
+    timer = PhaseTimer(get_backend("numpy"), nvtx=False)
+    with pytest.raises(ValueError, match="unknown phase"):
+        with timer.phase("gemm"):
+            pass
+    with pytest.raises(ValueError, match="forward or backward"):
+        timer.stage("sideways")
+
+
+def test_write_json(tmp_path):
+    be = get_backend("numpy")
+    X, y, params, grads, ws = _setup(be)
+    timer = PhaseTimer(be, nvtx=False)
+    timed_step(timer, model, timer.backend(be), params, grads, ws, X, y, 1 / 5, 0.1, 1e-4)
+    path = tmp_path / "sub" / "profile.json"
+    timer.write_json(path, {"benchmark": "profile"})
+    data = json.loads(path.read_text())
+    assert data["benchmark"] == "profile"
+    assert data["profile"]["steps"] == 1 and set(data["profile"]["ms_per_step"]) == set(PHASES)

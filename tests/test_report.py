@@ -1,0 +1,178 @@
+"""python -m nn_cuda.report on small benchmark JSON files made here: every figure and section, and
+missing or broken inputs reported rather than filled in."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nn_cuda.profiling import PHASES
+from nn_cuda.report.__main__ import main
+from nn_cuda.report.figures import provenance
+from nn_cuda.report.inputs import load_results
+
+FIGURES = ("gemm_ladder", "roofline", "train_phases", "scaling", "correctness", "learning_curves")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def machine(command, gpu=None):
+    return {"date": "2026-01-02T03:04:05+00:00", "command": command, "cpu": "Test CPU @ 1GHz",
+            "cores": 2, "gpu": gpu, "platform": "test", "python": "3", "numpy": "2"}
+
+
+def gemm(timed):
+    rows = []
+    for algo, gflops in (("naive", 111.0), ("tiled", 222.0), ("cublas", 999.0)):
+        row = {"algo": algo, "backend": "cupy" if timed else "numba-sim", "dtype": "float32", "trans": "NN",
+               "M": 800, "N": 1000, "K": 784, "rel_err": 1.5e-7, "tolerance": 4.7e-5, "passed": True}
+        if timed:
+            row.update(time_ms=1.0, gflops=gflops, percent_of_cublas=100 * gflops / 999.0)
+        rows.append(row)
+    return {"benchmark": "gemm", "backend": rows[0]["backend"], "timed": timed,
+            "machine": machine("python -m nn_cuda.bench gemm --backend X", "Test GPU" if timed else None),
+            "config": {"dtype": "float32"}, "results": rows}
+
+
+def scaling_rows(parallel):
+    rows = []
+    for p in (1, 2):
+        payload = 318040.0 if parallel == "data" else 32000.0
+        rows.append({"ranks": p, "overlap": False, "parallel": parallel, "backend": "numpy",
+                     "steps_per_epoch": 4, "samples_per_epoch": 3200, "seconds_per_epoch": 0.5 / p,
+                     "samples_per_second": 6400.0 * p, "speedup": float(p), "efficiency": 1.0,
+                     "split": {"compute": 0.4, "allreduce": 0.05, "other": 0.05},
+                     "payload_bytes_per_step": payload, "wire_bytes_per_step": payload * (p - 1) / p * 2})
+    return rows
+
+
+def write_inputs(folder: Path, gpu=False, skip=()):
+    files = {
+        "gemm.json": gemm(timed=gpu),
+        "roofline.json": {"benchmark": "roofline", "machine": machine("python -m nn_cuda.bench roofline"),
+                          "device": "numpy (CPU)", "bandwidth_bytes_per_s": 5e9, "peak_gflops": 70.0,
+                          "squares": [{"M": 512, "N": 512, "K": 512, "gflops": 40.0, "intensity": 64.0}],
+                          "course_sizes": [{"M": 800, "N": 10, "K": 1000, "gflops": 9.0, "intensity": 4.8}]},
+        "train.json": {"benchmark": "train", "machine": machine("python -m nn_cuda.bench train"),
+                       "config": {"hidden": 1000, "batch": 800, "dtype": "float32", "steps": 5},
+                       "flop_per_step": 2.5e9, "baseline": {"gemm_floor_ms": 50.0, "numpy_gemm_gflops": 50.0},
+                       "results": [{"name": "nn_cuda numpy/numpy", "backend": "numpy", "gemm": "numpy",
+                                    "ms_per_step": 123.45, "samples_per_s": 6480.0, "gflops": 20.7,
+                                    "phases": {"clock": "host", "steps": 3,
+                                               "ms_per_step": {p: 10.0 + i for i, p in enumerate(PHASES)}}}]},
+        "profile.json": {"benchmark": "profile", "machine": machine("python -m nn_cuda.train --profile p.json"),
+                         "config": {"backend": "numpy"},
+                         "profile": {"backend": "numpy", "gemm": "numpy", "steps": 10,
+                                     "ms_per_step": {p: 1.0 for p in PHASES}}},
+        "scaling.json": {"benchmark": "scaling", "machine": machine("python -m nn_cuda.bench scaling --ranks 1,2"),
+                         "config": {"hidden": 100, "batch": 800, "dtype": "float32", "samples": 3200,
+                                    "threads": 1, "comm": "host", "backend": "numpy"},
+                         "results": scaling_rows("data") + scaling_rows("model")},
+        "diff.json": {"benchmark": "diff", "machine": machine("python -m nn_cuda.bench diff"),
+                      "config": {"backend": "numpy", "dataset": "mnist-sample", "base": {"lr": 0.5},
+                                 "thresholds": {"float32": 1e-4, "float64": 1e-7},
+                                 "reference": "numpy float64", "tested": "numpy float32"},
+                      "results": [{"vary": axis, "value": value, "step": 5,
+                                   "errors": {w: [value * 1e-7, value * 2e-7] for w in ("W1", "W2", "b1", "b2")},
+                                   "passes_float32": True}
+                                  for axis in ("lr", "epochs") for value in (1, 4)],
+                      "modes": [{"mode": 3, "lr": 0.002, "epochs": 1, "passes_float32": True,
+                                 "errors": {w: [6.5e-7, 3e-7] for w in ("W1", "W2", "b1", "b2")}}]},
+        "history.json": {"benchmark": "history", "machine": machine("python -m nn_cuda.train --history h.json"),
+                         "config": {"backend": "numpy", "dtype": "float32", "hidden": 100, "lr": 0.5},
+                         "epochs": [{"epoch": 1, "loss": 2.1, "val_acc": 0.5, "test_acc": 0.49},
+                                    {"epoch": 2, "loss": 1.7, "val_acc": 0.6125, "test_acc": 0.6}]},
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        if name.split(".")[0] not in skip:
+            (folder / name).write_text(json.dumps(data))
+    return folder
+
+
+def run_report(tmp_path, **kwargs):
+    results = write_inputs(tmp_path / "results", **kwargs)
+    out = tmp_path / "report"
+    assert main(["--results", str(results), "--out", str(out), "--no-pdf"]) == 0
+    return out, (out / "REPORT.md").read_text()
+
+
+def test_every_figure_and_section_from_complete_inputs(tmp_path):
+    out, text = run_report(tmp_path, gpu=True)
+    for name in FIGURES:
+        png = out / "figures" / f"{name}.png"
+        assert png.read_bytes()[:8] == PNG_MAGIC, name
+        assert f"(figures/{name}.png)" in text
+    for title in ("## 1. GEMM ladder", "### Roofline", "## 2. Training step", "## 3. Scaling",
+                  "## 4. Correctness", "### The course's grading modes", "## 5. Learning curves"):
+        assert title in text
+    # numbers come from the files
+    assert "222.0" in text and "123.45" in text and "0.6125" in text and "6.50e-07" in text
+    assert "Missing inputs" not in text and "No GPU numbers" not in text
+    assert "Model parallelism: not measured" not in text
+    # model parallel cost model: 10 values x 3200 samples x 4 bytes / 4 steps = 0.032 MB per step
+    assert "| 1 | 0.500 | 6,400 | 1.00 | 1.00 | 0.400 | 0.050 | 0.0320 | 0.0320 | 0.0000 |" in text
+    assert "Test CPU @ 1GHz" in text and "python -m nn_cuda.bench scaling --ranks 1,2" in text
+
+
+def test_cpu_only_inputs_say_which_sections_need_a_gpu(tmp_path):
+    out, text = run_report(tmp_path, gpu=False)
+    assert "No GPU numbers" in text and "correctness only" in text
+    assert "GFLOP/s and % of cuBLAS" in text
+    assert "% cuBLAS |" not in text  # no timing columns for the simulator
+
+
+def test_missing_inputs_are_reported_not_invented(tmp_path):
+    out, text = run_report(tmp_path, skip=("scaling", "history", "diff"))
+    assert "**Missing inputs:**" in text
+    for kind in ("scaling", "history", "diff"):
+        assert f"no `{kind}` result in the inputs" in text
+    for name in ("scaling", "learning_curves", "correctness"):
+        assert not (out / "figures" / f"{name}.png").exists()
+    assert (out / "figures" / "gemm_ladder.png").exists()
+    assert "not measured" in text  # the grading modes' measured column
+    assert "samples/s | speedup" not in text
+
+
+def test_model_parallel_absent_is_said(tmp_path):
+    results = write_inputs(tmp_path / "results")
+    data = json.loads((results / "scaling.json").read_text())
+    data["results"] = [r for r in data["results"] if r["parallel"] == "data"]
+    (results / "scaling.json").write_text(json.dumps(data))
+    assert main(["--results", str(results), "--out", str(tmp_path / "out"), "--no-pdf"]) == 0
+    assert "Model parallelism: not measured" in (tmp_path / "out" / "REPORT.md").read_text()
+
+
+def test_broken_files_are_listed(tmp_path):
+    results = write_inputs(tmp_path / "results")
+    (results / "garbage.json").write_text("{not json")
+    (results / "other.json").write_text(json.dumps({"benchmark": "gemm", "results": []}))
+    loaded = load_results(results)
+    reasons = {path.name: reason for path, reason in loaded.rejected}
+    assert reasons["garbage.json"].startswith("unreadable")
+    assert "machine record" in reasons["other.json"]
+    assert main(["--results", str(results), "--out", str(tmp_path / "out"), "--no-pdf"]) == 0
+    assert "**Not used:** `garbage.json`" in (tmp_path / "out" / "REPORT.md").read_text()
+
+
+def test_no_results_folder_is_one_clear_error(tmp_path, capsys):
+    assert main(["--results", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 1
+    assert "run ./run.sh all first" in capsys.readouterr().err
+
+
+def test_provenance_names_machine_date_and_command(tmp_path):
+    loaded = load_results(write_inputs(tmp_path / "results"))
+    (line,) = provenance(loaded.of("train"))
+    assert "Test CPU @ 1GHz (2 cores), no GPU" in line
+    assert "2026-01-02T03:04:05+00:00" in line and "$ python -m nn_cuda.bench train" in line
+
+
+def test_cost_model_prefers_the_benchmarks_own_figure():
+    from nn_cuda.report.numbers import modelled_bytes
+
+    row = {"samples_per_epoch": 3200, "steps_per_epoch": 4}
+    # data parallelism: the gradient buffer, 795 H + 10 floats
+    assert modelled_bytes(row, "data", 100, 4) == (795 * 100 + 10) * 4
+    # model parallelism: 10 logits per sample, 800 samples per step
+    assert modelled_bytes(row, "model", 100, 4) == 10 * 800 * 4
+    assert modelled_bytes({**row, "modelled_payload_bytes_per_step": 123.0}, "hybrid", 100, 4) == 123.0
+    assert modelled_bytes(row, "hybrid", 100, 4) != modelled_bytes(row, "hybrid", 100, 4)  # NaN: unknown
