@@ -55,28 +55,28 @@ class TrainConfig:
         return TrainConfig(**values)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
 
 
-def _non_negative_int(text: str) -> int:
+def non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     value = float(text)
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
     return value
 
 
-def _non_negative_float(text: str) -> float:
+def non_negative_float(text: str) -> float:
     value = float(text)
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
@@ -91,16 +91,16 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
     )
     d = TrainConfig()
     course = p.add_argument_group("the course's flags")
-    course.add_argument("-n", "--hidden", type=_positive_int, default=None,
+    course.add_argument("-n", "--hidden", type=positive_int, default=None,
                         help="hidden units H (default 1000, or the H of --init)")
-    course.add_argument("-r", "--reg", type=_non_negative_float, default=d.reg, help="L2 regularisation")
-    course.add_argument("-l", "--lr", type=_positive_float, default=d.lr,
+    course.add_argument("-r", "--reg", type=non_negative_float, default=d.reg, help="L2 regularisation")
+    course.add_argument("-l", "--lr", type=positive_float, default=d.lr,
                         help="learning rate (for pixels in [0, 1]; the course's 0.001 was for 0-255)")
-    course.add_argument("-e", "--epochs", type=_positive_int, default=d.epochs, help="epochs")
-    course.add_argument("-b", "--batch", type=_positive_int, default=d.batch, help="mini-batch size")
+    course.add_argument("-e", "--epochs", type=positive_int, default=d.epochs, help="epochs")
+    course.add_argument("-b", "--batch", type=positive_int, default=d.batch, help="mini-batch size")
     course.add_argument("-g", "--grade", type=int, choices=(0, 1, 2, 3, 4), default=d.grade,
                         help="grading mode 1-4 (see python -m nn_cuda.grade); 0 = normal training")
-    course.add_argument("-p", "--print-every", type=_non_negative_int, default=d.print_every,
+    course.add_argument("-p", "--print-every", type=non_negative_int, default=d.print_every,
                         help="steps between loss read-backs and --debug snapshots (0: ~10 per epoch)")
     course.add_argument("-s", "--seq", action="store_true",
                         help="also train the NumPy reference from the same weights and compare")
@@ -122,7 +122,7 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
     more.add_argument("--save", metavar="PATH.npz", help="write the trained weights here")
     more.add_argument("--predictions", metavar="PATH",
                       help="write the test-set predictions (one digit per image, no separator)")
-    more.add_argument("--max-steps", type=_positive_int, default=None,
+    more.add_argument("--max-steps", type=positive_int, default=None,
                       help="stop after this many optimizer steps (smoke runs, tests)")
     more.add_argument("--quiet", action="store_true", help="no progress bar; results only")
     more.add_argument("--profile", metavar="PATH.json",
@@ -135,7 +135,7 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                      help="data: every rank computes on its share of each batch, one allreduce of the "
                      "gradient per step; model: every rank owns a block of hidden units, one allreduce of "
                      "the partial logits per step; hybrid: a grid of data groups x --model-ranks")
-    mpi.add_argument("--model-ranks", type=_positive_int, default=d.model_ranks, metavar="M",
+    mpi.add_argument("--model-ranks", type=positive_int, default=d.model_ranks, metavar="M",
                      help="--parallel hybrid: ranks per data group splitting the hidden units (divides P)")
     mpi.add_argument("--comm", choices=COMM_MODES, default=d.comm,
                      help="gradient allreduce: host (GPU data staged through pinned host buffers), "

@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from .common import machine_info, machine_line, write_json
+from .common import find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -51,23 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
                    "disturbed by other work on the machine), the accuracies are those of the first run")
     p.add_argument("--json", default="bench_results/adversarial.json", help="where the results go")
     return p
-
-
-def find_mpiexec() -> str:
-    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    found = local if os.access(local, os.X_OK) else shutil.which("mpiexec")
-    if not found:
-        raise SystemExit("nn_cuda.bench adversarial: error: no mpiexec next to Python or on PATH; "
-                         "install the MPI extra: pip install -e .[mpi]")
-    return found
-
-
-def environment(threads: int) -> dict:
-    env = dict(os.environ)
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[variable] = str(threads)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
 
 
 def run(command: list[str], env: dict) -> None:
@@ -106,8 +88,9 @@ def main(argv=None) -> int:
     if any(p < 2 for p in ranks):
         raise SystemExit("nn_cuda.bench adversarial: error: every P in --ranks must be >= 2 "
                          "(one updater and at least one generator)")
-    env = environment(args.threads)
-    mpiexec = find_mpiexec()
+    env = mpi_child_environment(args.threads)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    mpiexec = find_mpiexec("adversarial")
     info = machine_info()
     load_before = os.getloadavg()[0]
     rows = []

@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import sys
 from pathlib import Path
 
@@ -56,3 +57,22 @@ def write_json(path, payload: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+
+
+def find_mpiexec(benchmark: str) -> str:
+    """mpiexec next to this Python (the `mpich` wheel installs it there), else on PATH."""
+    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = local if os.access(local, os.X_OK) else shutil.which("mpiexec")
+    if not found:
+        raise SystemExit(f"nn_cuda.bench {benchmark}: error: no mpiexec next to Python or on PATH; "
+                         "install MPI with pip install -e .[mpi]")
+    return found
+
+
+def mpi_child_environment(threads: int) -> dict:
+    """The environment of an mpiexec job: this Python's folder first on PATH, `threads` BLAS threads."""
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[variable] = str(threads)
+    return env

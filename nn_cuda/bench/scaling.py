@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import time
 
 import numpy as np
 
-from .common import machine_info, machine_line, write_json
+from .common import find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
 
 MNIST_TRAIN_ROWS = 54_000
 
@@ -72,24 +71,6 @@ def build_parser():
 # ---- the parent: one mpiexec job per configuration ---------------------------------------------
 
 
-def find_mpiexec() -> str:
-    """mpiexec next to this Python (the `mpich` wheel installs it there), else on PATH."""
-    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    found = local if os.access(local, os.X_OK) else shutil.which("mpiexec")
-    if not found:
-        raise SystemExit("nn_cuda.bench scaling: error: no mpiexec found next to Python or on PATH; "
-                         "install MPI with pip install -e .[mpi]")
-    return found
-
-
-def child_environment(threads: int) -> dict:
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[variable] = str(threads)
-    return env
-
-
 def worker_flags(args, overlap: bool, strategy: str) -> list[str]:
     flags = ["--parallel", strategy, "--model-ranks", args.model_ranks,
              "--backend", args.backend, "--comm", args.comm, "--hidden", args.hidden, "--batch", args.batch,
@@ -103,9 +84,9 @@ def worker_flags(args, overlap: bool, strategy: str) -> list[str]:
 def run_job(args, ranks: int, overlap: bool, strategy: str) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         result_path = os.path.join(folder, "result.json")
-        command = [find_mpiexec(), "-n", str(ranks), sys.executable, "-m", "nn_cuda.bench.scaling",
+        command = [find_mpiexec("scaling"), "-n", str(ranks), sys.executable, "-m", "nn_cuda.bench.scaling",
                    "--worker", result_path, *worker_flags(args, overlap, strategy)]
-        job = subprocess.run(command, env=child_environment(args.threads), capture_output=True, text=True)
+        job = subprocess.run(command, env=mpi_child_environment(args.threads), capture_output=True, text=True)
         if job.returncode != 0 or not os.path.exists(result_path):
             raise SystemExit(f"nn_cuda.bench scaling: the job with {ranks} ranks failed "
                              f"(exit status {job.returncode}):\n{job.stderr.strip()}")
