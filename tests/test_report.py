@@ -45,6 +45,10 @@ def scaling_rows(parallel):
     return rows
 
 
+ROBUST_PLAIN = [{"eps": e, "clean": 0.8, "fgsm": 0.5 - e, "pgd": 0.4 - e, "steps": 20, "alpha": e / 8}
+                for e in (0.05, 0.1, 0.2)]
+
+
 def write_inputs(folder: Path, gpu=False, skip=()):
     files = {
         "gemm.json": gemm(timed=gpu),
@@ -81,6 +85,11 @@ def write_inputs(folder: Path, gpu=False, skip=()):
                          "config": {"backend": "numpy", "dtype": "float32", "hidden": 100, "lr": 0.5},
                          "epochs": [{"epoch": 1, "loss": 2.1, "val_acc": 0.5, "test_acc": 0.49},
                                     {"epoch": 2, "loss": 1.7, "val_acc": 0.6125, "test_acc": 0.6}]},
+        "adversarial.json": {"benchmark": "adversarial", "machine": machine("python -m nn_cuda.bench adversarial"),
+                             "settings": {}, "plain": {"robustness": ROBUST_PLAIN},
+                             "results": [{"ranks": 2, "k": 1, "serial_seconds": 4.0, "async_seconds": 2.5,
+                                          "speedup": 1.6, "staleness_histogram": {"0": 1, "1": 17},
+                                          "serial_robustness": ROBUST_PLAIN, "async_robustness": ROBUST_PLAIN}]},
     }
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
@@ -103,9 +112,11 @@ def test_every_figure_and_section_from_complete_inputs(tmp_path):
         assert png.read_bytes()[:8] == PNG_MAGIC, name
         assert f"(figures/{name}.png)" in text
     for title in ("## 1. GEMM ladder", "### Roofline", "## 2. Training step", "## 3. Scaling",
-                  "## 4. Correctness", "### The course's grading modes", "## 5. Learning curves"):
+                  "## 4. Correctness", "### The course's grading modes", "## 5. Learning curves",
+                  "## 6. Asynchronous adversarial training"):
         assert title in text
     # numbers come from the files
+    assert "| 2 | 1 | 4 | 2.5 | 1.60x | 0: 1, 1: 17 |" in text and "0.450 / 0.350" in text
     assert "222.0" in text and "123.45" in text and "0.6125" in text and "6.50e-07" in text
     assert "Missing inputs" not in text and "No GPU numbers" not in text
     assert "Model parallelism: not measured" not in text

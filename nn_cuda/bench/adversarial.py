@@ -123,7 +123,7 @@ def main(argv=None) -> int:
                   f"speedup {rows[-1]['speedup']:.2f}", flush=True)
     # Other work on the machine slows some runs more than others: the load average is part of the result.
     load = {"load_average_before": load_before, "load_average_after": os.getloadavg()[0]}
-    payload = {"machine": {**info, **load}, "settings": vars(args), "plain": plain, "results": rows}
+    payload = {"benchmark": "adversarial", "machine": {**info, **load}, "settings": vars(args), "plain": plain, "results": rows}
     write_json(args.json, payload)
     print(format_report(payload))
     print(f"\nwrote {args.json}")

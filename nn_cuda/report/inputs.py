@@ -22,6 +22,7 @@ KINDS = {
     "scaling": ("python -m nn_cuda.bench scaling", "MPI scaling and bytes per step"),
     "diff": ("python -m nn_cuda.bench diff", "float32 against float64"),
     "history": ("python -m nn_cuda.train --history PATH", "learning curves"),
+    "adversarial": ("python -m nn_cuda.bench adversarial", "asynchronous adversarial training"),
 }
 MACHINE_KEYS = ("date", "command", "cpu")
 
@@ -77,7 +78,8 @@ def check(data) -> str | None:
     if not isinstance(machine, dict) or any(key not in machine for key in MACHINE_KEYS):
         return "no machine record (date, command, cpu)"
     needed = {"gemm": "results", "train": "results", "scaling": "results", "diff": "results",
-              "roofline": "bandwidth_bytes_per_s", "profile": "profile", "history": "epochs"}[kind]
+              "roofline": "bandwidth_bytes_per_s", "profile": "profile", "history": "epochs",
+              "adversarial": "results"}[kind]
     if needed not in data:
         return f"no {needed!r} field"
     return None

@@ -315,9 +315,40 @@ def learning_section(results, figures, out_dir) -> list[str]:
     return lines
 
 
+def _robustness_row(label, rows) -> list[str]:
+    by_eps = sorted(rows, key=lambda r: r["eps"])
+    return [label, _g(by_eps[0]["clean"], ".3f")] + [f"{r['fgsm']:.3f} / {r['pgd']:.3f}" for r in by_eps]
+
+
+def adversarial_section(results, figures, out_dir) -> list[str]:
+    lines = ["## 6. Asynchronous adversarial training", ""]
+    found = results.of("adversarial")
+    if not found:
+        return lines + _missing("adversarial")
+    for result in found:
+        data = result.data
+        rows = [[r["ranks"], r["k"], _g(r["serial_seconds"]), _g(r["async_seconds"]),
+                 f"{r['speedup']:.2f}x",
+                 ", ".join(f"{k}: {v}" for k, v in sorted(r["staleness_histogram"].items(),
+                                                          key=lambda kv: int(kv[0])))]
+                for r in data["results"]]
+        lines += ["Serial PGD training against the pipeline (rank 0 updates, P - 1 ranks generate the "
+                  "adversaries), at equal k = P - 1; the fastest of the repeated runs.", ""]
+        lines += _table(["P", "k", "serial s", "async s", "speedup", "staleness: count"], rows) + [""]
+        eps = sorted(r["eps"] for r in data["plain"]["robustness"])
+        robust = [_robustness_row("plain SGD", data["plain"]["robustness"])]
+        for r in data["results"]:
+            robust.append(_robustness_row(f"serial PGD, k={r['k']}", r["serial_robustness"]))
+            robust.append(_robustness_row(f"async PGD, P={r['ranks']}", r["async_robustness"]))
+        lines += _table(["model", "clean"] + [f"eps {e:g}: FGSM / PGD" for e in eps], robust) + [""]
+    lines += _sources(found) + [""]
+    return lines
+
+
 def write_report(results, figures: dict, out_dir, generated_by: str):
     lines = header(results, generated_by)
-    for section in (gemm_section, train_section, scaling_section, correctness_section, learning_section):
+    for section in (gemm_section, train_section, scaling_section, correctness_section, learning_section,
+                    adversarial_section):
         lines += section(results, figures, out_dir)
     path = out_dir / "REPORT.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
