@@ -7,12 +7,11 @@ half-written checkpoint under the final name; read with allow_pickle=False, so a
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .idx import atomic_file
 from .model import N_CLASSES, PARAMETER_NAMES, parameter_shapes
 
 
@@ -21,20 +20,11 @@ class CheckpointError(Exception):
 
 
 def save_checkpoint(path, params: dict, **metadata) -> Path:
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    folder.mkdir(parents=True, exist_ok=True)
     arrays = {name: np.asarray(params[name]) for name in PARAMETER_NAMES}
     arrays["metadata"] = np.array(json.dumps(metadata, sort_keys=True, default=str))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    with atomic_file(path) as handle:
+        np.savez(handle, **arrays)
+    return Path(path)
 
 
 def load_checkpoint(path) -> tuple[dict, dict]:
