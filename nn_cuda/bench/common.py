@@ -10,6 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..parallel.mpi import BLAS_THREAD_VARIABLES
+
 
 def cpu_name() -> str:
     try:
@@ -73,6 +75,13 @@ def mpi_child_environment(threads: int) -> dict:
     """The environment of an mpiexec job: this Python's folder first on PATH, `threads` BLAS threads."""
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for variable in BLAS_THREAD_VARIABLES:
         env[variable] = str(threads)
     return env
+
+
+def format_ratio(summary) -> str:
+    """A ratio measured round by round ({median, min, max}): "1.23x [1.10-1.40]", or "-" without one."""
+    if not summary:
+        return "-"
+    return f"{summary['median']:.2f}x [{summary['min']:.2f}-{summary['max']:.2f}]"

@@ -25,10 +25,13 @@ import time
 
 import numpy as np
 
+from tqdm import tqdm
+
 from .. import model
+from ..config import non_negative_int, positive_int
 from ..profiling import PHASES, PhaseTimer, timed_step
 from ..backends import BACKENDS, get_backend
-from .common import machine_info, machine_line, write_json
+from .common import format_ratio, machine_info, machine_line, write_json
 
 
 def flop_per_step(batch: int, hidden: int, n_in: int = 784, n_out: int = 10) -> int:
@@ -44,28 +47,88 @@ def random_batches(batch: int, n_batches: int, dtype, seed: int = 0):
     return x, y
 
 
-def time_steps(be, hidden, batch, dtype, steps, warmup, lr=0.1, reg=1e-4) -> list[float]:
-    """Seconds per step of forward + backward + update, one sample per measured step."""
-    n_batches = 4
-    x, y = random_batches(batch, n_batches, dtype)
-    X, Y = be.to_device(x), be.to_device(y)
-    params = model.Parameters(be, hidden, dtype)
-    params.load(model.init_parameters(hidden, 0))
-    grads = model.Parameters(be, hidden, dtype)
-    ws = model.Workspace(be, batch, hidden, dtype)
-    times = []
-    for step in range(warmup + steps):
-        k = step % n_batches
-        Xb, Yb = X[k * batch : (k + 1) * batch], Y[k * batch : (k + 1) * batch]
-        be.synchronize()
-        start = time.perf_counter()
-        model.forward(be, params, ws, Xb)
-        model.backward(be, params, grads, ws, Xb, Yb, 1.0 / batch)
-        model.sgd_update(be, params, grads, lr, reg)
-        be.synchronize()
-        if step >= warmup:
+class StepTimer:
+    """Times blocks of nn_cuda training steps (forward + backward + update, the calls of
+    `nn_cuda.model`) on one backend; the buffers are allocated once and kept between blocks."""
+
+    def __init__(self, be, hidden, batch, dtype, warmup, lr=0.1, reg=1e-4, n_batches=4):
+        self.be, self.batch, self.lr, self.reg, self.n_batches = be, batch, lr, reg, n_batches
+        x, y = random_batches(batch, n_batches, dtype)
+        self.X, self.Y = be.to_device(x), be.to_device(y)
+        self.params = model.Parameters(be, hidden, dtype)
+        self.params.load(model.init_parameters(hidden, 0))
+        self.grads = model.Parameters(be, hidden, dtype)
+        self.ws = model.Workspace(be, batch, hidden, dtype)
+        self.step_count = 0
+        self.block(warmup)
+
+    def _step(self):
+        k, b = self.step_count % self.n_batches, self.batch
+        self.step_count += 1
+        Xb, Yb = self.X[k * b : (k + 1) * b], self.Y[k * b : (k + 1) * b]
+        model.forward(self.be, self.params, self.ws, Xb)
+        model.backward(self.be, self.params, self.grads, self.ws, Xb, Yb, 1.0 / b)
+        model.sgd_update(self.be, self.params, self.grads, self.lr, self.reg)
+
+    def block(self, steps) -> list[float]:
+        """Seconds of each of `steps` steps, after one untimed step (see interleaved_rounds)."""
+        self._step()
+        times = []
+        for _ in range(steps):
+            self.be.synchronize()
+            start = time.perf_counter()
+            self._step()
+            self.be.synchronize()
             times.append(time.perf_counter() - start)
-    return times
+        return times
+
+
+class TorchStepTimer:
+    """The same blocks for the equivalent plain PyTorch loop (nn.Linear, sigmoid, cross-entropy, SGD
+    with weight decay on the weights only). Construct it only when torch imports."""
+
+    def __init__(self, torch, hidden, batch, dtype, warmup, device="cpu", lr=0.1, reg=1e-4, n_batches=4):
+        self.torch, self.batch, self.n_batches = torch, batch, n_batches
+        torch_dtype = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}[np.dtype(dtype)]
+        net = torch.nn.Sequential(torch.nn.Linear(784, hidden), torch.nn.Sigmoid(), torch.nn.Linear(hidden, 10))
+        self.net = net.to(device=device, dtype=torch_dtype)
+        weights, biases = [net[0].weight, net[2].weight], [net[0].bias, net[2].bias]
+        self.opt = torch.optim.SGD([{"params": weights, "weight_decay": reg}, {"params": biases}], lr=lr)
+        x, y = random_batches(batch, n_batches, dtype)
+        self.X = torch.from_numpy(x).to(device)
+        self.Y = torch.from_numpy(y).long().to(device)
+        self.sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
+        self.step_count = 0
+        self.block(warmup)
+
+    def _step(self):
+        k, b = self.step_count % self.n_batches, self.batch
+        self.step_count += 1
+        self.opt.zero_grad(set_to_none=True)
+        loss = self.torch.nn.functional.cross_entropy(self.net(self.X[k * b : (k + 1) * b]),
+                                                      self.Y[k * b : (k + 1) * b])
+        loss.backward()
+        self.opt.step()
+
+    def block(self, steps) -> list[float]:
+        self._step()
+        times = []
+        for _ in range(steps):
+            self.sync()
+            start = time.perf_counter()
+            self._step()
+            self.sync()
+            times.append(time.perf_counter() - start)
+        return times
+
+
+def import_torch():
+    """torch, or None when it is not installed (or broken): the comparison is then skipped, and said so."""
+    try:
+        import torch
+    except Exception:
+        return None
+    return torch
 
 
 def phase_breakdown(be, hidden, batch, dtype, steps, warmup, lr=0.1, reg=1e-4) -> dict:
@@ -86,64 +149,63 @@ def phase_breakdown(be, hidden, batch, dtype, steps, warmup, lr=0.1, reg=1e-4) -
     return {"clock": summary["clock"], "steps": steps, "ms_per_step": summary["ms_per_step"]}
 
 
-def gemm_floor_seconds(hidden, batch, dtype, repeat=10) -> float:
-    """Median time of the step's five GEMMs through NumPy, each timed alone, summed."""
-    rng = np.random.default_rng(1)
-    r = lambda *shape: rng.random(shape).astype(dtype)  # noqa: E731
-    X, W1, A1, W2 = r(batch, 784), r(hidden, 784), r(batch, hidden), r(10, hidden)
-    dZ2, dZ1 = r(batch, 10), r(batch, hidden)
-    out = {k: np.empty(s, dtype) for k, s in
-           {"Z1": (batch, hidden), "Z2": (batch, 10), "dW2": (10, hidden), "dA1": (batch, hidden),
-            "dW1": (hidden, 784)}.items()}
-    gemms = [
-        lambda: np.matmul(X, W1.T, out=out["Z1"]),
-        lambda: np.matmul(A1, W2.T, out=out["Z2"]),
-        lambda: np.matmul(dZ2.T, A1, out=out["dW2"]),
-        lambda: np.matmul(dZ2, W2, out=out["dA1"]),
-        lambda: np.matmul(dZ1.T, X, out=out["dW1"]),
-    ]
-    total = 0.0
-    for gemm in gemms:
-        gemm()
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
+class GemmFloor:
+    """The step's five GEMMs through NumPy, each timed alone: `block(repeat)` is the sum of their
+    median times. This is the time the step's FLOPs need at NumPy's own GEMM rate."""
+
+    def __init__(self, hidden, batch, dtype):
+        rng = np.random.default_rng(1)
+        r = lambda *shape: rng.random(shape).astype(dtype)  # noqa: E731
+        X, W1, A1, W2 = r(batch, 784), r(hidden, 784), r(batch, hidden), r(10, hidden)
+        dZ2, dZ1 = r(batch, 10), r(batch, hidden)
+        out = {k: np.empty(s, dtype) for k, s in
+               {"Z1": (batch, hidden), "Z2": (batch, 10), "dW2": (10, hidden), "dA1": (batch, hidden),
+                "dW1": (hidden, 784)}.items()}
+        self.gemms = [
+            lambda: np.matmul(X, W1.T, out=out["Z1"]),
+            lambda: np.matmul(A1, W2.T, out=out["Z2"]),
+            lambda: np.matmul(dZ2.T, A1, out=out["dW2"]),
+            lambda: np.matmul(dZ2, W2, out=out["dA1"]),
+            lambda: np.matmul(dZ1.T, X, out=out["dW1"]),
+        ]
+
+    def block(self, repeat) -> list[float]:
+        total = 0.0
+        for gemm in self.gemms:
             gemm()
-            samples.append(time.perf_counter() - start)
-        total += statistics.median(samples)
-    return total
+            samples = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                gemm()
+                samples.append(time.perf_counter() - start)
+            total += statistics.median(samples)
+        return [total]
 
 
-def torch_step_seconds(hidden, batch, dtype, steps, warmup, device="cpu", lr=0.1, reg=1e-4):
-    """Seconds per step of the equivalent plain PyTorch loop, or None without torch."""
-    try:
-        import torch
-    except Exception:  # not installed, or a broken install: the comparison is skipped and said so
-        return None
-    torch_dtype = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}[np.dtype(dtype)]
-    net = torch.nn.Sequential(torch.nn.Linear(784, hidden), torch.nn.Sigmoid(), torch.nn.Linear(hidden, 10))
-    net = net.to(device=device, dtype=torch_dtype)
-    weights = [net[0].weight, net[2].weight]
-    biases = [net[0].bias, net[2].bias]
-    opt = torch.optim.SGD([{"params": weights, "weight_decay": reg}, {"params": biases}], lr=lr)
-    x, y = random_batches(batch, 4, dtype)
-    X = torch.from_numpy(x).to(device)
-    Y = torch.from_numpy(y).long().to(device)
-    sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
-    times = []
-    for step in range(warmup + steps):
-        k = step % 4
-        Xb, Yb = X[k * batch : (k + 1) * batch], Y[k * batch : (k + 1) * batch]
-        sync()
-        start = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(net(Xb), Yb)
-        loss.backward()
-        opt.step()
-        sync()
-        if step >= warmup:
-            times.append(time.perf_counter() - start)
-    return times
+def interleaved_rounds(timers: dict, rounds: int, steps: int, progress=None) -> dict:
+    """{name: [median seconds per step of each round]}: every round times a block of `steps` steps
+    of each timer, one timer after the other.
+
+    A shared machine changes speed over seconds: on the 2-core VM of the README the same step took
+    18 ms or 29 ms depending on the moment. Timing whole runs one after the other (all of NumPy, then
+    all of PyTorch) lets such a change land between them and skew their ratio; alternating short
+    blocks puts both sides of each ratio in the same few hundred milliseconds, and the ratios are
+    then taken round by round. Each block starts with one untimed step, so that the threads of the
+    previous timer (BLAS or OpenMP workers that spin for a while after their last call) are quiet.
+    """
+    per_round = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            per_round[name].append(statistics.median(timer.block(steps)))
+        if progress is not None:
+            progress.update(1)
+    return per_round
+
+
+def ratio_summary(numerators: list[float], denominators: list[float]) -> dict:
+    """Median, min and max over rounds of numerator / denominator of the same round."""
+    ratios = [n / d for n, d in zip(numerators, denominators)]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
 
 
 def build_parser():
@@ -151,12 +213,15 @@ def build_parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=BACKENDS, default="numpy")
     p.add_argument("--gemm", default=None, help="comma-separated GEMM algorithms (default: the backend's)")
-    p.add_argument("--hidden", type=int, default=1000)
-    p.add_argument("--batch", type=int, default=800)
+    p.add_argument("--hidden", type=positive_int, default=1000)
+    p.add_argument("--batch", type=positive_int, default=800)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--steps", type=int, default=30, help="measured steps (median reported)")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--phase-steps", type=int, default=10,
+    p.add_argument("--rounds", type=positive_int, default=6,
+                   help="rounds; each times a block of every run in turn (default 6)")
+    p.add_argument("--steps", type=positive_int, default=10,
+                   help="measured steps per run and round (default 10)")
+    p.add_argument("--warmup", type=non_negative_int, default=3)
+    p.add_argument("--phase-steps", type=non_negative_int, default=10,
                    help="steps of the phase breakdown run (0: skip it)")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison")
     p.add_argument("--json", metavar="PATH", help="write the results here")
@@ -170,41 +235,57 @@ def main(argv=None) -> int:
     flop = flop_per_step(args.batch, args.hidden)
     probe = get_backend(args.backend)
     algos = args.gemm.split(",") if args.gemm else [probe.gemm_algo]
-    rows = []
+    shape = (args.hidden, args.batch, dtype)
+
+    timers, rows = {}, []
     for algo in algos:
         be = get_backend(args.backend, algo)
-        t = statistics.median(time_steps(be, args.hidden, args.batch, dtype, args.steps, args.warmup))
-        row = {"name": f"nn_cuda {be.name}/{algo}", "backend": be.name, "gemm": algo,
-               "ms_per_step": 1e3 * t, "samples_per_s": args.batch / t, "gflops": flop / t / 1e9}
-        if args.phase_steps > 0:
-            row["phases"] = phase_breakdown(be, args.hidden, args.batch, dtype, args.phase_steps,
-                                            args.warmup)
-        rows.append(row)
-    baseline = {}
+        name = f"nn_cuda {be.name}/{algo}"
+        timers[name] = StepTimer(be, *shape, warmup=args.warmup)
+        rows.append({"name": name, "backend": be.name, "gemm": algo})
+    torch = None if args.no_torch else import_torch()
+    if torch is not None:
+        name = f"PyTorch {torch.__version__} loop"
+        timers[name] = TorchStepTimer(torch, *shape, warmup=args.warmup,
+                                      device="cuda" if probe.on_device else "cpu")
+        rows.append({"name": name, "backend": "torch", "threads": torch.get_num_threads()})
     if not probe.on_device:
-        floor = gemm_floor_seconds(args.hidden, args.batch, dtype)
-        baseline["gemm_floor_ms"] = 1e3 * floor
-        baseline["numpy_gemm_gflops"] = flop / floor / 1e9
-    if not args.no_torch:
-        torch_times = torch_step_seconds(args.hidden, args.batch, dtype, args.steps, args.warmup,
-                                         device="cuda" if probe.on_device else "cpu")
-        if torch_times is not None:
-            t = statistics.median(torch_times)
-            import torch
+        timers["GEMM floor"] = GemmFloor(*shape)
 
-            rows.append({"name": f"PyTorch {torch.__version__} loop", "backend": "torch",
-                         "threads": torch.get_num_threads(), "ms_per_step": 1e3 * t,
-                         "samples_per_s": args.batch / t, "gflops": flop / t / 1e9})
+    with tqdm(total=args.rounds, desc="rounds", unit="round", disable=not sys.stderr.isatty()) as bar:
+        per_round = interleaved_rounds(timers, args.rounds, args.steps, progress=bar)
+
+    floor = per_round.pop("GEMM floor", None)
     torch_row = next((r for r in rows if r["backend"] == "torch"), None)
-    print(f"training step, H={args.hidden} batch={args.batch} {args.dtype}, median of {args.steps} steps")
-    print(f"machine: {machine_line(info)}")
-    print(f"{'':34s} {'ms/step':>9s} {'samples/s':>11s} {'GFLOP/s':>8s} {'vs torch':>9s} {'vs floor':>9s}")
+    baseline = {}
+    if floor is not None:
+        baseline["gemm_floor_ms"] = 1e3 * statistics.median(floor)
+        baseline["numpy_gemm_gflops"] = flop / statistics.median(floor) / 1e9
+        baseline["gemm_floor_ms_per_round"] = [1e3 * t for t in floor]
     for r in rows:
-        vs_torch = torch_row["ms_per_step"] / r["ms_per_step"] if torch_row else float("nan")
-        vs_floor = r["ms_per_step"] / baseline["gemm_floor_ms"] if baseline else float("nan")
-        r["speedup_vs_torch"], r["time_over_gemm_floor"] = vs_torch, vs_floor
+        seconds = per_round[r["name"]]
+        t = statistics.median(seconds)
+        r.update(ms_per_step=1e3 * t, samples_per_s=args.batch / t, gflops=flop / t / 1e9,
+                 ms_per_step_per_round=[1e3 * x for x in seconds])
+        if torch_row is not None:
+            r["vs_torch"] = ratio_summary(per_round[torch_row["name"]], seconds)
+            r["speedup_vs_torch"] = r["vs_torch"]["median"]
+        if floor is not None:
+            r["vs_floor"] = ratio_summary(seconds, floor)
+            r["time_over_gemm_floor"] = r["vs_floor"]["median"]
+    for r in rows:
+        if r["backend"] != "torch" and args.phase_steps > 0:
+            r["phases"] = phase_breakdown(get_backend(args.backend, r["gemm"]), *shape,
+                                          args.phase_steps, args.warmup)
+
+    print(f"training step, H={args.hidden} batch={args.batch} {args.dtype}: {args.rounds} rounds of "
+          f"{args.steps} steps of each run, timed in turn; ms/step is the median of the round medians, "
+          "each ratio the median of its per-round ratios [min-max over rounds]")
+    print(f"machine: {machine_line(info)}")
+    print(f"{'':34s} {'ms/step':>9s} {'samples/s':>11s} {'GFLOP/s':>8s} {'vs torch':>20s} {'vs floor':>20s}")
+    for r in rows:
         print(f"{r['name']:34s} {r['ms_per_step']:9.2f} {r['samples_per_s']:11,.0f} {r['gflops']:8.1f} "
-              f"{vs_torch:8.2f}x {vs_floor:8.2f}x")
+              f"{format_ratio(r.get('vs_torch')):>20s} {format_ratio(r.get('vs_floor')):>20s}")
     phased = [r for r in rows if "phases" in r]
     if phased:
         print(f"phases, ms/step ({phased[0]['phases']['clock']}, {args.phase_steps} steps, timed apart):")

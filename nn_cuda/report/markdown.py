@@ -10,6 +10,7 @@ import datetime
 import math
 
 from .. import compare
+from ..bench.common import format_ratio
 from ..profiling import PHASES
 from . import numbers
 from .figures import provenance
@@ -156,12 +157,17 @@ def train_section(results, figures, out_dir) -> list[str]:
     for result in train:
         data = result.data
         config = data.get("config", {})
+        timing = (f"{config['rounds']} rounds of {config.get('steps')} steps of each run, timed in turn; "
+                  "ms/step is the median of the round medians and each ratio the median of the same "
+                  "rounds' ratios [min-max]" if "rounds" in config else f"median of {config.get('steps')} steps")
         lines += [f"H = {config.get('hidden')}, batch {config.get('batch')}, {config.get('dtype')}, "
-                  f"{data.get('flop_per_step', 0) / 1e9:.2f} GFLOP per step, median of {config.get('steps')} steps "
+                  f"{data.get('flop_per_step', 0) / 1e9:.2f} GFLOP per step, {timing} "
                   f"(`{result.path.name}`).", ""]
-        rows = [[r["name"], _g(r["ms_per_step"], ".2f"), _g(r["samples_per_s"], ",.0f"), _g(r["gflops"], ".1f")]
+        rows = [[r["name"], _g(r["ms_per_step"], ".2f"), _g(r["samples_per_s"], ",.0f"), _g(r["gflops"], ".1f"),
+                 format_ratio(r.get("vs_torch")), format_ratio(r.get("vs_floor"))]
                 for r in data["results"]]
-        lines += _table(["run", "ms/step", "samples/s", "GFLOP/s"], rows) + [""]
+        lines += _table(["run", "ms/step", "samples/s", "GFLOP/s", "speed vs PyTorch", "time / GEMM floor"],
+                        rows) + [""]
         baseline = data.get("baseline") or {}
         if "gemm_floor_ms" in baseline:
             lines += [f"The step's five GEMMs alone through NumPy take {baseline['gemm_floor_ms']:.2f} ms "

@@ -1,0 +1,59 @@
+"""`python -m nn_cuda.bench train`: runs are timed in alternating rounds and compared round by round."""
+
+import json
+import statistics
+
+import pytest
+
+from nn_cuda.bench import train as bench_train
+
+
+class FakeTimer:
+    """A timer whose step time depends on the round, as on a machine that changes speed."""
+
+    def __init__(self, name, log, seconds_per_round):
+        self.name, self.log, self.seconds = name, log, list(seconds_per_round)
+
+    def block(self, steps):
+        self.log.append(self.name)
+        return [self.seconds.pop(0)] * steps
+
+
+def test_rounds_alternate_between_the_runs():
+    log = []
+    timers = {"a": FakeTimer("a", log, [1, 2, 3]), "b": FakeTimer("b", log, [4, 5, 6])}
+    per_round = bench_train.interleaved_rounds(timers, rounds=3, steps=2)
+    assert log == ["a", "b"] * 3
+    assert per_round == {"a": [1, 2, 3], "b": [4, 5, 6]}
+
+
+def test_ratios_are_taken_round_by_round():
+    # Round 2 ran on a machine twice as fast: each ratio pairs numbers of the same round.
+    summary = bench_train.ratio_summary([0.024, 0.012, 0.027], [0.030, 0.015, 0.030])
+    assert summary == pytest.approx({"median": 0.8, "min": 0.8, "max": 0.9})
+
+
+def test_bench_train_writes_consistent_numbers(tmp_path):
+    out = tmp_path / "train.json"
+    assert bench_train.main(["--hidden", "16", "--batch", "32", "--rounds", "3", "--steps", "2",
+                             "--warmup", "1", "--phase-steps", "2", "--no-torch", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    (row,) = data["results"]
+    assert row["name"] == "nn_cuda numpy/numpy"
+    rounds = row["ms_per_step_per_round"]
+    floors = data["baseline"]["gemm_floor_ms_per_round"]
+    assert len(rounds) == len(floors) == 3 and min(rounds) > 0 and min(floors) > 0
+    assert row["ms_per_step"] == pytest.approx(statistics.median(rounds))
+    ratios = [step / floor for step, floor in zip(rounds, floors)]
+    assert row["vs_floor"] == pytest.approx({"median": statistics.median(ratios), "min": min(ratios),
+                                             "max": max(ratios)})
+    assert row["gflops"] == pytest.approx(data["flop_per_step"] / row["ms_per_step"] / 1e6)
+    assert "vs_torch" not in row  # --no-torch: no comparison, rather than a made-up one
+    assert set(row["phases"]["ms_per_step"]) >= {"forward_gemm", "backward_gemm", "elementwise", "update"}
+
+
+def test_bench_train_rejects_zero_rounds(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench_train.main(["--rounds", "0"])
+    assert exit_info.value.code == 2
+    assert "--rounds" in capsys.readouterr().err
