@@ -9,7 +9,9 @@
 #   ./run.sh roofline   the machine's copy bandwidth and vendor GEMM rate (the report's roofline)
 #   ./run.sh diff       float32 against the float64 reference as lr, epochs, H and batch vary
 #   ./run.sh curves     one default training run with --history (learning curves) and --profile
-#   ./run.sh all        all of the above; then `python -m nn_cuda.report` writes report/
+#   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed)
+#   ./run.sh all        all of the above but lr (the report does not use it); then
+#                       `python -m nn_cuda.report` writes report/
 set -euo pipefail
 cd "$(dirname "$0")"
 OUT=${NN_CUDA_BENCH_DIR:-bench_results}
@@ -71,6 +73,13 @@ bench_curves() {
         --history "$OUT/history_$backend.json" --profile "$OUT/profile_$backend.json"
 }
 
+bench_lr() {
+    local torch=()
+    if "$PY" -c "import torch" 2>/dev/null; then torch=(--torch); fi
+    "$PY" -m nn_cuda.bench lr --lr 0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.5,2.0 --seeds 0,1,2 \
+        ${torch[@]+"${torch[@]}"} --json "$OUT/lr.json"
+}
+
 case "${1:-all}" in
     gemm) bench_gemm ;;
     train) bench_train ;;
@@ -79,6 +88,7 @@ case "${1:-all}" in
     roofline) bench_roofline ;;
     diff) bench_diff ;;
     curves) bench_curves ;;
+    lr) bench_lr ;;
     all) bench_gemm; bench_roofline; bench_train; bench_scaling; bench_diff; bench_curves; bench_adversarial ;;
-    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|all" >&2; exit 2 ;;
+    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|lr|all" >&2; exit 2 ;;
 esac

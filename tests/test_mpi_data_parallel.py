@@ -30,6 +30,7 @@ import pytest
 from nn_cuda import model
 from nn_cuda.backends import get_backend
 from nn_cuda.config import TrainConfig
+from nn_cuda.data import epoch_order
 from nn_cuda.parallel import ParallelError, abort_on_error, rank_range, split_offsets, split_sizes
 from nn_cuda.parallel.allreduce import check_comm_mode
 from nn_cuda.parallel.data_parallel import DataParallelBatches
@@ -86,6 +87,21 @@ def test_ranks_cover_each_serial_batch_in_order(n, batch, p, shuffle):
 def test_short_last_batch_leaves_ranks_without_rows():
     per_rank = shard_rows(15, 7, 3)  # batches of 7, 7, 1
     assert [len(per_rank[r][2][0]) for r in range(3)] == [1, 0, 0]
+
+
+def test_shuffled_shard_is_gathered_into_one_buffer_every_epoch():
+    n, batch, p, rank = 40, 8, 3, 1
+    x = np.arange(n, dtype=np.float64).reshape(n, 1)
+    batches = DataParallelBatches(get_backend("numpy"), x, np.arange(n, dtype=np.int32), batch, rank, p,
+                                  shuffle=True, seed=5)
+    first = [(X.copy(), X) for X, _, _ in batches.batches(0)]
+    second = [(X.copy(), X) for X, _, _ in batches.batches(1)]
+    assert all(np.shares_memory(a[1], b[1]) for a, b in zip(first, second))  # no new buffer per epoch
+    rows0 = np.concatenate([copy[:, 0] for copy, _ in first])
+    rows1 = np.concatenate([copy[:, 0] for copy, _ in second])
+    assert not np.array_equal(rows0, rows1)  # a new order each epoch
+    for epoch, rows in ((0, rows0), (1, rows1)):
+        assert rows.tolist() == epoch_order(n, 5, epoch)[batches.positions].tolist()
 
 
 def test_more_ranks_than_batch_rows_is_a_clear_error():

@@ -8,6 +8,7 @@ BENCHMARKS = {
     "train": ("nn_cuda.bench.train", "training step throughput (and a PyTorch loop when installed)"),
     "scaling": ("nn_cuda.bench.scaling", "data-parallel scaling over MPI ranks (mpiexec -n 1..4)"),
     "roofline": ("nn_cuda.bench.roofline", "the machine's copy bandwidth and vendor GEMM rate"),
+    "lr": ("nn_cuda.bench.lr", "test accuracy as the learning rate and seed vary (the default lr's scan)"),
     "diff": ("nn_cuda.bench.diff", "float32 against the float64 reference as lr, epochs, H, batch vary"),
     "adversarial": ("nn_cuda.bench.adversarial",
                     "asynchronous adversarial training vs serial (mpiexec -n 2..4, k = P - 1)"),

@@ -216,10 +216,10 @@ def build_parser():
     p.add_argument("--hidden", type=positive_int, default=1000)
     p.add_argument("--batch", type=positive_int, default=800)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--rounds", type=positive_int, default=6,
-                   help="rounds; each times a block of every run in turn (default 6)")
-    p.add_argument("--steps", type=positive_int, default=10,
-                   help="measured steps per run and round (default 10)")
+    p.add_argument("--rounds", type=positive_int, default=10,
+                   help="rounds; each times a block of every run in turn (default 10)")
+    p.add_argument("--steps", type=positive_int, default=5,
+                   help="measured steps per run and round (default 5)")
     p.add_argument("--warmup", type=non_negative_int, default=3)
     p.add_argument("--phase-steps", type=non_negative_int, default=10,
                    help="steps of the phase breakdown run (0: skip it)")

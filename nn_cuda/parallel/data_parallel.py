@@ -51,9 +51,10 @@ class DataParallelBatches:
 
     Without shuffle the rows are the same every epoch: they are gathered once into one contiguous
     shard and uploaded once. With shuffle, epoch e reads positions of the serial run's permutation
-    drawn from (seed, e), which every rank computes for itself: no communication. The host keeps
-    the training set, and each epoch this rank's rows are gathered and uploaded once (one copy per
-    epoch, none per step).
+    drawn from (seed, e), which every rank computes for itself: no communication. The training set
+    is then uploaded once, as in the serial run, and each epoch this rank's rows are gathered on the
+    backend (take_rows) into one shard buffer allocated once: nothing but the row indices crosses to
+    the device after the start.
     """
 
     def __init__(self, be, x: np.ndarray, y: np.ndarray, batch: int, rank: int, size: int,
@@ -72,8 +73,9 @@ class DataParallelBatches:
         #: this rank's positions in the epoch's order, batch after batch
         self.positions = np.concatenate(positions) if positions else np.empty(0, dtype=np.int64)
         if shuffle:
-            self.x_host, self.y_host = x, y
-            self.x = self.y = None
+            self.x_all, self.y_all = be.to_device(x), be.to_device(y)
+            self.x = be.empty((len(self.positions),) + x.shape[1:], x.dtype)
+            self.y = be.empty((len(self.positions),) + y.shape[1:], y.dtype)
         else:
             self.x, self.y = be.to_device(x[self.positions]), be.to_device(y[self.positions])
 
@@ -87,12 +89,12 @@ class DataParallelBatches:
         return len(self.positions)
 
     def batches(self, epoch: int):
-        x, y = self.x, self.y
-        if self.shuffle:
-            rows = epoch_order(self.n, self.seed, epoch)[self.positions]
-            x, y = self.be.to_device(self.x_host[rows]), self.be.to_device(self.y_host[rows])
+        if self.shuffle and len(self.positions):
+            rows = self.be.to_device(epoch_order(self.n, self.seed, epoch)[self.positions])
+            self.be.take_rows(self.x_all, rows, self.x)
+            self.be.take_rows(self.y_all, rows, self.y)
         for lo, hi, m in self.steps:
-            yield x[lo:hi], y[lo:hi], m
+            yield self.x[lo:hi], self.y[lo:hi], m
 
 
 class DataParallel:

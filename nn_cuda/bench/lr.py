@@ -1,0 +1,160 @@
+"""`python -m nn_cuda.bench lr`: test accuracy of the default run as the learning rate and seed vary.
+
+This is the scan behind the default learning rate (README, "The learning rate"). For each lr and
+init seed it trains `python -m nn_cuda.train` with the other flags at their defaults (or as given)
+and records the validation and test accuracy; a run whose loss becomes NaN or Inf is recorded as
+diverged.
+
+With --torch (when PyTorch is installed; it is never a dependency) every run is repeated by a plain
+PyTorch loop written apart from nn_cuda: the same initial weights, the same batches in the same
+order, loss = mean cross-entropy + 0.5 reg (|W1|^2 + |W2|^2) and torch.optim.SGD. Its accuracies
+should follow nn_cuda's (both in float64 agree to rounding; in float32 large, unstable learning rates
+amplify the rounding differences), which says the scan measures the network and its training, not
+this implementation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+from tqdm import tqdm
+
+from .. import model
+from ..config import DEFAULT_LR, TrainConfig, positive_int
+from ..data import DATASETS, epoch_order
+from ..train import Diverged, load_splits, run
+from .common import machine_info, machine_line, write_json
+
+
+def _float_list(text: str) -> list[float]:
+    values = [float(v) for v in text.split(",") if v.strip()]
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"need positive comma-separated numbers, got {text!r}")
+    return values
+
+
+def _seed_list(text: str) -> list[int]:
+    values = [int(v) for v in text.split(",") if v.strip()]
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"need non-negative comma-separated integers, got {text!r}")
+    return values
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench lr", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lr", type=_float_list, default=[0.3, 0.4, DEFAULT_LR, 0.6, 0.7, 0.8, 0.9, 1.0],
+                   help="comma-separated learning rates (default 0.3,0.4,...,1.0)")
+    p.add_argument("--seeds", type=_seed_list, default=[0, 1, 2], help="comma-separated init seeds")
+    p.add_argument("--dataset", choices=DATASETS, default="mnist-sample")
+    p.add_argument("-n", "--hidden", type=positive_int, default=1000)
+    p.add_argument("-e", "--epochs", type=positive_int, default=20)
+    p.add_argument("-b", "--batch", type=positive_int, default=800)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--shuffle", action="store_true")
+    p.add_argument("--torch", action="store_true", help="repeat every run with a plain PyTorch loop")
+    p.add_argument("--json", metavar="PATH", help="write the results here")
+    return p
+
+
+def _silent(*args, **kwargs) -> None:
+    pass
+
+
+def nn_cuda_run(cfg: TrainConfig) -> dict:
+    """Validation and test accuracy of `python -m nn_cuda.train` with `cfg` (None when diverged)."""
+    try:
+        result = run(cfg.replace(quiet=True), log=_silent)
+    except Diverged:
+        return {"val_acc": None, "test_acc": None, "diverged": True}
+    return {"val_acc": result["val_acc"], "test_acc": result["test_acc"], "diverged": False,
+            "steps": result["steps"]}
+
+
+def torch_run(torch, cfg: TrainConfig, splits) -> dict:
+    """The same training in plain PyTorch: accuracies and the final host parameters {W1, b1, W2, b2}."""
+    dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.dtype]
+    init = model.init_parameters(cfg.hidden, cfg.seed)
+    W1, b1, W2, b2 = (torch.tensor(init[name], dtype=dtype, requires_grad=True)
+                      for name in ("W1", "b1", "W2", "b2"))
+    optimizer = torch.optim.SGD([{"params": [W1, W2], "weight_decay": cfg.reg}, {"params": [b1, b2]}],
+                                lr=cfg.lr)
+    # weight_decay adds reg W to the gradient of the weights: the gradient of 0.5 reg |W|^2.
+    x_train, y_train = torch.from_numpy(splits.x_train), torch.from_numpy(splits.y_train).long()
+
+    def logits(x):
+        return torch.sigmoid(x @ W1.T + b1) @ W2.T + b2
+
+    n = len(y_train)
+    for epoch in range(cfg.epochs):
+        order = torch.from_numpy(epoch_order(n, cfg.seed, epoch)).long() if cfg.shuffle else None
+        for start in range(0, n, cfg.batch):
+            rows = slice(start, min(start + cfg.batch, n))
+            x = x_train[order[rows]] if order is not None else x_train[rows]
+            y = y_train[order[rows]] if order is not None else y_train[rows]
+            optimizer.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(logits(x), y)
+            if not torch.isfinite(loss):
+                return {"val_acc": None, "test_acc": None, "diverged": True, "params": None}
+            loss.backward()
+            optimizer.step()
+
+    def accuracy(x, y):
+        with torch.no_grad():
+            return float((logits(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
+
+    params = {name: t.detach().numpy().copy() for name, t in zip(("W1", "b1", "W2", "b2"), (W1, b1, W2, b2))}
+    return {"val_acc": accuracy(splits.x_val, splits.y_val), "test_acc": accuracy(splits.x_test, splits.y_test),
+            "diverged": False, "params": params}
+
+
+def _cell(acc) -> str:
+    return "diverged" if acc is None else f"{acc:.3f}"
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    torch = None
+    if args.torch:
+        try:
+            import torch
+        except Exception as error:  # an optional comparison: say why it cannot run, do not skip it silently
+            raise SystemExit(f"nn_cuda.bench lr: error: --torch needs PyTorch ({error})") from None
+    base = TrainConfig(dataset=args.dataset, hidden=args.hidden, epochs=args.epochs, batch=args.batch,
+                       dtype=args.dtype, shuffle=args.shuffle)
+    info = machine_info()
+    splits = load_splits(base, log=_silent) if torch is not None else None
+    results = []
+    runs = [(lr, seed) for lr in args.lr for seed in args.seeds]
+    for lr, seed in tqdm(runs, desc="lr scan", unit="run", disable=not sys.stderr.isatty()):
+        cfg = base.replace(lr=lr, seed=seed)
+        row = {"lr": lr, "seed": seed, **nn_cuda_run(cfg)}
+        if torch is not None:
+            reference = torch_run(torch, cfg, splits)
+            row["torch"] = {key: reference[key] for key in ("val_acc", "test_acc", "diverged")}
+        results.append(row)
+
+    steps = max((r["steps"] for r in results if "steps" in r), default="?")
+    print(f"test accuracy, {args.dataset}, H={args.hidden} batch={args.batch} {args.epochs} epochs "
+          f"({steps} steps) {args.dtype}" + (" --shuffle" if args.shuffle else ", file order")
+          + ("; (PyTorch loop)" if torch is not None else ""))
+    print(f"machine: {machine_line(info)}")
+    print(f"{'lr':>8s} " + " ".join(f"{'seed ' + str(s):>18s}" for s in args.seeds))
+    for lr in args.lr:
+        cells = []
+        for seed in args.seeds:
+            row = next(r for r in results if r["lr"] == lr and r["seed"] == seed)
+            cell = _cell(row["test_acc"])
+            if "torch" in row:
+                cell += f" ({_cell(row['torch']['test_acc'])})"
+            cells.append(f"{cell:>18s}")
+        print(f"{lr:8g} " + " ".join(cells))
+    if args.json:
+        write_json(args.json, {"benchmark": "lr", "machine": info, "config": vars(args), "results": results})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
