@@ -10,8 +10,7 @@
 #   ./run.sh diff       float32 against the float64 reference as lr, epochs, H and batch vary
 #   ./run.sh curves     one default training run with --history (learning curves) and --profile
 #   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed)
-#   ./run.sh all        all of the above but lr (the report does not use it); then
-#                       `python -m nn_cuda.report` writes report/
+#   ./run.sh all        all of the above; then `python -m nn_cuda.report` writes report/
 set -euo pipefail
 cd "$(dirname "$0")"
 OUT=${NN_CUDA_BENCH_DIR:-bench_results}
@@ -89,6 +88,6 @@ case "${1:-all}" in
     diff) bench_diff ;;
     curves) bench_curves ;;
     lr) bench_lr ;;
-    all) bench_gemm; bench_roofline; bench_train; bench_scaling; bench_diff; bench_curves; bench_adversarial ;;
+    all) bench_gemm; bench_roofline; bench_train; bench_scaling; bench_diff; bench_curves; bench_lr; bench_adversarial ;;
     *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|lr|all" >&2; exit 2 ;;
 esac

@@ -61,6 +61,7 @@ def write_inputs(folder: Path, gpu=False, skip=()):
                        "flop_per_step": 2.5e9, "baseline": {"gemm_floor_ms": 50.0, "numpy_gemm_gflops": 50.0},
                        "results": [{"name": "nn_cuda numpy/numpy", "backend": "numpy", "gemm": "numpy",
                                     "ms_per_step": 123.45, "samples_per_s": 6480.0, "gflops": 20.7,
+                                    "vs_floor": {"median": 1.25, "min": 1.125, "max": 1.5},
                                     "phases": {"clock": "host", "steps": 3,
                                                "ms_per_step": {p: 10.0 + i for i, p in enumerate(PHASES)}}}]},
         "profile.json": {"benchmark": "profile", "machine": machine("python -m nn_cuda.train --profile p.json"),
@@ -85,6 +86,13 @@ def write_inputs(folder: Path, gpu=False, skip=()):
                          "config": {"backend": "numpy", "dtype": "float32", "hidden": 100, "lr": 0.5},
                          "epochs": [{"epoch": 1, "loss": 2.1, "val_acc": 0.5, "test_acc": 0.49},
                                     {"epoch": 2, "loss": 1.7, "val_acc": 0.6125, "test_acc": 0.6}]},
+        "lr.json": {"benchmark": "lr", "machine": machine("python -m nn_cuda.bench lr --torch"),
+                    "config": {"dataset": "mnist-sample", "hidden": 1000, "batch": 800, "epochs": 20,
+                               "dtype": "float32"},
+                    "results": [{"lr": 0.5, "seed": 0, "test_acc": 0.717, "steps": 100, "diverged": False,
+                                 "torch": {"test_acc": 0.716}},
+                                {"lr": 2.0, "seed": 0, "test_acc": None, "diverged": True,
+                                 "torch": {"test_acc": None}}]},
         "adversarial.json": {"benchmark": "adversarial", "machine": machine("python -m nn_cuda.bench adversarial"),
                              "settings": {}, "plain": {"robustness": ROBUST_PLAIN},
                              "results": [{"ranks": 2, "k": 1, "serial_seconds": 4.0, "async_seconds": 2.5,
@@ -123,6 +131,8 @@ def test_every_figure_and_section_from_complete_inputs(tmp_path):
     # model parallel cost model: 10 values x 3200 samples x 4 bytes / 4 steps = 0.032 MB per step
     assert "| 1 | 0.500 | 6,400 | 1.00 | 1.00 | 0.400 | 0.050 | 0.0320 | 0.0320 | 0.0000 |" in text
     assert "Test CPU @ 1GHz" in text and "python -m nn_cuda.bench scaling --ranks 1,2" in text
+    assert "| 0.5 | 0.717 (0.716) |" in text and "| 2 | diverged (diverged) |" in text  # the lr scan
+    assert "| - | 1.25x [1.12-1.50] |" in text  # per-round ratios: median [min-max]; no torch: -
 
 
 def test_cpu_only_inputs_say_which_sections_need_a_gpu(tmp_path):

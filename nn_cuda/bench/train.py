@@ -47,7 +47,23 @@ def random_batches(batch: int, n_batches: int, dtype, seed: int = 0):
     return x, y
 
 
-class StepTimer:
+class BlockTimer:
+    """Times blocks of training steps: a subclass supplies `_step()` and `_sync()` (wait for the device)."""
+
+    def block(self, steps) -> list[float]:
+        """Seconds of each of `steps` steps, after one untimed step (see interleaved_rounds)."""
+        self._step()
+        times = []
+        for _ in range(steps):
+            self._sync()
+            start = time.perf_counter()
+            self._step()
+            self._sync()
+            times.append(time.perf_counter() - start)
+        return times
+
+
+class StepTimer(BlockTimer):
     """Times blocks of nn_cuda training steps (forward + backward + update, the calls of
     `nn_cuda.model`) on one backend; the buffers are allocated once and kept between blocks."""
 
@@ -70,20 +86,11 @@ class StepTimer:
         model.backward(self.be, self.params, self.grads, self.ws, Xb, Yb, 1.0 / b)
         model.sgd_update(self.be, self.params, self.grads, self.lr, self.reg)
 
-    def block(self, steps) -> list[float]:
-        """Seconds of each of `steps` steps, after one untimed step (see interleaved_rounds)."""
-        self._step()
-        times = []
-        for _ in range(steps):
-            self.be.synchronize()
-            start = time.perf_counter()
-            self._step()
-            self.be.synchronize()
-            times.append(time.perf_counter() - start)
-        return times
+    def _sync(self):
+        self.be.synchronize()
 
 
-class TorchStepTimer:
+class TorchStepTimer(BlockTimer):
     """The same blocks for the equivalent plain PyTorch loop (nn.Linear, sigmoid, cross-entropy, SGD
     with weight decay on the weights only). Construct it only when torch imports."""
 
@@ -97,7 +104,7 @@ class TorchStepTimer:
         x, y = random_batches(batch, n_batches, dtype)
         self.X = torch.from_numpy(x).to(device)
         self.Y = torch.from_numpy(y).long().to(device)
-        self.sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
+        self._sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
         self.step_count = 0
         self.block(warmup)
 
@@ -109,17 +116,6 @@ class TorchStepTimer:
                                                       self.Y[k * b : (k + 1) * b])
         loss.backward()
         self.opt.step()
-
-    def block(self, steps) -> list[float]:
-        self._step()
-        times = []
-        for _ in range(steps):
-            self.sync()
-            start = time.perf_counter()
-            self._step()
-            self.sync()
-            times.append(time.perf_counter() - start)
-        return times
 
 
 def import_torch():

@@ -22,6 +22,7 @@ KINDS = {
     "scaling": ("python -m nn_cuda.bench scaling", "MPI scaling and bytes per step"),
     "diff": ("python -m nn_cuda.bench diff", "float32 against float64"),
     "history": ("python -m nn_cuda.train --history PATH", "learning curves"),
+    "lr": ("python -m nn_cuda.bench lr", "test accuracy as the learning rate varies"),
     "adversarial": ("python -m nn_cuda.bench adversarial", "asynchronous adversarial training"),
 }
 MACHINE_KEYS = ("date", "command", "cpu")
@@ -79,7 +80,7 @@ def check(data) -> str | None:
         return "no machine record (date, command, cpu)"
     needed = {"gemm": "results", "train": "results", "scaling": "results", "diff": "results",
               "roofline": "bandwidth_bytes_per_s", "profile": "profile", "history": "epochs",
-              "adversarial": "results"}[kind]
+              "lr": "results", "adversarial": "results"}[kind]
     if needed not in data:
         return f"no {needed!r} field"
     return None

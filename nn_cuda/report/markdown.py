@@ -306,10 +306,10 @@ def correctness_section(results, figures, out_dir) -> list[str]:
 
 
 def learning_section(results, figures, out_dir) -> list[str]:
-    lines = ["## 5. Learning curves", ""]
+    lines = ["## 5. Learning curves and the learning rate", ""]
     history = results.of("history")
     if not history:
-        return lines + _missing("history")
+        return lines + _missing("history") + lr_scan(results.of("lr"))
     rows = []
     for result in history:
         last = result.data["epochs"][-1]
@@ -318,7 +318,41 @@ def learning_section(results, figures, out_dir) -> list[str]:
     lines += _table(["run", "epochs", "final loss", "validation accuracy", "test accuracy"], rows) + [""]
     lines += _sources(history) + [""]
     lines += _figure(figures.get("learning_curves"), "Learning curves", out_dir)
+    lines += lr_scan(results.of("lr"))
     return lines
+
+
+def lr_scan(found) -> list[str]:
+    """The learning-rate scan: test accuracy per lr (rows) and seed (columns), PyTorch in brackets."""
+    lines = ["### The learning rate", ""]
+    if not found:
+        return lines + _missing("lr")
+    for result in found:
+        data, config = result.data, result.data["config"]
+        seeds = sorted({r["seed"] for r in data["results"]})
+        steps = max((r["steps"] for r in data["results"] if r.get("steps")), default="?")
+        with_torch = any("torch" in r for r in data["results"])
+        lines += [f"Test accuracy on `{config['dataset']}`, H = {config['hidden']}, batch {config['batch']}, "
+                  f"{config['epochs']} epochs ({steps} steps), {config['dtype']}, one run per learning rate "
+                  "and init seed" + ("; in brackets the same run by a plain PyTorch loop (same initial "
+                                     "weights and batches)." if with_torch else "."), ""]
+        rows = []
+        for lr in sorted({r["lr"] for r in data["results"]}):
+            cells = [_g(lr)]
+            for seed in seeds:
+                run = next((r for r in data["results"] if r["lr"] == lr and r["seed"] == seed), None)
+                cell = "-" if run is None else _accuracy(run["test_acc"])
+                if run is not None and "torch" in run:
+                    cell += f" ({_accuracy(run['torch']['test_acc'])})"
+                cells.append(cell)
+            rows.append(cells)
+        lines += _table(["lr"] + [f"seed {s}" for s in seeds], rows) + [""]
+        lines += _sources([result]) + [""]
+    return lines
+
+
+def _accuracy(value) -> str:
+    return "diverged" if value is None else f"{value:.3f}"
 
 
 def _robustness_row(label, rows) -> list[str]:
