@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from . import compare, model, parallel
 from .backends import BACKENDS, get_backend
 from .config import TrainConfig

@@ -4,8 +4,6 @@ missing or broken inputs reported rather than filled in."""
 import json
 from pathlib import Path
 
-import pytest
-
 from nn_cuda.profiling import PHASES
 from nn_cuda.report.__main__ import main
 from nn_cuda.report.figures import provenance

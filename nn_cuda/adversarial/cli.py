@@ -317,8 +317,8 @@ def main(argv=None) -> int:
 
                     if world_from_environment().size > 1:
                         raise parallel.ParallelError(
-                            f"serial adversarial training runs on one rank; add --async to use "
-                            f"mpirun -n P, or run without mpirun")
+                            "serial adversarial training runs on one rank; add --async to use "
+                            "mpirun -n P, or run without mpirun")
                 run_train_serial(cfg, adv)
     except USER_ERRORS as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

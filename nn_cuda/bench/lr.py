@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
 from tqdm import tqdm
 
 from .. import model

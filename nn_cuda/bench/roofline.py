@@ -90,16 +90,19 @@ def build_parser():
     return p
 
 
+def _copy_seconds(device, xp, n, dtype, repeat) -> float:
+    """Best time of copying n elements into another array (the arrays are freed on return)."""
+    source, target = xp.ones(n, dtype), xp.empty(n, dtype)
+    return device.best_seconds(lambda: xp.copyto(target, source), repeat)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     device = _device()
     xp, dtype = device.xp, np.dtype(args.dtype)
     info = machine_info()
     n = args.copy_mib * 2**20 // dtype.itemsize
-    source, target = xp.ones(n, dtype), xp.empty(n, dtype)
-    copy_seconds = device.best_seconds(lambda: xp.copyto(target, source), args.repeat)
-    bandwidth = 2 * n * dtype.itemsize / copy_seconds
-    del source, target
+    bandwidth = 2 * n * dtype.itemsize / _copy_seconds(device, xp, n, dtype, args.repeat)
 
     def gemm_rate(M, N, K):
         A, B = xp.ones((M, K), dtype), xp.ones((K, N), dtype)
