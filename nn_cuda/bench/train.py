@@ -12,6 +12,10 @@ random pixels in [0, 1) for the default network (H = 1000, batch 800, float32), 
 - an equivalent plain PyTorch loop (nn.Linear, sigmoid, cross-entropy, SGD with weight decay on the
   weights only), when torch is installed on the machine. torch is never a dependency.
 
+The step, the PyTorch loop and the GEMM floor are timed in alternating rounds of a few steps each,
+and every ratio is taken within a round: on a shared machine whose speed changes, a ratio of two
+runs timed minutes apart measures the machine as much as the code.
+
 A step does 2 * (784 H + H 10) FLOP per sample forward and twice that backward (no gradient for X is
 needed), about 3196 H FLOP per sample: 2.56 GFLOP at H = 1000, B = 800.
 """
