@@ -48,6 +48,7 @@ def build_parser():
                    help="comma-separated learning rates (default 0.3,0.4,...,1.0)")
     p.add_argument("--seeds", type=_seed_list, default=[0, 1, 2], help="comma-separated init seeds")
     p.add_argument("--dataset", choices=DATASETS, default="mnist-sample")
+    p.add_argument("--data-dir", metavar="DIR", help="folder with the four IDX files")
     p.add_argument("-n", "--hidden", type=positive_int, default=1000)
     p.add_argument("-e", "--epochs", type=positive_int, default=20)
     p.add_argument("-b", "--batch", type=positive_int, default=800)
@@ -121,10 +122,14 @@ def main(argv=None) -> int:
             import torch
         except Exception as error:  # an optional comparison: say why it cannot run, do not skip it silently
             raise SystemExit(f"nn_cuda.bench lr: error: --torch needs PyTorch ({error})") from None
-    base = TrainConfig(dataset=args.dataset, hidden=args.hidden, epochs=args.epochs, batch=args.batch,
+    base = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, hidden=args.hidden, epochs=args.epochs, batch=args.batch,
                        dtype=args.dtype, shuffle=args.shuffle)
     info = machine_info()
-    splits = load_splits(base, log=_silent) if torch is not None else None
+    # Loaded once, here, so that a missing dataset's fallback to the sample is said (the runs below
+    # are silent) and every run, and the table, use the dataset that was actually found.
+    splits = load_splits(base, log=print)
+    if splits.dataset != base.dataset:  # fell back to the bundled sample
+        base = base.replace(dataset=splits.dataset, data_dir=None)
     results = []
     runs = [(lr, seed) for lr in args.lr for seed in args.seeds]
     for lr, seed in tqdm(runs, desc="lr scan", unit="run", disable=not sys.stderr.isatty()):
@@ -136,7 +141,7 @@ def main(argv=None) -> int:
         results.append(row)
 
     steps = max((r["steps"] for r in results if "steps" in r), default="?")
-    print(f"test accuracy, {args.dataset}, H={args.hidden} batch={args.batch} {args.epochs} epochs "
+    print(f"test accuracy, {splits.dataset}, H={args.hidden} batch={args.batch} {args.epochs} epochs "
           f"({steps} steps) {args.dtype}" + (" --shuffle" if args.shuffle else ", file order")
           + ("; (PyTorch loop)" if torch is not None else ""))
     print(f"machine: {machine_line(info)}")
@@ -151,7 +156,8 @@ def main(argv=None) -> int:
             cells.append(f"{cell:>18s}")
         print(f"{lr:8g} " + " ".join(cells))
     if args.json:
-        write_json(args.json, {"benchmark": "lr", "machine": info, "config": vars(args), "results": results})
+        write_json(args.json, {"benchmark": "lr", "machine": info, "config": {**vars(args), "dataset": splits.dataset},
+                               "results": results})
     return 0
 
 
