@@ -294,18 +294,22 @@ def write_predictions(path, labels: np.ndarray) -> None:
         handle.write("".join(str(int(d)) for d in labels))
 
 
-def _silent(*args, **kwargs) -> None:
+def silent(*args, **kwargs) -> None:
     pass
 
 
-def run(cfg: TrainConfig, log=print) -> dict:
-    """Train as `cfg` says; print the results on the root rank; return them as a dict."""
+def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
+    """Train as `cfg` says; print the results on the root rank; return them as a dict.
+
+    `splits`: the data, when the caller has already loaded it with load_splits(cfg) (a scan of many
+    runs on one dataset reads the files once)."""
     strategy = make_strategy(cfg)
     if not strategy.is_root:
-        log = _silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
+        log = silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
-    splits = load_splits(cfg, log=log)
+    if splits is None:
+        splits = load_splits(cfg, log=log)
     params = strategy.local_parameters(be, host, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)

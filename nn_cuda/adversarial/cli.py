@@ -24,7 +24,8 @@ from ..backends import BACKENDS, get_backend  # noqa: E402
 from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from ..config import TrainConfig, build_parser, positive_float, positive_int  # noqa: E402
 from ..data import DATASETS, DataError  # noqa: E402
-from ..train import Diverged, SerialBatches, TrainingError, initial_parameters, load_splits, train_loop  # noqa: E402
+from ..train import (Diverged, SerialBatches, TrainingError, initial_parameters, load_splits,  # noqa: E402
+                     silent, train_loop)
 from .attacks import Attacker, check_unit_pixels  # noqa: E402
 from .evaluate import default_alpha, format_table, robustness  # noqa: E402
 
@@ -208,7 +209,7 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
     max_staleness = adv.max_staleness or default_max_staleness(generators)
     force_threshold(max_staleness, generators)  # a clear error on every rank before any message
     if rank != 0:
-        log = _silent
+        log = silent
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     splits = load_splits(cfg, log=log)
@@ -275,10 +276,6 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
                "staleness_histogram": {str(k): v for k, v in histogram.items()},
                "max_staleness": max_staleness}
     return _final_report(be, params, cfg, adv, splits, summary, log)
-
-
-def _silent(*args, **kwargs) -> None:
-    pass
 
 
 # ---- the command ----------------------------------------------------------------------------

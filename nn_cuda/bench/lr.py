@@ -23,7 +23,7 @@ from tqdm import tqdm
 from .. import model
 from ..config import DEFAULT_LR, TrainConfig, positive_int
 from ..data import DATASETS, epoch_order
-from ..train import Diverged, load_splits, run
+from ..train import Diverged, load_splits, run, silent
 from .common import machine_info, machine_line, write_json
 
 
@@ -59,14 +59,11 @@ def build_parser():
     return p
 
 
-def _silent(*args, **kwargs) -> None:
-    pass
-
-
-def nn_cuda_run(cfg: TrainConfig) -> dict:
-    """Validation and test accuracy of `python -m nn_cuda.train` with `cfg` (None when diverged)."""
+def nn_cuda_run(cfg: TrainConfig, splits) -> dict:
+    """Validation and test accuracy of `python -m nn_cuda.train` with `cfg` on the already loaded
+    `splits` (None when diverged)."""
     try:
-        result = run(cfg.replace(quiet=True), log=_silent)
+        result = run(cfg.replace(quiet=True), log=silent, splits=splits)
     except Diverged:
         return {"val_acc": None, "test_acc": None, "diverged": True}
     return {"val_acc": result["val_acc"], "test_acc": result["test_acc"], "diverged": False,
@@ -122,19 +119,17 @@ def main(argv=None) -> int:
             import torch
         except Exception as error:  # an optional comparison: say why it cannot run, do not skip it silently
             raise SystemExit(f"nn_cuda.bench lr: error: --torch needs PyTorch ({error})") from None
-    base = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, hidden=args.hidden, epochs=args.epochs, batch=args.batch,
-                       dtype=args.dtype, shuffle=args.shuffle)
+    base = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, hidden=args.hidden, epochs=args.epochs,
+                       batch=args.batch, dtype=args.dtype, shuffle=args.shuffle)
     info = machine_info()
-    # Loaded once, here, so that a missing dataset's fallback to the sample is said (the runs below
-    # are silent) and every run, and the table, use the dataset that was actually found.
+    # Loaded once, here: every run trains on these arrays, and a fallback to the bundled sample
+    # is said once (the runs themselves are silent).
     splits = load_splits(base, log=print)
-    if splits.dataset != base.dataset:  # fell back to the bundled sample
-        base = base.replace(dataset=splits.dataset, data_dir=None)
     results = []
     runs = [(lr, seed) for lr in args.lr for seed in args.seeds]
     for lr, seed in tqdm(runs, desc="lr scan", unit="run", disable=not sys.stderr.isatty()):
         cfg = base.replace(lr=lr, seed=seed)
-        row = {"lr": lr, "seed": seed, **nn_cuda_run(cfg)}
+        row = {"lr": lr, "seed": seed, **nn_cuda_run(cfg, splits)}
         if torch is not None:
             reference = torch_run(torch, cfg, splits)
             row["torch"] = {key: reference[key] for key in ("val_acc", "test_acc", "diverged")}

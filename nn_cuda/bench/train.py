@@ -93,6 +93,17 @@ class StepTimer(BlockTimer):
     def _sync(self):
         self.be.synchronize()
 
+    def phases(self, steps) -> dict:
+        """Milliseconds per step of each phase (nn_cuda.profiling) over `steps` more steps, every
+        call timed: by CUDA events on a GPU, by the host clock after a synchronize on the CPU."""
+        timer = PhaseTimer(self.be)
+        timed = timer.backend(self.be)
+        X, Y, b = self.X[: self.batch], self.Y[: self.batch], self.batch
+        for _ in range(steps):
+            timed_step(timer, model, timed, self.params, self.grads, self.ws, X, Y, 1.0 / b, self.lr, self.reg)
+        summary = timer.summary()
+        return {"clock": summary["clock"], "steps": steps, "ms_per_step": summary["ms_per_step"]}
+
 
 class TorchStepTimer(BlockTimer):
     """The same blocks for the equivalent plain PyTorch loop (nn.Linear, sigmoid, cross-entropy, SGD
@@ -129,24 +140,6 @@ def import_torch():
     except Exception:
         return None
     return torch
-
-
-def phase_breakdown(be, hidden, batch, dtype, steps, warmup, lr=0.1, reg=1e-4) -> dict:
-    """Milliseconds per step of each phase (nn_cuda.profiling), over `steps` steps after warm-up."""
-    x, y = random_batches(batch, 1, dtype)
-    X, Y = be.to_device(x), be.to_device(y)
-    params = model.Parameters(be, hidden, dtype)
-    params.load(model.init_parameters(hidden, 0))
-    grads = model.Parameters(be, hidden, dtype)
-    ws = model.Workspace(be, batch, hidden, dtype)
-    for _ in range(warmup):
-        timed_step(PhaseTimer(be, nvtx=False), model, be, params, grads, ws, X, Y, 1.0 / batch, lr, reg)
-    timer = PhaseTimer(be)
-    timed = timer.backend(be)
-    for _ in range(steps):
-        timed_step(timer, model, timed, params, grads, ws, X, Y, 1.0 / batch, lr, reg)
-    summary = timer.summary()
-    return {"clock": summary["clock"], "steps": steps, "ms_per_step": summary["ms_per_step"]}
 
 
 class GemmFloor:
@@ -275,8 +268,7 @@ def main(argv=None) -> int:
             r["time_over_gemm_floor"] = r["vs_floor"]["median"]
     for r in rows:
         if r["backend"] != "torch" and args.phase_steps > 0:
-            r["phases"] = phase_breakdown(get_backend(args.backend, r["gemm"]), *shape,
-                                          args.phase_steps, args.warmup)
+            r["phases"] = timers[r["name"]].phases(args.phase_steps)
 
     print(f"training step, H={args.hidden} batch={args.batch} {args.dtype}: {args.rounds} rounds of "
           f"{args.steps} steps of each run, timed in turn; ms/step is the median of the round medians, "

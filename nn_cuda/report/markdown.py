@@ -308,18 +308,19 @@ def correctness_section(results, figures, out_dir) -> list[str]:
 def learning_section(results, figures, out_dir) -> list[str]:
     lines = ["## 5. Learning curves and the learning rate", ""]
     history = results.of("history")
-    if not history:
-        return lines + _missing("history") + lr_scan(results.of("lr"))
-    rows = []
-    for result in history:
-        last = result.data["epochs"][-1]
-        rows.append([numbers.history_label(result.data), last["epoch"], _g(last.get("loss"), ".4f"),
-                     _g(last.get("val_acc"), ".4f"), _g(last.get("test_acc", result.data.get("test_acc")), ".4f")])
-    lines += _table(["run", "epochs", "final loss", "validation accuracy", "test accuracy"], rows) + [""]
-    lines += _sources(history) + [""]
-    lines += _figure(figures.get("learning_curves"), "Learning curves", out_dir)
-    lines += lr_scan(results.of("lr"))
-    return lines
+    if history:
+        rows = []
+        for result in history:
+            last = result.data["epochs"][-1]
+            rows.append([numbers.history_label(result.data), last["epoch"], _g(last.get("loss"), ".4f"),
+                         _g(last.get("val_acc"), ".4f"),
+                         _g(last.get("test_acc", result.data.get("test_acc")), ".4f")])
+        lines += _table(["run", "epochs", "final loss", "validation accuracy", "test accuracy"], rows) + [""]
+        lines += _sources(history) + [""]
+        lines += _figure(figures.get("learning_curves"), "Learning curves", out_dir)
+    else:
+        lines += _missing("history")
+    return lines + lr_scan(results.of("lr"))
 
 
 def lr_scan(found) -> list[str]:
