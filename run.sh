@@ -9,7 +9,8 @@
 #   ./run.sh roofline   the machine's copy bandwidth and vendor GEMM rate (the report's roofline)
 #   ./run.sh diff       float32 against the float64 reference as lr, epochs, H and batch vary
 #   ./run.sh curves     one default training run with --history (learning curves) and --profile
-#   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed)
+#   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed),
+#                       and the same scan on the course's raw 0-255 pixels
 #   ./run.sh all        all of the above; then `python -m nn_cuda.report` writes report/
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -77,6 +78,9 @@ bench_lr() {
     if "$PY" -c "import torch" 2>/dev/null; then torch=(--torch); fi
     "$PY" -m nn_cuda.bench lr --lr 0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.5,2.0 --seeds 0,1,2 \
         ${torch[@]+"${torch[@]}"} --json "$OUT/lr.json"
+    # The same scan on the course's raw 0-255 pixels, for which its lr = 0.001 was chosen.
+    "$PY" -m nn_cuda.bench lr --pixels raw --lr 0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1,0.2,0.3,0.5,1.0 \
+        --seeds 0,1,2 ${torch[@]+"${torch[@]}"} --json "$OUT/lr_raw.json"
 }
 
 case "${1:-all}" in

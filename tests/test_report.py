@@ -91,6 +91,10 @@ def write_inputs(folder: Path, gpu=False, skip=()):
                                  "torch": {"test_acc": 0.716}},
                                 {"lr": 2.0, "seed": 0, "test_acc": None, "diverged": True,
                                  "torch": {"test_acc": None}}]},
+        "lr_raw.json": {"benchmark": "lr", "machine": machine("python -m nn_cuda.bench lr --pixels raw"),
+                        "config": {"dataset": "mnist-sample", "hidden": 1000, "batch": 800, "epochs": 20,
+                                   "dtype": "float32", "pixels": "raw"},
+                        "results": [{"lr": 0.2, "seed": 0, "test_acc": 0.933, "steps": 100, "diverged": False}]},
         "adversarial.json": {"benchmark": "adversarial", "machine": machine("python -m nn_cuda.bench adversarial"),
                              "settings": {}, "plain": {"robustness": ROBUST_PLAIN},
                              "results": [{"ranks": 2, "k": 1, "serial_seconds": 4.0, "async_seconds": 2.5,
@@ -130,6 +134,8 @@ def test_every_figure_and_section_from_complete_inputs(tmp_path):
     assert "| 1 | 0.500 | 6,400 | 1.00 | 1.00 | 0.400 | 0.050 | 0.0320 | 0.0320 | 0.0000 |" in text
     assert "Test CPU @ 1GHz" in text and "python -m nn_cuda.bench scaling --ranks 1,2" in text
     assert "| 0.5 | 0.717 (0.716) |" in text and "| 2 | diverged (diverged) |" in text  # the lr scan
+    assert "float32, pixels in [0, 1]," in text and "| 0.2 | 0.933 |" in text  # and its raw-pixel twin
+    assert text.index("float32, pixels in [0, 1],") < text.index("float32, raw 0-255 pixels (the course's input)")
     assert "| - | 1.25x [1.12-1.50] |" in text  # per-round ratios: median [min-max]; no torch: -
 
 

@@ -3,7 +3,8 @@
 This is the scan behind the default learning rate (README, "The learning rate"). For each lr and
 init seed it trains `python -m nn_cuda.train` with the other flags at their defaults (or as given)
 and records the validation and test accuracy; a run whose loss becomes NaN or Inf is recorded as
-diverged.
+diverged. With --pixels raw the runs see the course's raw 0-255 pixels instead (the course's
+lr = 0.001 was chosen for them), which shows how much of the slow start is due to the scaling.
 
 With --torch (when PyTorch is installed; it is never a dependency) every run is repeated by a plain
 PyTorch loop written apart from nn_cuda: the same initial weights, the same batches in the same
@@ -54,6 +55,8 @@ def build_parser():
     p.add_argument("-b", "--batch", type=positive_int, default=800)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--shuffle", action="store_true")
+    p.add_argument("--pixels", choices=("unit", "raw"), default="unit",
+                   help="unit: pixels / 255 (the default run); raw: 0-255 as the course fed them")
     p.add_argument("--torch", action="store_true", help="repeat every run with a plain PyTorch loop")
     p.add_argument("--json", metavar="PATH", help="write the results here")
     return p
@@ -120,7 +123,8 @@ def main(argv=None) -> int:
         except Exception as error:  # an optional comparison: say why it cannot run, do not skip it silently
             raise SystemExit(f"nn_cuda.bench lr: error: --torch needs PyTorch ({error})") from None
     base = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, hidden=args.hidden, epochs=args.epochs,
-                       batch=args.batch, dtype=args.dtype, shuffle=args.shuffle)
+                       batch=args.batch, dtype=args.dtype, shuffle=args.shuffle,
+                       pixels=args.pixels)
     info = machine_info()
     # Loaded once, here: every run trains on these arrays, and a fallback to the bundled sample
     # is said once (the runs themselves are silent).
@@ -138,6 +142,7 @@ def main(argv=None) -> int:
     steps = max((r["steps"] for r in results if "steps" in r), default="?")
     print(f"test accuracy, {splits.dataset}, H={args.hidden} batch={args.batch} {args.epochs} epochs "
           f"({steps} steps) {args.dtype}" + (" --shuffle" if args.shuffle else ", file order")
+          + (", raw 0-255 pixels" if args.pixels == "raw" else "")
           + ("; (PyTorch loop)" if torch is not None else ""))
     print(f"machine: {machine_line(info)}")
     print(f"{'lr':>8s} " + " ".join(f"{'seed ' + str(s):>18s}" for s in args.seeds))

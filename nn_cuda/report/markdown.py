@@ -334,7 +334,9 @@ def lr_scan(found) -> list[str]:
         steps = max((r["steps"] for r in data["results"] if r.get("steps")), default="?")
         with_torch = any("torch" in r for r in data["results"])
         lines += [f"Test accuracy on `{config['dataset']}`, H = {config['hidden']}, batch {config['batch']}, "
-                  f"{config['epochs']} epochs ({steps} steps), {config['dtype']}, one run per learning rate "
+                  f"{config['epochs']} epochs ({steps} steps), {config['dtype']}, "
+                  + ("raw 0-255 pixels (the course's input)" if config.get("pixels") == "raw" else "pixels in [0, 1]")
+                  + ", one run per learning rate "
                   "and init seed" + ("; in brackets the same run by a plain PyTorch loop (same initial "
                                      "weights and batches)." if with_torch else "."), ""]
         rows = []
