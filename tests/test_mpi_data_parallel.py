@@ -294,15 +294,16 @@ def make_case(tmp_path, n, n_in, **cfg) -> dict:
     return {"cfg": cfg, "data": str(tmp_path / "data.npz"), "n_in": n_in, "out": str(tmp_path)}
 
 
-def serial_parameters(case) -> dict:
+def serial_run(case) -> tuple[dict, float]:
+    """The final parameters and the last loss of the case's steps in this process, serially."""
     cfg = TrainConfig(**case["cfg"])
     be = get_backend(cfg.backend)
     data = np.load(case["data"])
     params = model.Parameters(be, cfg.hidden, cfg.dtype, n_in=case["n_in"])
     params.load(model.init_parameters(cfg.hidden, cfg.seed, n_in=case["n_in"]))
     batches = SerialBatches(be, data["x"].astype(cfg.dtype), data["y"], cfg.batch, cfg.shuffle, cfg.seed)
-    train_loop(be, params, batches, cfg, Serial(), progress=False)
-    return params.to_host()
+    history = train_loop(be, params, batches, cfg, Serial(), progress=False)
+    return params.to_host(), history.epochs[-1]["loss"]
 
 
 def relative_error(a: dict, b: dict) -> float:
@@ -333,7 +334,7 @@ def test_ranks_end_with_the_serial_parameters(tmp_path, p, n, batch, dtype, opti
         for name in model.PARAMETER_NAMES:
             np.testing.assert_array_equal(ranks[r][name], ranks[0][name], err_msg=f"rank {r} {name}")
     tolerance = 1e-12 if dtype == "float64" else 1e-5
-    error = relative_error(ranks[0], serial_parameters(case))
+    error = relative_error(ranks[0], serial_run(case)[0])
     assert error <= tolerance, f"p={p}: relative error {error:.2e} > {tolerance:g}"
 
 
@@ -352,7 +353,7 @@ def test_numba_simulator_ranks_match_serial(tmp_path):
     for name in model.PARAMETER_NAMES:
         np.testing.assert_array_equal(ranks[1][name], ranks[0][name])
     serial_case = {**case, "cfg": {**case["cfg"], "backend": "numpy"}}
-    assert relative_error(ranks[0], serial_parameters(serial_case)) <= 1e-12
+    assert relative_error(ranks[0], serial_run(serial_case)[0]) <= 1e-12
 
 
 TRAIN_FLAGS = ["--dataset", "mnist-sample", "-n", "8", "-b", "64", "--max-steps", "6", "--dtype", "float64",

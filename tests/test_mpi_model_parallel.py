@@ -30,9 +30,8 @@ from nn_cuda.backends import get_backend
 from nn_cuda.config import TrainConfig, parse_args
 from nn_cuda.parallel import cost_model
 from nn_cuda.parallel.mpi import rank_range
-from nn_cuda.train import Serial, SerialBatches, train_loop
 from test_mpi_data_parallel import (  # the shared MPI helpers (not tests: nothing is collected twice)
-    TRAIN_FLAGS, make_case, mpiexec, pytestmark_mpi, relative_error,
+    TRAIN_FLAGS, make_case, mpiexec, pytestmark_mpi, relative_error, serial_run,
 )
 
 # ---- the cost model, on paper ------------------------------------------------------------------
@@ -167,18 +166,6 @@ WORKER = textwrap.dedent('''
             if strategy.rank == 0:
                 np.savez(f"{out}.full.npz", **full)
 ''')
-
-def serial_run(case) -> tuple[dict, float]:
-    """The final parameters and the last loss of the same steps in this process, serially."""
-    cfg = TrainConfig(**case["cfg"])
-    be = get_backend(cfg.backend)
-    data = np.load(case["data"])
-    params = model.Parameters(be, cfg.hidden, cfg.dtype, n_in=case["n_in"])
-    params.load(model.init_parameters(cfg.hidden, cfg.seed, n_in=case["n_in"]))
-    batches = SerialBatches(be, data["x"].astype(cfg.dtype), data["y"], cfg.batch, cfg.shuffle, cfg.seed)
-    history = train_loop(be, params, batches, cfg, Serial(), progress=False)
-    return params.to_host(), history.epochs[-1]["loss"]
-
 
 N, BATCH, N_IN = 15, 7, 20  # batches of 7, 7 and 1 rows: a short last batch
 
