@@ -83,11 +83,21 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each flag's default, except where there is none to show: an unset option (None)
+    or an off switch (False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
         description="Train the CME 213 two-layer network (784 -> H sigmoid -> 10 softmax) on MNIST.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     d = TrainConfig()
     course = p.add_argument_group("the course's flags")
@@ -110,10 +120,13 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
     more.add_argument("--dataset", choices=DATASETS, default=d.dataset,
                       help="mnist falls back to the bundled mnist-sample when absent and offline")
     more.add_argument("--data-dir", default=d.data_dir, help="folder holding the four IDX files")
-    more.add_argument("--backend", choices=BACKENDS, default=d.backend)
+    more.add_argument("--backend", choices=BACKENDS, default=d.backend,
+                      help="numpy: the CPU reference; cupy: the CUDA C kernels; numba: the Numba ones "
+                      "(numba-sim: in Numba's CPU simulator)")
     more.add_argument("--gemm", default=d.gemm, help="GEMM algorithm: naive|tiled|regblock|cublas "
                       "(GPU backends; default: the backend's fastest hand-written one)")
-    more.add_argument("--dtype", choices=("float32", "float64"), default=d.dtype)
+    more.add_argument("--dtype", choices=("float32", "float64"), default=d.dtype,
+                      help="floating-point type of the parameters, activations and data")
     more.add_argument("--seed", type=int, default=d.seed, help="seed of the weight init and --shuffle")
     more.add_argument("--shuffle", action="store_true", help="new sample order every epoch")
     more.add_argument("--pixels", choices=("unit", "raw"), default=d.pixels,

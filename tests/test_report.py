@@ -182,6 +182,7 @@ def test_broken_files_are_listed(tmp_path):
 def test_no_results_folder_is_one_clear_error(tmp_path, capsys):
     assert main(["--results", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 1
     assert "run ./run.sh all first" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # nothing written
 
 
 def test_provenance_names_machine_date_and_command(tmp_path):
@@ -201,3 +202,4 @@ def test_cost_model_prefers_the_benchmarks_own_figure():
     assert modelled_bytes(row, "model", 100, 4) == 10 * 800 * 4
     assert modelled_bytes({**row, "modelled_payload_bytes_per_step": 123.0}, "hybrid", 100, 4) == 123.0
     assert modelled_bytes(row, "hybrid", 100, 4) != modelled_bytes(row, "hybrid", 100, 4)  # NaN: unknown
+

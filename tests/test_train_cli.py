@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from nn_cuda.checkpoint import load_checkpoint
+from nn_cuda.config import DEFAULT_LR
 from nn_cuda.train import main
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "mnist-sample"
@@ -113,3 +114,15 @@ def test_profile_and_history_files(tmp_path):
     assert [e["epoch"] for e in h["epochs"]] == [1, 2]
     assert all(0 <= e["test_acc"] <= 1 and 0 <= e["val_acc"] <= 1 for e in h["epochs"])
     assert h["machine"]["command"].startswith("python -m nn_cuda.train")
+
+
+def test_help_shows_the_defaults_that_exist(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines: compare word by word
+    for shown in (f"(default: {DEFAULT_LR})", "(default: 800)", "(default: numpy)", "(default: float32)",
+                  "(default: unit)", "hidden units H (default 1000, or the H of --init)"):
+        assert shown in text, shown
+    # an unset option or an off switch has no default worth printing
+    assert "(default: None)" not in text and "(default: False)" not in text

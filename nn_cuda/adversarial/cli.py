@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from .. import model  # noqa: E402
 from ..backends import BACKENDS, get_backend  # noqa: E402
 from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from ..config import TrainConfig, build_parser, positive_float, positive_int  # noqa: E402
+from ..config import HelpFormatter, TrainConfig, build_parser, positive_float, positive_int  # noqa: E402
 from ..data import DATASETS, DataError  # noqa: E402
 from ..train import (Diverged, SerialBatches, TrainingError, initial_parameters, load_splits,  # noqa: E402
                      silent, train_loop)
@@ -54,20 +54,21 @@ def _eps(text: str) -> float:
 
 
 def eval_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{PROG} eval", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    p = argparse.ArgumentParser(prog=f"{PROG} eval", formatter_class=HelpFormatter,
                                 description="Clean, FGSM and PGD accuracy of a checkpoint, per eps.")
     p.add_argument("--checkpoint", required=True, metavar="M.npz", help="weights to attack")
     p.add_argument("--eps", type=_eps_list, default=[0.05, 0.1, 0.2], help="L-infinity radii, comma-separated")
     p.add_argument("--steps", type=positive_int, default=20, help="PGD steps k")
-    p.add_argument("--alpha", type=positive_float, default=None, help="PGD step; None: 2.5 eps / k")
+    p.add_argument("--alpha", type=positive_float, default=None, help="PGD step (default 2.5 eps / k)")
     p.add_argument("--random-start", action="store_true", help="start PGD at a uniform point of the ball")
-    p.add_argument("--dataset", choices=DATASETS, default="mnist")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--dataset", choices=DATASETS, default="mnist", help="the images' dataset")
+    p.add_argument("--data-dir", default=None, help="folder holding the four IDX files")
     p.add_argument("--split", choices=("test", "val"), default="test", help="the images attacked")
     p.add_argument("--limit", type=positive_int, default=None, help="attack only the first N images")
-    p.add_argument("--backend", choices=BACKENDS, default="numpy")
-    p.add_argument("--gemm", default=None)
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--backend", choices=BACKENDS, default="numpy", help="as for nn_cuda.train")
+    p.add_argument("--gemm", default=None, help="as for nn_cuda.train")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                   help="floating-point type of the attack")
     p.add_argument("--batch", type=positive_int, default=500, help="images attacked at once")
     p.add_argument("--seed", type=int, default=0, help="seed of --random-start")
     p.add_argument("--json", metavar="PATH", help="also write the table as JSON")
@@ -114,7 +115,7 @@ def train_parser() -> argparse.ArgumentParser:
     a = p.add_argument_group("adversarial training")
     a.add_argument("--attack", choices=("pgd", "fgsm"), default="pgd")
     a.add_argument("--eps", type=_eps, default=0.1, help="L-infinity radius of the attack")
-    a.add_argument("--alpha", type=positive_float, default=None, help="PGD step; None: 2.5 eps / k")
+    a.add_argument("--alpha", type=positive_float, default=None, help="PGD step (default 2.5 eps / k)")
     a.add_argument("--steps", type=positive_int, default=3, help="PGD steps k")
     a.add_argument("--random-start", action="store_true", help="start PGD at a uniform point of the ball")
     a.add_argument("--async", dest="async_", action="store_true",
@@ -122,9 +123,9 @@ def train_parser() -> argparse.ArgumentParser:
     a.add_argument("--check-interval", type=positive_int, default=1,
                    help="--async: PGD steps between a generator's checks for new weights")
     a.add_argument("--max-staleness", type=positive_int, default=None,
-                   help="--async: bound on a batch's staleness, >= P - 1; None: 2 (P - 1)")
+                   help="--async: bound on a batch's staleness, >= P - 1 (default 2 (P - 1))")
     a.add_argument("--eval-eps", type=_eps_list, default=None,
-                   help="radii of the final robustness check on the test set; None: --eps")
+                   help="radii of the final robustness check on the test set (default: --eps)")
     a.add_argument("--eval-steps", type=positive_int, default=20, help="PGD steps of the final check")
     a.add_argument("--eval-limit", type=positive_int, default=1000,
                    help="test images in the final robustness check")

@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..config import HelpFormatter
 from .common import find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -30,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m nn_cuda.bench adversarial",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                formatter_class=HelpFormatter,
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", default="2,3,4", help="values of P (k = P - 1 PGD steps)")
     p.add_argument("--dataset", default="mnist-sample")
