@@ -360,12 +360,21 @@ TRAIN_FLAGS = ["--dataset", "mnist-sample", "-n", "8", "-b", "64", "--max-steps"
                "--quiet"]
 
 
-@pytestmark_mpi
-@pytest.mark.mpi
-def test_mpirun_train_prints_once_and_saves_the_serial_result(tmp_path):
+def assert_serial_train_saves_the_same(mpi_checkpoint, serial_checkpoint):
+    """`python -m nn_cuda.train` in this process with TRAIN_FLAGS --shuffle saves the parameters
+    of the MPI run (float64: 1e-12 relative, only the summation order differs)."""
     from nn_cuda.checkpoint import load_checkpoint
     from nn_cuda.train import main
 
+    assert main([*TRAIN_FLAGS, "--shuffle", "--save", str(serial_checkpoint)]) == 0
+    mpi, _ = load_checkpoint(mpi_checkpoint)
+    serial, _ = load_checkpoint(serial_checkpoint)
+    assert relative_error(mpi, serial) <= 1e-12
+
+
+@pytestmark_mpi
+@pytest.mark.mpi
+def test_mpirun_train_prints_once_and_saves_the_serial_result(tmp_path):
     result, _ = mpiexec(["-n", 3, sys.executable, "-m", "nn_cuda.train", *TRAIN_FLAGS, "--shuffle",
                          "--save", tmp_path / "mpi.npz"])
     assert result.returncode == 0, result.stderr
@@ -373,10 +382,7 @@ def test_mpirun_train_prints_once_and_saves_the_serial_result(tmp_path):
     assert result.stdout.count("data parallel over 3 MPI ranks") == 1
     assert result.stdout.count("saved parameters to") == 1
     assert [p.name for p in tmp_path.iterdir()] == ["mpi.npz"]  # no other rank wrote anything
-    assert main([*TRAIN_FLAGS, "--shuffle", "--save", str(tmp_path / "serial.npz")]) == 0
-    mpi, _ = load_checkpoint(tmp_path / "mpi.npz")
-    serial, _ = load_checkpoint(tmp_path / "serial.npz")
-    assert relative_error(mpi, serial) <= 1e-12
+    assert_serial_train_saves_the_same(tmp_path / "mpi.npz", tmp_path / "serial.npz")
 
 
 @pytestmark_mpi

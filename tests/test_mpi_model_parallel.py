@@ -31,7 +31,8 @@ from nn_cuda.config import TrainConfig, parse_args
 from nn_cuda.parallel import cost_model
 from nn_cuda.parallel.mpi import rank_range
 from test_mpi_data_parallel import (  # the shared MPI helpers (not tests: nothing is collected twice)
-    TRAIN_FLAGS, make_case, mpiexec, pytestmark_mpi, relative_error, serial_run,
+    TRAIN_FLAGS, assert_serial_train_saves_the_same, make_case, mpiexec, pytestmark_mpi, relative_error,
+    serial_run,
 )
 
 # ---- the cost model, on paper ------------------------------------------------------------------
@@ -238,19 +239,13 @@ def test_numba_simulator_ranks_match_serial(tmp_path):
 @pytest.mark.mpi
 def test_mpirun_train_parallel_model_saves_the_serial_result(tmp_path):
     """The command of the issue, on the sample data: H = 8 over 3 ranks (blocks 3, 3, 2), with -s."""
-    from nn_cuda.checkpoint import load_checkpoint
-    from nn_cuda.train import main
-
     result, _ = mpiexec(["-n", 3, sys.executable, "-m", "nn_cuda.train", *TRAIN_FLAGS, "--parallel", "model",
                          "--shuffle", "-s", "--save", tmp_path / "mpi.npz"])
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("test accuracy") == 1, result.stdout  # printed by rank 0 only
     assert result.stdout.count("model parallel over 3 MPI ranks") == 1
     assert "FAIL" not in result.stdout and result.stdout.count("PASS") == 4, result.stdout
-    assert main([*TRAIN_FLAGS, "--shuffle", "--save", str(tmp_path / "serial.npz")]) == 0
-    mpi, _ = load_checkpoint(tmp_path / "mpi.npz")
-    serial, _ = load_checkpoint(tmp_path / "serial.npz")
-    assert relative_error(mpi, serial) <= 1e-12
+    assert_serial_train_saves_the_same(tmp_path / "mpi.npz", tmp_path / "serial.npz")
 
 
 @pytestmark_mpi
