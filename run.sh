@@ -11,7 +11,7 @@
 #   ./run.sh curves     one default training run with --history (learning curves) and --profile
 #   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed),
 #                       and the same scan on the course's raw 0-255 pixels
-#   ./run.sh all        all of the above; then `python -m nn_cuda.report` writes report/
+#   ./run.sh all        all of the above (afterwards `python -m nn_cuda.report` writes report/ from them)
 set -euo pipefail
 cd "$(dirname "$0")"
 OUT=${NN_CUDA_BENCH_DIR:-bench_results}

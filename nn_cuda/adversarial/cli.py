@@ -22,7 +22,8 @@ import numpy as np  # noqa: E402
 from .. import model  # noqa: E402
 from ..backends import BACKENDS, get_backend  # noqa: E402
 from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from ..config import HelpFormatter, TrainConfig, build_parser, positive_float, positive_int  # noqa: E402
+from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated, pixel_radius,  # noqa: E402
+                      positive_float, positive_int)
 from ..data import DATASETS, DataError  # noqa: E402
 from ..train import (Diverged, SerialBatches, TrainingError, initial_parameters, load_splits,  # noqa: E402
                      silent, train_loop)
@@ -33,23 +34,6 @@ PROG = "python -m nn_cuda.adversarial"
 USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError)
 
 
-def _eps_list(text: str) -> list[float]:
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values or any(not (0 <= v <= 1) for v in values):
-        raise argparse.ArgumentTypeError(f"every eps must be in [0, 1] (pixels are in [0, 1]), got {text!r}")
-    return values
-
-
-def _eps(text: str) -> float:
-    values = _eps_list(text)
-    if len(values) != 1:
-        raise argparse.ArgumentTypeError(f"expected one eps, got {text!r}")
-    return values[0]
-
-
 # ---- eval -----------------------------------------------------------------------------------
 
 
@@ -57,7 +41,8 @@ def eval_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"{PROG} eval", formatter_class=HelpFormatter,
                                 description="Clean, FGSM and PGD accuracy of a checkpoint, per eps.")
     p.add_argument("--checkpoint", required=True, metavar="M.npz", help="weights to attack")
-    p.add_argument("--eps", type=_eps_list, default=[0.05, 0.1, 0.2], help="L-infinity radii, comma-separated")
+    p.add_argument("--eps", type=comma_separated(pixel_radius), default=[0.05, 0.1, 0.2],
+                   help="L-infinity radii, comma-separated")
     p.add_argument("--steps", type=positive_int, default=20, help="PGD steps k")
     p.add_argument("--alpha", type=positive_float, default=None, help="PGD step (default 2.5 eps / k)")
     p.add_argument("--random-start", action="store_true", help="start PGD at a uniform point of the ball")
@@ -114,7 +99,7 @@ def train_parser() -> argparse.ArgumentParser:
                      "under mpirun with --async, with ranks 1..P-1 generating adversaries for rank 0.")
     a = p.add_argument_group("adversarial training")
     a.add_argument("--attack", choices=("pgd", "fgsm"), default="pgd")
-    a.add_argument("--eps", type=_eps, default=0.1, help="L-infinity radius of the attack")
+    a.add_argument("--eps", type=pixel_radius, default=0.1, help="L-infinity radius of the attack")
     a.add_argument("--alpha", type=positive_float, default=None, help="PGD step (default 2.5 eps / k)")
     a.add_argument("--steps", type=positive_int, default=3, help="PGD steps k")
     a.add_argument("--random-start", action="store_true", help="start PGD at a uniform point of the ball")
@@ -124,7 +109,7 @@ def train_parser() -> argparse.ArgumentParser:
                    help="--async: PGD steps between a generator's checks for new weights")
     a.add_argument("--max-staleness", type=positive_int, default=None,
                    help="--async: bound on a batch's staleness, >= P - 1 (default 2 (P - 1))")
-    a.add_argument("--eval-eps", type=_eps_list, default=None,
+    a.add_argument("--eval-eps", type=comma_separated(pixel_radius), default=None,
                    help="radii of the final robustness check on the test set (default: --eps)")
     a.add_argument("--eval-steps", type=positive_int, default=20, help="PGD steps of the final check")
     a.add_argument("--eval-limit", type=positive_int, default=1000,

@@ -23,7 +23,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..config import HelpFormatter
+from ..backends import BACKENDS
+from ..config import (HelpFormatter, comma_separated, int_at_least, pixel_radius, positive_float,
+                      positive_int)
+from ..data import DATASETS
 from .common import find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -33,20 +36,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m nn_cuda.bench adversarial",
                                 formatter_class=HelpFormatter,
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--ranks", default="2,3,4", help="values of P (k = P - 1 PGD steps)")
-    p.add_argument("--dataset", default="mnist-sample")
-    p.add_argument("--hidden", type=int, default=512)
-    p.add_argument("--batch", type=int, default=100)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--lr", type=float, default=0.5)
-    p.add_argument("--eps", type=float, default=0.1, help="training radius")
-    p.add_argument("--eval-eps", default="0.05,0.1,0.2", help="radii of the robustness table")
-    p.add_argument("--eval-steps", type=int, default=20)
-    p.add_argument("--eval-limit", type=int, default=1000)
-    p.add_argument("--backend", default="numpy")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--threads", type=int, default=1, help="BLAS threads per process")
-    p.add_argument("--repeats", type=int, default=3,
+    p.add_argument("--ranks", type=comma_separated(int_at_least(2)), default=[2, 3, 4],
+                   help="values of P, comma-separated (k = P - 1 PGD steps; one updater and at least one "
+                   "generator, so P >= 2)")
+    p.add_argument("--dataset", choices=DATASETS, default="mnist-sample")
+    p.add_argument("--hidden", type=positive_int, default=512)
+    p.add_argument("--batch", type=positive_int, default=100)
+    p.add_argument("--epochs", type=positive_int, default=3)
+    p.add_argument("--lr", type=positive_float, default=0.5)
+    p.add_argument("--eps", type=pixel_radius, default=0.1, help="training radius")
+    p.add_argument("--eval-eps", type=comma_separated(pixel_radius), default=[0.05, 0.1, 0.2],
+                   help="radii of the robustness table, comma-separated")
+    p.add_argument("--eval-steps", type=positive_int, default=20)
+    p.add_argument("--eval-limit", type=positive_int, default=1000)
+    p.add_argument("--backend", choices=BACKENDS, default="numpy")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--threads", type=positive_int, default=1, help="BLAS threads per process")
+    p.add_argument("--repeats", type=positive_int, default=3,
                    help="runs of each configuration; the fastest training time is reported (the least "
                    "disturbed by other work on the machine), the accuracies are those of the first run")
     p.add_argument("--json", default="bench_results/adversarial.json", help="where the results go")
@@ -60,6 +66,10 @@ def run(command: list[str], env: dict) -> None:
                          f"(status {job.returncode}):\n{job.stdout[-2000:]}{job.stderr[-2000:]}")
 
 
+def _joined(values) -> str:
+    return ",".join(map(str, values))
+
+
 def common_flags(args) -> list[str]:
     return ["--dataset", args.dataset, "--hidden", str(args.hidden), "--batch", str(args.batch),
             "--epochs", str(args.epochs), "--lr", str(args.lr), "--backend", args.backend,
@@ -67,7 +77,7 @@ def common_flags(args) -> list[str]:
 
 
 def adversarial_flags(args, k: int, folder: Path, name: str) -> list[str]:
-    return ["--attack", "pgd", "--eps", str(args.eps), "--steps", str(k), "--eval-eps", args.eval_eps,
+    return ["--attack", "pgd", "--eps", str(args.eps), "--steps", str(k), "--eval-eps", _joined(args.eval_eps),
             "--eval-steps", str(args.eval_steps), "--eval-limit", str(args.eval_limit),
             "--json", str(folder / f"{name}.json")]
 
@@ -77,7 +87,7 @@ def plain_baseline(args, folder: Path, env: dict) -> dict:
     run([sys.executable, "-m", "nn_cuda.train", *common_flags(args), "--save", str(checkpoint)], env)
     out = folder / "plain_eval.json"
     run([sys.executable, "-m", "nn_cuda.adversarial", "eval", "--checkpoint", str(checkpoint),
-         "--dataset", args.dataset, "--eps", args.eval_eps, "--steps", str(args.eval_steps),
+         "--dataset", args.dataset, "--eps", _joined(args.eval_eps), "--steps", str(args.eval_steps),
          "--limit", str(args.eval_limit), "--backend", args.backend, "--dtype", args.dtype,
          "--json", str(out)], env)
     return {"robustness": json.loads(out.read_text())}
@@ -85,10 +95,6 @@ def plain_baseline(args, folder: Path, env: dict) -> dict:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    ranks = [int(p) for p in args.ranks.split(",")]
-    if any(p < 2 for p in ranks):
-        raise SystemExit("nn_cuda.bench adversarial: error: every P in --ranks must be >= 2 "
-                         "(one updater and at least one generator)")
     env = mpi_child_environment(args.threads)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     mpiexec = find_mpiexec("adversarial")
@@ -98,7 +104,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         plain = plain_baseline(args, folder, env)
-        for p in ranks:
+        for p in args.ranks:
             k = p - 1
             serial_runs, async_runs = [], []
             for r in range(args.repeats):

@@ -30,7 +30,7 @@ import sys
 
 from .. import compare
 from ..backends import BACKENDS
-from ..config import TrainConfig
+from ..config import TrainConfig, comma_separated, non_negative_int, positive_float, positive_int
 from ..data import DATASETS
 from .common import machine_info, machine_line, write_json
 
@@ -44,12 +44,12 @@ SWEEPS = {
 MODES = (1, 2, 3)
 
 
-def _int_list(text: str) -> list[int]:
-    return [int(v) for v in text.split(",") if v.strip()]
-
-
-def _float_list(text: str) -> list[float]:
-    return [float(v) for v in text.split(",") if v.strip()]
+def _training_mode(text: str) -> int:
+    mode = int(text)
+    if mode not in MODES:
+        raise argparse.ArgumentTypeError(f"the grading modes that train are {', '.join(map(str, MODES))} "
+                                         f"(mode 4 tests the GEMM alone), got {text}")
+    return mode
 
 
 def build_parser():
@@ -60,17 +60,19 @@ def build_parser():
     p.add_argument("--gemm", default=None, help="its GEMM algorithm (default: the backend's)")
     p.add_argument("--dataset", choices=DATASETS, default="mnist-sample")
     p.add_argument("--data-dir", default=None)
-    p.add_argument("--lr", type=_float_list, default=SWEEPS["lr"], help="learning rates (comma-separated)")
-    p.add_argument("--epochs", type=_int_list, default=SWEEPS["epochs"], help="epochs (one run, the longest)")
-    p.add_argument("--hidden", type=_int_list, default=SWEEPS["hidden"], help="hidden sizes H")
-    p.add_argument("--batch", type=_int_list, default=SWEEPS["batch"], help="mini-batch sizes")
+    p.add_argument("--lr", type=comma_separated(positive_float), default=SWEEPS["lr"],
+                   help="learning rates (comma-separated)")
+    p.add_argument("--epochs", type=comma_separated(positive_int), default=SWEEPS["epochs"],
+                   help="epochs (one run, the longest)")
+    p.add_argument("--hidden", type=comma_separated(positive_int), default=SWEEPS["hidden"], help="hidden sizes H")
+    p.add_argument("--batch", type=comma_separated(positive_int), default=SWEEPS["batch"], help="mini-batch sizes")
     p.add_argument("--base", default=",".join(f"{k}={v}" for k, v in BASE.items()),
                    help="the run the sweeps vary, as lr=..,epochs=..,hidden=..,batch=..")
-    p.add_argument("--modes", type=_int_list, default=list(MODES),
+    p.add_argument("--modes", type=comma_separated(_training_mode, allow_empty=True), default=list(MODES),
                    help="course grading modes to measure at their float32 settings ('' for none)")
-    p.add_argument("--mode-epochs", type=int, default=None,
+    p.add_argument("--mode-epochs", type=positive_int, default=None,
                    help="cap on the epochs of the grading modes (default: the course's)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--json", metavar="PATH", help="write the results here")
     return p
 
@@ -83,7 +85,11 @@ def parse_base(text: str) -> dict:
         if key not in BASE or not value:
             raise argparse.ArgumentTypeError(
                 f"--base {text!r}: expected lr=..,epochs=..,hidden=..,batch=.. (unknown {key!r})")
-        base[key] = float(value) if key == "lr" else int(value)
+        try:
+            base[key] = (positive_float if key == "lr" else positive_int)(value)
+        except (ValueError, argparse.ArgumentTypeError) as error:
+            detail = error if isinstance(error, argparse.ArgumentTypeError) else "not a number"
+            raise argparse.ArgumentTypeError(f"--base {text!r}: {key} {detail}") from None
     return base
 
 
@@ -204,7 +210,7 @@ def main(argv=None) -> int:
               f"{compare.THRESHOLDS['float32']:g}")
         for mode in args.modes:
             cfg = course_config(mode, comparison.base_cfg.replace(dtype="float32"))
-            if args.mode_epochs:
+            if args.mode_epochs is not None:
                 cfg = cfg.replace(epochs=min(cfg.epochs, args.mode_epochs))
             point = comparison.run(cfg)[-1]
             lr64, epochs64 = COURSE_MODES[mode]["float64"]

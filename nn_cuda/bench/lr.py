@@ -22,32 +22,20 @@ import sys
 from tqdm import tqdm
 
 from .. import model
-from ..config import DEFAULT_LR, TrainConfig, positive_int
+from ..config import DEFAULT_LR, TrainConfig, comma_separated, non_negative_int, positive_float, positive_int
 from ..data import DATASETS, epoch_order
 from ..train import Diverged, load_splits, run, silent
 from .common import machine_info, machine_line, write_json
 
 
-def _float_list(text: str) -> list[float]:
-    values = [float(v) for v in text.split(",") if v.strip()]
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"need positive comma-separated numbers, got {text!r}")
-    return values
-
-
-def _seed_list(text: str) -> list[int]:
-    values = [int(v) for v in text.split(",") if v.strip()]
-    if not values or min(values) < 0:
-        raise argparse.ArgumentTypeError(f"need non-negative comma-separated integers, got {text!r}")
-    return values
-
-
 def build_parser():
     p = argparse.ArgumentParser(prog="python -m nn_cuda.bench lr", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lr", type=_float_list, default=[0.3, 0.4, DEFAULT_LR, 0.6, 0.7, 0.8, 0.9, 1.0],
+    p.add_argument("--lr", type=comma_separated(positive_float),
+                   default=[0.3, 0.4, DEFAULT_LR, 0.6, 0.7, 0.8, 0.9, 1.0],
                    help="comma-separated learning rates (default 0.3,0.4,...,1.0)")
-    p.add_argument("--seeds", type=_seed_list, default=[0, 1, 2], help="comma-separated init seeds")
+    p.add_argument("--seeds", type=comma_separated(non_negative_int), default=[0, 1, 2],
+                   help="comma-separated init seeds")
     p.add_argument("--dataset", choices=DATASETS, default="mnist-sample")
     p.add_argument("--data-dir", metavar="DIR", help="folder with the four IDX files")
     p.add_argument("-n", "--hidden", type=positive_int, default=1000)

@@ -21,9 +21,11 @@ import time
 
 import numpy as np
 
+from ..config import int_at_least, positive_int
 from .common import machine_info, machine_line, write_json
 
 COURSE_SIZES = [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)]
+SMALLEST_SQUARE = 512  # the squares measured are 512, 1024, ... up to --max-size
 
 
 def arithmetic_intensity(M, N, K, itemsize, beta_nonzero=True) -> float:
@@ -82,10 +84,10 @@ def build_parser():
     p = argparse.ArgumentParser(prog="python -m nn_cuda.bench roofline", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--copy-mib", type=int, default=256, help="size of the copied array (MiB)")
-    p.add_argument("--max-size", type=int, default=None,
-                   help="largest square GEMM (default 8192 on a GPU, 2048 on the CPU)")
-    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--copy-mib", type=positive_int, default=256, help="size of the copied array (MiB)")
+    p.add_argument("--max-size", type=int_at_least(SMALLEST_SQUARE), default=None,
+                   help=f"largest square GEMM, >= {SMALLEST_SQUARE} (default 8192 on a GPU, 2048 on the CPU)")
+    p.add_argument("--repeat", type=positive_int, default=10, help="calls timed; the fastest counts")
     p.add_argument("--json", metavar="PATH", help="write the results here")
     return p
 
@@ -112,7 +114,7 @@ def main(argv=None) -> int:
 
     largest = args.max_size or (8192 if isinstance(device, _Cupy) else 2048)
     squares = []
-    size = 512
+    size = SMALLEST_SQUARE
     while size <= largest:
         squares.append({"M": size, "N": size, "K": size, "gflops": gemm_rate(size, size, size),
                         "intensity": arithmetic_intensity(size, size, size, dtype.itemsize)})

@@ -35,34 +35,37 @@ import time
 
 import numpy as np
 
+from ..config import comma_separated, non_negative_int, one_of, positive_int
 from .common import find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
 
 MNIST_TRAIN_ROWS = 54_000
+STRATEGIES = ("data", "model", "hybrid")
 
 
 def build_parser():
     p = argparse.ArgumentParser(prog="python -m nn_cuda.bench scaling", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ranks", default="1,2,3,4", help="comma-separated numbers of MPI ranks")
-    p.add_argument("--parallel", default="data",
-                   help="comma-separated strategies: data, model, hybrid (e.g. data,model)")
-    p.add_argument("--model-ranks", type=int, default=2,
+    p.add_argument("--ranks", type=comma_separated(positive_int), default=[1, 2, 3, 4],
+                   help="comma-separated numbers of MPI ranks (default 1,2,3,4)")
+    p.add_argument("--parallel", type=comma_separated(one_of(*STRATEGIES)), default=["data"],
+                   help="comma-separated strategies: data, model, hybrid (e.g. data,model; default data)")
+    p.add_argument("--model-ranks", type=positive_int, default=2,
                    help="--parallel hybrid: model ranks per data group (p it does not divide are skipped)")
     p.add_argument("--backend", default="numpy", help="numpy, cupy or numba")
     p.add_argument("--gemm", default=None, help="GEMM algorithm (default: the backend's)")
     p.add_argument("--comm", default="host", choices=("host", "cuda-aware", "nccl"))
     p.add_argument("--overlap", default="off", choices=("off", "on", "both"),
                    help="the layer-2 allreduce overlapped with layer 1: off, on, or both (two runs per p)")
-    p.add_argument("--hidden", type=int, default=1000)
-    p.add_argument("--batch", type=int, default=800)
+    p.add_argument("--hidden", type=positive_int, default=1000)
+    p.add_argument("--batch", type=positive_int, default=800)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--samples", type=int, default=MNIST_TRAIN_ROWS, help="rows per epoch (MNIST: 54000)")
-    p.add_argument("--epochs", type=int, default=1, help="measured epochs per job (the best is kept)")
-    p.add_argument("--rounds", type=int, default=1,
+    p.add_argument("--samples", type=positive_int, default=MNIST_TRAIN_ROWS, help="rows per epoch (MNIST: 54000)")
+    p.add_argument("--epochs", type=positive_int, default=1, help="measured epochs per job (the best is kept)")
+    p.add_argument("--rounds", type=positive_int, default=1,
                    help="repeat the whole sweep, interleaved, and keep each configuration's best job "
                    "(for machines whose speed drifts)")
-    p.add_argument("--warmup-steps", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1, help="BLAS threads per rank")
+    p.add_argument("--warmup-steps", type=non_negative_int, default=3)
+    p.add_argument("--threads", type=positive_int, default=1, help="BLAS threads per rank")
     p.add_argument("--json", metavar="PATH", help="write the results here")
     p.add_argument("--worker", metavar="RESULT.json", help=argparse.SUPPRESS)  # one mpiexec job
     return p
@@ -98,10 +101,7 @@ def configurations(args, ranks: list[int], overlaps: list[bool]) -> list[tuple[s
     """(strategy, overlap, p) of every job of one round; hybrid skips the p --model-ranks does not
     divide, and --overlap applies to data parallelism only."""
     jobs = []
-    for strategy in args.parallel.split(","):
-        if strategy not in ("data", "model", "hybrid"):
-            raise SystemExit(f"nn_cuda.bench scaling: error: unknown strategy {strategy!r} in --parallel; "
-                             "choose among data, model, hybrid")
+    for strategy in args.parallel:
         for overlap in overlaps if strategy == "data" else [False]:
             jobs += [(strategy, overlap, p) for p in ranks
                      if strategy != "hybrid" or p % args.model_ranks == 0]
@@ -112,12 +112,12 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
         return worker(args)
-    ranks = [int(r) for r in args.ranks.split(",")]
+    ranks = args.ranks
     overlaps = {"off": [False], "on": [True], "both": [False, True]}[args.overlap]
     info = machine_info()
     given = sys.argv[1:] if argv is None else list(argv)
     info["command"] = " ".join(["python", "-m", "nn_cuda.bench", "scaling", *given])
-    print(f"parallel scaling ({args.parallel}): H={args.hidden} batch={args.batch} {args.dtype} "
+    print(f"parallel scaling ({','.join(args.parallel)}): H={args.hidden} batch={args.batch} {args.dtype} "
           f"backend={args.backend} --comm {args.comm}, {args.samples} samples per epoch, "
           f"{args.threads} BLAS thread(s) per rank")
     print(f"machine: {machine_line(info)}")
@@ -205,13 +205,14 @@ def worker(args) -> int:
     from ..parallel.model_parallel import ModelParallel
     from ..parallel.mpi import Communicator
 
+    (parallel,) = args.parallel  # one strategy per job (worker_flags)
     with abort_on_error("nn_cuda.bench scaling"):
         comm = Communicator.world()
-        if args.parallel == "data":
+        if parallel == "data":
             strategy = DataParallel(comm, args.backend, args.batch, args.comm, args.overlap == "on")
         else:
-            model_ranks = args.model_ranks if args.parallel == "hybrid" else None
-            strategy = ModelParallel(comm, args.backend, args.batch, model_ranks, args.comm, args.parallel)
+            model_ranks = args.model_ranks if parallel == "hybrid" else None
+            strategy = ModelParallel(comm, args.backend, args.batch, model_ranks, args.comm, parallel)
         be = get_backend(args.backend, args.gemm)
         dtype = np.dtype(args.dtype)
         cfg = TrainConfig(hidden=args.hidden, batch=args.batch, dtype=args.dtype)
@@ -237,10 +238,10 @@ def worker(args) -> int:
         per_rank = comm.allgather(best)
         if comm.rank == 0:
             p, steps = comm.size, best["steps"]
-            modelled = cost_model.epoch_cost(args.parallel, args.hidden, args.samples, args.batch, p, dtype,
-                                             args.model_ranks if args.parallel == "hybrid" else None)
+            modelled = cost_model.epoch_cost(parallel, args.hidden, args.samples, args.batch, p, dtype,
+                                             args.model_ranks if parallel == "hybrid" else None)
             result = {
-                "parallel": args.parallel, "ranks": p, "overlap": args.overlap == "on", "backend": be.name,
+                "parallel": parallel, "ranks": p, "overlap": args.overlap == "on", "backend": be.name,
                 "comm": args.comm,
                 "steps_per_epoch": steps, "samples_per_epoch": args.samples,
                 "seconds_per_epoch": max(r["seconds"] for r in per_rank),

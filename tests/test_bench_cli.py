@@ -1,0 +1,219 @@
+"""The benchmarks' command lines: `python -m nn_cuda.bench NAME`, the flags ./run.sh passes, and the
+two benchmarks with no test of their own elsewhere (roofline, adversarial) on tiny settings.
+
+A wrong value ends with argparse's one error line naming the flag (exit status 2) before any work is
+done: a benchmark that ran with --ranks 0 or --repeat 0 used to print a table of NaN or a traceback.
+"""
+
+import argparse
+import importlib
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nn_cuda.bench import roofline
+from nn_cuda.bench.__main__ import BENCHMARKS, main as bench_main
+from nn_cuda.config import build_parser as train_parser
+from nn_cuda.config import comma_separated, int_at_least, one_of, pixel_radius, positive_int
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# ---- flag types -------------------------------------------------------------------------------
+
+
+def test_comma_separated_converts_every_item_and_names_the_one_at_fault():
+    parse = comma_separated(positive_int)
+    assert parse("1, 2,3,") == [1, 2, 3]
+    with pytest.raises(argparse.ArgumentTypeError, match=r"'0' in '1,0': must be a positive integer"):
+        parse("1,0")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"'x' in '1,x' is not a number"):
+        parse("1,x")
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a comma-separated list"):
+        parse("")
+    assert comma_separated(positive_int, allow_empty=True)("") == []
+
+
+def test_the_item_types_reject_what_they_must():
+    assert int_at_least(2)("2") == 2
+    with pytest.raises(argparse.ArgumentTypeError, match=">= 2, got 1"):
+        int_at_least(2)("1")
+    assert pixel_radius("0") == 0 and pixel_radius("1") == 1
+    for text in ("-0.1", "1.5", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"in \[0, 1\]"):
+            pixel_radius(text)
+    assert one_of("data", "model")("model") == "model"
+    with pytest.raises(argparse.ArgumentTypeError, match="choose among data, model, got hybrid"):
+        one_of("data", "model")("hybrid")
+
+
+# ---- python -m nn_cuda.bench ------------------------------------------------------------------
+
+
+def test_the_dispatcher_lists_the_benchmarks_and_rejects_an_unknown_one(capsys):
+    assert bench_main([]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"  {name} " in listed for name in BENCHMARKS)
+    assert bench_main(["bogus"]) == 2
+    assert "unknown benchmark 'bogus'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_every_listed_benchmark_has_a_parser_and_a_main(name):
+    module = importlib.import_module(BENCHMARKS[name][0])
+    assert callable(module.main)
+    assert module.build_parser().prog == f"python -m nn_cuda.bench {name}"
+
+
+BAD_FLAGS = [
+    ("scaling", ["--ranks", "0"], "--ranks"),
+    ("scaling", ["--ranks", "1,x"], "--ranks"),
+    ("scaling", ["--parallel", "data,bogus"], "--parallel"),
+    ("scaling", ["--hidden", "0"], "--hidden"),
+    ("scaling", ["--epochs", "0"], "--epochs"),
+    ("scaling", ["--warmup-steps", "-1"], "--warmup-steps"),
+    ("roofline", ["--repeat", "0"], "--repeat"),
+    ("roofline", ["--copy-mib", "0"], "--copy-mib"),
+    ("roofline", ["--max-size", "100"], "--max-size"),
+    ("adversarial", ["--ranks", "2,1"], "--ranks"),
+    ("adversarial", ["--eval-eps", "0.1,2"], "--eval-eps"),
+    ("adversarial", ["--repeats", "0"], "--repeats"),
+    ("adversarial", ["--backend", "bogus"], "--backend"),
+    ("diff", ["--modes", "4"], "--modes"),
+    ("diff", ["--mode-epochs", "0"], "--mode-epochs"),
+    ("diff", ["--base", "lr=x"], "--base"),
+    ("diff", ["--base", "hidden=0"], "--base"),
+    ("diff", ["--hidden", "10,0"], "--hidden"),
+    ("lr", ["--lr", "0.1,-1"], "--lr"),
+    ("lr", ["--seeds", "a"], "--seeds"),
+    ("train", ["--rounds", "0"], "--rounds"),
+]
+
+
+@pytest.mark.parametrize("name, flags, flag", BAD_FLAGS, ids=[" ".join([n, *f]) for n, f, _ in BAD_FLAGS])
+def test_a_wrong_value_ends_with_one_error_line_naming_the_flag(name, flags, flag, capsys):
+    with pytest.raises(SystemExit) as stop:
+        bench_main([name, *flags])
+    assert stop.value.code == 2
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last_line.startswith(f"python -m nn_cuda.bench {name}: error: ")
+    assert flag in last_line
+
+
+def test_lists_reach_the_benchmarks_as_lists():
+    from nn_cuda.bench import adversarial, diff, scaling
+
+    args = scaling.build_parser().parse_args(["--ranks", "1,2", "--parallel", "data,model"])
+    assert args.ranks == [1, 2] and args.parallel == ["data", "model"]
+    args = adversarial.build_parser().parse_args(["--ranks", "3", "--eval-eps", "0.05,0.1"])
+    assert args.ranks == [3] and args.eval_eps == [0.05, 0.1]
+    assert diff.build_parser().parse_args(["--modes", ""]).modes == []
+
+
+# ---- ./run.sh ---------------------------------------------------------------------------------
+
+# Stands in for `python`: answers run.sh's two probes (is there a GPU? is torch installed?) as told by
+# FAKE_GPU / FAKE_TORCH, and records every other command line instead of running it.
+FAKE_PYTHON = """\
+import json, os, sys
+args = sys.argv[1:]
+if args[:1] == ["-"]:
+    sys.stdin.read()
+    sys.exit(0 if os.environ["FAKE_GPU"] == "1" else 1)
+if args[:1] == ["-c"]:
+    sys.exit(0 if os.environ["FAKE_TORCH"] == "1" else 1)
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\\n")
+"""
+
+
+def run_sh_commands(tmp_path, target, gpu, torch) -> list[list[str]]:
+    fake = tmp_path / "python"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_PYTHON}")
+    fake.chmod(0o755)
+    log = tmp_path / "commands.jsonl"
+    env = {**os.environ, "PYTHON": str(fake), "FAKE_LOG": str(log), "FAKE_GPU": "1" if gpu else "0",
+           "FAKE_TORCH": "1" if torch else "0", "NN_CUDA_BENCH_DIR": str(tmp_path / "results")}
+    job = subprocess.run(["bash", str(REPO / "run.sh"), target], env=env, capture_output=True, text=True)
+    assert job.returncode == 0, job.stderr
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("gpu, torch", [(False, False), (True, True)], ids=["cpu", "gpu+torch"])
+def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(tmp_path, gpu, torch):
+    commands = run_sh_commands(tmp_path, "all", gpu, torch)
+    benchmarks_run = set()
+    for command in commands:
+        assert command[0] == "-m", command
+        if command[1] == "nn_cuda.train":
+            args = train_parser().parse_args(command[2:])
+            outputs = [args.history, args.profile]
+        else:
+            assert command[1] == "nn_cuda.bench", command
+            name = command[2]
+            benchmarks_run.add(name)
+            args = importlib.import_module(BENCHMARKS[name][0]).build_parser().parse_args(command[3:])
+            outputs = [args.json]
+        for path in outputs:
+            assert Path(path).parent == tmp_path / "results", command
+    assert benchmarks_run == set(BENCHMARKS), "./run.sh all must run every benchmark"
+    flat = [" ".join(c) for c in commands]
+    assert any("--backend cupy" in c for c in flat) == gpu
+    assert any("--torch" in c for c in flat) == torch
+
+
+def test_run_sh_rejects_an_unknown_target(tmp_path):
+    job = subprocess.run(["bash", str(REPO / "run.sh"), "bogus"], capture_output=True, text=True,
+                         env={**os.environ, "NN_CUDA_BENCH_DIR": str(tmp_path)})
+    assert job.returncode == 2
+    assert "usage: ./run.sh gemm|train|" in job.stderr
+
+
+# ---- roofline and adversarial, tiny --------------------------------------------------------------
+
+
+def test_arithmetic_intensity_by_hand():
+    # 2x2x2: 16 FLOP; A, B read (4 + 4 elements), C read and written (8) -> 16 x 4 bytes
+    assert roofline.arithmetic_intensity(2, 2, 2, 4) == pytest.approx(16 / 64)
+    assert roofline.arithmetic_intensity(2, 2, 2, 4, beta_nonzero=False) == pytest.approx(16 / 48)
+
+
+def test_roofline_measures_the_squares_and_the_course_sizes(tmp_path, capsys):
+    out = tmp_path / "roofline.json"
+    assert roofline.main(["--copy-mib", "1", "--max-size", "1023", "--repeat", "2", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "roofline" and data["device"] == "numpy (CPU)"
+    assert [row["M"] for row in data["squares"]] == [512]  # 1024 is above --max-size
+    assert [(r["M"], r["N"], r["K"]) for r in data["course_sizes"]] == roofline.COURSE_SIZES
+    rows = data["squares"] + data["course_sizes"]
+    assert data["peak_gflops"] == max(row["gflops"] for row in rows) > 0
+    assert data["bandwidth_bytes_per_s"] > 0
+    for row in rows:
+        assert row["intensity"] == roofline.arithmetic_intensity(row["M"], row["N"], row["K"], 4)
+    assert "copy bandwidth" in capsys.readouterr().out
+
+
+def test_adversarial_benchmark_runs_serial_and_async_and_reports_both(tmp_path):
+    out = tmp_path / "adversarial.json"
+    job = subprocess.run(
+        [sys.executable, "-m", "nn_cuda.bench", "adversarial", "--ranks", "2", "--hidden", "8", "--batch", "50",
+         "--epochs", "1", "--repeats", "1", "--eval-limit", "20", "--eval-steps", "2", "--eval-eps", "0,0.1",
+         "--json", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=280)
+    assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
+    data = json.loads(out.read_text())
+    (row,) = data["results"]
+    assert (row["ranks"], row["k"]) == (2, 1)
+    assert row["speedup"] == pytest.approx(row["serial_seconds"] / row["async_seconds"])
+    # every training batch of the async run was consumed once: 3,600 training images / 50
+    assert sum(row["staleness_histogram"].values()) == math.ceil(3600 / 50)
+    for table in (data["plain"]["robustness"], row["serial_robustness"], row["async_robustness"]):
+        assert [r["eps"] for r in table] == [0.0, 0.1]
+        assert all(0 <= r[key] <= 1 for r in table for key in ("clean", "fgsm", "pgd"))
+        assert table[0]["fgsm"] == table[0]["pgd"] == table[0]["clean"]  # eps 0 attacks nothing
+    assert "| 2 | 1 |" in job.stdout
