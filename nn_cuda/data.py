@@ -441,6 +441,8 @@ def _sha256_of(path: Path) -> str:
 
 
 def main(argv=None) -> int:
+    from .config import positive_float  # here: nn_cuda.config imports this module
+
     parser = argparse.ArgumentParser(
         prog="python -m nn_cuda.data",
         description="Download the datasets and say where they are found.",
@@ -452,7 +454,7 @@ def main(argv=None) -> int:
     fetch_parser.add_argument("--dest", type=Path, default=None,
                               help="directory for the four files (default: the cache, "
                                    f"{cache_dir()}/NAME)")
-    fetch_parser.add_argument("--timeout", type=float, default=30.0,
+    fetch_parser.add_argument("--timeout", type=positive_float, default=30.0,
                               help="seconds to wait for the network before trying the next "
                                    "mirror (default 30)")
     fetch_parser.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import compare, model, parallel
 from .backends import BACKENDS, get_backend
-from .config import TrainConfig
+from .config import TrainConfig, non_negative_int, positive_int
 from .data import DATASETS, DataError
 
 #: mode -> dtype -> (learning rate, epochs), the course's settings for raw 0-255 pixels
@@ -130,7 +130,7 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     log = log if strategy.is_root else (lambda *args: None)
     hidden, init = initial_parameters(cfg)
     splits = load_splits(cfg, log=log)
-    if limit_rows:
+    if limit_rows is not None:
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
         splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
     ranks = f" on {strategy.size} MPI ranks" if strategy.size > 1 else ""
@@ -153,18 +153,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--dataset", choices=DATASETS, default="mnist")
     p.add_argument("--data-dir", default=None)
-    p.add_argument("-p", "--print-every", type=int, default=0,
+    p.add_argument("-p", "--print-every", type=non_negative_int, default=0,
                    help="save an iteration into CpuGpuDiff.txt every this many steps (0: the last only)")
     p.add_argument("--outputs", default="Outputs", help="folder of NNErrors.txt and CpuGpuDiff.txt")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     small = p.add_argument_group("smaller runs (tests, smoke checks); not the course's settings")
-    small.add_argument("--epochs", type=int, default=None, help="override the mode's epochs")
-    small.add_argument("--hidden", type=int, default=None, help="override H = 100")
-    small.add_argument("--max-steps", type=int, default=None)
-    small.add_argument("--limit-rows", type=int, default=None,
+    small.add_argument("--epochs", type=positive_int, default=None, help="override the mode's epochs")
+    small.add_argument("--hidden", type=positive_int, default=None, help="override H = 100")
+    small.add_argument("--max-steps", type=positive_int, default=None, help="stop after this many steps")
+    small.add_argument("--limit-rows", type=positive_int, default=None,
                        help="use only the first N images of the training and validation sets")
     gemm = p.add_argument_group("mode 4 (GEMM)")
-    gemm.add_argument("--scale", type=int, default=1, help="multiply the course's GEMM sizes by this")
+    gemm.add_argument("--scale", type=positive_int, default=1, help="multiply the course's GEMM sizes by this")
     return p
 
 
@@ -195,8 +195,8 @@ def main(argv=None) -> int:
                       data_dir=args.data_dir, print_every=args.print_every, seed=args.seed, quiet=True)
     if args.mode != 4:
         cfg = course_config(args.mode, cfg)
-        cfg = cfg.replace(epochs=args.epochs or cfg.epochs, hidden=args.hidden or cfg.hidden,
-                          max_steps=args.max_steps)
+        cfg = cfg.replace(epochs=cfg.epochs if args.epochs is None else args.epochs,
+                          hidden=cfg.hidden if args.hidden is None else args.hidden, max_steps=args.max_steps)
     try:
         with parallel.abort_on_error("nn_cuda.grade", USER_ERRORS):
             ok = run_grade(args.mode, cfg, Path(args.outputs), args.limit_rows, args.scale)

@@ -270,6 +270,14 @@ def test_fetch_command(server, tiny_mnist, tmp_path, monkeypatch, capsys):
     assert captured.err.count("\n") == 1
 
 
+@pytest.mark.parametrize("timeout", ["0", "-1", "inf"])
+def test_fetch_timeout_must_be_positive(timeout, capsys):
+    with pytest.raises(SystemExit) as stop:
+        data.main(["fetch", "mnist", "--timeout", timeout])
+    assert stop.value.code == 2
+    assert "argument --timeout: must be a positive finite number" in capsys.readouterr().err
+
+
 def unused_port_url() -> str:
     """A URL on 127.0.0.1 where nothing listens (connections are refused at once)."""
     with socket.socket() as probe:

@@ -49,6 +49,24 @@ def test_modes_1_to_3_write_the_course_files(mode, tmp_path, capsys):
     assert f"mode {mode}: PASS" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("flags, named", [
+    (["--mode", "1", "--epochs", "0"], "--epochs"),
+    (["--mode", "1", "--max-steps", "-1"], "--max-steps"),
+    (["--mode", "1", "--hidden", "0"], "--hidden"),
+    (["--mode", "1", "--limit-rows", "0"], "--limit-rows"),
+    (["--mode", "1", "-p", "-5"], "--print-every"),
+    (["--mode", "4", "--scale", "0"], "--scale"),
+])
+def test_a_value_that_would_grade_nothing_is_refused(flags, named, tmp_path, capsys):
+    """--epochs 0 used to fall back to the mode's epochs and --max-steps -1 to compare two untrained
+    networks (a PASS that tests nothing); every such value now stops before any file is written."""
+    with pytest.raises(SystemExit) as stop:
+        grade.main([*flags, "--outputs", str(tmp_path / "Outputs")])
+    assert stop.value.code == 2
+    assert named in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "Outputs").exists()
+
+
 def test_numba_simulator_matches_numpy_float64(tmp_path, capsys):
     # The tiny configuration of the issue: H = 8, 64 images, 2 steps, through the whole model. The naive
     # GEMM keeps it fast in the simulator (tests/test_numba_sim.py checks the other kernels one by one).

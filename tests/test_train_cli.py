@@ -92,7 +92,7 @@ def test_truncated_idx_file_gives_one_line_error(tmp_path):
 
 
 @pytest.mark.parametrize("flags", [["-e", "0"], ["-b", "-5"], ["--lr", "nan"], ["--dtype", "float16"],
-                                   ["-d"], ["--backend", "tpu"]])
+                                   ["-d"], ["--backend", "tpu"], ["--seed", "-1"]])
 def test_invalid_flags_are_usage_errors(flags, capsys):
     with pytest.raises(SystemExit) as info:
         main(flags)

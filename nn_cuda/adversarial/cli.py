@@ -22,8 +22,8 @@ import numpy as np  # noqa: E402
 from .. import model  # noqa: E402
 from ..backends import BACKENDS, get_backend  # noqa: E402
 from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated, pixel_radius,  # noqa: E402
-                      positive_float, positive_int)
+from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated, non_negative_int,  # noqa: E402
+                      pixel_radius, positive_float, positive_int)
 from ..data import DATASETS, DataError  # noqa: E402
 from ..train import (Diverged, SerialBatches, TrainingError, initial_parameters, load_splits,  # noqa: E402
                      silent, train_loop)
@@ -55,7 +55,7 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                    help="floating-point type of the attack")
     p.add_argument("--batch", type=positive_int, default=500, help="images attacked at once")
-    p.add_argument("--seed", type=int, default=0, help="seed of --random-start")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of --random-start")
     p.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     return p
 
