@@ -92,6 +92,12 @@ BAD_FLAGS = [
     ("lr", ["--lr", "0.1,-1"], "--lr"),
     ("lr", ["--seeds", "a"], "--seeds"),
     ("train", ["--rounds", "0"], "--rounds"),
+    # backends and GEMM algorithms are checked before any work (scaling: before any mpiexec job)
+    ("train", ["--gemm", "numpy,bogus"], "--gemm bogus"),
+    ("diff", ["--backend", "numpy", "--gemm", "tiled"], "--gemm tiled"),
+    ("scaling", ["--gemm", "bogus"], "--gemm bogus"),
+    ("scaling", ["--backend", "tpu"], "--backend"),
+    ("scaling", ["--parallel", "hybrid", "--model-ranks", "3", "--ranks", "1,2"], "--model-ranks 3"),
 ]
 
 

@@ -27,7 +27,8 @@ from ..backends import BACKENDS
 from ..config import (HelpFormatter, comma_separated, int_at_least, pixel_radius, positive_float,
                       positive_int)
 from ..data import DATASETS
-from .common import find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
+from .common import (backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment,
+                     write_json)
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -94,7 +95,9 @@ def plain_baseline(args, folder: Path, env: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    backend_or_usage_error(parser, args.backend)  # before any subprocess starts
     env = mpi_child_environment(args.threads)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     mpiexec = find_mpiexec("adversarial")

@@ -61,6 +61,17 @@ def write_json(path, payload: dict) -> None:
     path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
 
 
+def backend_or_usage_error(parser, name: str, gemm: str | None = None):
+    """get_backend(name, gemm), or the parser's one-line usage error (exit status 2) saying why not:
+    an unknown GEMM algorithm, CuPy not installed, no GPU. Checked before any work starts."""
+    from ..backends import get_backend
+
+    try:
+        return get_backend(name, gemm)
+    except (ImportError, RuntimeError, ValueError) as error:
+        parser.error(f"--backend {name}" + (f" --gemm {gemm}" if gemm else "") + f": {error}")
+
+
 def find_mpiexec(benchmark: str) -> str:
     """mpiexec next to this Python (the `mpich` wheel installs it there), else on PATH."""
     local = os.path.join(os.path.dirname(sys.executable), "mpiexec")

@@ -32,7 +32,7 @@ from .. import compare
 from ..backends import BACKENDS
 from ..config import TrainConfig, comma_separated, non_negative_int, positive_float, positive_int
 from ..data import DATASETS
-from .common import machine_info, machine_line, write_json
+from .common import backend_or_usage_error, machine_info, machine_line, write_json
 
 BASE = {"lr": 0.5, "epochs": 4, "hidden": 100, "batch": 800}
 SWEEPS = {
@@ -168,6 +168,7 @@ def main(argv=None) -> int:
     except argparse.ArgumentTypeError as error:
         parser.error(str(error))
     backend = args.backend or default_backend()
+    backend_or_usage_error(parser, backend, args.gemm)  # before any training
     info = machine_info()
     comparison = Comparison(backend, args.gemm, args.dataset, args.data_dir, args.seed)
     print(f"float32 {backend} against float64 numpy, final weights, {args.dataset}; base {base}")

@@ -35,8 +35,9 @@ import time
 
 import numpy as np
 
+from ..backends import BACKENDS
 from ..config import comma_separated, non_negative_int, one_of, positive_int
-from .common import find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
+from .common import backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
 
 MNIST_TRAIN_ROWS = 54_000
 STRATEGIES = ("data", "model", "hybrid")
@@ -51,7 +52,7 @@ def build_parser():
                    help="comma-separated strategies: data, model, hybrid (e.g. data,model; default data)")
     p.add_argument("--model-ranks", type=positive_int, default=2,
                    help="--parallel hybrid: model ranks per data group (p it does not divide are skipped)")
-    p.add_argument("--backend", default="numpy", help="numpy, cupy or numba")
+    p.add_argument("--backend", choices=BACKENDS, default="numpy")
     p.add_argument("--gemm", default=None, help="GEMM algorithm (default: the backend's)")
     p.add_argument("--comm", default="host", choices=("host", "cuda-aware", "nccl"))
     p.add_argument("--overlap", default="off", choices=("off", "on", "both"),
@@ -109,11 +110,16 @@ def configurations(args, ranks: list[int], overlaps: list[bool]) -> list[tuple[s
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
-    ranks = args.ranks
+    backend_or_usage_error(parser, args.backend, args.gemm)  # here, not in every rank of every job
     overlaps = {"off": [False], "on": [True], "both": [False, True]}[args.overlap]
+    configs = configurations(args, args.ranks, overlaps)
+    if not configs:
+        parser.error(f"--parallel hybrid with --model-ranks {args.model_ranks}: no P in --ranks "
+                     f"{','.join(map(str, args.ranks))} is a multiple of it, so there is nothing to run")
     info = machine_info()
     given = sys.argv[1:] if argv is None else list(argv)
     info["command"] = " ".join(["python", "-m", "nn_cuda.bench", "scaling", *given])
@@ -125,7 +131,7 @@ def main(argv=None) -> int:
               f"{'speedup':>8s} {'eff.':>5s} {'compute':>8s} {'comm.':>8s} {'(wait)':>7s} {'other':>7s} "
               f"{'msgs':>5s} "
               f"{'KB/step':>9s} {'model KB':>9s} {'wire KB':>9s}")
-    jobs = {config: [] for config in configurations(args, ranks, overlaps)}
+    jobs = {config: [] for config in configs}
     for _ in range(args.rounds):
         for strategy, overlap, p in jobs:
             jobs[strategy, overlap, p].append(run_job(args, p, overlap, strategy))

@@ -34,8 +34,8 @@ from tqdm import tqdm
 from .. import model
 from ..config import non_negative_int, positive_int
 from ..profiling import PHASES, PhaseTimer, timed_step
-from ..backends import BACKENDS, get_backend
-from .common import format_ratio, machine_info, machine_line, write_json
+from ..backends import BACKENDS
+from .common import backend_or_usage_error, format_ratio, machine_info, machine_line, write_json
 
 
 def flop_per_step(batch: int, hidden: int, n_in: int = 784, n_out: int = 10) -> int:
@@ -222,17 +222,18 @@ def build_parser():
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     dtype = np.dtype(args.dtype)
     info = machine_info()
     flop = flop_per_step(args.batch, args.hidden)
-    probe = get_backend(args.backend)
-    algos = args.gemm.split(",") if args.gemm else [probe.gemm_algo]
+    probe = backend_or_usage_error(parser, args.backend)
+    algos = list(dict.fromkeys(args.gemm.split(","))) if args.gemm else [probe.gemm_algo]
+    backends = {algo: backend_or_usage_error(parser, args.backend, algo) for algo in algos}
     shape = (args.hidden, args.batch, dtype)
 
     timers, rows = {}, []
-    for algo in algos:
-        be = get_backend(args.backend, algo)
+    for algo, be in backends.items():
         name = f"nn_cuda {be.name}/{algo}"
         timers[name] = StepTimer(be, *shape, warmup=args.warmup)
         rows.append({"name": name, "backend": be.name, "gemm": algo})
