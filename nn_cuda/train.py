@@ -27,7 +27,7 @@ parallel.share_cores_between_ranks()
 import numpy as np  # noqa: E402
 
 from . import model  # noqa: E402
-from .backends import get_backend  # noqa: E402
+from .backends import BackendUnavailable, get_backend  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from .config import TrainConfig, parse_args  # noqa: E402
 from .data import DataError, epoch_order, load_dataset, split_train_validation  # noqa: E402
@@ -405,7 +405,8 @@ def write_run_records(cfg: TrainConfig, result: dict, timer, log=print) -> None:
         log(f"wrote the per-phase timings to {cfg.profile}")
 
 
-USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError)
+USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError,
+               BackendUnavailable)
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,7 @@
 """`python -m nn_cuda.train` end to end on the bundled sample (NumPy backend, a few steps each)."""
 
 import gzip
+import os
 import shutil
 import subprocess
 import sys
@@ -89,6 +90,23 @@ def test_truncated_idx_file_gives_one_line_error(tmp_path):
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "train-images-idx3-ubyte.gz" in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("backend", ["numba", "cupy"])
+def test_a_gpu_backend_without_a_gpu_is_a_one_line_error(backend):
+    """No GPU (or no CuPy): one line that names the backend and says what to use instead, no traceback.
+    NUMBA_ENABLE_CUDASIM=0 makes Numba look for a real GPU, as outside the tests."""
+    result = subprocess.run(
+        [sys.executable, "-m", "nn_cuda.train", "--backend", backend, "--dataset", "mnist-sample",
+         "--max-steps", "1", "-n", "8", "--quiet"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+    )
+    if result.returncode == 0:
+        pytest.skip(f"this machine has a GPU that backend {backend} can use")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("nn_cuda.train: error: ") and f"'{backend}'" in lines[0]
 
 
 @pytest.mark.parametrize("flags", [["-e", "0"], ["-b", "-5"], ["--lr", "nan"], ["--dtype", "float16"],

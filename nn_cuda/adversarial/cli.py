@@ -20,7 +20,7 @@ parallel.share_cores_between_ranks()  # before NumPy is imported (see nn_cuda.tr
 import numpy as np  # noqa: E402
 
 from .. import model  # noqa: E402
-from ..backends import BACKENDS, get_backend  # noqa: E402
+from ..backends import BACKENDS, BackendUnavailable, get_backend  # noqa: E402
 from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated, non_negative_int,  # noqa: E402
                       pixel_radius, positive_float, positive_int)
@@ -31,7 +31,8 @@ from .attacks import Attacker, check_unit_pixels  # noqa: E402
 from .evaluate import default_alpha, format_table, robustness  # noqa: E402
 
 PROG = "python -m nn_cuda.adversarial"
-USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError)
+USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError,
+               BackendUnavailable)
 
 
 # ---- eval -----------------------------------------------------------------------------------

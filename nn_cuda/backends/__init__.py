@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .base import Backend
+from .base import Backend, BackendUnavailable
 
 BACKENDS = ("numpy", "cupy", "numba", "numba-sim")
 
@@ -22,7 +22,7 @@ def _enable_numba_simulator() -> None:
         from numba import config
 
         if not config.ENABLE_CUDASIM:
-            raise RuntimeError(
+            raise BackendUnavailable(
                 "backend 'numba-sim' needs Numba's CUDA simulator, but Numba was already imported "
                 "without it; set NUMBA_ENABLE_CUDASIM=1 in the environment before starting Python"
             )
@@ -37,7 +37,10 @@ def get_backend(name: str, gemm: str | None = None) -> Backend:
 
         return NumpyBackend(gemm)
     if name == "cupy":
-        from .cupy_backend import CupyBackend
+        try:
+            from .cupy_backend import CupyBackend
+        except ImportError as error:  # CuPy is not installed, or cannot load its CUDA runtime
+            raise BackendUnavailable(str(error)) from error
 
         return CupyBackend(gemm)
     if name in ("numba", "numba-sim"):

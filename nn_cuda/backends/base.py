@@ -18,6 +18,11 @@ import abc
 GEMM_ALGOS = ("naive", "tiled", "regblock", "cublas", "numpy")
 
 
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run on this machine (no GPU or driver, CuPy or a CUDA library missing):
+    the user's to fix, so the command-line tools report it in one line instead of a traceback."""
+
+
 class Backend(abc.ABC):
     """Operations on one kind of array. Subclasses set `name` and `gemm_algos`."""
 

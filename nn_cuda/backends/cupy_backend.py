@@ -24,7 +24,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .. import kernel_info
-from .base import Backend
+from .base import Backend, BackendUnavailable
 
 _CUDA_LIBRARIES_HINT = (
     "install the CUDA libraries that CuPy loads with pip install 'cupy-cuda12x[ctk]' "
@@ -57,7 +57,7 @@ def _cublas():
     try:
         import cupy.cublas
     except ImportError as error:
-        raise RuntimeError(
+        raise BackendUnavailable(
             f"gemm algorithm 'cublas' needs cuBLAS, which CuPy could not load ({str(error).strip()}); "
             + _CUDA_LIBRARIES_HINT
         ) from None
@@ -115,12 +115,12 @@ class CupyBackend(Backend):
         try:
             device_count = cupy.cuda.runtime.getDeviceCount()
         except cupy.cuda.runtime.CUDARuntimeError as error:
-            raise RuntimeError(
+            raise BackendUnavailable(
                 f"backend 'cupy' cannot reach a GPU ({error}); check the NVIDIA driver, "
                 "or use --backend numpy or numba-sim on a machine without one"
             ) from None
         if device_count == 0:
-            raise RuntimeError(
+            raise BackendUnavailable(
                 "backend 'cupy' needs an NVIDIA GPU and found none; "
                 "use --backend numpy or numba-sim on a machine without one"
             )
@@ -244,7 +244,7 @@ class CupyBackend(Backend):
             except cupy.cuda.compiler.CompileException:
                 raise  # a bug in the kernel source: CuPy's message holds the compiler's log
             except (ImportError, RuntimeError) as error:
-                raise RuntimeError(
+                raise BackendUnavailable(
                     f"could not compile or load kernels/{filename} ({error}); CuPy compiles it with "
                     "NVRTC: " + _CUDA_LIBRARIES_HINT
                 ) from error

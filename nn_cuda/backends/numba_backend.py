@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 from numba import cuda
 
-from .base import Backend
+from .base import Backend, BackendUnavailable
 from .numba_kernels import GEMM_MODULES, nn_ops
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -96,6 +96,15 @@ class NumbaBackend(Backend):
     gemm_algos = ("naive", "tiled", "regblock")
     default_gemm = "regblock"  # the fastest of the course's hand-written kernels
     on_device = True
+
+    def __init__(self, gemm=None):
+        super().__init__(gemm)
+        if not cuda.is_available():  # always True in the simulator
+            raise BackendUnavailable(
+                "backend 'numba' needs an NVIDIA GPU and its driver and found none; "
+                "use --backend numba-sim (the same kernels in Numba's CPU simulator, tiny sizes only) "
+                "or --backend numpy on a machine without one"
+            )
 
     # ---- memory -------------------------------------------------------------------------------
     def empty(self, shape, dtype):
