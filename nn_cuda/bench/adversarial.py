@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tqdm import tqdm
+
 from ..backends import BACKENDS
 from ..config import (HelpFormatter, comma_separated, int_at_least, pixel_radius, positive_float,
                       positive_int)
@@ -104,17 +106,25 @@ def main(argv=None) -> int:
     info = machine_info()
     load_before = os.getloadavg()[0]
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    runs = 1 + 2 * len(args.ranks) * args.repeats  # the plain baseline, then serial and async per P
+    with tempfile.TemporaryDirectory() as tmp, \
+            tqdm(total=runs, unit="run", disable=not sys.stderr.isatty()) as bar:
         folder = Path(tmp)
+        bar.set_description("plain SGD baseline")
         plain = plain_baseline(args, folder, env)
+        bar.update()
         for p in args.ranks:
             k = p - 1
             serial_runs, async_runs = [], []
             for r in range(args.repeats):
+                bar.set_description(f"P={p}: serial run {r + 1}/{args.repeats}")
                 run([sys.executable, "-m", "nn_cuda.adversarial", "train", *common_flags(args),
                      *adversarial_flags(args, k, folder, f"serial_{p}_{r}")], env)
+                bar.update()
+                bar.set_description(f"P={p}: async run {r + 1}/{args.repeats}")
                 run([mpiexec, "-n", str(p), sys.executable, "-m", "nn_cuda.adversarial", "train", "--async",
                      *common_flags(args), *adversarial_flags(args, k, folder, f"async_{p}_{r}")], env)
+                bar.update()
                 serial_runs.append(json.loads((folder / f"serial_{p}_{r}.json").read_text()))
                 async_runs.append(json.loads((folder / f"async_{p}_{r}.json").read_text()))
             serial_seconds = min(run_["train_seconds"] for run_ in serial_runs)
@@ -129,8 +139,8 @@ def main(argv=None) -> int:
                 "serial_robustness": serial_runs[0]["robustness"],
                 "async_robustness": async_runs[0]["robustness"],
             })
-            print(f"P={p} k={k}: serial {serial_seconds:.2f} s, async {async_seconds:.2f} s, "
-                  f"speedup {rows[-1]['speedup']:.2f}", flush=True)
+            tqdm.write(f"P={p} k={k}: serial {serial_seconds:.2f} s, async {async_seconds:.2f} s, "
+                       f"speedup {rows[-1]['speedup']:.2f}")
     # Other work on the machine slows some runs more than others: the load average is part of the result.
     load = {"load_average_before": load_before, "load_average_after": os.getloadavg()[0]}
     payload = {"benchmark": "adversarial", "machine": {**info, **load}, "settings": vars(args), "plain": plain, "results": rows}

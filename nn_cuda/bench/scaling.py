@@ -34,6 +34,7 @@ import tempfile
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 from ..backends import BACKENDS
 from ..config import comma_separated, non_negative_int, one_of, positive_int
@@ -132,9 +133,14 @@ def main(argv=None) -> int:
               f"{'msgs':>5s} "
               f"{'KB/step':>9s} {'model KB':>9s} {'wire KB':>9s}")
     jobs = {config: [] for config in configs}
-    for _ in range(args.rounds):
-        for strategy, overlap, p in jobs:
-            jobs[strategy, overlap, p].append(run_job(args, p, overlap, strategy))
+    # One mpiexec job at a time; a sweep takes minutes, so a terminal shows which job runs.
+    with tqdm(total=args.rounds * len(jobs), unit="job", disable=not sys.stderr.isatty()) as bar:
+        for round_ in range(args.rounds):
+            for strategy, overlap, p in jobs:
+                bar.set_description(f"round {round_ + 1}/{args.rounds}: {strategy} p={p}"
+                                    + (" overlap" if overlap else ""))
+                jobs[strategy, overlap, p].append(run_job(args, p, overlap, strategy))
+                bar.update()
     print(header)
     rows, base = [], {}
     for (strategy, overlap, p), runs in jobs.items():
