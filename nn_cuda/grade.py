@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-USER_ERRORS = (DataError, ValueError, ImportError, RuntimeError)
+USER_ERRORS = (DataError, ValueError, ImportError, RuntimeError, parallel.ParallelError)
 
 
 def run_grade(mode: int, cfg: TrainConfig, outputs: Path, limit_rows=None, scale: int = 1) -> bool:

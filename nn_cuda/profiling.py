@@ -6,13 +6,14 @@ A `PhaseTimer` splits the time of the steps it watches into the phases of PHASES
     backward_gemm   the three GEMMs of the backward pass
     elementwise     bias + sigmoid, bias + softmax, softmax gradient, sigmoid backward, column sums
     update          the SGD update of the weights and of the biases
-    communication   the gradient allreduce of data-parallel training (and its staging copies)
+    communication   the gradient allreduce of data-parallel training (and its staging copies), the
+                    logits allreduce of model parallelism
     transfers       host <-> device copies (none in a step: the data is uploaded once)
 
 Nothing in nn_cuda.model changes: `timer.backend(be)` returns a stand-in for the backend whose
 operations are timed under their phase (the GEMMs under forward_gemm or backward_gemm, after
 `timer.stage("forward")` or `timer.stage("backward")`), and `timer.strategy(strategy)` one whose
-allreduce is timed as communication. A run without a timer uses the backend itself: no cost.
+allreduces are timed as communication. A run without a timer uses the backend itself: no cost.
 
 How a phase is timed depends on where the arrays live:
 - CPU backends (numpy, the Numba simulator): the host clock, after `synchronize()` on both sides;
@@ -212,7 +213,7 @@ class PhaseTimer:
         return _TimedBackend(be, self)
 
     def strategy(self, strategy):
-        """`strategy` with its gradient allreduce timed as communication (host clock)."""
+        """`strategy` with its allreduces (gradients, logits) timed as communication (host clock)."""
         return _TimedStrategy(strategy, self)
 
     # ---- results --------------------------------------------------------------------------------
@@ -267,7 +268,9 @@ class _TimedBackend:
 
 
 class _TimedStrategy:
-    """Delegates everything to the strategy; its gradient allreduce is timed as communication."""
+    """Delegates everything to the strategy; its communication is timed as such: the gradient
+    allreduce, the logits allreduce of model parallelism (reduce_logits) and the start of the
+    layer-2 allreduce of --overlap (after_layer2)."""
 
     def __init__(self, strategy, timer: PhaseTimer):
         self._strategy, self._timer = strategy, timer
@@ -278,6 +281,25 @@ class _TimedStrategy:
     def allreduce_gradients(self, grads) -> None:
         with self._timer.phase("communication", host=True):
             self._strategy.allreduce_gradients(grads)
+
+    @property
+    def reduce_logits(self):
+        return self._timed_hook(self._strategy.reduce_logits)
+
+    @property
+    def after_layer2(self):
+        return self._timed_hook(self._strategy.after_layer2)
+
+    def _timed_hook(self, hook):
+        if hook is None:  # the strategy has no such step (serial, data parallel without --overlap)
+            return None
+        timer = self._timer
+
+        def timed(*args):
+            with timer.phase("communication", host=True):
+                return hook(*args)
+
+        return timed
 
 
 def timed_step(timer: PhaseTimer, model, be, params, grads, ws, X, labels, scale, lr, reg,

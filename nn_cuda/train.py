@@ -12,7 +12,9 @@ read back only every --print-every steps (for the progress bar and the divergenc
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from .backends import BackendUnavailable, get_backend  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from .config import TrainConfig, parse_args  # noqa: E402
 from .data import DataError, epoch_order, load_dataset, split_train_validation  # noqa: E402
+from .idx import atomic_file  # noqa: E402
 
 DEFAULT_HIDDEN = 1000
 
@@ -78,6 +81,37 @@ def load_splits(cfg: TrainConfig, log=print) -> Splits:
         ds.name, ds.source, as_x(x_tr), as_y(y_tr), as_x(x_va), as_y(y_va),
         as_x(ds.test_images), as_y(ds.test_labels),
     )
+
+
+def data_fingerprint(splits: Splits) -> tuple:
+    """What identifies the data of a run, cheaply: the dataset's name, the split sizes, and a hash of
+    every label and of every 101st image (where the files were found may differ between machines)."""
+    digest = hashlib.sha256()
+    for array in (splits.y_train, splits.y_val, splits.y_test,
+                  splits.x_train[::101], splits.x_val[::101], splits.x_test[::101]):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    sizes = (splits.x_train.shape[0], splits.x_val.shape[0], splits.x_test.shape[0])
+    return splits.dataset, sizes, digest.hexdigest()[:16]
+
+
+def check_ranks_share_the_data(strategy, splits: Splits) -> None:
+    """Every rank loads the data itself; under MPI they must have found the same (a rank that fell
+    back to the bundled sample, or found another copy, would train on other rows). Raises on every
+    rank alike, so that the job ends with one message."""
+    comm = getattr(strategy, "comm", None)
+    if comm is None or comm.size == 1:
+        return
+    fingerprints = comm.allgather(data_fingerprint(splits))
+    others = [r for r, f in enumerate(fingerprints) if f != fingerprints[0]]
+    if others:
+        def describe(r):
+            name, sizes, _ = fingerprints[r]
+            return f"rank {r}: {name} ({sizes[0]} train / {sizes[1]} val / {sizes[2]} test)"
+
+        raise TrainingError(
+            "the ranks did not load the same data (" + "; ".join(describe(r) for r in [0, *others[:3]])
+            + "): give every rank the same files, with --data-dir or $NN_CUDA_DATA"
+        )
 
 
 class SerialBatches:
@@ -226,11 +260,11 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
         for X, labels, n_global in batches.batches(epoch):
             if timer is not None:
                 timer.begin_step()
-            P = model.forward(step_be, params, ws, X, reduce_logits=strategy.reduce_logits)
+            P = model.forward(step_be, params, ws, X, reduce_logits=step_strategy.reduce_logits)
             if timer is not None:
                 timer.stage("backward")
             model.backward(step_be, params, grads, ws, X, labels, 1.0 / n_global,
-                           after_layer2=strategy.after_layer2)
+                           after_layer2=step_strategy.after_layer2)
             step_strategy.allreduce_gradients(grads)
             model.sgd_update(step_be, params, grads, cfg.lr, cfg.reg)
             if timer is not None:
@@ -289,9 +323,33 @@ def initial_parameters(cfg: TrainConfig) -> tuple[int, dict]:
 
 
 def write_predictions(path, labels: np.ndarray) -> None:
-    """The course's format: one digit per test image, no separator."""
-    with open(path, "w") as handle:
-        handle.write("".join(str(int(d)) for d in labels))
+    """The course's format: one digit per test image, no separator (written atomically)."""
+    with atomic_file(path) as handle:
+        handle.write("".join(str(int(d)) for d in labels).encode("ascii"))
+
+
+OUTPUT_FLAGS = ("save", "predictions", "history", "profile")
+
+
+def check_output_paths(cfg: TrainConfig) -> None:
+    """Fail before training rather than after it when an output file cannot be written: the path must
+    not be a folder, and its folder is created here (as the writers would do) and must be writable."""
+    for flag in OUTPUT_FLAGS:
+        path = getattr(cfg, flag)
+        if not path:
+            continue
+        path = Path(path)
+        if path.is_dir():
+            raise TrainingError(f"--{flag} {path} is a folder; give a file name")
+        blocking = next((f for f in path.parents if f.exists() and not f.is_dir()), None)
+        if blocking is not None:
+            raise TrainingError(f"--{flag} {path}: {blocking} is a file, not a folder")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise TrainingError(f"--{flag} {path}: cannot create its folder ({error.strerror or error})") from None
+        if not os.access(path.parent, os.W_OK):
+            raise TrainingError(f"--{flag} {path}: its folder {path.parent} is not writable")
 
 
 def silent(*args, **kwargs) -> None:
@@ -306,10 +364,13 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     strategy = make_strategy(cfg)
     if not strategy.is_root:
         log = silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
+    else:
+        check_output_paths(cfg)
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     if splits is None:
         splits = load_splits(cfg, log=log)
+    check_ranks_share_the_data(strategy, splits)
     params = strategy.local_parameters(be, host, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -405,6 +406,19 @@ def test_a_usage_error_is_printed_once():
 
 @pytestmark_mpi
 @pytest.mark.mpi
+def test_an_error_found_before_mpi_starts_is_printed_once():
+    """--parallel hybrid without --model-ranks is refused before MPI starts on every rank; rank 0 can
+    only abort the job once the others have started MPI too, and they must not print meanwhile."""
+    result, seconds = mpiexec(["-n", 3, sys.executable, "-m", "nn_cuda.train", *TRAIN_FLAGS,
+                               "--parallel", "hybrid"])
+    assert result.returncode != 0
+    assert result.stderr.count("needs --model-ranks") == 1, result.stderr
+    assert "[rank 0/3]" in result.stderr
+    assert seconds < 30
+
+
+@pytestmark_mpi
+@pytest.mark.mpi
 def test_bad_data_path_on_one_rank_ends_the_job(tmp_path):
     flags = [sys.executable, "-m", "nn_cuda.train", *TRAIN_FLAGS]
     result, seconds = mpiexec(["-n", 1, *flags, "--data-dir", REPO / "data", ":",
@@ -413,6 +427,23 @@ def test_bad_data_path_on_one_rank_ends_the_job(tmp_path):
     assert seconds < 30
     assert result.stderr.count("does not exist") == 1, result.stderr
     assert "[rank 1/2] nn_cuda.train: error: data directory" in result.stderr
+
+
+@pytestmark_mpi
+@pytest.mark.mpi
+def test_ranks_that_found_different_data_stop_before_training(tmp_path):
+    """Each rank loads the data itself: one that finds other files (here: the sample's files, served as
+    "mnist" from another folder, against the bundled sample) must not train on other rows."""
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "data" / "mnist-sample", copy)
+    flags = [sys.executable, "-m", "nn_cuda.train", *TRAIN_FLAGS]
+    result, seconds = mpiexec(["-n", 1, *flags, "--dataset", "mnist", "--data-dir", copy, ":",
+                               "-n", 1, *flags])
+    assert result.returncode != 0
+    assert seconds < 30
+    assert result.stderr.count("the ranks did not load the same data") == 1, result.stderr
+    assert "rank 0: mnist (3600 train" in result.stderr and "rank 1: mnist-sample (3600 train" in result.stderr
+    assert "validation accuracy" not in result.stdout
 
 
 @pytestmark_mpi
@@ -443,14 +474,16 @@ def test_scaling_benchmark_writes_its_json(tmp_path):
     out = tmp_path / "scaling.json"
     result = subprocess.run(
         [sys.executable, "-m", "nn_cuda.bench.scaling", "--ranks", "1,2", "--hidden", "8", "--batch", "16",
-         "--samples", "64", "--epochs", "1", "--warmup-steps", "1", "--json", out],
+         "--samples", "64", "--epochs", "1", "--warmup-steps", "1", "--overlap", "both", "--json", out],
         cwd=REPO, env=mpi_env(), capture_output=True, text=True, timeout=JOB_TIMEOUT)
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
     rows = report["results"]
-    assert [row["ranks"] for row in rows] == [1, 2]
+    assert [(row["ranks"], row["overlap"]) for row in rows] == [(1, False), (2, False), (1, True), (2, True)]
     for row in rows:
         assert row["seconds_per_epoch"] > 0 and row["samples_per_second"] > 0
         assert set(row["split"]) == {"compute", "allreduce", "other"}
-        assert row["allreduce_calls_per_step"] == 1
-    assert rows[1]["payload_bytes_per_step"] == 4 * (8 * 784 + 10 * 8 + 8 + 10)  # float32 gradient
+        # --overlap: W2 early, then W1 and the biases; the cost model counts the same
+        assert row["allreduce_calls_per_step"] == row["modelled_calls_per_step"] == (3 if row["overlap"] else 1)
+        assert row["payload_bytes_per_step"] == row["modelled_payload_bytes_per_step"]
+        assert row["payload_bytes_per_step"] == 4 * (8 * 784 + 10 * 8 + 8 + 10)  # float32 gradient

@@ -48,6 +48,14 @@ def test_the_statements_example_data_3_2_mb_against_model_32_kb():
     assert cost_model.step_cost("model", 1000, 800, 1, "float64").wire_bytes == 0  # one rank sends nothing
 
 
+def test_overlap_sends_the_same_bytes_in_three_messages():
+    plain = cost_model.step_cost("data", 1000, 800, 4, "float32")
+    overlapped = cost_model.step_cost("data", 1000, 800, 4, "float32", overlap=True)
+    assert overlapped.messages == 3
+    assert overlapped.payload_bytes == plain.payload_bytes
+    assert overlapped.wire_bytes == pytest.approx(plain.wire_bytes)
+
+
 def test_hybrid_cost_is_the_logits_of_a_group_plus_the_gradient_of_a_block():
     # p = 4 as 2 data groups x 2 model ranks, H = 7 (blocks 4, 3), a batch of 5 (group rows 3, 2)
     cost = cost_model.step_cost("hybrid", 7, 5, 4, "float64", model_ranks=2, rank=3)  # group 1, block 1
@@ -119,6 +127,18 @@ def test_model_ranks_need_parallel_hybrid(capsys):
         parse_args(["--model-ranks", "2"])
     assert "--model-ranks sets the grid of --parallel hybrid" in capsys.readouterr().err
     assert parse_args(["--parallel", "hybrid", "--model-ranks", "2"]).model_ranks == 2
+
+
+def test_a_batch_too_small_for_the_data_groups_names_groups_and_ranks():
+    from nn_cuda.parallel import ParallelError
+    from nn_cuda.parallel.data_parallel import check_batch_fits
+
+    check_batch_fits(2, 2, model_ranks=2)  # one row per data group is enough
+    with pytest.raises(ParallelError, match=r"2 data groups \(4 ranks / --model-ranks 2\) cannot share "
+                                            r"mini-batches of 1 samples.*mpirun -n 2 with --model-ranks 2"):
+        check_batch_fits(1, 2, model_ranks=2)
+    with pytest.raises(ParallelError, match="3 MPI ranks cannot share mini-batches of 2 samples"):
+        check_batch_fits(2, 3)
 
 
 def test_flags_model_parallelism_cannot_use_are_refused_before_mpi_starts():

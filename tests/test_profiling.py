@@ -55,6 +55,39 @@ def test_every_operation_lands_in_its_phase():
     assert summary["clock"].startswith("host clock")
 
 
+class ModelParallelLike(CountingStrategy):
+    """Counts its logits allreduce (model parallelism) and its --overlap hook as well."""
+
+    def __init__(self):
+        super().__init__()
+        self.logit_reductions = self.layer2_starts = 0
+        self.reduce_logits = self._reduce_logits
+        self.after_layer2 = self._after_layer2
+
+    def _reduce_logits(self, Z):
+        self.logit_reductions += 1
+
+    def _after_layer2(self, grads):
+        self.layer2_starts += 1
+
+
+def test_the_logits_allreduce_and_the_overlap_hook_count_as_communication():
+    be = get_backend("numpy")
+    X, y, params, grads, ws = _setup(be)
+    timer = PhaseTimer(be, nvtx=False)
+    strategy = ModelParallelLike()
+    steps = 2
+    for _ in range(steps):
+        timed_step(timer, model, timer.backend(be), params, grads, ws, X, y, 1 / 5, 0.1, 1e-4,
+                   timer.strategy(strategy))
+    assert strategy.logit_reductions == strategy.layer2_starts == strategy.allreduces == steps
+    # per step: the gradient allreduce, the logits allreduce and the layer-2 start
+    assert timer.summary()["calls"]["communication"] == 3 * steps
+    # a strategy without these steps keeps None (model.forward and backward then skip them)
+    assert timer.strategy(CountingStrategy()).reduce_logits is None
+    assert timer.strategy(CountingStrategy()).after_layer2 is None
+
+
 def test_timing_does_not_change_the_maths():
     be = get_backend("numpy")
     X, y, plain, grads, ws = _setup(be)

@@ -92,6 +92,19 @@ def test_truncated_idx_file_gives_one_line_error(tmp_path):
     assert len(lines) == 1 and "train-images-idx3-ubyte.gz" in lines[0], result.stderr
 
 
+@pytest.mark.parametrize("flag", ["--save", "--predictions", "--history", "--profile"])
+def test_an_output_that_cannot_be_written_stops_the_run_before_training(flag, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    flags = ["--dataset", "mnist-sample", "-n", "8", "--max-steps", "2", "--quiet"]
+    assert main([*flags, flag, str(blocker / "out")]) == 1
+    captured = capsys.readouterr()
+    assert f"{flag} {blocker / 'out'}: {blocker} is a file, not a folder" in captured.err
+    assert "validation accuracy" not in captured.out  # nothing was trained
+    assert main([*flags, flag, str(tmp_path)]) == 1
+    assert f"{flag} {tmp_path} is a folder" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("backend", ["numba", "cupy"])
 def test_a_gpu_backend_without_a_gpu_is_a_one_line_error(backend):
     """No GPU (or no CuPy): one line that names the backend and says what to use instead, no traceback.

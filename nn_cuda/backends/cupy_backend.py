@@ -186,7 +186,7 @@ class CupyBackend(Backend):
     def bias_softmax(self, Z, b, out):
         rows, cols = _check_matrix("bias_softmax", Z=Z, out=out)
         _check_row_vector("bias_softmax", b, cols, Z.dtype)
-        if rows == 0:
+        if rows == 0 or cols == 0:  # nothing to write (an empty launch is invalid)
             return
         grid = (min(_blocks(rows, _FLAT_BLOCK), _MAX_GRID_X),)
         kernel = self._kernel(kernel_info.NN_OPS_FILE, kernel_info.nn_op_kernel_name("bias_softmax", Z.dtype))
@@ -205,6 +205,8 @@ class CupyBackend(Backend):
     def col_sum(self, M, out):
         rows, cols = _check_matrix("col_sum", M=M)
         _check_row_vector("col_sum (out)", out, cols, M.dtype)
+        if cols == 0:  # nothing to write (an empty launch is invalid)
+            return
         grid = (_blocks(cols, _COL_SUM_BLOCK[0]),)
         kernel = self._kernel(kernel_info.NN_OPS_FILE, kernel_info.nn_op_kernel_name("col_sum", M.dtype))
         kernel(grid, _COL_SUM_BLOCK, (M, out, np.int32(rows), np.int32(cols)))

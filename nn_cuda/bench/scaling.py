@@ -251,7 +251,8 @@ def worker(args) -> int:
         if comm.rank == 0:
             p, steps = comm.size, best["steps"]
             modelled = cost_model.epoch_cost(parallel, args.hidden, args.samples, args.batch, p, dtype,
-                                             args.model_ranks if parallel == "hybrid" else None)
+                                             args.model_ranks if parallel == "hybrid" else None,
+                                             overlap=args.overlap == "on")
             result = {
                 "parallel": parallel, "ranks": p, "overlap": args.overlap == "on", "backend": be.name,
                 "comm": args.comm,

@@ -10,6 +10,7 @@ Communicator counts) and, beside it, what a bandwidth-optimal (ring) allreduce s
 2 (k - 1) / k x payload for a communicator of k ranks:
 
     data    one Allreduce of the whole gradient         payload G(H) s       wire 2 (p-1)/p G(H) s
+            (--overlap: three, W2 started early, then W1 and the biases: the same payload and wire)
     model   one Allreduce of the partial logits         payload 10 B s       wire 2 (p-1)/p 10 B s
     hybrid  D = p / M data groups of M model ranks:
             one Allreduce of the group's logits (M)     payload 10 (B/D) s   wire 2 (M-1)/M 10 (B/D) s
@@ -85,9 +86,13 @@ def strategy_grid(strategy: str, p: int, model_ranks: int | None = None) -> tupl
 
 
 def step_cost(strategy: str, hidden: int, batch: int, p: int, dtype, model_ranks: int | None = None,
-              rank: int = 0, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -> Cost:
-    """Communication of world rank `rank` in one step on a batch of `batch` samples."""
+              rank: int = 0, n_in: int = N_INPUTS, n_out: int = N_CLASSES, overlap: bool = False) -> Cost:
+    """Communication of world rank `rank` in one step on a batch of `batch` samples (`overlap`: data
+    parallelism's --overlap)."""
     itemsize = np.dtype(dtype).itemsize
+    if strategy == "data" and overlap:
+        parts = (n_out * hidden, n_in * hidden, hidden + n_out)  # W2 early, then W1, then b1 and b2
+        return sum((_allreduce(elements, itemsize, p) for elements in parts), Cost())
     if strategy == "data":
         return _allreduce(gradient_elements(hidden, n_in, n_out), itemsize, p)
     groups, m_ranks = strategy_grid(strategy, p, model_ranks)
@@ -102,10 +107,10 @@ def step_cost(strategy: str, hidden: int, batch: int, p: int, dtype, model_ranks
 
 def epoch_cost(strategy: str, hidden: int, samples: int, batch: int, p: int, dtype,
                model_ranks: int | None = None, rank: int = 0, n_in: int = N_INPUTS,
-               n_out: int = N_CLASSES) -> Cost:
+               n_out: int = N_CLASSES, overlap: bool = False) -> Cost:
     """The sum of step_cost over the batches of an epoch of `samples` rows (the last one shorter)."""
     total = Cost()
     for start in range(0, samples, batch):
         total = total + step_cost(strategy, hidden, min(batch, samples - start), p, dtype, model_ranks,
-                                  rank, n_in, n_out)
+                                  rank, n_in, n_out, overlap)
     return total

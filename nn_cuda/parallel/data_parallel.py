@@ -31,14 +31,23 @@ from .gpu import select_device
 from .mpi import Communicator, ParallelError, rank_range
 
 
-def check_batch_fits(batch: int, size: int) -> None:
-    """Every rank needs at least one row of every full batch: p <= B."""
-    if size > batch:
+def check_batch_fits(batch: int, size: int, model_ranks: int = 1) -> None:
+    """Every rank (hybrid: every data group of `model_ranks` ranks) needs at least one row of every
+    full batch: `size` <= B."""
+    if size <= batch:
+        return
+    if model_ranks == 1:
         raise ParallelError(
             f"{size} MPI ranks cannot share mini-batches of {batch} samples (every rank needs at "
             f"least one row of each batch); use a batch of at least {size} (-b {size}) or at most "
             f"{batch} ranks (mpirun -n {batch})"
         )
+    raise ParallelError(
+        f"{size} data groups ({size * model_ranks} ranks / --model-ranks {model_ranks}) cannot share "
+        f"mini-batches of {batch} samples (every data group needs at least one row of each batch); use a "
+        f"batch of at least {size} (-b {size}) or at most {batch} data groups "
+        f"(mpirun -n {batch * model_ranks} with --model-ranks {model_ranks})"
+    )
 
 
 class DataParallelBatches:

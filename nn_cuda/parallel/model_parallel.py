@@ -95,7 +95,7 @@ class ModelParallel:
         self.evaluates = True  # every rank: predictions need every model rank's partial logits
         self.groups, self.model_ranks = check_grid(self.size, model_ranks or self.size)
         self.group, self.model_rank = divmod(self.rank, self.model_ranks)
-        check_batch_fits(batch, self.groups)
+        check_batch_fits(batch, self.groups, self.model_ranks)
         check_comm_mode(comm_mode, backend_name)
         self.backend_name, self.comm_mode = backend_name, comm_mode
         self.model_comm = comm.split(self.group, self.model_rank)  # one data group: partial logits

@@ -325,6 +325,12 @@ def abort_job(message: str, exit_code: int = 1) -> None:
     """Print `message` prefixed with this rank, end every rank of the job, and exit. Never returns."""
     rank, size = _current_rank()
     if rank != 0:
+        # MPI start-up waits for every rank: when the error came before it (a bad flag), rank 0 can
+        # only abort once this rank has started MPI too, so start it before waiting.
+        try:
+            import_mpi()
+        except ParallelError:
+            pass  # no mpi4py: no rank can abort the others, each one prints and exits
         time.sleep(NON_ROOT_GRACE_SECONDS)
     prefix = f"[rank {rank}/{size}] "
     sys.stdout.flush()
