@@ -331,25 +331,26 @@ def write_predictions(path, labels: np.ndarray) -> None:
 OUTPUT_FLAGS = ("save", "predictions", "history", "profile")
 
 
-def check_output_paths(cfg: TrainConfig) -> None:
-    """Fail before training rather than after it when an output file cannot be written: the path must
-    not be a folder, and its folder is created here (as the writers would do) and must be writable."""
-    for flag in OUTPUT_FLAGS:
-        path = getattr(cfg, flag)
+def check_output_paths(outputs: dict) -> None:
+    """Fail before training rather than after it when an output file cannot be written. `outputs`:
+    {flag: path or None}. A path must not be a folder; its folder is created here (as the writers
+    would do) and must be writable."""
+    for flag, path in outputs.items():
         if not path:
             continue
         path = Path(path)
         if path.is_dir():
-            raise TrainingError(f"--{flag} {path} is a folder; give a file name")
+            raise TrainingError(f"{flag} {path} is a folder; give a file name")
         blocking = next((f for f in path.parents if f.exists() and not f.is_dir()), None)
         if blocking is not None:
-            raise TrainingError(f"--{flag} {path}: {blocking} is a file, not a folder")
+            raise TrainingError(f"{flag} {path}: {blocking} is a file, not a folder")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise TrainingError(f"--{flag} {path}: cannot create its folder ({error.strerror or error})") from None
+            reason = error.strerror or error
+            raise TrainingError(f"{flag} {path}: cannot create its folder ({reason})") from None
         if not os.access(path.parent, os.W_OK):
-            raise TrainingError(f"--{flag} {path}: its folder {path.parent} is not writable")
+            raise TrainingError(f"{flag} {path}: its folder {path.parent} is not writable")
 
 
 def silent(*args, **kwargs) -> None:
@@ -365,7 +366,7 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     if not strategy.is_root:
         log = silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
     else:
-        check_output_paths(cfg)
+        check_output_paths({f"--{flag}": getattr(cfg, flag) for flag in OUTPUT_FLAGS})
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     if splits is None:

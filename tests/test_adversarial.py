@@ -220,6 +220,36 @@ def test_train_command_with_fgsm_saves_a_checkpoint_and_reports_robustness(tmp_p
 
     host, metadata = load_checkpoint(checkpoint)
     assert host["W1"].shape == (8, 784) and metadata["attack"] == "fgsm"
+    assert (metadata["steps"], metadata["alpha"]) == (1, 0.1)  # what FGSM did: one step of eps
     result = json.loads(report.read_text())
     assert result["updates"] == 9 and [r["eps"] for r in result["robustness"]] == [0.05, 0.1]
     assert "PGD" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--predictions", "p.txt"], "--predictions"),   # nn_cuda.train's outputs that this command lacks
+    (["--history", "h.json"], "--history"),
+    (["--attack", "fgsm", "--alpha", "0.02"], "--alpha"),  # PGD's settings: FGSM would ignore them
+    (["--attack", "fgsm", "--steps", "5"], "--steps"),
+    (["--attack", "fgsm", "--random-start"], "--random-start"),
+    (["--async", "--overlap"], "--overlap"),  # --async splits the work its own way
+    (["--async", "--comm", "nccl"], "--comm"),
+    (["--async", "--parallel", "model"], "--parallel"),
+])
+def test_flags_that_would_be_ignored_are_refused(flags, named, capsys):
+    with pytest.raises(SystemExit) as stop:
+        adversarial_main(["train", "--dataset", "mnist-sample", *flags])
+    assert stop.value.code == 2
+    last_line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last_line.startswith("python -m nn_cuda.adversarial train: error: ") and named in last_line
+
+
+def test_an_output_that_cannot_be_written_stops_before_training(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = adversarial_main(["train", "--dataset", "mnist-sample", "-n", "8", "--max-steps", "2", "--quiet",
+                             "--json", str(blocker / "r.json")])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert f"--json {blocker / 'r.json'}: {blocker} is a file, not a folder" in captured.err
+    assert "training time" not in captured.out

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from nn_cuda.adversarial.async_pipeline import owned_batches
+from nn_cuda.adversarial.async_pipeline import most_overdue, owned_batches
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -73,9 +73,34 @@ def test_pipeline_consumes_every_batch_once_within_the_staleness_bound(tmp_path,
     assert max(stalenesses) <= bound, stalenesses
     if ranks == 2:
         assert max(stalenesses) <= 1, stalenesses
+    if max_staleness == generators:  # the tightest bound serves the generators in strict rotation
+        order = [r["generator"] for r in log]
+        windows = [order[i:i + generators] for i in range(len(order) - generators + 1)]
+        assert all(sorted(w) == list(range(1, ranks)) for w in windows), order
+
+
+def test_at_the_bound_a_generator_never_served_goes_before_one_served_at_update_0():
+    last = {1: 0, 2: 0, 3: 0}  # generator 1 was served at update 0, 2 and 3 not yet
+    assert most_overdue([1, 2, 3], last, never_served={2, 3}) == 2
+    assert most_overdue([1, 3], last, never_served={3}) == 3
+    last = {1: 1, 2: 0, 3: 2}
+    assert most_overdue([1, 2, 3], last, never_served=set()) == 2  # the oldest previous batch
 
 
 def test_a_bound_below_the_generator_count_is_refused_on_every_rank(tmp_path):
     result, _ = run_async(tmp_path, 3, "--max-staleness", "1")
     assert result.returncode != 0
     assert "--max-staleness 1" in result.stderr and "P - 1" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["eval", "train"])
+def test_commands_of_one_rank_under_mpirun_say_so_once(tmp_path, command):
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(NN_CUDA_OFFLINE="1", PYTHONPATH=str(REPO))
+    flags = ["--checkpoint", str(tmp_path / "m.npz")] if command == "eval" else []
+    result = subprocess.run([str(MPIEXEC), "-n", "3", sys.executable, "-m", "nn_cuda.adversarial", command,
+                             "--dataset", "mnist-sample", *flags], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=JOB_TIMEOUT)
+    assert result.returncode != 0
+    assert result.stderr.count("runs on one rank") == 1, result.stderr

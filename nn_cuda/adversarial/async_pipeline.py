@@ -25,9 +25,12 @@ adversaries to rank 0, so that the k PGD steps of one batch overlap with the upd
   ack says which; they were sent before that receive, so the wait is only their delivery). Rank 0 then
   knows a bound for every generator's batch in progress, u - last[g], and bounds the staleness by
   --max-staleness S: once a generator's bound reaches S - (G - 1), rank 0 serves the most overdue
-  such generator next, waiting for it if needed. Every generator ahead of it in that order is served
-  at most once first, so no batch is consumed with a staleness above S (S >= G required; S = G is
-  strict round robin). The default, 2 G, rarely has to wait.
+  such generator next (a generator not served yet before one served at update 0), waiting for it
+  if needed. Every generator ahead of it in that order is served at most once first, so no batch is
+  consumed with a staleness above S (S >= G required; S = G is strict round robin). The default,
+  2 G, rarely has to wait.
+- Timing: every rank meets at a barrier before the generators' first attack and rank 0's clock,
+  so the training time includes all of the generators' work.
 - The run ends cleanly: rank 0 sends weights to a generator only while that generator has batches
   left, so after its last ack a generator receives exactly the messages still due to it, cancels its
   posted receive, and every rank leaves through a final barrier.
@@ -158,6 +161,7 @@ def run_generator(comm, be, params: model.Parameters, batches, settings: AttackS
         if step and step % interval == 0:
             weights.poll()
 
+    comm.Barrier()  # start with rank 0's clock (run_updater), not while rank 0 is still setting up
     sent = 0
     for epoch in range(epochs):
         for b, (X, labels, _) in enumerate(batches.batches(epoch)):
@@ -187,6 +191,14 @@ def run_generator(comm, be, params: model.Parameters, batches, settings: AttackS
     return sent
 
 
+def most_overdue(candidates, last: dict, never_served: set) -> int:
+    """The generator to serve first among `candidates` (all at the staleness bound): the one whose
+    previous batch is oldest. A generator never served and one served at update 0 both have last = 0;
+    the one never served counts as older (serving the other again would break round robin), then the
+    lower rank."""
+    return min(candidates, key=lambda h: (last[h], h not in never_served, h))
+
+
 def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int, max_batch: int,
                 lr: float, reg: float, max_staleness: int | None = None, on_update=None) -> PipelineResult:
     """Rank 0: receive the generators' batches fairly and apply one SGD step per batch.
@@ -201,6 +213,7 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
     remaining = {g: epochs * len(owned_batches(n_batches, generators, g)) for g in gens}
     total = sum(remaining.values())
     last = {g: 0 for g in gens}  # update count when g's previous batch was received (0: none yet)
+    never_served = set(gens)
     grads = model.Parameters(be, params.hidden, params.dtype, params.n_in, params.n_out)
     ws = model.Workspace(be, max_batch, params.hidden, params.dtype, params.n_out)
     X_dev = be.empty((max_batch, params.n_in), params.dtype)
@@ -221,7 +234,7 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
         waiting = [g for g in gens if remaining[g] > 0]
         overdue = [g for g in waiting if u - last[g] >= force_at]
         if overdue:  # the staleness bound: serve the most overdue generator, waiting if need be
-            g = min(overdue, key=lambda h: (last[h], h))
+            g = most_overdue(overdue, last, never_served)
             while not ready(g):
                 time.sleep(POLL_SECONDS)
             last_served = g
@@ -235,6 +248,7 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
             time.sleep(POLL_SECONDS)
 
     be.synchronize()
+    comm.Barrier()  # the generators start their first attacks now: the clock sees all of their work
     started = time.perf_counter()
     u = 0
     while u < total:
@@ -259,6 +273,7 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
                            "staleness": u - version})
         remaining[g] -= 1
         last[g] = u
+        never_served.discard(g)
 
         X = X_dev[:n]
         be.copy(be.to_device(receive_buffer[:images].reshape(n, params.n_in)), X)

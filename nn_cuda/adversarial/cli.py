@@ -25,12 +25,13 @@ from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # no
 from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated, non_negative_int,  # noqa: E402
                       pixel_radius, positive_float, positive_int)
 from ..data import DATASETS, DataError  # noqa: E402
-from ..train import (Diverged, SerialBatches, TrainingError, initial_parameters, load_splits,  # noqa: E402
-                     silent, train_loop)
+from ..train import (Diverged, SerialBatches, TrainingError, check_output_paths,  # noqa: E402
+                     initial_parameters, load_splits, silent, train_loop)
 from .attacks import Attacker, check_unit_pixels  # noqa: E402
 from .evaluate import default_alpha, format_table, robustness  # noqa: E402
 
 PROG = "python -m nn_cuda.adversarial"
+DEFAULT_PGD_STEPS = 3
 USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError,
                BackendUnavailable)
 
@@ -62,6 +63,7 @@ def eval_parser() -> argparse.ArgumentParser:
 
 
 def run_eval(args, log=print) -> list:
+    check_output_paths({"--json": args.json})
     host, _ = load_checkpoint(args.checkpoint)
     cfg = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, dtype=args.dtype, pixels="unit")
     splits = load_splits(cfg, log=log)
@@ -101,8 +103,9 @@ def train_parser() -> argparse.ArgumentParser:
     a = p.add_argument_group("adversarial training")
     a.add_argument("--attack", choices=("pgd", "fgsm"), default="pgd")
     a.add_argument("--eps", type=pixel_radius, default=0.1, help="L-infinity radius of the attack")
-    a.add_argument("--alpha", type=positive_float, default=None, help="PGD step (default 2.5 eps / k)")
-    a.add_argument("--steps", type=positive_int, default=3, help="PGD steps k")
+    a.add_argument("--alpha", type=positive_float, default=None, help="PGD step size (default 2.5 eps / k)")
+    a.add_argument("--steps", type=positive_int, default=None,
+                   help=f"PGD steps k (default {DEFAULT_PGD_STEPS})")
     a.add_argument("--random-start", action="store_true", help="start PGD at a uniform point of the ball")
     a.add_argument("--async", dest="async_", action="store_true",
                    help="under mpirun -n P (P >= 2): rank 0 updates, ranks 1..P-1 generate adversaries")
@@ -130,8 +133,29 @@ def parse_train_args(argv):
         parser.error("adversarial attacks clip to [0, 1]: drop --pixels raw")
     if cfg.grade or cfg.seq or cfg.debug:
         parser.error("-g/-s/-d are the course's grading modes; use python -m nn_cuda.train for them")
-    if adv.alpha is None:
-        adv.alpha = default_alpha(adv.eps, adv.steps) if adv.attack == "pgd" else adv.eps
+    not_written = [flag for flag in ("predictions", "history", "profile") if getattr(cfg, flag)]
+    if not_written:
+        parser.error(", ".join(f"--{flag}" for flag in not_written) + ": adversarial training does not "
+                     "write it; --json writes its results and --save its weights")
+    if adv.async_:
+        own_split = [flag for flag, given in (("--parallel", cfg.parallel != "data"),
+                                              ("--model-ranks", cfg.model_ranks is not None),
+                                              ("--comm", cfg.comm != "host"), ("--overlap", cfg.overlap),
+                                              ("-p/--print-every", cfg.print_every != 0)) if given]
+        if own_split:
+            parser.error(", ".join(own_split) + ": --async splits the work its own way (rank 0 updates, "
+                         "the other ranks attack); drop them")
+    if adv.attack == "fgsm":
+        pgd_only = [flag for flag, given in (("--alpha", adv.alpha is not None),
+                                             ("--steps", adv.steps is not None),
+                                             ("--random-start", adv.random_start)) if given]
+        if pgd_only:
+            parser.error(", ".join(pgd_only) + ": FGSM is one step of eps from the clean image; "
+                         "drop them or use --attack pgd")
+        adv.steps, adv.alpha = 1, adv.eps  # what FGSM does, as the log and the checkpoint record it
+    else:
+        adv.steps = adv.steps or DEFAULT_PGD_STEPS
+        adv.alpha = adv.alpha or default_alpha(adv.eps, adv.steps)
     if adv.eval_eps is None:
         adv.eval_eps = [adv.eps]
     return cfg, adv
@@ -159,6 +183,7 @@ def _final_report(be, params, cfg, adv, splits, result: dict, log) -> dict:
 def run_train_serial(cfg, adv, log=print) -> dict:
     from .train_serial import AdversarialBatches
 
+    check_output_paths({"--save": cfg.save, "--json": adv.json})
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     splits = load_splits(cfg, log=log)
@@ -197,6 +222,8 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
     force_threshold(max_staleness, generators)  # a clear error on every rank before any message
     if rank != 0:
         log = silent
+    else:
+        check_output_paths({"--save": cfg.save, "--json": adv.json, "--staleness-log": adv.staleness_log})
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     splits = load_splits(cfg, log=log)
@@ -253,16 +280,17 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
         f"{result.wait_seconds:.2f} s for batches and {result.send_seconds:.2f} s sending weights")
     log("staleness (updates between the weights an adversary was made with and its use): "
         + ", ".join(f"{s}: {c}" for s, c in histogram.items()) + f"  (max {worst}, bound {max_staleness})")
-    if adv.staleness_log:
-        with open(adv.staleness_log, "w") as handle:
-            json.dump({"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches,
-                       "epochs": epochs, "log": result.log}, handle)
     summary = {"mode": "async", "ranks": size, "updates": result.updates,
                "train_seconds": result.train_seconds, "wait_seconds": result.wait_seconds,
                "send_seconds": result.send_seconds, "history": epoch_records,
                "staleness_histogram": {str(k): v for k, v in histogram.items()},
                "max_staleness": max_staleness}
-    return _final_report(be, params, cfg, adv, splits, summary, log)
+    report = _final_report(be, params, cfg, adv, splits, summary, log)  # saves the weights first
+    if adv.staleness_log:
+        with open(adv.staleness_log, "w") as handle:
+            json.dump({"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches,
+                       "epochs": epochs, "log": result.log}, handle)
+    return report
 
 
 # ---- the command ----------------------------------------------------------------------------
@@ -291,18 +319,18 @@ def main(argv=None) -> int:
             cfg, adv = parse_train_args(rest)
     try:
         with parallel.abort_on_error(PROG, USER_ERRORS):
+            if command == "train" and adv.async_:
+                run_train_async(cfg, adv)
+                return 0
+            world = parallel.world_from_environment()
+            if world is not None and world.size > 1:
+                raise parallel.ParallelError(
+                    "eval runs on one rank; run it without mpirun" if command == "eval" else
+                    "serial adversarial training runs on one rank; add --async to use mpirun -n P, "
+                    "or run without mpirun")
             if command == "eval":
                 run_eval(args)
-            elif adv.async_:
-                run_train_async(cfg, adv)
             else:
-                if parallel.launched_by_mpi():
-                    from ..parallel.mpi import world_from_environment
-
-                    if world_from_environment().size > 1:
-                        raise parallel.ParallelError(
-                            "serial adversarial training runs on one rank; add --async to use "
-                            "mpirun -n P, or run without mpirun")
                 run_train_serial(cfg, adv)
     except USER_ERRORS as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
