@@ -34,15 +34,21 @@ class CountingStrategy:
         self.allreduces += 1
 
 
-def test_every_operation_lands_in_its_phase():
+def timed_steps(strategy, steps: int) -> PhaseTimer:
+    """`steps` training steps on the NumPy backend, timed, with `strategy` (through its timed stand-in)."""
     be = get_backend("numpy")
     X, y, params, grads, ws = _setup(be)
     timer = PhaseTimer(be, nvtx=False)
-    strategy = CountingStrategy()
     timed_be, timed_strategy = timer.backend(be), timer.strategy(strategy)
-    steps = 3
     for _ in range(steps):
         timed_step(timer, model, timed_be, params, grads, ws, X, y, 1 / 5, 0.1, 1e-4, timed_strategy)
+    return timer
+
+
+def test_every_operation_lands_in_its_phase():
+    strategy = CountingStrategy()
+    steps = 3
+    timer = timed_steps(strategy, steps)
     summary = timer.summary()
     assert summary["steps"] == steps and strategy.allreduces == steps
     per_step = {"forward_gemm": 2, "backward_gemm": 3, "update": 2, "communication": 1, "transfers": 0,
@@ -72,14 +78,9 @@ class ModelParallelLike(CountingStrategy):
 
 
 def test_the_logits_allreduce_and_the_overlap_hook_count_as_communication():
-    be = get_backend("numpy")
-    X, y, params, grads, ws = _setup(be)
-    timer = PhaseTimer(be, nvtx=False)
     strategy = ModelParallelLike()
     steps = 2
-    for _ in range(steps):
-        timed_step(timer, model, timer.backend(be), params, grads, ws, X, y, 1 / 5, 0.1, 1e-4,
-                   timer.strategy(strategy))
+    timer = timed_steps(strategy, steps)
     assert strategy.logit_reductions == strategy.layer2_starts == strategy.allreduces == steps
     # per step: the gradient allreduce, the logits allreduce and the layer-2 start
     assert timer.summary()["calls"]["communication"] == 3 * steps
