@@ -210,11 +210,12 @@ def _missing_files(directory: Path) -> list:
 
 
 def load_dataset(name: str, data_dir=None, fallback: bool = True, download_timeout: float = 5.0,
-                 log=print) -> Dataset:
+                 log=print, progress: bool = True) -> Dataset:
     """Find dataset `name`, read and check its four files, and return it.
 
     MNIST that is not found anywhere is downloaded into the cache (network timeout
-    `download_timeout` seconds; skipped when $NN_CUDA_OFFLINE is set); if that fails too and
+    `download_timeout` seconds, progress bars unless `progress` is false; skipped when
+    $NN_CUDA_OFFLINE is set); if that fails too and
     `fallback` is true, one line starting "NOTE:" is logged and the bundled sample is returned.
     Any other missing dataset raises DataError saying where it looked and how to get it.
     """
@@ -230,7 +231,7 @@ def load_dataset(name: str, data_dir=None, fallback: bool = True, download_timeo
         failure = f"${OFFLINE_VARIABLE} is set, so no download was tried"
     else:
         try:
-            directory = fetch("mnist", timeout=download_timeout)
+            directory = fetch("mnist", timeout=download_timeout, progress=progress)
             log(f"Downloaded MNIST to {directory}")
             return _load_directory(name, directory)
         except DataError as error:

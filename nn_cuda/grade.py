@@ -23,6 +23,7 @@ from . import compare, model, parallel
 from .backends import BACKENDS, get_backend
 from .config import TrainConfig, non_negative_int, positive_int
 from .data import DATASETS, DataError
+from .train import TrainingError
 
 #: mode -> dtype -> (learning rate, epochs), the course's settings for raw 0-255 pixels
 COURSE_MODES = {
@@ -124,12 +125,13 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
 
     Returns True when every error is within the course's threshold (always True off the root).
     """
-    from .train import initial_parameters, load_splits, make_strategy
+    from .train import check_ranks_share_the_data, initial_parameters, load_splits, make_strategy
 
     strategy = make_strategy(cfg)
     log = log if strategy.is_root else (lambda *args: None)
     hidden, init = initial_parameters(cfg)
-    splits = load_splits(cfg, log=log)
+    splits = load_splits(cfg, log=log, progress=strategy.is_root)
+    check_ranks_share_the_data(getattr(strategy, "comm", None), splits)
     if limit_rows is not None:
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
         splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
@@ -168,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-USER_ERRORS = (DataError, ValueError, ImportError, RuntimeError, parallel.ParallelError)
+USER_ERRORS = (DataError, ValueError, ImportError, RuntimeError, parallel.ParallelError, TrainingError)
 
 
 def run_grade(mode: int, cfg: TrainConfig, outputs: Path, limit_rows=None, scale: int = 1) -> bool:

@@ -71,9 +71,10 @@ def scale_pixels(images: np.ndarray, pixels: str, dtype) -> np.ndarray:
     return out
 
 
-def load_splits(cfg: TrainConfig, log=print) -> Splits:
-    """The dataset of `cfg`: first 90 % of the training file to train, last 10 % to validate."""
-    ds = load_dataset(cfg.dataset, data_dir=cfg.data_dir, log=log)
+def load_splits(cfg: TrainConfig, log=print, progress: bool = True) -> Splits:
+    """The dataset of `cfg`: first 90 % of the training file to train, last 10 % to validate.
+    `progress`: show a download's progress bars (rank 0 only under MPI)."""
+    ds = load_dataset(cfg.dataset, data_dir=cfg.data_dir, log=log, progress=progress)
     x_tr, y_tr, x_va, y_va = split_train_validation(ds.train_images, ds.train_labels)
     as_x = lambda images: scale_pixels(images, cfg.pixels, cfg.dtype)  # noqa: E731
     as_y = lambda labels: np.ascontiguousarray(labels, dtype=np.int32)  # noqa: E731
@@ -94,11 +95,11 @@ def data_fingerprint(splits: Splits) -> tuple:
     return splits.dataset, sizes, digest.hexdigest()[:16]
 
 
-def check_ranks_share_the_data(strategy, splits: Splits) -> None:
+def check_ranks_share_the_data(comm, splits: Splits) -> None:
     """Every rank loads the data itself; under MPI they must have found the same (a rank that fell
-    back to the bundled sample, or found another copy, would train on other rows). Raises on every
-    rank alike, so that the job ends with one message."""
-    comm = getattr(strategy, "comm", None)
+    back to the bundled sample, or found another copy, would train on other rows). `comm`: the ranks
+    (anything with `size` and `allgather`; None in a serial run). Raises on every rank alike, so
+    that the job ends with one message."""
     if comm is None or comm.size == 1:
         return
     fingerprints = comm.allgather(data_fingerprint(splits))
@@ -370,8 +371,8 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
     if splits is None:
-        splits = load_splits(cfg, log=log)
-    check_ranks_share_the_data(strategy, splits)
+        splits = load_splits(cfg, log=log, progress=strategy.is_root and not cfg.quiet)
+    check_ranks_share_the_data(getattr(strategy, "comm", None), splits)
     params = strategy.local_parameters(be, host, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)

@@ -429,14 +429,25 @@ def test_bad_data_path_on_one_rank_ends_the_job(tmp_path):
     assert "[rank 1/2] nn_cuda.train: error: data directory" in result.stderr
 
 
+DATA_USING_COMMANDS = {
+    "train": ["nn_cuda.train", *TRAIN_FLAGS],
+    "grade": ["nn_cuda.grade", "--mode", "1", "--max-steps", "2", "--hidden", "8", "--dataset", "mnist-sample"],
+    "adversarial": ["nn_cuda.adversarial", "train", "--async", "-n", "8", "--batch", "400", "-e", "1",
+                    "--quiet", "--dataset", "mnist-sample"],
+}
+
+
 @pytestmark_mpi
 @pytest.mark.mpi
-def test_ranks_that_found_different_data_stop_before_training(tmp_path):
+@pytest.mark.parametrize("command", sorted(DATA_USING_COMMANDS))
+def test_ranks_that_found_different_data_stop_before_training(tmp_path, command):
     """Each rank loads the data itself: one that finds other files (here: the sample's files, served as
     "mnist" from another folder, against the bundled sample) must not train on other rows."""
     copy = tmp_path / "copy"
     shutil.copytree(REPO / "data" / "mnist-sample", copy)
-    flags = [sys.executable, "-m", "nn_cuda.train", *TRAIN_FLAGS]
+    flags = [sys.executable, "-m", *DATA_USING_COMMANDS[command]]
+    if command == "grade":
+        flags += ["--outputs", tmp_path / "Outputs"]
     result, seconds = mpiexec(["-n", 1, *flags, "--dataset", "mnist", "--data-dir", copy, ":",
                                "-n", 1, *flags])
     assert result.returncode != 0

@@ -26,7 +26,7 @@ from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated,
                       pixel_radius, positive_float, positive_int)
 from ..data import DATASETS, DataError  # noqa: E402
 from ..train import (Diverged, SerialBatches, TrainingError, check_output_paths,  # noqa: E402
-                     initial_parameters, load_splits, silent, train_loop)
+                     check_ranks_share_the_data, initial_parameters, load_splits, silent, train_loop)
 from .attacks import Attacker, check_unit_pixels  # noqa: E402
 from .evaluate import default_alpha, format_table, robustness  # noqa: E402
 
@@ -118,7 +118,8 @@ def train_parser() -> argparse.ArgumentParser:
     a.add_argument("--eval-steps", type=positive_int, default=20, help="PGD steps of the final check")
     a.add_argument("--eval-limit", type=positive_int, default=1000,
                    help="test images in the final robustness check")
-    a.add_argument("--staleness-log", metavar="PATH", help="--async: write every consumed batch's record (JSON)")
+    a.add_argument("--staleness-log", metavar="PATH",
+                   help="--async: write every consumed batch's record (JSON)")
     a.add_argument("--json", metavar="PATH", help="write the results as JSON")
     return p
 
@@ -226,7 +227,8 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
         check_output_paths({"--save": cfg.save, "--json": adv.json, "--staleness-log": adv.staleness_log})
     be = get_backend(cfg.backend, cfg.gemm)
     hidden, host = initial_parameters(cfg)
-    splits = load_splits(cfg, log=log)
+    splits = load_splits(cfg, log=log, progress=rank == 0 and not cfg.quiet)
+    check_ranks_share_the_data(comm, splits)
     check_unit_pixels(splits.x_train, "the training images")
     params = model.Parameters(be, hidden, cfg.dtype)
     flat = np.empty(params.size, dtype=params.dtype)
