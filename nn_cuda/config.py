@@ -178,7 +178,8 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                       "(GPU backends; default: the backend's fastest hand-written one)")
     more.add_argument("--dtype", choices=("float32", "float64"), default=d.dtype,
                       help="floating-point type of the parameters, activations and data")
-    more.add_argument("--seed", type=non_negative_int, default=d.seed, help="seed of the weight init and --shuffle")
+    more.add_argument("--seed", type=non_negative_int, default=d.seed,
+                      help="seed of the weight init and --shuffle")
     more.add_argument("--shuffle", action="store_true", help="new sample order every epoch")
     more.add_argument("--pixels", choices=("unit", "raw"), default=d.pixels,
                       help="unit: pixels / 255 in [0, 1]; raw: 0-255 as the course fed them")

@@ -26,10 +26,8 @@ With CuPy present, every phase and every step is also an NVTX range (cupy.cuda.n
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 PHASES = ("forward_gemm", "backward_gemm", "elementwise", "update", "communication", "transfers")
 
@@ -240,10 +238,9 @@ class PhaseTimer:
         }
 
     def write_json(self, path, extra: dict | None = None) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {**(extra or {}), "profile": self.summary()}
-        path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+        from .bench.common import write_json
+
+        write_json(path, {**(extra or {}), "profile": self.summary()})
 
 
 class _TimedBackend:

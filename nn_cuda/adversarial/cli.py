@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import fields
@@ -21,6 +20,7 @@ import numpy as np  # noqa: E402
 
 from .. import model  # noqa: E402
 from ..backends import BACKENDS, BackendUnavailable, get_backend  # noqa: E402
+from ..bench.common import write_json  # noqa: E402
 from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated, non_negative_int,  # noqa: E402
                       pixel_radius, positive_float, positive_int)
@@ -84,8 +84,7 @@ def run_eval(args, log=print) -> list:
             log(f"WARNING: at eps = {r.eps:g} PGD ({r.pgd:.4f}) is weaker than FGSM ({r.fgsm:.4f}); "
                 "raise --steps or --alpha")
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump([r.__dict__ for r in rows], handle, indent=1)
+        write_json(args.json, [r.__dict__ for r in rows])
     return rows
 
 
@@ -176,8 +175,7 @@ def _final_report(be, params, cfg, adv, splits, result: dict, log) -> dict:
                         eps=adv.eps, alpha=adv.alpha, steps=adv.steps, asynchronous=adv.async_)
         log(f"saved parameters to {cfg.save}")
     if adv.json:
-        with open(adv.json, "w") as handle:
-            json.dump(result, handle, indent=1, default=float)
+        write_json(adv.json, result)
     return result
 
 
@@ -289,9 +287,8 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
                "max_staleness": max_staleness}
     report = _final_report(be, params, cfg, adv, splits, summary, log)  # saves the weights first
     if adv.staleness_log:
-        with open(adv.staleness_log, "w") as handle:
-            json.dump({"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches,
-                       "epochs": epochs, "log": result.log}, handle)
+        write_json(adv.staleness_log, {"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches,
+                                       "epochs": epochs, "log": result.log})
     return report
 
 

@@ -61,6 +61,17 @@ def write_json(path, payload: dict) -> None:
     path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
 
 
+def default_backend() -> str:
+    """The benchmarks' default: cupy where CuPy reaches a GPU, else numpy."""
+    from ..backends import get_backend
+
+    try:
+        get_backend("cupy")
+        return "cupy"
+    except (ImportError, RuntimeError):
+        return "numpy"
+
+
 def backend_or_usage_error(parser, name: str, gemm: str | None = None):
     """get_backend(name, gemm), or the parser's one-line usage error (exit status 2) saying why not:
     an unknown GEMM algorithm, CuPy not installed, no GPU. Checked before any work starts."""

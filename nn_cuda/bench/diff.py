@@ -32,7 +32,7 @@ from .. import compare
 from ..backends import BACKENDS
 from ..config import TrainConfig, comma_separated, non_negative_int, positive_float, positive_int
 from ..data import DATASETS
-from .common import backend_or_usage_error, machine_info, machine_line, write_json
+from .common import backend_or_usage_error, default_backend, machine_info, machine_line, write_json
 
 BASE = {"lr": 0.5, "epochs": 4, "hidden": 100, "batch": 800}
 SWEEPS = {
@@ -64,8 +64,10 @@ def build_parser():
                    help="learning rates (comma-separated)")
     p.add_argument("--epochs", type=comma_separated(positive_int), default=SWEEPS["epochs"],
                    help="epochs (one run, the longest)")
-    p.add_argument("--hidden", type=comma_separated(positive_int), default=SWEEPS["hidden"], help="hidden sizes H")
-    p.add_argument("--batch", type=comma_separated(positive_int), default=SWEEPS["batch"], help="mini-batch sizes")
+    p.add_argument("--hidden", type=comma_separated(positive_int), default=SWEEPS["hidden"],
+                   help="hidden sizes H")
+    p.add_argument("--batch", type=comma_separated(positive_int), default=SWEEPS["batch"],
+                   help="mini-batch sizes")
     p.add_argument("--base", default=",".join(f"{k}={v}" for k, v in BASE.items()),
                    help="the run the sweeps vary, as lr=..,epochs=..,hidden=..,batch=..")
     p.add_argument("--modes", type=comma_separated(_training_mode, allow_empty=True), default=list(MODES),
@@ -91,16 +93,6 @@ def parse_base(text: str) -> dict:
             detail = error if isinstance(error, argparse.ArgumentTypeError) else "not a number"
             raise argparse.ArgumentTypeError(f"--base {text!r}: {key} {detail}") from None
     return base
-
-
-def default_backend() -> str:
-    from ..backends import get_backend
-
-    try:
-        get_backend("cupy")
-        return "cupy"
-    except (ImportError, RuntimeError):
-        return "numpy"
 
 
 class Comparison:

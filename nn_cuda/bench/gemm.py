@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import kernel_info
 from ..backends import BACKENDS, get_backend
-from .common import machine_info, machine_line, write_json
+from .common import default_backend, machine_info, machine_line, write_json
 
 ALPHA, BETA = 2.0, 5.0  # the course's mode-4 test
 COURSE_SIZES = [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)]
@@ -277,14 +277,6 @@ def time_gemm(be, timer, algo, problem, copies, repeat) -> list[float]:
 # ---- the benchmark ------------------------------------------------------------------------------
 
 
-def _default_backend() -> str:
-    try:
-        get_backend("cupy")
-        return "cupy"
-    except (ImportError, RuntimeError):
-        return "numpy"
-
-
 def _is_simulated(backend_name: str) -> bool:
     if backend_name == "numba-sim":
         return True
@@ -318,12 +310,11 @@ def main(argv=None) -> int:
         parser.error(f"--trans {','.join(unknown)}: choose among {', '.join(TRANSPOSES)}")
     dtype = np.dtype(args.dtype)
 
-    backend_name = args.backend or _default_backend()
+    backend_name = args.backend or default_backend()
     try:
         be = get_backend(backend_name)
     except (ImportError, RuntimeError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        parser.error(f"--backend {backend_name}: {error}")
     algos = list(dict.fromkeys(args.algo.split(","))) if args.algo else list(be.gemm_algos)
     unknown = [a for a in algos if a not in be.gemm_algos]
     if unknown:

@@ -38,7 +38,8 @@ from tqdm import tqdm
 
 from ..backends import BACKENDS
 from ..config import comma_separated, non_negative_int, one_of, positive_int
-from .common import backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment, write_json
+from .common import (backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment,
+                     write_json)
 
 MNIST_TRAIN_ROWS = 54_000
 STRATEGIES = ("data", "model", "hybrid")
