@@ -3,6 +3,8 @@
 # as JSON (machine, date and command included) and a table on the terminal.
 #
 #   ./run.sh gemm       GEMM kernels: correctness everywhere, GFLOP/s and % of cuBLAS on a GPU
+#   ./run.sh resources  every kernel's registers, shared memory and occupancy on sm_80 and sm_90
+#                       (NVRTC and ptxas from pip: no GPU needed)
 #   ./run.sh train      training-step throughput (NumPy; CuPy on a GPU), with a PyTorch loop if installed
 #   ./run.sh scaling    data-parallel MPI scaling, p = 1..4 ranks, one BLAS thread per rank
 #   ./run.sh adversarial  asynchronous adversarial training vs serial, P = 2..4 ranks (k = P - 1)
@@ -11,7 +13,9 @@
 #   ./run.sh curves     one default training run with --history (learning curves) and --profile
 #   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed),
 #                       and the same scan on the course's raw 0-255 pixels
-#   ./run.sh all        all of the above (afterwards `python -m nn_cuda.report` writes report/ from them)
+#   ./run.sh gpu-check  the acceptance run on a GPU: the CuPy tests, grading modes 1-4, bench gemm
+#                       against cuBLAS and the default training run, summed up in gpu_check.json
+#   ./run.sh all        all of the above but gpu-check (afterwards `python -m nn_cuda.report` writes report/ from them)
 set -euo pipefail
 cd "$(dirname "$0")"
 OUT=${NN_CUDA_BENCH_DIR:-bench_results}
@@ -40,6 +44,10 @@ bench_gemm() {
         "$PY" -m nn_cuda.bench gemm --backend numba-sim --trans NN,NT,TN,TT --json "$OUT/gemm_numba-sim_float32.json"
         "$PY" -m nn_cuda.bench gemm --backend numba-sim --dtype float64 --json "$OUT/gemm_numba-sim_float64.json"
     fi
+}
+
+bench_resources() {
+    "$PY" -m nn_cuda.kernel_info --json "$OUT/resources.json"
 }
 
 bench_train() {
@@ -83,8 +91,13 @@ bench_lr() {
         --seeds 0,1,2 ${torch[@]+"${torch[@]}"} --json "$OUT/lr_raw.json"
 }
 
+bench_gpu_check() {
+    "$PY" -m nn_cuda.bench gpu-check --out "$OUT"
+}
+
 case "${1:-all}" in
     gemm) bench_gemm ;;
+    resources) bench_resources ;;
     train) bench_train ;;
     scaling) bench_scaling ;;
     adversarial) bench_adversarial ;;
@@ -92,6 +105,7 @@ case "${1:-all}" in
     diff) bench_diff ;;
     curves) bench_curves ;;
     lr) bench_lr ;;
-    all) bench_gemm; bench_roofline; bench_train; bench_scaling; bench_diff; bench_curves; bench_lr; bench_adversarial ;;
-    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|lr|all" >&2; exit 2 ;;
+    gpu-check) bench_gpu_check ;;
+    all) bench_gemm; bench_resources; bench_roofline; bench_train; bench_scaling; bench_diff; bench_curves; bench_lr; bench_adversarial ;;
+    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|lr|resources|gpu-check|all" >&2; exit 2 ;;
 esac

@@ -16,14 +16,7 @@
 // consecutive addresses when B is not transposed; with TRANS_B they are K elements apart and each
 // thread pulls its own 32-byte sector. Only the L1/L2 caches provide reuse.
 
-template <typename T, bool TRANSPOSED>
-__device__ __forceinline__ T op_element(const T* __restrict__ X, int r, int c, int op_rows, int op_cols)
-{
-    // Element (r, c) of op(X), an op_rows x op_cols matrix. X is stored op_rows x op_cols
-    // (row-major), or op_cols x op_rows when TRANSPOSED. 64-bit offsets: M * K may exceed 2^31.
-    return TRANSPOSED ? X[static_cast<long long>(c) * op_rows + r]
-                      : X[static_cast<long long>(r) * op_cols + c];
-}
+#include "common.cuh"
 
 template <typename T, bool TRANS_A, bool TRANS_B>
 __global__ void gemm_naive(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,

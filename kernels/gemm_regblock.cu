@@ -34,14 +34,7 @@ constexpr int RB_THREADS = RB_THREADS_X * RB_THREADS_Y;  // 64 columns of C per 
 constexpr int RB_ROWS = 16;                              // rows of C per block (c[16] per thread)
 constexpr int RB_K = 4;                                  // step along K
 
-template <typename T, bool TRANSPOSED>
-__device__ __forceinline__ T op_element(const T* __restrict__ X, int r, int c, int op_rows, int op_cols)
-{
-    // Element (r, c) of op(X), an op_rows x op_cols matrix. X is stored op_rows x op_cols
-    // (row-major), or op_cols x op_rows when TRANSPOSED. 64-bit offsets: M * K may exceed 2^31.
-    return TRANSPOSED ? X[static_cast<long long>(c) * op_rows + r]
-                      : X[static_cast<long long>(r) * op_cols + c];
-}
+#include "common.cuh"
 
 // No __launch_bounds__(64) on purpose: with it, CUDA 13.0's ptxas for sm_90 trades registers for
 // occupancy and spills 8 bytes of gemm_regblock<double, false, true>; without it nothing spills.

@@ -23,14 +23,7 @@
 
 constexpr int TILE = 32;
 
-template <typename T, bool TRANSPOSED>
-__device__ __forceinline__ T op_element(const T* __restrict__ X, int r, int c, int op_rows, int op_cols)
-{
-    // Element (r, c) of op(X), an op_rows x op_cols matrix. X is stored op_rows x op_cols
-    // (row-major), or op_cols x op_rows when TRANSPOSED. 64-bit offsets: M * K may exceed 2^31.
-    return TRANSPOSED ? X[static_cast<long long>(c) * op_rows + r]
-                      : X[static_cast<long long>(r) * op_cols + c];
-}
+#include "common.cuh"
 
 template <typename T, bool TRANS_A, bool TRANS_B>
 __global__ void __launch_bounds__(TILE * TILE)

@@ -4,10 +4,10 @@
 // Every kernel is memory-bound: it does a few flops per element loaded, so the goal is one pass over
 // memory with coalesced accesses (consecutive threads touch consecutive addresses).
 //
-// Thread mappings (the launcher in nn_cuda/backends/cupy_backend.py uses these block shapes):
+// Thread mappings (the launch table in nn_cuda/kernel_launch.py uses these block shapes):
 //   matrix kernels (bias_sigmoid, softmax_grad): blocks of 32 x 8 threads; threadIdx.x runs along the
 //       columns j, the y dimension along the rows i, looping over rows when the grid is capped;
-//   flat kernels (sigmoid_backward, sgd_update): one thread per element, 256-thread blocks, a
+//   flat kernels (sigmoid_backward, sgd_update, pgd_step): one thread per element, 256-thread blocks, a
 //       grid-stride loop with a 64-bit index;
 //   bias_softmax: one thread per row (a row holds the 10 class scores: too short to share);
 //   col_sum: 32 x 32 blocks; each block sums 32 columns, each of its 32 rows of threads adds every
@@ -147,5 +147,27 @@ __global__ void sgd_update(T* __restrict__ param, const T* __restrict__ grad, T 
          idx += stride) {
         const T p = param[idx];
         param[idx] = p - lr * (grad[idx] + decay * p);
+    }
+}
+
+// One signed-gradient attack step (FGSM, PGD), element-wise over n pixels:
+//     out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, 1)
+// a step up the loss, projected onto the L-infinity ball of radius eps around the clean images and
+// then onto the valid pixel range; sign(0) = 0. One thread per pixel, grid-stride loop (256-thread
+// blocks): three loads and one store for a few comparisons, so memory-bound. out may be X_adv.
+template <typename T>
+__global__ void pgd_step(const T* X_adv, const T* __restrict__ grad, const T* __restrict__ X_clean,
+                         T alpha, T eps, T* out, long long n)
+{
+    const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+    for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
+         idx += stride) {
+        const T g = grad[idx];
+        const T step = g > T(0) ? alpha : (g < T(0) ? -alpha : T(0));
+        const T low = X_clean[idx] - eps;
+        const T high = X_clean[idx] + eps;
+        T v = X_adv[idx] + step;
+        v = v < low ? low : (v > high ? high : v);
+        out[idx] = v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
     }
 }

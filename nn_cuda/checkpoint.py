@@ -1,18 +1,27 @@
 """Checkpoints: `.npz` files with W1 (H x 784), b1 (H), W2 (10 x H), b2 (10) and a JSON metadata string.
 
-Written atomically (a temporary file in the same folder, then a rename), so a crash never leaves a
-half-written checkpoint under the final name; read with allow_pickle=False, so a file can hold data only.
+Written atomically (nn_cuda.outputs: a temporary file in the same folder, then a rename), so a crash
+never leaves a half-written checkpoint under the final name; when the file cannot be written (a full
+disk), the parameters go to the system's temporary folder instead, so that a training is not lost.
+Read with allow_pickle=False, so a file can hold data only, and checked: the four arrays, their shapes,
+H >= 1, and finite values.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
-from .idx import atomic_file
 from .model import N_CLASSES, PARAMETER_NAMES, parameter_shapes
+from .outputs import OutputError, atomic_file
+
+NOT_A_CHECKPOINT = "not a checkpoint written by --save"
 
 
 class CheckpointError(Exception):
@@ -20,32 +29,30 @@ class CheckpointError(Exception):
 
 
 def save_checkpoint(path, params: dict, **metadata) -> Path:
+    """Write `params` (and `metadata`) to `path`.
+
+    When `path` cannot be written, the checkpoint is written to a new file in the system's temporary
+    folder instead, and OutputError says why, and where the parameters are (or that they could not
+    be saved at all)."""
     arrays = {name: np.asarray(params[name]) for name in PARAMETER_NAMES}
     arrays["metadata"] = np.array(json.dumps(metadata, sort_keys=True, default=str))
-    with atomic_file(path) as handle:
-        np.savez(handle, **arrays)
+    try:
+        _write(path, arrays)
+    except OutputError as error:
+        raise OutputError(f"{error}; {_save_elsewhere(arrays)}") from None
     return Path(path)
 
 
 def load_checkpoint(path) -> tuple[dict, dict]:
     """({W1, b1, W2, b2} as NumPy arrays, metadata dict); CheckpointError when unusable."""
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            missing = [name for name in PARAMETER_NAMES if name not in archive.files]
-            if missing:
-                raise CheckpointError(f"{path}: not an nn_cuda checkpoint (missing {', '.join(missing)})")
-            params = {name: np.array(archive[name]) for name in PARAMETER_NAMES}
-            metadata = json.loads(str(archive["metadata"])) if "metadata" in archive.files else {}
-    except CheckpointError:
-        raise
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such checkpoint file") from None
-    except Exception as exc:  # zipfile, pickle and value errors all mean the same thing here
-        raise CheckpointError(f"{path}: cannot read checkpoint ({exc})") from None
+    params, metadata = _read(path)
     W1 = params["W1"]
     if W1.ndim != 2:
         raise CheckpointError(f"{path}: W1 must be 2-D (H x 784), has shape {W1.shape}")
+    if W1.shape[0] == 0:
+        raise CheckpointError(f"{path}: W1 has no rows (H = 0 hidden units); the network needs "
+                              "H >= 1: start from another checkpoint")
     expected = parameter_shapes(W1.shape[0], W1.shape[1], N_CLASSES)
     for name in PARAMETER_NAMES:
         if params[name].shape != expected[name]:
@@ -54,4 +61,59 @@ def load_checkpoint(path) -> tuple[dict, dict]:
             )
         if not np.issubdtype(params[name].dtype, np.floating):
             raise CheckpointError(f"{path}: {name} is {params[name].dtype}, expected floating point")
+        bad = int(np.count_nonzero(~np.isfinite(params[name])))
+        if bad:
+            raise CheckpointError(
+                f"{path}: {name} holds {bad} NaN or Inf values; these weights cannot be trained on "
+                f"or evaluated: start from another checkpoint (or none)"
+            )
+    return params, metadata
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _write(path, arrays: dict) -> None:
+    with atomic_file(path) as handle:
+        np.savez(handle, **arrays)
+
+
+def _save_elsewhere(arrays: dict) -> str:
+    """Write the checkpoint to a new file of the system's temporary folder; say where, or why not."""
+    try:
+        descriptor, rescue = tempfile.mkstemp(prefix="nn_cuda-weights-", suffix=".npz")
+        os.close(descriptor)
+        _write(rescue, arrays)
+    except (OSError, OutputError) as error:
+        return (f"saving them to {tempfile.gettempdir()} instead failed too ({error}): "
+                "the trained weights are lost")
+    return f"the weights were saved to {rescue} instead"
+
+
+def _read(path: Path) -> tuple[dict, dict]:
+    """The four arrays and the metadata of the archive `path`, unchecked."""
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such checkpoint file") from None
+    except IsADirectoryError:
+        raise CheckpointError(f"{path}: is a folder, {NOT_A_CHECKPOINT}") from None
+    except (ValueError, EOFError):  # NumPy: "... allow_pickle=False": neither .npy nor .npz
+        raise CheckpointError(f"{path}: {NOT_A_CHECKPOINT} (not a .npz archive)") from None
+    except zipfile.BadZipFile:
+        raise CheckpointError(f"{path}: {NOT_A_CHECKPOINT} (a damaged zip archive)") from None
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise CheckpointError(f"{path}: a single NumPy array (.npy), {NOT_A_CHECKPOINT}")
+    with loaded as archive:
+        missing = [name for name in PARAMETER_NAMES if name not in archive.files]
+        if missing:
+            raise CheckpointError(f"{path}: {NOT_A_CHECKPOINT} (no {', '.join(missing)} in it)")
+        try:
+            params = {name: np.array(archive[name]) for name in PARAMETER_NAMES}
+            metadata = json.loads(str(archive["metadata"])) if "metadata" in archive.files else {}
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+            raise CheckpointError(f"{path}: a damaged .npz archive ({error}); "
+                                  "write it again with --save") from None
     return params, metadata

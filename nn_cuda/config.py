@@ -16,6 +16,9 @@ from .data import DATASETS
 from .parallel import COMM_MODES, PARALLEL_STRATEGIES
 
 DEFAULT_LR = 0.5
+#: validation and test images evaluated by default on an emulated backend (Backend.emulated: the
+#: simulator runs one Python thread per CUDA thread, so 100 images take seconds, 1,400 take minutes)
+EMULATED_EVAL_LIMIT = 100
 
 
 @dataclass
@@ -41,6 +44,8 @@ class TrainConfig:
     save: str | None = None
     predictions: str | None = None
     max_steps: int | None = None
+    limit_rows: int | None = None  # train on the first N training images only
+    eval_limit: int | None = None  # validation and test accuracy on the first N images of each
     quiet: bool = False
     profile: str | None = None  # JSON file of per-phase timings (nn_cuda.profiling)
     history: str | None = None  # JSON file of the per-epoch loss and accuracies
@@ -144,6 +149,14 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def reword_help(parser: argparse.ArgumentParser, helps: dict) -> None:
+    """Replace the --help text of flags: {option string: text, or argparse.SUPPRESS to leave the flag
+    out of --help}. A left-out flag still parses, so that a command built on build_parser can refuse
+    it with its reason instead of an "unrecognized arguments" usage error."""
+    for flag, text in helps.items():
+        parser._option_string_actions[flag].help = text
+
+
 def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -189,6 +202,12 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                       help="write the test-set predictions (one digit per image, no separator)")
     more.add_argument("--max-steps", type=positive_int, default=None,
                       help="stop after this many optimizer steps (smoke runs, tests)")
+    more.add_argument("--limit-rows", type=positive_int, default=None, metavar="N",
+                      help="train on the first N training images only (smoke runs)")
+    more.add_argument("--eval-limit", type=positive_int, default=None, metavar="N",
+                      help="validation and test accuracy on the first N images of each (default: all, "
+                      f"{EMULATED_EVAL_LIMIT} on an emulated backend: numba-sim, cuda-cpu); "
+                      "--predictions still covers every test image")
     more.add_argument("--quiet", action="store_true", help="no progress bar; results only")
     more.add_argument("--profile", metavar="PATH.json",
                       help="write per-phase timings of the steps here (forward/backward GEMMs, "

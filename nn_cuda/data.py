@@ -11,17 +11,20 @@ Each dataset is four IDX files with the standard names (see `nn_cuda.idx`):
     fashion-mnist  Zalando's clothes images, a drop-in replacement for MNIST with the same sizes
     mnist-sample   5,000 real MNIST digits bundled in data/mnist-sample: 4,000 training + 1,000 test
 
-A dataset is looked for in these directories, in order; the first that holds all four files wins:
+A data_dir (the --data-dir flag) is where the dataset must be: DIR/<name>/, or DIR itself; if
+neither holds all four files, loading stops with an error naming the missing ones. Without one, a
+dataset is looked for in these directories, in order; the first that holds all four files wins:
 
-    1. data_dir (the --data-dir flag): DIR/<name>/, then DIR itself
-    2. $NN_CUDA_DATA/<name>/
-    3. the repository's data folder: data/<name>/
-    4. the download cache: $NN_CUDA_CACHE_DIR/<name>/, by default ~/.cache/nn_cuda/<name>/
-    5. fashion-mnist only: /usr/share/datasets/fashion-mnist/ (from Debian's dataset-fashion-mnist)
+    1. $NN_CUDA_DATA/<name>/
+    2. the repository's data folder: data/<name>/
+    3. the download cache: $NN_CUDA_CACHE_DIR/<name>/, by default ~/.cache/nn_cuda/<name>/
+    4. fashion-mnist only: /usr/share/datasets/fashion-mnist/ (from Debian's dataset-fashion-mnist)
 
 `python -m nn_cuda.data fetch mnist` downloads MNIST into the cache, checking each file's SHA-256;
-`python -m nn_cuda.data info` says where each dataset is found. When MNIST is wanted but is nowhere
-and cannot be downloaded, `load_dataset` falls back to the bundled sample and says so in one line.
+`python -m nn_cuda.data info` says where each dataset is found. When MNIST is wanted, no data_dir was
+given, and MNIST is nowhere and cannot be downloaded, `load_dataset` falls back to the bundled sample
+and says so in one line. Loading logs one line naming the files read, and whether they are the
+published release (by SHA-256); files that are another dataset's published ones are refused.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import http.client
+import math
 import os
 import sys
 import urllib.error
@@ -39,11 +43,13 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .idx import DataError, atomic_file, read_idx
+from .idx import DataError, read_idx
+from .interrupts import ends_in_one_line_when_interrupted
+from .outputs import OutputError, atomic_file
 
 __all__ = [
     "DATASETS", "DataError", "Dataset", "find_dataset_dir", "load_dataset", "fetch",
-    "split_train_validation", "epoch_order", "cache_dir", "search_dirs",
+    "split_train_validation", "split_dataset", "epoch_order", "cache_dir", "search_dirs",
 ]
 
 DATASETS = ("mnist", "fashion-mnist", "mnist-sample")
@@ -169,12 +175,13 @@ def cache_dir() -> Path:
 
 
 def search_dirs(name: str, data_dir=None) -> list:
-    """The directories that may hold dataset `name`, in the order they are tried."""
+    """The directories that may hold dataset `name`, in the order they are tried: data_dir/<name> and
+    data_dir when a data_dir is given (and nothing else), the usual places otherwise."""
     spec = _spec(name)
-    candidates = []
     if data_dir is not None:
         data_dir = Path(data_dir).expanduser()
-        candidates += [data_dir / name, data_dir]
+        return [data_dir / name, data_dir]
+    candidates = []
     if os.environ.get("NN_CUDA_DATA"):
         candidates.append(Path(os.environ["NN_CUDA_DATA"]).expanduser() / name)
     candidates.append(REPOSITORY_DATA_DIR / name)
@@ -213,17 +220,20 @@ def load_dataset(name: str, data_dir=None, fallback: bool = True, download_timeo
                  log=print, progress: bool = True) -> Dataset:
     """Find dataset `name`, read and check its four files, and return it.
 
-    MNIST that is not found anywhere is downloaded into the cache (network timeout
+    With a `data_dir`, the dataset is read from there or DataError names the files missing there.
+    Without one, MNIST that is not found anywhere is downloaded into the cache (network timeout
     `download_timeout` seconds, progress bars unless `progress` is false; skipped when
     $NN_CUDA_OFFLINE is set); if that fails too and
     `fallback` is true, one line starting "NOTE:" is logged and the bundled sample is returned.
     Any other missing dataset raises DataError saying where it looked and how to get it.
+    One line naming the files read is logged.
     """
     spec = _spec(name)
     directory = find_dataset_dir(name, data_dir)
     if directory is not None:
-        return _load_directory(name, directory)
-
+        return _load_directory(name, directory, log)
+    if data_dir is not None:
+        raise DataError(_not_in_data_dir_message(spec, data_dir))
     if name != "mnist":
         raise DataError(_not_found_message(spec, data_dir))
 
@@ -233,7 +243,7 @@ def load_dataset(name: str, data_dir=None, fallback: bool = True, download_timeo
         try:
             directory = fetch("mnist", timeout=download_timeout, progress=progress)
             log(f"Downloaded MNIST to {directory}")
-            return _load_directory(name, directory)
+            return _load_directory(name, directory, log)
         except DataError as error:
             failure = f"the download failed ({error})"
 
@@ -243,18 +253,47 @@ def load_dataset(name: str, data_dir=None, fallback: bool = True, download_timeo
     log(f"NOTE: MNIST was not found and could not be downloaded, so the bundled 5,000-image "
         f"sample in {sample_dir} is used instead (results will not match full-MNIST numbers); "
         f"get the full set with: {spec.how_to_get}, or pass --data-dir DIR")
-    return _load_directory("mnist-sample", sample_dir)
+    return _load_directory("mnist-sample", sample_dir, log)
 
 
-def _load_directory(name: str, directory: Path) -> Dataset:
+def _load_directory(name: str, directory: Path, log=print) -> Dataset:
+    """Dataset `name` from the four files of `directory`, checked; logs one line naming them."""
     paths = {role: _dataset_file(directory, n) for role, n in FILE_NAMES.items()}
     missing = [FILE_NAMES[role] for role, path in paths.items() if path is None]
     if missing:
         raise DataError(f"{directory}: missing {', '.join(missing)} for dataset {name}")
+    provenance = _identify(_spec(name), paths)
     train_images, train_labels = _read_pair(paths["train_images"], paths["train_labels"])
     test_images, test_labels = _read_pair(paths["test_images"], paths["test_labels"])
+    log(f"data: {name} from {directory}: {', '.join(p.name for p in paths.values())} ({provenance})")
     return Dataset(name=name, source=str(directory), train_images=train_images,
                    train_labels=train_labels, test_images=test_images, test_labels=test_labels)
+
+
+def _identify(spec: DatasetSpec, paths: dict) -> str:
+    """What the files `paths` ({role: path}) are, by SHA-256 against every published release: "the
+    published ..." when they are `spec`'s, "unknown files ..." when they are nobody's. DataError when
+    one of them is a published file of another dataset, or of another role."""
+    published = {remote.sha256: (other, remote.name) for other in SPECS.values()
+                 for remote in other.remote_files}
+    recognised = 0
+    for role, path in paths.items():
+        found = published.get(_sha256_of(path))
+        if found is None:
+            continue
+        other, remote_name = found
+        if (other.name, remote_name) != (spec.name, FILE_NAMES[role]):
+            fix = (f"use --dataset {other.name}, or give the {spec.title} files"
+                   if other.name != spec.name else f"rename it {FILE_NAMES[role]}")
+            raise DataError(f"{path} is {other.title}'s {remote_name} (by its SHA-256), not "
+                            f"{spec.title}'s {FILE_NAMES[role]}; {fix}")
+        recognised += 1
+    if not spec.remote_files:
+        return "bundled with the source"
+    if recognised == len(paths):
+        return f"the published {spec.title} files, SHA-256 checked"
+    return (f"unknown files: not the published {spec.title} release by SHA-256 (recompressed, "
+            f"uncompressed or other data); read as {spec.name}, as asked")
 
 
 def _read_pair(images_path: Path, labels_path: Path):
@@ -285,6 +324,15 @@ def _read_pair(images_path: Path, labels_path: Path):
             f"the file is corrupt or not a label file"
         )
     return images.reshape(len(images), -1), labels
+
+
+def _not_in_data_dir_message(spec: DatasetSpec, data_dir) -> str:
+    """One line: which of the four files data_dir (and data_dir/<name>) lacks, and what to do."""
+    places = [d for d in search_dirs(spec.name, data_dir) if d.is_dir()]
+    lacking = "; ".join(f"{d} lacks {', '.join(_missing_files(d))}" for d in places)
+    return (f"{spec.title} is not in --data-dir {data_dir}: {lacking} (the four files are "
+            f"{', '.join(FILE_NAMES.values())}, with or without .gz); put them there, "
+            f"or drop --data-dir to look in the usual places; get them with: {spec.how_to_get}")
 
 
 def _not_found_message(spec: DatasetSpec, data_dir, failure: str = "") -> str:
@@ -318,6 +366,21 @@ def epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
     """The order of the n training samples in `epoch` with --shuffle: an int32 permutation drawn from
     (seed, epoch), so every MPI rank knows it without communication."""
     return np.random.default_rng([seed, epoch]).permutation(n).astype(np.int32)
+
+
+def split_dataset(dataset: Dataset, validation_fraction: float = 0.1):
+    """split_train_validation of `dataset`'s training file, refused (DataError) when the file is too
+    small to leave a validation image (its accuracy, printed after training, would be NaN)."""
+    parts = split_train_validation(dataset.train_images, dataset.train_labels, validation_fraction)
+    if validation_fraction > 0 and len(parts[2]) == 0:
+        n = len(dataset.train_labels)
+        smallest = math.floor(0.5 / validation_fraction) + 1  # round(n * fraction) >= 1 from there
+        raise DataError(
+            f"{dataset.source}: the training file holds {n} image{'s' if n != 1 else ''}, too few to "
+            f"keep {validation_fraction:.0%} of them for validation; use a training file of at "
+            f"least {smallest} images"
+        )
+    return parts
 
 
 def split_train_validation(images, labels, validation_fraction: float = 0.1):
@@ -441,6 +504,7 @@ def _sha256_of(path: Path) -> str:
 # ---- command line -----------------------------------------------------------------------------
 
 
+@ends_in_one_line_when_interrupted("python -m nn_cuda.data")
 def main(argv=None) -> int:
     from .config import positive_float  # here: nn_cuda.config imports this module
 
@@ -474,7 +538,7 @@ def main(argv=None) -> int:
         else:
             for name in [args.name] if args.name else DATASETS:
                 print(_describe_dataset(name, args.data_dir))
-    except DataError as error:
+    except (DataError, OutputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
@@ -483,9 +547,11 @@ def main(argv=None) -> int:
 def _describe_dataset(name: str, data_dir) -> str:
     directory = find_dataset_dir(name, data_dir)
     if directory is None:
-        return f"{name}: {_not_found_message(SPECS[name], data_dir)}"
+        missing = (_not_found_message(SPECS[name], data_dir) if data_dir is None
+                   else _not_in_data_dir_message(SPECS[name], data_dir))
+        return f"{name}: {missing}"
     try:
-        dataset = _load_directory(name, directory)
+        dataset = _load_directory(name, directory, log=lambda line: None)
     except DataError as error:
         return f"{name}: found in {directory} but unusable: {error}"
     return dataset.summary()

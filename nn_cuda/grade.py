@@ -19,10 +19,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import compare, model, parallel
+from . import compare, memory, model, parallel
 from .backends import BACKENDS, get_backend
 from .config import TrainConfig, non_negative_int, positive_int
 from .data import DATASETS, DataError
+from .interrupts import ends_in_one_line_when_interrupted
+from .outputs import OutputError, check_writable, write_text
 from .train import TrainingError
 
 #: mode -> dtype -> (learning rate, epochs), the course's settings for raw 0-255 pixels
@@ -34,6 +36,7 @@ COURSE_MODES = {
 COURSE_HIDDEN = 100
 COURSE_REG = 1e-4
 COURSE_BATCH = 800
+OUTPUT_FILES = ("NNErrors.txt", "CpuGpuDiff.txt")
 
 
 def course_config(mode: int, cfg: TrainConfig) -> TrainConfig:
@@ -58,6 +61,12 @@ class Run:
         if not snapshots or snapshots[-1][0] != history.steps:
             snapshots.append((history.steps, final))
         return cls(final, snapshots, val_acc, history.train_seconds)
+
+
+def check_outputs(outputs: Path) -> None:
+    """OutputError, before any training, when a file of `outputs` cannot be written."""
+    for name in OUTPUT_FILES:
+        check_writable(outputs / name)
 
 
 def snapshot_interval(cfg: TrainConfig, steps_per_epoch: int) -> int:
@@ -108,13 +117,12 @@ def report(cfg: TrainConfig, tested: Run, reference: Run, outputs: Path | None, 
     for line in lines:
         log(line)
     if outputs is not None:
-        outputs.mkdir(parents=True, exist_ok=True)
-        (outputs / "NNErrors.txt").write_text("\n".join(lines) + "\n")
         rows = [compare.diff_header()]
         for (step, ref_p), (step_t, test_p) in zip(reference.snapshots, tested.snapshots):
             assert step == step_t, "the two runs saved different iterations"
             rows.append(compare.diff_row(step, compare.parameter_errors(ref_p, test_p)))
-        (outputs / "CpuGpuDiff.txt").write_text("\n".join(rows) + "\n")
+        write_text(outputs / "NNErrors.txt", "\n".join(lines) + "\n")
+        write_text(outputs / "CpuGpuDiff.txt", "\n".join(rows) + "\n")
         log(f"wrote {outputs / 'NNErrors.txt'} and {outputs / 'CpuGpuDiff.txt'}")
     return all(verdict.values())
 
@@ -129,13 +137,15 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
 
     strategy = make_strategy(cfg)
     log = log if strategy.is_root else (lambda *args: None)
+    if strategy.is_root and outputs is not None:
+        check_outputs(outputs)
     hidden, init = initial_parameters(cfg)
     splits = load_splits(cfg, log=log, progress=strategy.is_root)
     check_ranks_share_the_data(getattr(strategy, "comm", None), splits)
     if limit_rows is not None:
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
         splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
-    ranks = f" on {strategy.size} MPI ranks" if strategy.size > 1 else ""
+    ranks = f" on {parallel.ranks(strategy.size)}" if strategy.size > 1 else ""
     log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}"
         f"{'/' + cfg.gemm if cfg.gemm else ''} {cfg.dtype}{ranks}; H={hidden} lr={cfg.lr:g} "
         f"epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
@@ -170,26 +180,59 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-USER_ERRORS = (DataError, ValueError, ImportError, RuntimeError, parallel.ParallelError, TrainingError)
+USER_ERRORS = (DataError, ValueError, ImportError, RuntimeError, parallel.ParallelError, TrainingError,
+               OutputError)
+
+
+def what_is_compared(mode: int, cfg: TrainConfig) -> str:
+    """The backend under test and its reference, for the summary line; says so when NumPy is compared
+    with itself (the default backend, on a machine without a GPU)."""
+    world = parallel.world_from_environment()
+    on_ranks = f" on {parallel.ranks(world.size)}" if mode != 4 and world and world.size > 1 else ""
+    tested = f"{cfg.backend}{'/' + cfg.gemm if cfg.gemm else ''} {cfg.dtype}{on_ranks}"
+    reference = "cuBLAS" if mode == 4 and cfg.backend == "cupy" else "the NumPy reference"
+    if cfg.backend == "numpy" and not on_ranks:
+        return (f"{tested} against {reference}, that is NumPy against itself: no kernel was graded "
+                "(--backend cuda-cpu or numba-sim grades the kernels on a CPU, cupy or numba on a GPU)")
+    return f"{tested} against {reference}"
+
+
+def check_gemm_memory(dtype: str, scale: int) -> None:
+    """NotEnoughMemory before mode 4 allocates its matrices at --scale: A, B and C of each course size
+    (built in float64, then cast), a copy for the backend under test and one for the reference."""
+    import numpy as np
+
+    from .grade_gemm import COURSE_GEMM_SIZES
+
+    per_element = 2 * 8 + 3 * np.dtype(dtype).itemsize
+    at_scale_1 = sum(M * K + K * N + M * N for M, N, K in COURSE_GEMM_SIZES) * per_element
+    available = memory.available_bytes()
+    largest = int((available / at_scale_1) ** 0.5) if available else None
+    fix = f"use --scale {largest} or less" if largest else "use a machine with more memory"
+    memory.require({"matrices": at_scale_1 * scale**2}, fix,
+                   what=f"mode 4 at --scale {scale}")
 
 
 def run_grade(mode: int, cfg: TrainConfig, outputs: Path, limit_rows=None, scale: int = 1) -> bool:
     """Grading mode 1-4. For modes 1-3, `cfg` is a course_config(mode, ...)."""
+    world = parallel.world_from_environment()
+    started = time.perf_counter()
     if mode == 4:
         from .grade_gemm import run_gemm_grade
 
-        world = parallel.world_from_environment()
         if world is not None and world.rank != 0:
             return True  # the GEMM test is one process's work: rank 0 runs it
-        return run_gemm_grade(cfg.backend, cfg.gemm, cfg.dtype, scale)
-    started = time.perf_counter()
-    ok = compare_with_reference(cfg, outputs, limit_rows=limit_rows)
-    world = parallel.world_from_environment()
+        check_gemm_memory(cfg.dtype, scale)
+        ok = run_gemm_grade(cfg.backend, cfg.gemm, cfg.dtype, scale)
+    else:
+        ok = compare_with_reference(cfg, outputs, limit_rows=limit_rows)
     if world is None or world.rank == 0:
-        print(f"mode {mode}: {'PASS' if ok else 'FAIL'} ({time.perf_counter() - started:.1f} s)")
+        print(f"mode {mode}: {'PASS' if ok else 'FAIL'} ({time.perf_counter() - started:.1f} s): "
+              f"{what_is_compared(mode, cfg)}")
     return ok
 
 
+@ends_in_one_line_when_interrupted("nn_cuda.grade")
 def main(argv=None) -> int:
     with parallel.output_on_root_only():
         args = build_parser().parse_args(argv)

@@ -22,14 +22,15 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
-import os
-import secrets
 import zlib
 from pathlib import Path
 
 import numpy as np
 
+from .outputs import atomic_file
+
 GZIP_MAGIC = b"\x1f\x8b"
+CHUNK_BYTES = 1 << 20  # bytes read at a time
 
 # IDX type code -> big-endian NumPy dtype of one element.
 IDX_DTYPES = {
@@ -53,13 +54,16 @@ def read_idx(path) -> np.ndarray:
     """The array stored in the IDX file `path` (gzip-compressed or not), in native byte order.
 
     Raises DataError if the file is missing, is not IDX, or its length disagrees with its header.
+    Reading stops one byte after the data the header announces, so a file that goes on (a
+    decompression bomb, say) costs no more memory than a valid one.
     """
     path = Path(path)
-    content = _read_decompressed(path)
-    dtype, shape, header_size = _parse_header(path, content)
+    with _open_decompressed(path) as stream, _read_errors_reported(path):
+        dtype, shape, header_size = _read_header(path, stream)
+        expected = math.prod(shape) * dtype.itemsize
+        data = _read_at_most(stream, expected + 1)
 
-    expected = math.prod(shape) * dtype.itemsize
-    found = len(content) - header_size
+    found = len(data)
     shape_text = " x ".join(str(n) for n in shape)
     if found < expected:
         raise DataError(
@@ -69,11 +73,12 @@ def read_idx(path) -> np.ndarray:
         )
     if found > expected:
         raise DataError(
-            f"{path}: {found - expected} unexpected bytes after the {shape_text} elements its "
-            f"header describes; the file is corrupt or not IDX: delete it and download it again"
+            f"{path}: file is longer than its header says: more than the {expected} bytes of its "
+            f"{shape_text} elements follow the header; the file is corrupt or not IDX: delete it "
+            f"and download it again"
         )
 
-    array = np.frombuffer(content, dtype=dtype, offset=header_size).reshape(shape)
+    array = np.frombuffer(data, dtype=dtype).reshape(shape)
     # A native-byte-order copy: writable, and fast for the arithmetic that follows.
     return array.astype(dtype.newbyteorder("="))
 
@@ -106,45 +111,36 @@ def write_idx(path, array) -> None:
             raw.write(content)
 
 
-@contextlib.contextmanager
-def atomic_file(path):
-    """A new binary file that appears at `path`, complete, only if the with-block succeeds.
-
-    The data goes to a hidden temporary file beside `path` that is renamed over `path` at the end
-    (a rename within one directory is atomic), so an interrupted write never leaves a partial file
-    under the final name. On any error the temporary file is removed.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.part")
-    try:
-        with open(temporary, "xb") as stream:  # "x": never reuse a file; permissions follow umask
-            yield stream
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 # ---- helpers ----------------------------------------------------------------------------------
 
 
-def _read_decompressed(path: Path) -> bytes:
-    """The file's bytes, decompressed if they start with the gzip magic number."""
+@contextlib.contextmanager
+def _open_decompressed(path: Path):
+    """The file as a binary stream, decompressed as it is read if it starts with the gzip magic."""
     try:
-        with open(path, "rb") as stream:
-            content = stream.read()
+        raw = open(path, "rb")
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise DataError(f"{path}: is a directory, expected an IDX file") from None
     except OSError as error:
         raise DataError(f"{path}: cannot be read: {error.strerror or error}") from None
+    with raw:
+        with _read_errors_reported(path):
+            compressed = raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+            raw.seek(0)
+        if not compressed:
+            yield raw
+            return
+        with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+            yield stream
 
-    if not content.startswith(GZIP_MAGIC):
-        return content
+
+@contextlib.contextmanager
+def _read_errors_reported(path: Path):
+    """A failure to read or decompress `path` as one DataError."""
     try:
-        return gzip.decompress(content)
+        yield
     except EOFError:
         raise DataError(
             f"{path}: gzip stream is truncated (an interrupted download?); "
@@ -154,31 +150,47 @@ def _read_decompressed(path: Path) -> bytes:
         raise DataError(
             f"{path}: corrupt gzip data ({error}); delete it and download it again"
         ) from None
+    except OSError as error:
+        raise DataError(f"{path}: cannot be read: {error.strerror or error}") from None
 
 
-def _parse_header(path: Path, content: bytes):
-    """(big-endian dtype, shape, header size in bytes) from the start of `content`."""
-    if len(content) < 4:
+def _read_at_most(stream, size: int) -> bytearray:
+    """Up to `size` bytes of `stream`, fewer where it ends first, read a chunk at a time (a header
+    announcing more data than the file holds allocates no more than the file's bytes)."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = stream.read(min(CHUNK_BYTES, size - len(data)))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _read_header(path: Path, stream):
+    """(big-endian dtype, shape, header size in bytes), read from the start of `stream`."""
+    start = bytes(_read_at_most(stream, 4))
+    if len(start) < 4:
         raise DataError(
-            f"{path}: only {len(content)} bytes long, too short for an IDX header; "
+            f"{path}: only {len(start)} bytes long, too short for an IDX header; "
             f"delete it and download it again"
         )
-    if content[0] != 0 or content[1] != 0 or content[2] not in IDX_DTYPES:
+    if start[0] != 0 or start[1] != 0 or start[2] not in IDX_DTYPES:
         raise DataError(
-            f"{path}: not an IDX file (magic number 0x{content[:4].hex()}; "
+            f"{path}: not an IDX file (magic number 0x{start.hex()}; "
             f"IDX files start with 0x0000 then a type code such as 08 for uint8)"
         )
-    dtype = IDX_DTYPES[content[2]]
-    ndim = content[3]
+    dtype = IDX_DTYPES[start[2]]
+    ndim = start[3]
     if ndim == 0:
         raise DataError(f"{path}: IDX header declares 0 dimensions; the file is corrupt")
     header_size = 4 + 4 * ndim
-    if len(content) < header_size:
+    sizes = bytes(_read_at_most(stream, 4 * ndim))
+    if len(sizes) < 4 * ndim:
         raise DataError(
-            f"{path}: file ends inside its header ({len(content)} bytes, the header of a "
+            f"{path}: file ends inside its header ({4 + len(sizes)} bytes, the header of a "
             f"{ndim}-dimensional IDX array needs {header_size}); delete it and download it again"
         )
-    shape = tuple(int(n) for n in np.frombuffer(content, dtype=">u4", count=ndim, offset=4))
+    shape = tuple(int(n) for n in np.frombuffer(sizes, dtype=">u4"))
     return dtype, shape, header_size
 
 

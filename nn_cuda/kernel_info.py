@@ -1,31 +1,42 @@
-"""The CUDA C kernels of kernels/*.cu: where they are, which template instances exist, what they cost.
+"""The CUDA C kernels of kernels/*.cu: where they are, which template instances exist, how they are
+compiled and what they cost on a GPU.
 
 The .cu files hold templates only (no `extern "C"`, no explicit instantiations), which is what CuPy
 wants: it compiles a file with NVRTC and instantiates exactly the kernels named in
-`name_expressions`. This module owns that list (`name_expressions(filename)`), and the CuPy backend
-and the compile checks both read it, so the two can never disagree.
+`name_expressions`. This module owns that list (`name_expressions(filename)`) and the compiler
+options (`compile_options()`); the CuPy backend and the compile checks both read them, so the two can
+never disagree. `NN_CUDA_KERNEL_DIR=DIR` points all of them at an edited copy of kernels/.
 
-To see the registers, spills and shared memory that ptxas gives each kernel, `compile_report` writes
-a small translation unit that #includes the kernel file and takes the address of every instance in
-host code (which makes nvcc instantiate and compile them), runs `nvcc -arch=sm_XX -Xptxas -v` on it,
-and parses the ptxas report:
+`compile_report` compiles a file as CuPy does, without a GPU and without CuPy: NVRTC from the
+nvidia-cuda-nvrtc wheel (nn_cuda.nvrtc) turns it into PTX with CuPy's options, the ptxas of the
+nvidia-cuda-nvcc wheel assembles that PTX for one GPU with -v, and its report gives every instance's
+registers, spills, stack and static shared memory:
 
     from nn_cuda.kernel_info import compile_report
     report = compile_report("gemm_regblock.cu", arch="sm_90")
     report.kernels["gemm_regblock<float, false, false>"]["registers"]
+
+`resource_table()` adds each instance's launch block (nn_cuda.kernel_launch.BLOCKS) and the
+occupancy it allows on sm_80 and sm_90. `python -m nn_cuda.kernel_info [--json PATH]` prints that
+table and writes it for `python -m nn_cuda.report`.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import os
 import re
-import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from . import nvrtc
+from .outputs import OutputError, write_text
 
 # ---- the kernels and their instances ------------------------------------------------------------
 
@@ -37,7 +48,9 @@ GEMM_KERNEL_FILES = {
 }
 #: the file of the element-wise and reduction kernels, and the templates it defines
 NN_OPS_FILE = "nn_ops.cu"
-NN_OPS = ("bias_sigmoid", "bias_softmax", "softmax_grad", "sigmoid_backward", "col_sum", "sgd_update")
+NN_OPS = (
+    "bias_sigmoid", "bias_softmax", "softmax_grad", "sigmoid_backward", "col_sum", "sgd_update", "pgd_step",
+)
 
 #: NumPy dtype name -> CUDA C type
 CUDA_TYPES = {"float32": "float", "float64": "double"}
@@ -86,9 +99,15 @@ def name_expressions(filename: str) -> list[str]:
 
 # ---- where the kernels are ----------------------------------------------------------------------
 
+#: names a directory that replaces kernels/ (an edited copy of it) for compiling and loading
+KERNEL_DIR_VARIABLE = "NN_CUDA_KERNEL_DIR"
+
 
 def kernel_dir() -> Path:
-    """kernels/ at the repository root, next to the nn_cuda package."""
+    """$NN_CUDA_KERNEL_DIR when set, else kernels/ at the repository root, next to the nn_cuda package."""
+    chosen = os.environ.get(KERNEL_DIR_VARIABLE)
+    if chosen:
+        return _chosen_kernel_dir(Path(chosen))
     path = Path(__file__).resolve().parent.parent / "kernels"
     if not path.is_dir():
         raise FileNotFoundError(
@@ -96,6 +115,18 @@ def kernel_dir() -> Path:
             "repository in editable mode (pip install -e .) so that kernels/ sits next to nn_cuda/"
         )
     return path
+
+
+def _chosen_kernel_dir(path: Path) -> Path:
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{KERNEL_DIR_VARIABLE}={path} is not a directory; point it at a copy of kernels/ or unset it"
+        )
+    if not any(path.glob("*.cu")):
+        raise FileNotFoundError(
+            f"{KERNEL_DIR_VARIABLE}={path} holds no .cu files; point it at a copy of kernels/ or unset it"
+        )
+    return path.resolve()
 
 
 def kernel_files() -> list[Path]:
@@ -108,50 +139,81 @@ def kernel_source(filename: str) -> str:
     return (kernel_dir() / filename).read_text()
 
 
-# ---- compiling with nvcc and reading the ptxas report -------------------------------------------
+# ---- compiling as CuPy does: NVRTC to PTX, then ptxas for one GPU -------------------------------
+
+#: the virtual architectures every kernel must compile for (CUDA 13 dropped compute_70)
+NVRTC_ARCHS = ("compute_75", "compute_80", "compute_90")
+#: the GPUs whose resources (registers, shared memory, occupancy) are reported
+PTXAS_ARCHS = ("sm_80", "sm_90")
 
 
-def find_nvcc() -> str | None:
-    """The nvcc executable: on PATH, else under $CUDA_HOME or $CUDA_PATH; None when absent."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for variable in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(variable)
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return str(Path(root) / "bin" / "nvcc")
-    return None
+def compile_options() -> tuple:
+    """The NVRTC options the CuPy backend gives RawModule: C++17, and kernels/ on the include path
+    (the files #include "common.cuh")."""
+    return ("-std=c++17", f"-I{kernel_dir()}")
 
 
-def instantiation_unit(kernel_file: Path, expressions: list[str]) -> str:
-    """A translation unit that #includes `kernel_file` and instantiates every expression.
+def cupy_added_options(compute: str, nvrtc_version: tuple) -> tuple:
+    """What CuPy adds to those options before calling NVRTC (cupy/cuda/compiler.py): denormals
+    flushed to zero, the GPU's virtual architecture and, from NVRTC 12 on, functions without an
+    execution space taken as device functions."""
+    added = ("-ftz=true", f"-arch={compute}")
+    if nvrtc_version >= (12, 0):
+        added += ("--device-as-default-execution-space",)
+    return added
 
-    Taking the address of a kernel template instance in host code makes nvcc instantiate it and
-    compile its device code, exactly like a launch would, without writing out its signature.
+
+def _check_arch(arch: str, prefix: str) -> None:
+    if not re.fullmatch(rf"{prefix}_\d+[a-z]?", arch):
+        raise ValueError(f"arch must look like {prefix}_80 or {prefix}_90a, not {arch!r}")
+
+
+def _compute_of(arch: str) -> str:
+    """The virtual architecture of a GPU: 'sm_90' -> 'compute_90'."""
+    return "compute_" + arch[len("sm_"):]
+
+
+def compile_ptx(filename: str, compute: str = "compute_80") -> nvrtc.Compiled:
+    """kernels/<filename> compiled by NVRTC with every instance, as CuPy compiles it for `compute`.
+
+    Raises nvrtc.CompileError (naming the file, with NVRTC's log) when the source does not compile.
     """
-    include = Path(kernel_file).resolve().as_posix()
-    lines = [f'#include "{include}"', "", "void instantiate_all_kernels()", "{"]
-    lines += [f"    (void)&{expression};" for expression in expressions]
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    _check_arch(compute, "compute")
+    options = compile_options() + cupy_added_options(compute, nvrtc.version())
+    return nvrtc.compile_source(kernel_source(filename), filename, options, name_expressions(filename))
+
+
+def run_ptxas(ptx: str, arch: str, timeout: float = 600) -> tuple[list, subprocess.CompletedProcess]:
+    """`ptxas -v -arch=<arch>` on `ptx`: (the command line, its result; the report is in its output)."""
+    ptxas = nvrtc.find_tool("ptxas")
+    with tempfile.TemporaryDirectory(prefix="nn_cuda_ptxas_") as work:
+        source = Path(work) / "kernels.ptx"
+        source.write_text(ptx)
+        command = [str(ptxas), "-v", f"-arch={arch}", str(source), "-o", str(Path(work) / "kernels.cubin")]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return command, result
 
 
 @dataclasses.dataclass
 class CompileReport:
-    """The outcome of compiling one kernel file for one architecture."""
+    """The outcome of compiling one kernel file for one GPU architecture."""
 
     file: str
     arch: str
-    #: False when nvcc is absent or the compilation failed (see `reason`)
+    #: False when the compilers are not installed or the compilation failed (see `reason`)
     ok: bool
-    #: kernel (demangled template instance where possible) -> registers, spill_stores,
-    #: spill_loads, stack_bytes, smem_bytes (bytes of static shared memory)
+    #: kernel (the name expression of each instance; mangled names for device functions that ptxas
+    #: reports on their own) -> registers, spill_stores, spill_loads, stack_bytes, smem_bytes
+    #: (bytes of static shared memory)
     kernels: dict = dataclasses.field(default_factory=dict)
     #: why ok is False
     reason: str = ""
-    #: the nvcc command line and its output (ptxas prints its report on stderr)
+    #: the ptxas command line
     command: list = dataclasses.field(default_factory=list)
+    #: ptxas's output (its resource report), or NVRTC's log when NVRTC rejected the source
     log: str = ""
+    #: what NVRTC said about a source it compiled (empty when it had nothing to say)
+    nvrtc_log: str = ""
 
     def spills(self) -> dict:
         """kernel -> (spill stores, spill loads) for every kernel that spills."""
@@ -223,85 +285,38 @@ def parse_ptxas(text: str) -> dict:
     return kernels
 
 
-def demangle(names) -> dict:
-    """{mangled: readable}, e.g. 'gemm_tiled<float, false, true>'; names stay mangled without c++filt."""
-    names = list(names)
-    tool = shutil.which("cu++filt") or shutil.which("c++filt")
-    if not names or tool is None:
-        return {name: name for name in names}
+def compile_report(filename: str, arch: str = "sm_80", timeout: float = 600) -> CompileReport:
+    """Compile kernels/<filename> with every instance (NVRTC for compute_XX, then ptxas for sm_XX)
+    and report ptxas's resource usage, each instance under its name expression."""
+    _check_arch(arch, "sm")
     try:
-        result = subprocess.run(
-            [tool], input="\n".join(names) + "\n", capture_output=True, text=True, timeout=60, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {name: name for name in names}
-    readable = result.stdout.splitlines()
-    if len(readable) != len(names):
-        return {name: name for name in names}
-    return {name: _template_id(text) for name, text in zip(names, readable)}
-
-
-def _template_id(signature: str) -> str:
-    """'void gemm_naive<float, false, true>(float const*, ...)' -> 'gemm_naive<float, false, true>'."""
-    text = signature.strip()
-    if text.startswith("void "):
-        text = text[len("void "):]
-    depth = 0
-    for position, char in enumerate(text):
-        if char == "<":
-            depth += 1
-        elif char == ">":
-            depth -= 1
-        elif char == "(" and depth == 0:
-            return text[:position]
-    return text
-
-
-def compile_report(
-    filename: str, arch: str = "sm_80", nvcc: str | None = None, timeout: float = 600
-) -> CompileReport:
-    """Compile kernels/<filename> with every instance for `arch` and report ptxas's resource usage."""
-    if not re.fullmatch(r"sm_\d+[a-z]?", arch):
-        raise ValueError(f"arch must look like sm_80 or sm_90a, not {arch!r}")
-    nvcc = nvcc or find_nvcc()
-    if nvcc is None:
-        return CompileReport(
-            file=filename,
-            arch=arch,
-            ok=False,
-            reason="nvcc not found (put the CUDA toolkit's bin/ on PATH or set CUDA_HOME)",
-        )
-    source_file = kernel_dir() / filename
-    unit = instantiation_unit(source_file, name_expressions(filename))
-    with tempfile.TemporaryDirectory(prefix="nn_cuda_nvcc_") as work:
-        unit_path = Path(work) / f"instantiate_{Path(filename).stem}.cu"
-        unit_path.write_text(unit)
-        command = [
-            nvcc, "-std=c++17", f"-arch={arch}", "-Xptxas", "-v",
-            "-c", str(unit_path), "-o", str(Path(work) / "kernels.o"),
-        ]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return CompileReport(
-                file=filename, arch=arch, ok=False, reason=f"nvcc could not run: {error}", command=command
-            )
+        compiled = compile_ptx(filename, _compute_of(arch))
+        command, result = run_ptxas(compiled.ptx, arch, timeout)
+    except nvrtc.CompilerNotFound as error:
+        return CompileReport(file=filename, arch=arch, ok=False, reason=str(error))
+    except nvrtc.CompileError as error:
+        reason = str(error).splitlines()[0]
+        return CompileReport(file=filename, arch=arch, ok=False, reason=reason, log=error.log)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return CompileReport(file=filename, arch=arch, ok=False, reason=f"ptxas could not run: {error}")
     log = result.stdout + result.stderr
     if result.returncode != 0:
         return CompileReport(
-            file=filename, arch=arch, ok=False, reason=f"nvcc exited with status {result.returncode}",
-            command=command, log=log,
+            file=filename, arch=arch, ok=False, command=command, log=log,
+            reason=f"ptxas exited with status {result.returncode} on the PTX of {filename} for {arch}",
         )
-    mangled = parse_ptxas(log)
-    readable = demangle(mangled)
-    kernels = {readable[name]: info for name, info in mangled.items()}
-    return CompileReport(file=filename, arch=arch, ok=True, kernels=kernels, command=command, log=log)
+    expression_of = {mangled: expression for expression, mangled in compiled.lowered_names.items()}
+    kernels = {expression_of.get(name, name): info for name, info in parse_ptxas(log).items()}
+    return CompileReport(
+        file=filename, arch=arch, ok=True, kernels=kernels, command=command, log=log, nvrtc_log=compiled.log
+    )
 
 
 def gemm_registers(algo: str, dtype, arch: str = "sm_80") -> dict:
     """{kernel instance: registers} for the four transpose variants of a GEMM algorithm in `dtype`.
 
-    Empty when nvcc is absent or the algorithm has no CUDA C file (cublas, numpy).
+    Empty when the compilers are not installed, a kernel does not compile, or the algorithm has no
+    CUDA C file (cublas, numpy).
     """
     filename = GEMM_KERNEL_FILES.get(algo)
     if filename is None:
@@ -317,7 +332,234 @@ _REPORTS: dict = {}
 
 
 def _cached_report(filename: str, arch: str) -> CompileReport:
-    key = (filename, arch)
+    key = (kernel_dir(), filename, arch)
     if key not in _REPORTS:
         _REPORTS[key] = compile_report(filename, arch)
     return _REPORTS[key]
+
+
+# ---- occupancy: how many blocks of a kernel one SM holds at once --------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SMLimits:
+    """What one streaming multiprocessor offers, and one block may take, on a GPU architecture.
+
+    The sizes are those of the CUDA C++ Programming Guide ("Compute Capabilities", table "Technical
+    Specifications per Compute Capability", 8.0 and 9.0); the allocation rules (units, sub-partitions,
+    the driver's 1 KiB per block) are those of the CUDA Occupancy Calculator, cuda_occupancy.h in the
+    CUDA toolkit's include/.
+    """
+
+    shared_memory: int  # bytes of shared memory per SM, at the largest carveout
+    registers: int = 65536  # 32-bit registers per SM, and at most per block
+    threads: int = 2048  # resident threads per SM (64 warps)
+    blocks: int = 32  # resident blocks per SM
+    threads_per_block: int = 1024
+    registers_per_thread: int = 255
+    static_shared_per_block: int = 48 * 1024  # bytes of static (__shared__) memory per block
+    reserved_shared_per_block: int = 1024  # the driver's share of each block's shared memory
+    shared_allocation_unit: int = 128  # bytes
+    register_allocation_unit: int = 256  # registers, allocated per warp
+    register_subpartitions: int = 4  # each SM quadrant holds its warps' registers
+    warp_size: int = 32
+
+
+SM_LIMITS = {
+    "sm_80": SMLimits(shared_memory=164 * 1024),  # A100
+    "sm_90": SMLimits(shared_memory=228 * 1024),  # H100
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Occupancy:
+    """Resident blocks and warps of one kernel per SM, and which limits set them."""
+
+    blocks_per_sm: int
+    warps_per_sm: int
+    #: resident warps / the SM's maximum
+    fraction: float
+    #: the limits that allow no more blocks: threads, registers, shared memory, blocks (or "block"
+    #: alone when one block exceeds a per-block limit and cannot launch)
+    limited_by: tuple
+
+
+def _round_up(value: int, unit: int) -> int:
+    return -(-value // unit) * unit
+
+
+def block_limit_violations(threads: int, registers: int, smem_bytes: int, limits: SMLimits) -> list[str]:
+    """Why a block of `threads` threads cannot launch at all (empty when it can)."""
+    warps = -(-threads // limits.warp_size)
+    registers_per_warp = _round_up(registers * limits.warp_size, limits.register_allocation_unit)
+    violations = []
+    if threads > limits.threads_per_block:
+        violations.append(f"{threads} threads > {limits.threads_per_block} per block")
+    if registers > limits.registers_per_thread:
+        violations.append(f"{registers} registers > {limits.registers_per_thread} per thread")
+    if registers_per_warp * _round_up(warps, limits.register_subpartitions) > limits.registers:
+        violations.append(f"{warps} warps x {registers_per_warp} registers > {limits.registers} per block")
+    if smem_bytes > limits.static_shared_per_block:
+        violations.append(f"{smem_bytes} bytes of static shared memory > {limits.static_shared_per_block}")
+    return violations
+
+
+def occupancy(threads: int, registers: int, smem_bytes: int, limits: SMLimits) -> Occupancy:
+    """How many blocks of `threads` threads using `registers` registers each and `smem_bytes` of
+    static shared memory one SM holds (the CUDA Occupancy Calculator's rules, no dynamic memory)."""
+    warps = -(-threads // limits.warp_size)
+    max_warps = limits.threads // limits.warp_size
+    if block_limit_violations(threads, registers, smem_bytes, limits):
+        return Occupancy(0, 0, 0.0, ("block",))
+    registers_per_warp = _round_up(registers * limits.warp_size, limits.register_allocation_unit)
+    per_subpartition = limits.registers // limits.register_subpartitions
+    warps_by_registers = (
+        per_subpartition // registers_per_warp * limits.register_subpartitions if registers_per_warp else max_warps
+    )
+    shared_per_block = _round_up(smem_bytes + limits.reserved_shared_per_block, limits.shared_allocation_unit)
+    blocks_by = {
+        "threads": max_warps // warps,
+        "registers": warps_by_registers // warps,
+        "shared memory": limits.shared_memory // shared_per_block,
+        "blocks": limits.blocks,
+    }
+    blocks = min(blocks_by.values())
+    limited_by = tuple(name for name, count in blocks_by.items() if count == blocks)
+    return Occupancy(blocks, blocks * warps, blocks * warps / max_warps, limited_by)
+
+
+# ---- the resources table: every instance, its launch block and occupancy ------------------------
+
+
+class CompileFailed(RuntimeError):
+    """A kernel file did not compile (the message holds the reason and the compilers' log)."""
+
+
+def _launch_threads(name_expression: str) -> int:
+    # nn_cuda.kernel_launch builds on this module (it imports it), so it is imported only when asked for.
+    from . import kernel_launch
+
+    template = kernel_launch.template_of(name_expression)
+    if template not in kernel_launch.BLOCKS:
+        raise ValueError(f"{template} has no launch block in nn_cuda/kernel_launch.py (BLOCKS)")
+    x, y, z = kernel_launch.BLOCKS[template]
+    return x * y * z
+
+
+def resource_table(archs=PTXAS_ARCHS) -> list[dict]:
+    """One row per kernel instance and architecture: ptxas's resources, the launch block, occupancy."""
+    rows = []
+    for path in kernel_files():
+        reports = {arch: _successful_report(path.name, arch) for arch in archs}
+        for kernel in name_expressions(path.name):
+            threads = _launch_threads(kernel)
+            for arch, report in reports.items():
+                rows.append(_resource_row(path.name, kernel, arch, threads, report.kernels[kernel]))
+    return rows
+
+
+def _successful_report(filename: str, arch: str) -> CompileReport:
+    report = compile_report(filename, arch)
+    if not report.ok:
+        raise CompileFailed(f"{report.reason}\n{report.log}".rstrip())
+    return report
+
+
+def _resource_row(filename: str, kernel: str, arch: str, threads: int, info: dict) -> dict:
+    fit = occupancy(threads, info["registers"], info["smem_bytes"], SM_LIMITS[arch])
+    return {
+        "file": filename, "kernel": kernel, "arch": arch, "threads": threads,
+        "registers": info["registers"], "smem_bytes": info["smem_bytes"], "stack_bytes": info["stack_bytes"],
+        "spill_stores": info["spill_stores"], "spill_loads": info["spill_loads"],
+        "blocks_per_sm": fit.blocks_per_sm, "warps_per_sm": fit.warps_per_sm,
+        "occupancy": fit.fraction, "limited_by": list(fit.limited_by),
+    }
+
+
+TABLE_COLUMNS = (
+    ("kernel", "kernel"), ("arch", "arch"), ("threads", "threads"), ("registers", "regs"),
+    ("spills", "spill st/ld B"), ("stack_bytes", "stack B"), ("smem_bytes", "smem B"),
+    ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
+    ("limited_by", "limited by"),
+)
+
+
+def _cell(row: dict, key: str) -> str:
+    if key == "spills":
+        return f"{row['spill_stores']}/{row['spill_loads']}"
+    if key == "occupancy":
+        return f"{row['occupancy']:.0%}"
+    if key == "limited_by":
+        return ", ".join(row["limited_by"])
+    return str(row[key])
+
+
+def format_table(rows: list[dict]) -> str:
+    """The resources table as aligned text, one line per kernel instance and architecture."""
+    cells = [[title for _, title in TABLE_COLUMNS]]
+    cells += [[_cell(row, key) for key, _ in TABLE_COLUMNS] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(TABLE_COLUMNS))]
+    lines = ("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip() for line in cells)
+    return "\n".join(lines)
+
+
+def compiler_versions() -> dict:
+    """The NVRTC and ptxas that made the numbers: {'nvrtc': '13.0', 'ptxas': '... release 13.0, V13.0.88'}."""
+    major, minor = nvrtc.version()
+    result = subprocess.run([str(nvrtc.find_tool("ptxas")), "--version"], capture_output=True, text=True)
+    release = [line for line in result.stdout.splitlines() if "release" in line]
+    return {"nvrtc": f"{major}.{minor}", "ptxas": release[0].strip() if release else "unknown"}
+
+
+def write_resources_json(path, rows: list[dict], command: str) -> None:
+    """The table as a JSON result of kind "resources" for python -m nn_cuda.report (written atomically)."""
+    # The benchmarks' record of the machine, date and command, which the report reads from every
+    # input; nn_cuda.bench sits on a floor above this module, so only this command imports it.
+    from .bench.common import machine_info
+
+    machine = machine_info()
+    machine["command"] = command
+    archs = list(dict.fromkeys(row["arch"] for row in rows))
+    payload = {
+        "benchmark": "resources", "machine": machine, "compiler": compiler_versions(),
+        "nvrtc_options": {arch: [*compile_options(), *cupy_added_options(_compute_of(arch), nvrtc.version())]
+                          for arch in archs},
+        "sm_limits": {arch: dataclasses.asdict(SM_LIMITS[arch]) for arch in archs},
+        "results": rows,
+    }
+    write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m nn_cuda.kernel_info",
+        description="Compile every kernels/*.cu file as CuPy does (NVRTC, then ptxas for "
+        + " and ".join(PTXAS_ARCHS) + ") and print each kernel instance's registers, spills, shared "
+        "memory, launch block and occupancy. Needs no GPU: pip install -e '.[dev]' installs the compilers.",
+    )
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the table as JSON (python -m nn_cuda.report reads it)")
+    return parser
+
+
+def main(argv=None) -> int:
+    given = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(given)
+    try:
+        rows = resource_table()
+    except (CompileFailed, FileNotFoundError, ValueError) as error:
+        print(f"nn_cuda.kernel_info: error: {error}", file=sys.stderr)
+        return 1
+    print(format_table(rows))
+    if args.json:
+        try:
+            write_resources_json(args.json, rows, " ".join(["python", "-m", "nn_cuda.kernel_info", *given]))
+        except OutputError as error:
+            print(f"nn_cuda.kernel_info: error: {error}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import parallel
@@ -28,12 +27,14 @@ parallel.share_cores_between_ranks()
 
 import numpy as np  # noqa: E402
 
-from . import model  # noqa: E402
-from .backends import BackendUnavailable, get_backend  # noqa: E402
+from . import memory, model  # noqa: E402
+from .backends import BackendUnavailable, KernelFailure, get_backend  # noqa: E402
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from .config import TrainConfig, parse_args  # noqa: E402
-from .data import DataError, epoch_order, load_dataset, split_train_validation  # noqa: E402
-from .idx import atomic_file  # noqa: E402
+from .config import EMULATED_EVAL_LIMIT, TrainConfig, parse_args  # noqa: E402
+from .data import DataError, epoch_order, load_dataset, split_dataset  # noqa: E402
+from .divergence import DivergenceWatch  # noqa: E402
+from .interrupts import ends_in_one_line_when_interrupted  # noqa: E402
+from .outputs import OutputError, atomic_file, check_output_paths  # noqa: E402
 
 DEFAULT_HIDDEN = 1000
 
@@ -43,7 +44,7 @@ class TrainingError(Exception):
 
 
 class Diverged(TrainingError):
-    """The loss became NaN or Inf."""
+    """The run diverged (nn_cuda.divergence says when)."""
 
 
 # ---- data ---------------------------------------------------------------------------------------
@@ -75,7 +76,7 @@ def load_splits(cfg: TrainConfig, log=print, progress: bool = True) -> Splits:
     """The dataset of `cfg`: first 90 % of the training file to train, last 10 % to validate.
     `progress`: show a download's progress bars (rank 0 only under MPI)."""
     ds = load_dataset(cfg.dataset, data_dir=cfg.data_dir, log=log, progress=progress)
-    x_tr, y_tr, x_va, y_va = split_train_validation(ds.train_images, ds.train_labels)
+    x_tr, y_tr, x_va, y_va = split_dataset(ds)
     as_x = lambda images: scale_pixels(images, cfg.pixels, cfg.dtype)  # noqa: E731
     as_y = lambda labels: np.ascontiguousarray(labels, dtype=np.int32)  # noqa: E731
     return Splits(
@@ -214,11 +215,16 @@ def accuracy(be, params, ws, x, y, reduce_logits=None) -> float:
     return float(np.mean(model.predict(be, params, ws, x, reduce_logits) == y))
 
 
-def batch_loss(be, params, P, labels, n_global: int, reg: float, strategy) -> float:
+def weights_squared(be, params, strategy) -> float:
+    """|W1|^2 + |W2|^2, the same on every rank (summed over the ranks holding different hidden units)."""
+    return strategy.sum_over_hidden(be.sum_squares(params.weights))
+
+
+def batch_loss(be, P, labels, n_global: int, reg: float, strategy, weights_sq: float) -> float:
     """J of the last step, the same on every rank: the cross-entropy summed over the ranks holding
-    different samples, |W|^2 over the ranks holding different hidden units (each counted once)."""
+    different samples, plus the L2 term of `weights_sq` (weights_squared)."""
     cross_entropy = strategy.sum(be.cross_entropy_sum(P, labels)) / n_global
-    return cross_entropy + 0.5 * reg * strategy.sum_over_hidden(be.sum_squares(params.weights))
+    return cross_entropy + 0.5 * reg * weights_sq
 
 
 # A diverging run is detected and reported (Diverged), so NumPy's overflow warnings are only noise.
@@ -244,6 +250,8 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
     ws = model.Workspace(be, cfg.batch, hidden, params.dtype, params.n_out)
     be.copy(params.flat, last_good.flat)
     check_every = cfg.print_every or max(1, batches.steps_per_epoch // 10)
+    watch = DivergenceWatch(cfg.lr, cfg.reg)
+    n_weights = strategy.sum_over_hidden(params.n_weights)
     history = History()
     if snapshot_every:
         history.snapshots.append((0, strategy.gather_parameters(params)))
@@ -274,16 +282,17 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
             history.samples += n_global
             bar.update(1)
             if history.steps % check_every == 0 or history.steps == max_steps:
-                last_loss = batch_loss(be, params, P, labels, n_global, cfg.reg, strategy)
+                weights_sq = weights_squared(be, params, strategy)
+                last_loss = batch_loss(be, P, labels, n_global, cfg.reg, strategy, weights_sq)
                 biases = strategy.sum_over_hidden(be.sum_squares(params.biases))  # NaN on any rank
-                if not (math.isfinite(last_loss) and math.isfinite(biases)):
+                diverged = watch.check(history.steps, last_loss, math.sqrt(weights_sq / n_weights),
+                                       finite=math.isfinite(biases))
+                if diverged:
                     bar.close()
                     be.copy(last_good.flat, params.flat)
-                    raise Diverged(
-                        f"training diverged: the loss is {last_loss} at step {history.steps} "
-                        f"with learning rate {cfg.lr}; lower it (e.g. --lr {cfg.lr / 10:g})"
-                    )
-                be.copy(params.flat, last_good.flat)
+                    raise Diverged(diverged)
+                if watch.healthy:  # what --save writes if the run diverges later
+                    be.copy(params.flat, last_good.flat)
                 bar.set_postfix(loss=f"{last_loss:.4f}")
             if snapshot_every and history.steps % snapshot_every == 0:
                 history.snapshots.append((history.steps, strategy.gather_parameters(params)))
@@ -307,8 +316,9 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
 # ---- the command --------------------------------------------------------------------------------
 
 
-def initial_parameters(cfg: TrainConfig) -> tuple[int, dict]:
-    """(H, host parameters) from --init, or the seeded init with H = --hidden (default 1000)."""
+def initial_parameters(cfg: TrainConfig, check_fits=None) -> tuple[int, dict]:
+    """(H, host parameters) from --init, or the seeded init with H = --hidden (default 1000).
+    `check_fits(H)`, when given, is called once H is known, before the init draws its weights."""
     if cfg.init:
         host, _ = load_checkpoint(cfg.init)
         hidden = host["W1"].shape[0]
@@ -318,9 +328,75 @@ def initial_parameters(cfg: TrainConfig) -> tuple[int, dict]:
             raise TrainingError(
                 f"--hidden {cfg.hidden} disagrees with --init {cfg.init} (H = {hidden}); drop --hidden"
             )
+        if check_fits is not None:
+            check_fits(hidden)
         return hidden, host
     hidden = cfg.hidden or DEFAULT_HIDDEN
+    if check_fits is not None:
+        check_fits(hidden)
     return hidden, model.init_parameters(hidden, cfg.seed)
+
+
+def check_memory(cfg: TrainConfig, hidden: int, splits: Splits) -> None:
+    """NotEnoughMemory, before anything large is allocated, when training cannot fit: the parameters
+    (the float64 init, the parameters, their gradients, the copy kept in case of divergence), the
+    activations of one batch (A1 and dZ1, batch x H each, and batch x 10 twice) and the data on the
+    backend."""
+    item = np.dtype(cfg.dtype).itemsize
+    n_parameters = (model.N_INPUTS + model.N_CLASSES + 1) * hidden + model.N_CLASSES
+    n_images = splits.x_train.shape[0] + splits.x_val.shape[0] + splits.x_test.shape[0]
+    activations = 2 * cfg.batch * (hidden + model.N_CLASSES) * item
+    parameters = n_parameters * (8 + 3 * item)
+    n_train = splits.x_train.shape[0]
+    if activations > parameters:
+        fewer = f" (the training set has {n_train} images)" if cfg.batch > n_train else ""
+        fix = f"use a smaller -b/--batch{fewer} or -n/--hidden"
+    else:
+        fix = "use a smaller -n/--hidden"
+    parts = {f"activations of batches of {cfg.batch}": activations, f"parameters of H = {hidden}": parameters,
+             "data": n_images * model.N_INPUTS * item}
+    memory.require(parts, fix, what=f"training with -n {hidden} -b {cfg.batch}")
+
+
+def evaluation_limit(cfg: TrainConfig, be) -> int | None:
+    """--eval-limit, or on an emulated backend (Backend.emulated) EMULATED_EVAL_LIMIT when none is given."""
+    if cfg.eval_limit is None and be.emulated:
+        return EMULATED_EVAL_LIMIT
+    return cfg.eval_limit
+
+
+def first_rows(splits: Splits, train: int | None, validation: int | None, test: int | None) -> Splits:
+    """`splits` cut to the first `train` training, `validation` validation and `test` test images
+    (None keeps all of a split)."""
+    def first(n):
+        return slice(None) if n is None else slice(0, n)
+
+    return replace(splits, x_train=splits.x_train[first(train)], y_train=splits.y_train[first(train)],
+                   x_val=splits.x_val[first(validation)], y_val=splits.y_val[first(validation)],
+                   x_test=splits.x_test[first(test)], y_test=splits.y_test[first(test)])
+
+
+def emulation_note(cfg: TrainConfig, be) -> str | None:
+    """The line that says what an emulated backend chose by itself (cfg: the flags as given)."""
+    if not be.emulated:
+        return None
+    chosen = []
+    if cfg.gemm is None:
+        chosen.append(f"GEMM {be.gemm_algo}, the cheapest to emulate (--gemm to choose)")
+    if cfg.eval_limit is None:
+        chosen.append(f"accuracies on the first {EMULATED_EVAL_LIMIT} validation and test images "
+                      "(--eval-limit N to change)")
+    if not chosen:
+        return None
+    return f"NOTE: backend {be.name} emulates the GPU kernels on the CPU, slowly: " + "; ".join(chosen)
+
+
+def evaluated_images(full: Splits, used: Splits) -> str:
+    """'' when every image was evaluated, else what the accuracies are measured on."""
+    counts = [(used.x_val.shape[0], full.x_val.shape[0], "validation"),
+              (used.x_test.shape[0], full.x_test.shape[0], "test")]
+    cut = [f"{n} of {total} {kind}" for n, total, kind in counts if n < total]
+    return f" (on the first {' and '.join(cut)} images)" if cut else ""
 
 
 def write_predictions(path, labels: np.ndarray) -> None:
@@ -330,28 +406,6 @@ def write_predictions(path, labels: np.ndarray) -> None:
 
 
 OUTPUT_FLAGS = ("save", "predictions", "history", "profile")
-
-
-def check_output_paths(outputs: dict) -> None:
-    """Fail before training rather than after it when an output file cannot be written. `outputs`:
-    {flag: path or None}. A path must not be a folder; its folder is created here (as the writers
-    would do) and must be writable."""
-    for flag, path in outputs.items():
-        if not path:
-            continue
-        path = Path(path)
-        if path.is_dir():
-            raise TrainingError(f"{flag} {path} is a folder; give a file name")
-        blocking = next((f for f in path.parents if f.exists() and not f.is_dir()), None)
-        if blocking is not None:
-            raise TrainingError(f"{flag} {path}: {blocking} is a file, not a folder")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            reason = error.strerror or error
-            raise TrainingError(f"{flag} {path}: cannot create its folder ({reason})") from None
-        if not os.access(path.parent, os.W_OK):
-            raise TrainingError(f"{flag} {path}: its folder {path.parent} is not writable")
 
 
 def silent(*args, **kwargs) -> None:
@@ -368,11 +422,19 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         log = silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
     else:
         check_output_paths({f"--{flag}": getattr(cfg, flag) for flag in OUTPUT_FLAGS})
+        if cfg.seq and cfg.debug:
+            from .grade import check_outputs
+
+            check_outputs(Path("Outputs"))
     be = get_backend(cfg.backend, cfg.gemm)
-    hidden, host = initial_parameters(cfg)
+    note = emulation_note(cfg, be)
+    cfg = cfg.replace(eval_limit=evaluation_limit(cfg, be))
     if splits is None:
         splits = load_splits(cfg, log=log, progress=strategy.is_root and not cfg.quiet)
     check_ranks_share_the_data(getattr(strategy, "comm", None), splits)
+    full_splits = splits
+    splits = first_rows(splits, cfg.limit_rows, cfg.eval_limit, None if cfg.predictions else cfg.eval_limit)
+    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
     params = strategy.local_parameters(be, host, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
@@ -382,6 +444,8 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         f"{splits.x_test.shape[0]} test) H={hidden} batch={cfg.batch} lr={cfg.lr:g} reg={cfg.reg:g} "
         f"epochs={cfg.epochs} {cfg.dtype} backend={be.name} gemm={be.gemm_algo}"
     )
+    if note:
+        log(note)
     if not isinstance(strategy, Serial):
         log(strategy.describe())
     snapshot_every = 0
@@ -399,11 +463,14 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
                              x_test=x_test, y_test=splits.y_test, snapshot_every=snapshot_every,
                              timer=timer)
-    except Diverged:
+    except Diverged as diverged:
         final = strategy.gather_parameters(params) if cfg.save else None  # every rank diverged
         if cfg.save and strategy.is_root:
-            save_checkpoint(cfg.save, final, note="last finite parameters before divergence")
-            log(f"saved the last finite parameters to {cfg.save}")
+            try:
+                save_checkpoint(cfg.save, final, note="the last parameters before the divergence")
+            except OutputError as error:
+                raise Diverged(f"{diverged}; {error}") from None
+            log(f"saved the last parameters before the divergence to {cfg.save}")
         raise
     strategy.finish(params, log)
     final = strategy.gather_parameters(params) if (cfg.save or cfg.seq) else None
@@ -424,8 +491,8 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         "history": history.epochs,
     }
     log(
-        f"validation accuracy {result['val_acc']:.4f}  test accuracy {result['test_acc']:.4f}  "
-        f"training time {result['train_seconds']:.2f} s  "
+        f"validation accuracy {result['val_acc']:.4f}  test accuracy {result['test_acc']:.4f}"
+        f"{evaluated_images(full_splits, splits)}  training time {result['train_seconds']:.2f} s  "
         f"({result['samples_per_second']:,.0f} samples/s, {history.steps} steps)"
     )
     if cfg.save:
@@ -469,9 +536,10 @@ def write_run_records(cfg: TrainConfig, result: dict, timer, log=print) -> None:
 
 
 USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError,
-               BackendUnavailable)
+               BackendUnavailable, KernelFailure, OutputError)
 
 
+@ends_in_one_line_when_interrupted("nn_cuda.train")
 def main(argv=None) -> int:
     with parallel.output_on_root_only():  # under mpirun: usage errors and --help once
         cfg = parse_args(argv)

@@ -5,8 +5,11 @@ Numba's CPU simulator is made here, before any test imports numba: without a CUD
 the Numba tests run in the simulator.
 """
 
+import atexit
 import ctypes
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 
@@ -24,5 +27,9 @@ GPU_PRESENT = _cuda_gpu_present()
 if not GPU_PRESENT:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-# Tests must never reach the network or the user's cache.
+# Tests must never reach the network or the user's cache: downloads and the CPU builds of the
+# kernels go to a cache of this test session (shared with the subprocesses it starts).
 os.environ["NN_CUDA_OFFLINE"] = "1"
+_SESSION_CACHE = tempfile.mkdtemp(prefix="nn_cuda_test_cache_")
+os.environ["NN_CUDA_CACHE_DIR"] = _SESSION_CACHE
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)

@@ -111,3 +111,14 @@ def test_cupy_pgd_step(dtype):
     got = run_step(be, adv, grad, clean, 0.05, 0.1)
     assert not np.isnan(got).any()
     assert np.max(np.abs(got - reference(adv, grad, clean, 0.05, 0.1))) <= tolerance(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("in_place", (False, True))
+def test_cuda_c_pgd_step_on_the_cpu_matches_numpy_bit_for_bit(shape, dtype, in_place):
+    """kernels/nn_ops.cu's pgd_step rounds the same operations in the same order as NumPy."""
+    adv, grad, clean = case(shape, dtype, seed=13)
+    got = run_step(get_backend("cuda-cpu"), adv, grad, clean, 0.05, 0.1, in_place)
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(got, run_step(get_backend("numpy"), adv, grad, clean, 0.05, 0.1))

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from nn_cuda.bench import roofline
+from nn_cuda import kernel_info
+from nn_cuda.bench import gpu_check, roofline
 from nn_cuda.bench.__main__ import BENCHMARKS, main as bench_main
 from nn_cuda.config import build_parser as train_parser
 from nn_cuda.config import comma_separated, int_at_least, one_of, pixel_radius, positive_int
@@ -159,6 +160,8 @@ def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(t
         if command[1] == "nn_cuda.train":
             args = train_parser().parse_args(command[2:])
             outputs = [args.history, args.profile]
+        elif command[1] == "nn_cuda.kernel_info":
+            outputs = [kernel_info.build_parser().parse_args(command[2:]).json]
         else:
             assert command[1] == "nn_cuda.bench", command
             name = command[2]
@@ -167,10 +170,48 @@ def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(t
             outputs = [args.json]
         for path in outputs:
             assert Path(path).parent == tmp_path / "results", command
-    assert benchmarks_run == set(BENCHMARKS), "./run.sh all must run every benchmark"
+    assert benchmarks_run == set(BENCHMARKS) - {"gpu-check"}, "./run.sh all must run every benchmark"
+    assert ["-m", "nn_cuda.kernel_info", "--json", str(tmp_path / "results" / "resources.json")] in commands
     flat = [" ".join(c) for c in commands]
     assert any("--backend cupy" in c for c in flat) == gpu
     assert any("--torch" in c for c in flat) == torch
+
+
+def test_run_sh_gpu_check_writes_into_the_results_folder(tmp_path):
+    [command] = run_sh_commands(tmp_path, "gpu-check", gpu=True, torch=False)
+    assert command[:4] == ["-m", "nn_cuda.bench", "gpu-check", "--out"]
+    assert Path(gpu_check.build_parser().parse_args(command[3:]).out) == tmp_path / "results"
+
+
+def test_gpu_check_refuses_to_run_without_a_gpu(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check, "gpu_name", lambda: None)
+    with pytest.raises(SystemExit) as stop:
+        gpu_check.main(["--out", str(tmp_path)])
+    assert stop.value.code == 2
+    assert "needs an NVIDIA GPU" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_gpu_check_sums_up_each_step_from_its_own_output(tmp_path):
+    (tmp_path / "history_cupy.json").write_text(json.dumps({"test_acc": 0.9731, "train_seconds": 4.123}))
+    (tmp_path / "gemm_cupy_float32.json").write_text(json.dumps({"results": [
+        {"algo": "regblock", "trans": "NN", "M": 800, "N": 1000, "K": 784, "percent_of_cublas": 41.26},
+        {"algo": "regblock", "trans": "NT", "M": 800, "N": 1000, "K": 784, "percent_of_cublas": 30.0},
+    ]}))
+    records = [
+        {"name": "cupy tests", "passed": True, "returncode": 0, "seconds": 80.0,
+         "output_tail": "523 passed, 12 skipped in 80.0s"},
+        {"name": "bench gemm", "passed": True, "returncode": 0, "seconds": 20.0},
+        {"name": "default training", "passed": False, "returncode": 1, "seconds": 9.0},
+    ]
+    for record in records:
+        record["numbers"] = gpu_check.measured_numbers(tmp_path, record)
+    assert records[0]["numbers"] == {"passed": 523, "skipped": 12}
+    assert records[1]["numbers"] == {"regblock 800x1000x784 % of cuBLAS": 41.3}
+    assert records[2]["numbers"] == {"test accuracy": 0.9731, "training seconds": 4.12}
+    lines = gpu_check.summary_lines(records)
+    assert lines[0].startswith("cupy tests") and "PASS" in lines[0] and "passed 523" in lines[0]
+    assert "FAIL (exit 1)" in lines[2]
 
 
 def test_run_sh_rejects_an_unknown_target(tmp_path):

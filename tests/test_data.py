@@ -60,23 +60,27 @@ def test_dataset_names():
 
 
 def test_lookup_order(isolated, monkeypatch):
-    """--data-dir/<name>, --data-dir, $NN_CUDA_DATA/<name>, data/<name>, cache/<name>, system."""
+    """$NN_CUDA_DATA/<name>, data/<name>, cache/<name>, system; with --data-dir: --data-dir/<name>,
+    --data-dir, and nowhere else."""
     system = isolated / "usr-share" / "fashion-mnist"
     monkeypatch.setitem(data.SPECS, "fashion-mnist",
                         dataclasses.replace(data.SPECS["fashion-mnist"], system_dirs=(system,)))
     monkeypatch.setenv("NN_CUDA_DATA", str(isolated / "env"))
-    flag = isolated / "flag"
-    places = [flag / "fashion-mnist", flag, isolated / "env" / "fashion-mnist",
-              isolated / "repository-data" / "fashion-mnist", isolated / "cache" / "fashion-mnist",
-              system]
-    assert data.search_dirs("fashion-mnist", flag) == places
-    flag.mkdir()
-    assert find_dataset_dir("fashion-mnist", flag) is None
+    places = [isolated / "env" / "fashion-mnist", isolated / "repository-data" / "fashion-mnist",
+              isolated / "cache" / "fashion-mnist", system]
+    assert data.search_dirs("fashion-mnist") == places
     for place in reversed(places):  # each place, once filled, wins over all the later ones
         place.mkdir(parents=True, exist_ok=True)
         make_dataset(place)
+        assert find_dataset_dir("fashion-mnist") == place
+    flag = isolated / "flag"
+    assert data.search_dirs("fashion-mnist", flag) == [flag / "fashion-mnist", flag]
+    flag.mkdir()
+    assert find_dataset_dir("fashion-mnist", flag) is None  # the places above are not looked at
+    for place in (flag, flag / "fashion-mnist"):
+        place.mkdir(exist_ok=True)
+        make_dataset(place)
         assert find_dataset_dir("fashion-mnist", flag) == place
-    assert find_dataset_dir("fashion-mnist") == isolated / "env" / "fashion-mnist"
 
 
 def test_environment_variable_needs_a_subfolder_per_dataset(isolated, monkeypatch):
@@ -224,9 +228,10 @@ def test_mnist_falls_back_to_sample_offline(monkeypatch):
     assert dataset.name == "mnist-sample"
     assert dataset.source == str(data.REPOSITORY_DATA_DIR / "mnist-sample")
     assert len(dataset.train_labels) == 4000
-    assert len(lines) == 1
+    assert len(lines) == 2
     assert lines[0].startswith("NOTE: MNIST was not found")
     assert "5,000-image sample" in lines[0] and "python -m nn_cuda.data fetch mnist" in lines[0]
+    assert lines[1].startswith(f"data: mnist-sample from {dataset.source}: train-images-idx3-ubyte.gz, ")
 
 
 def test_mnist_without_fallback_is_an_error(monkeypatch):
@@ -251,7 +256,7 @@ def test_mnist_download_attempt_then_fallback(isolated, monkeypatch):
     lines = []
     assert load_dataset("mnist", download_timeout=1.5, log=lines.append).name == "mnist-sample"
     assert calls == [("mnist", None, 1.5)]  # into the default place, the cache
-    assert len(lines) == 1 and lines[0].startswith("NOTE:")
+    assert len(lines) == 2 and lines[0].startswith("NOTE:") and lines[1].startswith("data: mnist-sample")
     with pytest.raises(DataError, match=r"the download failed \(could not download .*no network"):
         load_dataset("mnist", fallback=False)
 
@@ -286,6 +291,98 @@ def test_sample_missing_too_is_an_error(isolated, monkeypatch):
         load_dataset("mnist")
     with pytest.raises(DataError, match="ships with the source repository"):
         load_dataset("mnist-sample")
+
+
+# ---- an explicit --data-dir, and the files actually used ------------------------------------------
+
+
+def no_download(*args, **kwargs):
+    pytest.fail("a --data-dir given is used or refused, never replaced by a download")
+
+
+@pytest.mark.parametrize("name", ["mnist", "fashion-mnist"])
+def test_a_data_dir_lacking_a_file_is_an_error_naming_it(isolated, monkeypatch, name):
+    """Before: mnist fell back to the bundled sample (with a NOTE advising --data-dir), and
+    fashion-mnist silently used the complete copy in the cache."""
+    monkeypatch.delenv("NN_CUDA_OFFLINE")
+    monkeypatch.setattr(data, "fetch", no_download)
+    make_dataset(isolated / "cache" / name)  # a complete copy elsewhere must not be used instead
+    flag = isolated / "flag"
+    make_dataset(flag)
+    (flag / "t10k-labels-idx1-ubyte.gz").rename(flag / "t10k-labels.idx1-ubyte.gz")  # misnamed
+    with pytest.raises(DataError) as error:
+        load_dataset(name, data_dir=flag, log=lambda line: pytest.fail(f"logged {line!r}"))
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"--data-dir {flag}: {flag} lacks t10k-labels-idx1-ubyte.gz" in message
+    assert "drop --data-dir" in message
+
+
+def test_a_training_run_with_an_incomplete_data_dir_stops_with_one_line(isolated, capsys):
+    from nn_cuda.train import main as train_main
+
+    flag = isolated / "flag"
+    make_dataset(flag)
+    (flag / "train-images-idx3-ubyte.gz").unlink()
+    assert train_main(["--data-dir", str(flag), "--quiet", "-n", "4", "--max-steps", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "NOTE" not in captured.out and "validation accuracy" not in captured.out
+    (line,) = captured.err.splitlines()
+    assert line.startswith("nn_cuda.train: error: MNIST is not in --data-dir")
+    assert "lacks train-images-idx3-ubyte.gz" in line
+
+
+def published_as(spec_name: str, directory: Path):
+    """SPECS[spec_name] whose published files are the four files of `directory` (so that small
+    files made here stand for a release whose real files are too large to ship with the tests)."""
+    remote = tuple(data.RemoteFile(n, (directory / n).stat().st_size, data._sha256_of(directory / n))
+                   for n in FILE_NAMES)
+    return dataclasses.replace(data.SPECS[spec_name], remote_files=remote)
+
+
+def test_the_files_used_are_named_with_their_provenance(isolated, monkeypatch):
+    flag = isolated / "flag"
+    make_dataset(flag)
+    lines = []
+    load_dataset("mnist", data_dir=flag, log=lines.append)
+    (line,) = lines
+    assert line.startswith(f"data: mnist from {flag}: train-images-idx3-ubyte.gz, "
+                           "train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz")
+    assert "unknown files: not the published MNIST release by SHA-256" in line
+    monkeypatch.setitem(data.SPECS, "mnist", published_as("mnist", flag))
+    lines.clear()
+    load_dataset("mnist", data_dir=flag, log=lines.append)
+    assert lines[0].endswith("(the published MNIST files, SHA-256 checked)")
+
+
+def test_another_datasets_published_files_are_refused(isolated, monkeypatch):
+    """Fashion-MNIST's files under --dataset mnist were read and labelled mnist."""
+    flag = isolated / "flag"
+    make_dataset(flag)
+    monkeypatch.setitem(data.SPECS, "fashion-mnist", published_as("fashion-mnist", flag))
+    with pytest.raises(DataError) as error:
+        load_dataset("mnist", data_dir=flag, log=lambda line: pytest.fail(f"logged {line!r}"))
+    message = str(error.value)
+    assert message == (f"{flag / 'train-images-idx3-ubyte.gz'} is Fashion-MNIST's train-images-idx3-ubyte.gz "
+                       "(by its SHA-256), not MNIST's train-images-idx3-ubyte.gz; use --dataset "
+                       "fashion-mnist, or give the MNIST files")
+    assert load_dataset("fashion-mnist", data_dir=flag, log=lambda line: None).name == "fashion-mnist"
+
+
+def test_a_training_file_too_small_for_a_validation_set_is_refused(isolated, capsys):
+    """5 training images keep round(0.5) = 0 for validation: "validation accuracy nan" before."""
+    from nn_cuda.train import main as train_main
+
+    flag = isolated / "flag"
+    make_dataset(flag, num_train=5)
+    with pytest.raises(DataError) as error:
+        data.split_dataset(load_dataset("mnist", data_dir=flag, log=lambda line: None))
+    assert str(error.value) == (f"{flag}: the training file holds 5 images, too few to keep 10% of them "
+                                "for validation; use a training file of at least 6 images")
+    assert train_main(["--data-dir", str(flag), "--quiet", "-n", "4", "-e", "1"]) == 1
+    assert "validation accuracy" not in capsys.readouterr().out
+    make_dataset(flag, num_train=6)
+    assert [len(part) for part in data.split_dataset(load_dataset("mnist", data_dir=flag))] == [5, 5, 1, 1]
 
 
 # ---- the split ----------------------------------------------------------------------------------

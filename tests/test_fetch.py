@@ -240,7 +240,9 @@ def test_load_dataset_downloads_missing_mnist(server, tiny_mnist, tmp_path, monk
     dataset = load_dataset("mnist", download_timeout=TIMEOUT, log=lines.append)
     assert dataset.name == "mnist" and dataset.source == str(tmp_path / "cache" / "mnist")
     assert dataset.train_images.shape == (20, 784)
-    assert lines == [f"Downloaded MNIST to {tmp_path / 'cache' / 'mnist'}"]
+    assert lines[0] == f"Downloaded MNIST to {tmp_path / 'cache' / 'mnist'}"
+    assert lines[1].startswith(f"data: mnist from {tmp_path / 'cache' / 'mnist'}: ")
+    assert lines[1].endswith("(the published MNIST files, SHA-256 checked)") and len(lines) == 2
 
 
 def test_load_dataset_falls_back_when_mirrors_fail(tiny_mnist, tmp_path, monkeypatch):
@@ -249,7 +251,7 @@ def test_load_dataset_falls_back_when_mirrors_fail(tiny_mnist, tmp_path, monkeyp
     lines = []
     dataset = load_dataset("mnist", download_timeout=TIMEOUT, log=lines.append)
     assert dataset.name == "mnist-sample"
-    assert len(lines) == 1 and lines[0].startswith("NOTE:")
+    assert len(lines) == 2 and lines[0].startswith("NOTE:") and lines[1].startswith("data: mnist-sample from ")
     assert names_in(tmp_path / "cache" / "mnist") == []
 
 

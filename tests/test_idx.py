@@ -153,7 +153,7 @@ def test_data_longer_than_header_says(tmp_path):
     path.write_bytes(raw_idx(0x08, (4,), bytes(6)))
     with pytest.raises(DataError) as error:
         read_idx(path)
-    assert_one_line_error(error, path, "2 unexpected bytes")
+    assert_one_line_error(error, path, "longer than its header says", "more than the 4 bytes")
 
 
 def test_huge_header_dimensions_do_not_allocate(tmp_path):
@@ -198,3 +198,30 @@ def test_corrupt_gzip_stream(tmp_path):
     with pytest.raises(DataError) as error:
         read_idx(path)
     assert "\n" not in str(error.value) and str(path) in str(error.value)
+
+
+def test_a_file_that_goes_on_after_its_data_is_read_no_further(tmp_path, monkeypatch):
+    """A gzip whose header announces 1,000 labels followed by 64 MiB of zeros (a decompression bomb:
+    the file is 64 KiB) is reported too long after reading header + 1,000 + 1 bytes. Before the
+    stream was read in bounded chunks, the whole file was decompressed first (64 MiB read)."""
+    announced = 1000
+    path = tmp_path / "bomb.gz"
+    with gzip.GzipFile(path, "wb") as stream:
+        stream.write(raw_idx(0x08, (announced,), b""))
+        for _ in range(64):
+            stream.write(bytes(1 << 20))
+    assert path.stat().st_size < 1 << 20
+    decompressed = []
+
+    class CountingGzipFile(gzip.GzipFile):
+        def read(self, size=-1):
+            data = super().read(size)
+            decompressed.append(len(data))
+            return data
+
+    monkeypatch.setattr(gzip, "GzipFile", CountingGzipFile)
+    with pytest.raises(DataError) as error:
+        read_idx(path)
+    assert_one_line_error(error, path, "longer than its header says")
+    header_size = 8
+    assert sum(decompressed) == header_size + announced + 1

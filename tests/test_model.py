@@ -149,7 +149,7 @@ def test_checkpoint_round_trip_and_errors(tmp_path):
     with pytest.raises(CheckpointError, match="b2 has shape"):
         load_checkpoint(tmp_path / "bad.npz")
     (tmp_path / "junk.npz").write_bytes(b"not a zip file")
-    with pytest.raises(CheckpointError, match="cannot read"):
+    with pytest.raises(CheckpointError, match="not a checkpoint written by --save"):
         load_checkpoint(tmp_path / "junk.npz")
     np.savez(tmp_path / "obj.npz", W1=np.array([object()], dtype=object))
     with pytest.raises(CheckpointError):

@@ -341,12 +341,14 @@ def test_ranks_end_with_the_serial_parameters(tmp_path, p, n, batch, dtype, opti
 
 @pytestmark_mpi
 @pytest.mark.mpi
-def test_numba_simulator_ranks_match_serial(tmp_path):
-    """The staging path (pinned host buffers, copies to and from device arrays), in the simulator.
+@pytest.mark.parametrize("backend", ["numba-sim", "cuda-cpu"])
+def test_emulated_gpu_backend_ranks_match_serial(tmp_path, backend):
+    """Two ranks on a GPU backend run on the CPU: the Numba kernels in the simulator (the staging
+    path: pinned host buffers, copies to and from device arrays), the CUDA C kernels of kernels/.
 
     Batches of 5 and 1 rows: rank 1 has no rows of the second, as on a GPU with a short last batch.
     """
-    case = make_case(tmp_path, 6, 6, hidden=3, batch=5, epochs=1, dtype="float64", backend="numba-sim",
+    case = make_case(tmp_path, 6, 6, hidden=3, batch=5, epochs=1, dtype="float64", backend=backend,
                      overlap=True)
     result, _ = mpiexec(["-n", 2, sys.executable, "-c", WORKER, json.dumps(case)])
     assert result.returncode == 0, result.stderr

@@ -2,6 +2,8 @@
 missing or broken inputs reported rather than filled in."""
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 from nn_cuda.profiling import PHASES
@@ -42,6 +44,23 @@ def scaling_rows(parallel):
                      "payload_bytes_per_step": payload, "wire_bytes_per_step": payload * (p - 1) / p * 2})
     return rows
 
+
+def resource_row(kernel, arch, threads, registers, smem_bytes, blocks, limited_by, spill_stores=0):
+    warps = blocks * threads // 32
+    return {"file": "x.cu", "kernel": kernel, "arch": arch, "threads": threads, "registers": registers,
+            "smem_bytes": smem_bytes, "stack_bytes": 0, "spill_stores": spill_stores, "spill_loads": 0,
+            "blocks_per_sm": blocks, "warps_per_sm": warps, "occupancy": warps / 64, "limited_by": limited_by}
+
+
+RESOURCE_ROWS = [
+    resource_row("gemm_tiled<float, false, false>", "sm_80", 1024, 32, 8448, 2, ["threads", "registers"]),
+    resource_row("gemm_tiled<float, false, false>", "sm_90", 1024, 30, 8448, 2, ["threads", "registers"]),
+    resource_row("gemm_regblock<float, false, false>", "sm_80", 64, 56, 256, 18, ["registers"]),
+    resource_row("gemm_regblock<float, false, false>", "sm_90", 64, 51, 256, 18, ["registers"]),
+]
+SM_LIMITS = {arch: {"shared_memory": kib * 1024, "registers": 65536, "threads": 2048, "blocks": 32,
+                    "register_allocation_unit": 256, "reserved_shared_per_block": 1024, "warp_size": 32}
+             for arch, kib in (("sm_80", 164), ("sm_90", 228))}
 
 ROBUST_PLAIN = [{"eps": e, "clean": 0.8, "fgsm": 0.5 - e, "pgd": 0.4 - e, "steps": 20, "alpha": e / 8}
                 for e in (0.05, 0.1, 0.2)]
@@ -95,6 +114,10 @@ def write_inputs(folder: Path, gpu=False, skip=()):
                         "config": {"dataset": "mnist-sample", "hidden": 1000, "batch": 800, "epochs": 20,
                                    "dtype": "float32", "pixels": "raw"},
                         "results": [{"lr": 0.2, "seed": 0, "test_acc": 0.933, "steps": 100, "diverged": False}]},
+        "resources.json": {"benchmark": "resources",
+                           "machine": machine("python -m nn_cuda.kernel_info --json r.json"),
+                           "compiler": {"nvrtc": "13.5", "ptxas": "release 13.5, V13.5.37"},
+                           "sm_limits": SM_LIMITS, "results": RESOURCE_ROWS},
         "adversarial.json": {"benchmark": "adversarial", "machine": machine("python -m nn_cuda.bench adversarial"),
                              "settings": {}, "plain": {"robustness": ROBUST_PLAIN},
                              "results": [{"ranks": 2, "k": 1, "serial_seconds": 4.0, "async_seconds": 2.5,
@@ -137,6 +160,35 @@ def test_every_figure_and_section_from_complete_inputs(tmp_path):
     assert "float32, pixels in [0, 1]," in text and "| 0.2 | 0.933 |" in text  # and its raw-pixel twin
     assert text.index("float32, pixels in [0, 1],") < text.index("float32, raw 0-255 pixels (the course's input)")
     assert "| - | 1.25x [1.12-1.50] |" in text  # per-round ratios: median [min-max]; no torch: -
+
+
+def test_kernel_resources_section_shows_each_instance_on_each_architecture(tmp_path):
+    out, text = run_report(tmp_path)
+    section = text[text.index("### Kernel resources and occupancy"):text.index("## 2. Training step")]
+    assert "NVRTC 13.5 to PTX, then ptxas (release 13.5, V13.5.37) for sm_80 and sm_90" in section
+    assert "shared memory (164 KiB on sm_80, 228 KiB on sm_90, plus 1024 bytes per block" in section
+    assert ("| `gemm_tiled<float, false, false>` | 1024 | 32 / 30 | 8448 | 2, 64 (100%; threads, registers) "
+            "| 2, 64 (100%; threads, registers) |") in section
+    assert "| `gemm_regblock<float, false, false>` | 64 | 56 / 51 | 256 | 18, 36 (56%; registers) |" in section
+    assert "No instance spills registers or uses a stack frame on sm_80 or sm_90." in section
+    assert "holds 32 warps, 50% of the SM's resident warps" in section
+    assert "(per thread: 56 on sm_80, 51 on sm_90), so registers limit an SM to 18 blocks (36 warps)" in section
+    assert "$ python -m nn_cuda.kernel_info --json r.json" in section
+
+
+def test_kernel_resources_section_names_spills_and_says_when_it_has_no_input(tmp_path):
+    results = write_inputs(tmp_path / "results")
+    data = json.loads((results / "resources.json").read_text())
+    data["results"][3]["spill_stores"] = 8
+    (results / "resources.json").write_text(json.dumps(data))
+    assert main(["--results", str(results), "--out", str(tmp_path / "out"), "--no-pdf"]) == 0
+    text = (tmp_path / "out" / "REPORT.md").read_text()
+    assert "**Local memory:** `gemm_regblock<float, false, false>` on sm_90 (8 B stored" in text
+    assert "No instance spills" not in text
+
+    _, text = run_report(tmp_path / "again", skip=("resources",))
+    assert "no `resources` result in the inputs" in text
+    assert "`python -m nn_cuda.kernel_info --json PATH` produces it" in text
 
 
 def test_cpu_only_inputs_say_which_sections_need_a_gpu(tmp_path):
@@ -203,3 +255,83 @@ def test_cost_model_prefers_the_benchmarks_own_figure():
     assert modelled_bytes({**row, "modelled_payload_bytes_per_step": 123.0}, "hybrid", 100, 4) == 123.0
     assert modelled_bytes(row, "hybrid", 100, 4) != modelled_bytes(row, "hybrid", 100, 4)  # NaN: unknown
 
+
+
+# ---- what a run keeps of the previous report ------------------------------------------------------
+
+REPOSITORY_REPORT = Path(__file__).resolve().parent.parent / "report"
+
+
+def snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_empty_results_folder_changes_no_committed_file(tmp_path, capsys):
+    """Before, REPORT.md was rewritten with every section "not measured" and every figure deleted."""
+    out = tmp_path / "report"
+    shutil.copytree(REPOSITORY_REPORT, out)
+    before = snapshot(out)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "notes.json").write_text("[]")
+    assert main(["--results", str(tmp_path / "results"), "--out", str(out)]) == 1
+    assert snapshot(out) == before
+    captured = capsys.readouterr()
+    assert "notes.json: not a JSON object" in captured.out
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"nn_cuda.report: error: no usable benchmark result in {tmp_path / 'results'}")
+
+
+def test_partial_results_rewrite_their_parts_and_keep_the_others(tmp_path, capsys):
+    """Before, a gemm-only folder replaced every other section by "not measured" and deleted their
+    figures."""
+    out, first = run_report(tmp_path / "all")
+    figures_before = snapshot(out / "figures")
+    only_gemm = tmp_path / "gemm-only"
+    only_gemm.mkdir()
+    data = gemm(timed=True)
+    data["results"][1]["gflops"] = 333.0
+    (only_gemm / "gemm.json").write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["--results", str(only_gemm), "--out", str(out), "--no-pdf"]) == 0
+    text = (out / "REPORT.md").read_text()
+    assert "333.0" in text and "222.0" not in text  # the GEMM ladder is rewritten from the new file
+    for heading in ("### Roofline", "### Kernel resources and occupancy", "## 2. Training step",
+                    "## 3. Scaling", "## 4. Correctness", "## 5. Learning curves", "## 6. Asynchronous"):
+        assert part(text, heading) == part(first, heading), heading
+    assert "no `scaling` result" not in text and "| 2 | 1 | 4 | 2.5 | 1.60x | 0: 1, 1: 17 |" in text
+    assert "**Kept from the previous report**, whose inputs are not in this folder: Roofline;" in text
+    assert "| `scaling.json` | scaling |" in text and "| `gemm.json` | gemm |" in text
+    figures_after = snapshot(out / "figures")
+    assert figures_after[Path("gemm_ladder.png")] != figures_before[Path("gemm_ladder.png")]
+    for name in ("roofline", "train_phases", "scaling", "correctness", "learning_curves"):
+        assert figures_after[Path(f"{name}.png")] == figures_before[Path(f"{name}.png")], name
+    said = capsys.readouterr().out
+    assert f"drew {out / 'figures' / 'gemm_ladder.png'}" in said
+    assert f"kept {out / 'figures' / 'scaling.png'}: no input for it in {only_gemm}" in said
+    assert "wrote 1. GEMM ladder (from gemm)" in said
+    assert "kept 3. Scaling over MPI ranks (no scaling input)" in said
+    assert "kept Roofline (no roofline input)" in said
+
+
+def part(text: str, heading: str) -> str:
+    """The lines of `text` from `heading` to the next heading."""
+    start = text.index(heading)
+    following = [i for i in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if i != -1]
+    return text[start:min(following, default=len(text))]
+
+
+def test_the_pdf_appears_complete_or_not_at_all(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pandoc = bin_dir / "pandoc"
+    pandoc.write_text('#!/bin/sh\nprintf "%%PDF of %s" "$1" > "$3"\n')
+    pandoc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    results = write_inputs(tmp_path / "results")
+    out = tmp_path / "out"
+    assert main(["--results", str(results), "--out", str(out)]) == 0
+    assert (out / "REPORT.pdf").read_bytes() == b"%PDF of REPORT.md"
+    pandoc.write_text('#!/bin/sh\nprintf "half" > "$3"\necho "pdflatex not found" >&2\nexit 43\n')
+    assert main(["--results", str(results), "--out", str(out)]) == 0
+    assert (out / "REPORT.pdf").read_bytes() == b"%PDF of REPORT.md"  # the failed run left it as it was
+    assert sorted(p.name for p in out.iterdir()) == ["REPORT.md", "REPORT.pdf", "figures"]

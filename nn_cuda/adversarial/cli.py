@@ -19,21 +19,28 @@ parallel.share_cores_between_ranks()  # before NumPy is imported (see nn_cuda.tr
 import numpy as np  # noqa: E402
 
 from .. import model  # noqa: E402
-from ..backends import BACKENDS, BackendUnavailable, get_backend  # noqa: E402
+from ..backends import BACKENDS, BackendUnavailable, KernelFailure, get_backend  # noqa: E402
 from ..bench.common import write_json  # noqa: E402
 from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from ..config import (HelpFormatter, TrainConfig, build_parser, comma_separated, non_negative_int,  # noqa: E402
-                      pixel_radius, positive_float, positive_int)
+from ..config import (EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser,  # noqa: E402
+                      comma_separated, non_negative_int, pixel_radius, positive_float, positive_int,
+                      reword_help)
 from ..data import DATASETS, DataError  # noqa: E402
-from ..train import (Diverged, SerialBatches, TrainingError, check_output_paths,  # noqa: E402
-                     check_ranks_share_the_data, initial_parameters, load_splits, silent, train_loop)
+from ..divergence import likely_cause  # noqa: E402
+from ..interrupts import ends_in_one_line_when_interrupted  # noqa: E402
+from ..outputs import OutputError  # noqa: E402
+from ..train import (Diverged, SerialBatches, TrainingError, check_memory, check_output_paths,  # noqa: E402
+                     check_ranks_share_the_data, emulation_note, evaluation_limit, first_rows,
+                     initial_parameters, load_splits, silent, train_loop)
 from .attacks import Attacker, check_unit_pixels  # noqa: E402
 from .evaluate import default_alpha, format_table, robustness  # noqa: E402
 
 PROG = "python -m nn_cuda.adversarial"
 DEFAULT_PGD_STEPS = 3
+#: test images of the final robustness check of `train`, unless --eval-limit says otherwise
+ROBUSTNESS_IMAGES = 1000
 USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError,
-               BackendUnavailable)
+               BackendUnavailable, KernelFailure, OutputError)
 
 
 # ---- eval -----------------------------------------------------------------------------------
@@ -68,14 +75,18 @@ def run_eval(args, log=print) -> list:
     cfg = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, dtype=args.dtype, pixels="unit")
     splits = load_splits(cfg, log=log)
     x, y = (splits.x_test, splits.y_test) if args.split == "test" else (splits.x_val, splits.y_val)
-    if args.limit:
-        x, y = x[: args.limit], y[: args.limit]
     be = get_backend(args.backend, args.gemm)
+    limit = args.limit or (EMULATED_EVAL_LIMIT if be.emulated else None)
+    if limit:
+        x, y = x[:limit], y[:limit]
     params = model.Parameters(be, host["W1"].shape[0], args.dtype)
     params.load(host)
     x_dev, y_dev = be.to_device(x), be.to_device(y)
     log(f"nn_cuda.adversarial: {args.checkpoint} (H={params.hidden}) on {x.shape[0]} {splits.dataset} "
         f"{args.split} images, backend={be.name} {args.dtype}")
+    if be.emulated and not args.limit:
+        log(f"NOTE: backend {be.name} emulates the GPU kernels on the CPU, slowly: attacking the first "
+            f"{limit} images (--limit N to change)")
     rows = robustness(be, params, x_dev, y_dev, args.eps, args.steps, args.alpha, args.batch,
                       args.random_start, args.seed)
     log(format_table(rows))
@@ -92,7 +103,27 @@ def run_eval(args, log=print) -> list:
 
 
 ADVERSARIAL_FLAGS = ("attack", "eps", "alpha", "steps", "random_start", "async_", "check_interval",
-                     "max_staleness", "eval_eps", "eval_steps", "eval_limit", "staleness_log", "json")
+                     "max_staleness", "eval_eps", "eval_steps", "staleness_log", "json")
+_GRADING = "the course's grading modes: python -m nn_cuda.train runs them"
+_NOT_WRITTEN = "files adversarial training does not write: --json writes its results, --save its weights"
+_MPI = ("nn_cuda.train's MPI strategies: serial adversarial training runs on one process, --async splits "
+        "the work its own way")
+#: nn_cuda.train's flags that adversarial training refuses (dest: flag, reason); --help leaves them out
+REFUSED_TRAIN_FLAGS = {
+    "grade": ("-g/--grade", _GRADING), "seq": ("-s/--seq", _GRADING), "debug": ("-d/--debug", _GRADING),
+    "predictions": ("--predictions", _NOT_WRITTEN), "history": ("--history", _NOT_WRITTEN),
+    "profile": ("--profile", _NOT_WRITTEN),
+    "pixels": ("--pixels", "attacks clip to [0, 1], the default --pixels unit"),
+    "parallel": ("--parallel", _MPI), "model_ranks": ("--model-ranks", _MPI), "comm": ("--comm", _MPI),
+    "overlap": ("--overlap", _MPI),
+}
+#: the help of nn_cuda.train's flags that do a little more, or less, here
+TRAIN_FLAGS_HELP = {
+    "--print-every": "steps between loss read-backs (0: about 10 per epoch; not with --async)",
+    "--eval-limit": ("validation accuracy on the first N validation images and the final robustness check "
+                     f"on the first N test images (default: all validation and {ROBUSTNESS_IMAGES} test "
+                     f"images; {EMULATED_EVAL_LIMIT} of each on an emulated backend)"),
+}
 
 
 def train_parser() -> argparse.ArgumentParser:
@@ -115,12 +146,38 @@ def train_parser() -> argparse.ArgumentParser:
     a.add_argument("--eval-eps", type=comma_separated(pixel_radius), default=None,
                    help="radii of the final robustness check on the test set (default: --eps)")
     a.add_argument("--eval-steps", type=positive_int, default=20, help="PGD steps of the final check")
-    a.add_argument("--eval-limit", type=positive_int, default=1000,
-                   help="test images in the final robustness check")
     a.add_argument("--staleness-log", metavar="PATH",
                    help="--async: write every consumed batch's record (JSON)")
     a.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    left_out = {flag.split("/")[-1]: argparse.SUPPRESS for flag, _ in REFUSED_TRAIN_FLAGS.values()}
+    reword_help(p, {**left_out, **TRAIN_FLAGS_HELP})
     return p
+
+
+def refuse(parser: argparse.ArgumentParser, message: str) -> None:
+    """A usage error in one line, without the long usage: exit status 2."""
+    parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+
+def refused_flags(cfg: TrainConfig, adv) -> str | None:
+    """The flags given that adversarial training would ignore, with the reasons, or None."""
+    reasons: dict = {}
+    for dest, (flag, reason) in REFUSED_TRAIN_FLAGS.items():
+        value = getattr(cfg, dest)
+        if value != getattr(TrainConfig, dest):
+            reasons.setdefault(reason, []).append(flag if isinstance(value, bool) else f"{flag} {value}")
+    if adv.async_ and cfg.print_every:
+        reasons.setdefault("--async splits the work its own way: rank 0 updates, the other ranks attack",
+                           []).append(f"-p/--print-every {cfg.print_every}")
+    if adv.attack == "fgsm":
+        pgd_only = [flag for flag, given in (("--alpha", adv.alpha is not None),
+                                             ("--steps", adv.steps is not None),
+                                             ("--random-start", adv.random_start)) if given]
+        if pgd_only:
+            reasons["PGD's settings: FGSM is one step of eps from the clean image"] = pgd_only
+    if not reasons:
+        return None
+    return "; ".join(f"{', '.join(flags)} ({reason})" for reason, flags in reasons.items()) + ": drop them"
 
 
 def parse_train_args(argv):
@@ -129,29 +186,10 @@ def parse_train_args(argv):
     adv = argparse.Namespace(**{k: args.pop(k) for k in ADVERSARIAL_FLAGS})
     names = {f.name for f in fields(TrainConfig)}
     cfg = TrainConfig(**{k: v for k, v in args.items() if k in names})
-    if cfg.pixels != "unit":
-        parser.error("adversarial attacks clip to [0, 1]: drop --pixels raw")
-    if cfg.grade or cfg.seq or cfg.debug:
-        parser.error("-g/-s/-d are the course's grading modes; use python -m nn_cuda.train for them")
-    not_written = [flag for flag in ("predictions", "history", "profile") if getattr(cfg, flag)]
-    if not_written:
-        parser.error(", ".join(f"--{flag}" for flag in not_written) + ": adversarial training does not "
-                     "write it; --json writes its results and --save its weights")
-    if adv.async_:
-        own_split = [flag for flag, given in (("--parallel", cfg.parallel != "data"),
-                                              ("--model-ranks", cfg.model_ranks is not None),
-                                              ("--comm", cfg.comm != "host"), ("--overlap", cfg.overlap),
-                                              ("-p/--print-every", cfg.print_every != 0)) if given]
-        if own_split:
-            parser.error(", ".join(own_split) + ": --async splits the work its own way (rank 0 updates, "
-                         "the other ranks attack); drop them")
+    refusal = refused_flags(cfg, adv)
+    if refusal:
+        refuse(parser, refusal)
     if adv.attack == "fgsm":
-        pgd_only = [flag for flag, given in (("--alpha", adv.alpha is not None),
-                                             ("--steps", adv.steps is not None),
-                                             ("--random-start", adv.random_start)) if given]
-        if pgd_only:
-            parser.error(", ".join(pgd_only) + ": FGSM is one step of eps from the clean image; "
-                         "drop them or use --attack pgd")
         adv.steps, adv.alpha = 1, adv.eps  # what FGSM does, as the log and the checkpoint record it
     else:
         adv.steps = adv.steps or DEFAULT_PGD_STEPS
@@ -161,9 +199,23 @@ def parse_train_args(argv):
     return cfg, adv
 
 
+def training_splits(cfg: TrainConfig, be, log, comm=None):
+    """The data of adversarial training: the first --limit-rows training images, the first --eval-limit
+    validation images (all by default) and test images for the robustness check (ROBUSTNESS_IMAGES by
+    default). `comm`: the ranks of --async, which must all have loaded the same data."""
+    splits = load_splits(cfg, log=log, progress=log is not silent and not cfg.quiet)
+    check_ranks_share_the_data(comm, splits)
+    limit = evaluation_limit(cfg, be)
+    return first_rows(splits, cfg.limit_rows, limit, limit or ROBUSTNESS_IMAGES)
+
+
+def nothing_saved(diverged: Diverged, cfg: TrainConfig) -> Diverged:
+    """The divergence, saying that --save was not written (only a finished run saves its weights)."""
+    return Diverged(f"{diverged}; nothing was written to --save {cfg.save}") if cfg.save else diverged
+
+
 def _final_report(be, params, cfg, adv, splits, result: dict, log) -> dict:
-    x = splits.x_test[: adv.eval_limit]
-    y = splits.y_test[: adv.eval_limit]
+    x, y = splits.x_test, splits.y_test
     rows = robustness(be, params, be.to_device(x), be.to_device(y), adv.eval_eps, adv.eval_steps,
                       batch=cfg.batch)
     log(f"robustness on {x.shape[0]} test images (PGD k={adv.eval_steps}, alpha = 2.5 eps / k):")
@@ -184,8 +236,8 @@ def run_train_serial(cfg, adv, log=print) -> dict:
 
     check_output_paths({"--save": cfg.save, "--json": adv.json})
     be = get_backend(cfg.backend, cfg.gemm)
-    hidden, host = initial_parameters(cfg)
-    splits = load_splits(cfg, log=log)
+    splits = training_splits(cfg, be, log)
+    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
     params = model.Parameters(be, hidden, cfg.dtype)
     params.load(host)
     check_unit_pixels(splits.x_train, "the training images")
@@ -196,7 +248,14 @@ def run_train_serial(cfg, adv, log=print) -> dict:
     log(f"nn_cuda.adversarial: serial {adv.attack} training eps={adv.eps:g} alpha={adv.alpha:.4g} "
         f"k={adv.steps} on {splits.dataset} ({splits.x_train.shape[0]} train) H={hidden} "
         f"batch={cfg.batch} lr={cfg.lr:g} epochs={cfg.epochs} backend={be.name} {cfg.dtype}")
-    history = train_loop(be, params, adv_batches, cfg, x_val=be.to_device(splits.x_val), y_val=splits.y_val)
+    note = emulation_note(cfg, be)
+    if note:
+        log(note)
+    try:
+        history = train_loop(be, params, adv_batches, cfg, x_val=be.to_device(splits.x_val),
+                             y_val=splits.y_val)
+    except Diverged as diverged:
+        raise nothing_saved(diverged, cfg) from None
     log(f"training time {history.train_seconds:.2f} s ({history.steps} updates, "
         f"{history.samples / max(history.train_seconds, 1e-9):,.0f} samples/s)")
     result = {"mode": "serial", "updates": history.steps, "train_seconds": history.train_seconds,
@@ -224,9 +283,8 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
     else:
         check_output_paths({"--save": cfg.save, "--json": adv.json, "--staleness-log": adv.staleness_log})
     be = get_backend(cfg.backend, cfg.gemm)
-    hidden, host = initial_parameters(cfg)
-    splits = load_splits(cfg, log=log, progress=rank == 0 and not cfg.quiet)
-    check_ranks_share_the_data(comm, splits)
+    splits = training_splits(cfg, be, log, comm)
+    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
     check_unit_pixels(splits.x_train, "the training images")
     params = model.Parameters(be, hidden, cfg.dtype)
     flat = np.empty(params.size, dtype=params.dtype)
@@ -252,6 +310,9 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
         f"check-interval={adv.check_interval} max-staleness={max_staleness} on {splits.dataset} "
         f"({n} train, {n_batches} batches/epoch) H={hidden} batch={cfg.batch} lr={cfg.lr:g} "
         f"epochs={epochs} backend={be.name} {cfg.dtype}")
+    note = emulation_note(cfg, be)
+    if note:
+        log(note)
     x_val, y_val = be.to_device(splits.x_val), splits.y_val
     ws = model.Workspace(be, cfg.batch, hidden, cfg.dtype)
     from tqdm.auto import tqdm
@@ -271,8 +332,8 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
     bar.close()
     comm.Barrier()
     if not math.isfinite(be.sum_squares(params.flat)):
-        raise Diverged(f"training diverged (non-finite weights) with learning rate {cfg.lr}; "
-                       f"lower it (e.g. --lr {cfg.lr / 10:g})")
+        diverged = Diverged(f"training diverged (non-finite weights); {likely_cause(cfg.lr, cfg.reg)}")
+        raise nothing_saved(diverged, cfg)
     histogram = result.staleness_histogram()
     worst = max(histogram) if histogram else 0
     log(f"training time {result.train_seconds:.2f} s ({result.updates} updates, "
@@ -302,6 +363,7 @@ USAGE = f"""usage: {PROG} {{eval,train}} ...
 {PROG} eval --help and {PROG} train --help list the flags."""
 
 
+@ends_in_one_line_when_interrupted(PROG)
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -309,24 +371,24 @@ def main(argv=None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command not in ("eval", "train"):
-        print(f"{PROG}: error: unknown command {command!r}; choose eval or train\n\n{USAGE}", file=sys.stderr)
+        print(f"{PROG}: error: unknown command {command!r}; choose eval or train ({PROG} --help)",
+              file=sys.stderr)
         return 2
     with parallel.output_on_root_only():
         if command == "eval":
             args = eval_parser().parse_args(rest)
         else:
             cfg, adv = parse_train_args(rest)
+    if command == "eval" and parallel.refuse_extra_ranks(PROG, "eval"):
+        return 1
+    if command == "train" and not adv.async_ and parallel.refuse_extra_ranks(
+            PROG, "serial adversarial training", ", or add --async to pipeline it over the ranks"):
+        return 1
     try:
         with parallel.abort_on_error(PROG, USER_ERRORS):
             if command == "train" and adv.async_:
                 run_train_async(cfg, adv)
                 return 0
-            world = parallel.world_from_environment()
-            if world is not None and world.size > 1:
-                raise parallel.ParallelError(
-                    "eval runs on one rank; run it without mpirun" if command == "eval" else
-                    "serial adversarial training runs on one rank; add --async to use mpirun -n P, "
-                    "or run without mpirun")
             if command == "eval":
                 run_eval(args)
             else:

@@ -3,6 +3,7 @@
 - numpy      the CPU reference (float64 is the reference everything else is compared with)
 - cupy       the CUDA C kernels of kernels/*.cu through CuPy, plus cuBLAS as the anchor
 - numba      the same kernels written with Numba CUDA, on a GPU
+- cuda-cpu   the same kernels/*.cu compiled for the CPU and run there (no GPU needed; slower)
 - numba-sim  the Numba kernels on Numba's CPU simulator (tiny sizes only: one Python thread per thread)
 """
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
-from .base import Backend, BackendUnavailable
+from .base import WITHOUT_A_GPU, Backend, BackendUnavailable, KernelFailure
 
-BACKENDS = ("numpy", "cupy", "numba", "numba-sim")
+BACKENDS = ("numpy", "cupy", "cuda-cpu", "numba", "numba-sim")
 
 
 def _enable_numba_simulator() -> None:
@@ -40,9 +41,13 @@ def get_backend(name: str, gemm: str | None = None) -> Backend:
         try:
             from .cupy_backend import CupyBackend
         except ImportError as error:  # CuPy is not installed, or cannot load its CUDA runtime
-            raise BackendUnavailable(str(error)) from error
+            raise BackendUnavailable(f"{error}; {WITHOUT_A_GPU}") from error
 
         return CupyBackend(gemm)
+    if name == "cuda-cpu":
+        from .cuda_cpu_backend import CudaCpuBackend
+
+        return CudaCpuBackend(gemm)
     if name in ("numba", "numba-sim"):
         if name == "numba-sim":
             _enable_numba_simulator()

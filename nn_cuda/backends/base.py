@@ -23,6 +23,16 @@ class BackendUnavailable(RuntimeError):
     the user's to fix, so the command-line tools report it in one line instead of a traceback."""
 
 
+#: the end of a GPU backend's "no GPU here" error: the backends that run the kernels without one
+WITHOUT_A_GPU = ("without a GPU use --backend cuda-cpu (the CUDA C kernels on the CPU), numba-sim "
+                 "(the Numba kernels in Numba's simulator, tiny sizes only) or numpy (the reference)")
+
+
+class KernelFailure(RuntimeError):
+    """A kernel file did not compile, or a kernel launch failed or broke a rule (the cuda-cpu
+    backend's checks): a bug in the kernels or their launch, reported in one message."""
+
+
 class Backend(abc.ABC):
     """Operations on one kind of array. Subclasses set `name` and `gemm_algos`."""
 
@@ -33,9 +43,13 @@ class Backend(abc.ABC):
     default_gemm: str | None = None
     #: True when arrays live on a GPU (or the Numba simulator's stand-in for one)
     on_device: bool = False
+    #: True when the GPU kernels run emulated on the CPU (Numba's simulator, cuda-cpu): right but slow,
+    #: so the default GEMM is the first of the ladder (naive: no shared memory and no barriers, the
+    #: cheapest to emulate) and the commands evaluate on a few images unless told otherwise
+    emulated: bool = False
 
     def __init__(self, gemm: str | None = None):
-        gemm = gemm or self.default_gemm or self.gemm_algos[0]
+        gemm = gemm or (None if self.emulated else self.default_gemm) or self.gemm_algos[0]
         if gemm not in self.gemm_algos:
             raise ValueError(
                 f"backend {self.name!r} has no GEMM algorithm {gemm!r}; "

@@ -15,9 +15,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from numba import config as numba_config
 from numba import cuda
 
-from .base import Backend, BackendUnavailable
+from .base import WITHOUT_A_GPU, Backend, BackendUnavailable
 from .numba_kernels import GEMM_MODULES, nn_ops
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -98,12 +99,12 @@ class NumbaBackend(Backend):
     on_device = True
 
     def __init__(self, gemm=None):
+        if numba_config.ENABLE_CUDASIM:  # however it was asked for (numba-sim, or the environment)
+            self.name, self.emulated = "numba-sim", True
         super().__init__(gemm)
         if not cuda.is_available():  # always True in the simulator
             raise BackendUnavailable(
-                "backend 'numba' needs an NVIDIA GPU and its driver and found none; "
-                "use --backend numba-sim (the same kernels in Numba's CPU simulator, tiny sizes only) "
-                "or --backend numpy on a machine without one"
+                f"backend 'numba' needs an NVIDIA GPU and its driver and found none; {WITHOUT_A_GPU}"
             )
 
     # ---- memory -------------------------------------------------------------------------------

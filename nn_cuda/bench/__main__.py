@@ -3,6 +3,10 @@
 import importlib
 import sys
 
+from ..interrupts import ends_in_one_line_when_interrupted
+from ..outputs import OutputError
+from ..parallel import refuse_extra_ranks
+
 BENCHMARKS = {
     "gemm": ("nn_cuda.bench.gemm", "GEMM kernels against NumPy float64 and cuBLAS"),
     "train": ("nn_cuda.bench.train", "training step throughput (and a PyTorch loop when installed)"),
@@ -10,11 +14,14 @@ BENCHMARKS = {
     "roofline": ("nn_cuda.bench.roofline", "the machine's copy bandwidth and vendor GEMM rate"),
     "lr": ("nn_cuda.bench.lr", "test accuracy as the learning rate and seed vary (the default lr's scan)"),
     "diff": ("nn_cuda.bench.diff", "float32 against the float64 reference as lr, epochs, H, batch vary"),
+    "gpu-check": ("nn_cuda.bench.gpu_check", "the acceptance run on a GPU: CuPy tests, grading modes 1-4, "
+                  "bench gemm, default training"),
     "adversarial": ("nn_cuda.bench.adversarial",
                     "asynchronous adversarial training vs serial (mpiexec -n 2..4, k = P - 1)"),
 }
 
 
+@ends_in_one_line_when_interrupted("nn_cuda.bench")
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
@@ -25,8 +32,15 @@ def main(argv=None) -> int:
         if not known:
             print(f"\nunknown benchmark {argv[0]!r}", file=sys.stderr)
         return 0 if known else 2
+    if refuse_extra_ranks("nn_cuda.bench", f"bench {argv[0]}",
+                          " (bench scaling and bench adversarial start their own mpiexec jobs)"):
+        return 1
     module = importlib.import_module(BENCHMARKS[argv[0]][0])
-    return module.main(argv[1:]) or 0
+    try:
+        return module.main(argv[1:]) or 0
+    except OutputError as error:  # --json cannot be written: the measurements are printed above
+        print(f"nn_cuda.bench {argv[0]}: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..outputs import write_text
 from ..parallel.mpi import BLAS_THREAD_VARIABLES
 
 
@@ -55,10 +56,9 @@ def machine_line(info: dict) -> str:
     return f"{info['cpu']} ({info['cores']} cores){gpu}; {info['date']}"
 
 
-def write_json(path, payload: dict) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+def write_json(path, payload) -> None:
+    """Write `payload` to `path` as indented JSON, atomically (nn_cuda.outputs), NumPy scalars as floats."""
+    write_text(path, json.dumps(payload, indent=2, default=float) + "\n")
 
 
 def default_backend() -> str:

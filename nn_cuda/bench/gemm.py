@@ -322,6 +322,8 @@ def main(argv=None) -> int:
                      f"choose among {', '.join(be.gemm_algos)}")
 
     timed = be.on_device and not _is_simulated(backend_name)
+    # cuda-cpu: one host-clock call each (Numba's simulator, emulated too, is not timed at all)
+    emulated = getattr(be, "emulated", False) and not timed and not _is_simulated(backend_name)
     anchor = "cublas" if timed and "cublas" in be.gemm_algos else None
     if anchor and anchor not in algos:
         algos.append(anchor)  # timed in the same run, as the reference for "% of cuBLAS"
@@ -338,6 +340,9 @@ def main(argv=None) -> int:
     print(f"machine: {machine_line(info)}")
     if timed:
         print(f"times: median of {args.repeat} calls after {WARMUP} warm-up calls, CUDA events")
+    elif emulated:
+        print("times: one call of the CUDA C kernels emulated on the CPU (host clock); not GPU times, "
+              "and never compared with cuBLAS")
     else:
         print("times: not measured; timing needs a GPU (backend cupy, or numba without the simulator)")
     header = (f"{'algo':9s} {'op':3s} {'M':>6s} {'N':>6s} {'K':>6s} {'rel_err':>9s} {'tol':>8s}  "
@@ -369,6 +374,10 @@ def main(argv=None) -> int:
                     ms = statistics.median(samples)
                     record.update(time_ms=ms, time_ms_min=min(samples), gflops=2.0 * M * N * K / (ms * 1e6),
                                   repeat=args.repeat, copies=len(copies))
+                if emulated:
+                    started = time.perf_counter()
+                    be.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=trans_a, trans_b=trans_b, algo=algo)
+                    record.update(emulated_ms=1e3 * (time.perf_counter() - started))
                 if arch is not None:
                     found = _registers(algo, dtype, trans_a, trans_b, arch)
                     if found is not None:
@@ -385,6 +394,7 @@ def main(argv=None) -> int:
 
     if args.json:
         payload = {"benchmark": "gemm", "machine": info, "backend": backend_name, "timed": timed,
+                   "emulated": emulated,
                    "config": {"dtype": args.dtype, "trans": trans_cases, "repeat": args.repeat,
                               "warmup": WARMUP, "alpha": ALPHA, "beta": BETA,
                               "sizes": [list(s) for s in sizes], "algos": algos},
@@ -405,7 +415,7 @@ def _table_row(r) -> str:
 
     status = "" if r["passed"] else "  FAIL"
     return (f"{r['algo']:9s} {r['trans']:3s} {r['M']:6d} {r['N']:6d} {r['K']:6d} {r['rel_err']:9.2e} "
-            f"{r['tolerance']:8.1e}  {number('time_ms', '9.3f'):>9s} {number('gflops', '9.1f'):>9s} "
+            f"{r['tolerance']:8.1e}  {number('time_ms' if 'time_ms' in r else 'emulated_ms', '9.3f'):>9s} {number('gflops', '9.1f'):>9s} "
             f"{number('percent_of_cublas', '8.1f'):>9s}{status}")
 
 

@@ -271,8 +271,7 @@ def worker(args) -> int:
                 "all_epochs_seconds": [e["seconds"] for e in epochs],
             }
             result["samples_per_second"] = args.samples / result["seconds_per_epoch"]
-            with open(args.worker, "w") as handle:
-                json.dump(result, handle)
+            write_json(args.worker, result)
     return 0
 
 

@@ -23,6 +23,8 @@ from .mpi import (
     launched_by_mpi,
     output_on_root_only,
     rank_range,
+    ranks,
+    refuse_extra_ranks,
     share_cores_between_ranks,
     split_offsets,
     split_sizes,
@@ -53,6 +55,7 @@ def create_strategy(cfg):
 
 __all__ = [
     "COMM_MODES", "PARALLEL_STRATEGIES", "ParallelError", "abort_on_error", "create_strategy",
-    "launched_by_mpi", "output_on_root_only", "rank_range", "share_cores_between_ranks", "split_offsets",
+    "launched_by_mpi", "output_on_root_only", "rank_range", "ranks", "refuse_extra_ranks",
+    "share_cores_between_ranks", "split_offsets",
     "split_sizes", "world_from_environment",
 ]

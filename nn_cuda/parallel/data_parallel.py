@@ -28,7 +28,7 @@ import numpy as np
 from ..data import epoch_order
 from .allreduce import check_comm_mode, make_reducer
 from .gpu import select_device
-from .mpi import Communicator, ParallelError, rank_range
+from .mpi import Communicator, ParallelError, rank_range, ranks
 
 
 def check_batch_fits(batch: int, size: int, model_ranks: int = 1) -> None:
@@ -141,7 +141,7 @@ class DataParallel:
 
     def describe(self) -> str:
         where = f", GPU {self.device} of rank 0" if self.device is not None else ""
-        return (f"data parallel over {self.size} MPI ranks (--comm {self.comm_mode}, "
+        return (f"data parallel over {ranks(self.size)} (--comm {self.comm_mode}, "
                 f"overlap {'on' if self.overlap else 'off'}{where})")
 
     def communicators(self) -> list:

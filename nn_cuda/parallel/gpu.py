@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+#: the Numba backend's names: on a GPU, and in the simulator (Backend.name says which)
+NUMBA_BACKENDS = ("numba", "numba-sim")
+
 
 def select_device(backend_name: str, local_rank: int, also_cupy: bool = False) -> int | None:
     """Make GPU `local_rank % n_gpus` current for this process, before the backend allocates.
@@ -54,7 +57,7 @@ def pinned_empty(be, size: int, dtype) -> np.ndarray:
         import cupyx
 
         return cupyx.empty_pinned((size,), dtype=dtype)
-    if be.name == "numba":
+    if be.name in NUMBA_BACKENDS:
         from numba import cuda
 
         return cuda.pinned_array((size,), dtype=dtype)
@@ -65,7 +68,7 @@ def device_to_host(be, device_array, host_array: np.ndarray) -> None:
     """host_array[...] = device_array, waiting for the kernels queued before it."""
     if be.name == "cupy":
         device_array.get(out=host_array)
-    elif be.name == "numba":
+    elif be.name in NUMBA_BACKENDS:
         device_array.copy_to_host(host_array)
     else:
         np.copyto(host_array, device_array)
@@ -75,7 +78,7 @@ def host_to_device(be, host_array: np.ndarray, device_array) -> None:
     """device_array[...] = host_array."""
     if be.name == "cupy":
         device_array.set(host_array)
-    elif be.name == "numba":
+    elif be.name in NUMBA_BACKENDS:
         device_array.copy_to_device(host_array)
     else:
         np.copyto(device_array, host_array)

@@ -56,7 +56,7 @@ from .allreduce import check_comm_mode, make_reducer
 from .cost_model import grid_shape
 from .data_parallel import DataParallelBatches, check_batch_fits
 from .gpu import select_device
-from .mpi import Communicator, ParallelError, rank_range
+from .mpi import Communicator, ParallelError, rank_range, ranks
 
 
 def check_grid(size: int, model_ranks: int) -> tuple[int, int]:
@@ -122,9 +122,10 @@ class ModelParallel:
         where = f", GPU {self.device} of rank 0" if self.device is not None else ""
         block = f"hidden units {self.block[0]}..{self.block[1] - 1} on rank 0, " if self.block else ""
         if self.groups == 1:
-            return f"model parallel over {self.size} MPI ranks ({block}--comm {self.comm_mode}{where})"
-        return (f"hybrid parallel over {self.size} MPI ranks: {self.groups} data groups x "
-                f"{self.model_ranks} model ranks ({block}--comm {self.comm_mode}{where})")
+            return f"model parallel over {ranks(self.size)} ({block}--comm {self.comm_mode}{where})"
+        model_ranks = f"{self.model_ranks} model rank{'' if self.model_ranks == 1 else 's'}"
+        return (f"hybrid parallel over {ranks(self.size)}: {self.groups} data groups x "
+                f"{model_ranks} ({block}--comm {self.comm_mode}{where})")
 
     def communicators(self) -> list:
         """The communicators whose counters hold this strategy's traffic (for the benchmarks)."""

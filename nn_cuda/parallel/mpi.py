@@ -381,3 +381,21 @@ def output_on_root_only():
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         yield
+
+
+def refuse_extra_ranks(prog: str, what: str, alternative: str = "") -> bool:
+    """For work that runs on one process: True under an MPI launcher with more than one rank, after
+    rank 0 has printed one line saying to run `what` without mpirun (or `alternative`). Every rank then
+    exits with status 1 before starting MPI, so no rank waits for another and MPI prints nothing more."""
+    world = world_from_environment()
+    if world is None or world.size == 1:
+        return False
+    if world.rank == 0:
+        print(f"{prog}: error: {what} runs on one rank, not on {ranks(world.size)}; run it without "
+              f"mpirun{alternative}", file=sys.stderr)
+    return True
+
+
+def ranks(count: int) -> str:
+    """'1 MPI rank', '4 MPI ranks'."""
+    return f"{count} MPI rank{'' if count == 1 else 's'}"

@@ -3,6 +3,11 @@
 Reads every JSON file of --results (default bench_results/, what ./run.sh all writes), draws
 OUT/figures/*.png and writes OUT/REPORT.md, and OUT/REPORT.pdf when pandoc is installed. Inputs that
 are missing or unreadable are listed at the top of the report and on the terminal.
+
+Only what the inputs support is rewritten: a figure whose inputs are absent is left as it is, and
+so is each part of an existing REPORT.md that the inputs do not replace (nn_cuda.report.keep); the
+terminal says what was written and what was kept, and why. A folder with no usable result changes
+nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from ..interrupts import ends_in_one_line_when_interrupted
+from ..outputs import OutputError, write_bytes
 from . import figures
 from .inputs import KINDS, load_results
 from .markdown import write_report
@@ -30,8 +38,8 @@ def build_parser():
 
 
 def draw_figures(results, figure_dir: Path) -> dict:
-    """{name: path} of the figures whose inputs exist; stale PNGs of this run's names are removed."""
-    drawn = {
+    """{name: path, or None where its inputs are absent (an existing PNG of that name is kept)}."""
+    return {
         "gemm_ladder": figures.gemm_ladder(results.of("gemm"), figure_dir),
         "roofline": figures.roofline(results.of("roofline"), results.of("gemm"), figure_dir),
         "train_phases": figures.train_phases(results.of("train"), results.of("profile"), figure_dir),
@@ -39,11 +47,6 @@ def draw_figures(results, figure_dir: Path) -> dict:
         "correctness": figures.correctness(results.of("diff"), figure_dir),
         "learning_curves": figures.learning_curves(results.of("history"), figure_dir),
     }
-    for name, path in drawn.items():
-        stale = figure_dir / f"{name}.png"
-        if path is None and stale.exists():
-            stale.unlink()  # an old figure must not outlive its input
-    return drawn
 
 
 def convert_to_pdf(markdown: Path) -> str:
@@ -51,14 +54,21 @@ def convert_to_pdf(markdown: Path) -> str:
     if pandoc is None:
         return "no PDF: pandoc is not installed (the Markdown is complete without it)"
     pdf = markdown.with_suffix(".pdf")
-    job = subprocess.run([pandoc, markdown.name, "-o", pdf.name], cwd=markdown.parent,
-                         capture_output=True, text=True)
-    if job.returncode != 0:
+    try:
+        with tempfile.TemporaryDirectory() as folder:  # pandoc picks the format from the name's suffix
+            made = Path(folder) / pdf.name
+            subprocess.run([pandoc, markdown.name, "-o", str(made)], cwd=markdown.parent,
+                           capture_output=True, text=True, check=True)
+            write_bytes(pdf, made.read_bytes())
+    except subprocess.CalledProcessError as job:
         last_line = job.stderr.strip().splitlines()[-1] if job.stderr.strip() else f"exit status {job.returncode}"
         return f"no PDF: pandoc failed ({last_line}); install a LaTeX engine or convert REPORT.md by hand"
+    except OutputError as error:
+        return f"no PDF: {error}"
     return f"wrote {pdf}"
 
 
+@ends_in_one_line_when_interrupted("nn_cuda.report")
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     results_dir, out_dir = Path(args.results), Path(args.out)
@@ -67,14 +77,30 @@ def main(argv=None) -> int:
               "(or give --results DIR)", file=sys.stderr)
         return 1
     results = load_results(results_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    drawn = draw_figures(results, out_dir / "figures")
-    given = sys.argv[1:] if argv is None else list(argv)
-    path = write_report(results, drawn, out_dir, " ".join(["python -m nn_cuda.report", *given]))
-    for kind in results.missing():
-        print(f"missing input: {kind} ({KINDS[kind][0]})")
     for bad, reason in results.rejected:
         print(f"not used: {bad}: {reason}")
+    if len(results.missing()) == len(KINDS):
+        print(f"nn_cuda.report: error: no usable benchmark result in {results_dir}, so nothing was "
+              f"written ({out_dir} is as it was); run ./run.sh all first (or give --results DIR)",
+              file=sys.stderr)
+        return 1
+    try:
+        drawn = draw_figures(results, out_dir / "figures")
+        given = sys.argv[1:] if argv is None else list(argv)
+        path, decisions = write_report(results, drawn, out_dir, " ".join(["python -m nn_cuda.report", *given]))
+    except OutputError as error:
+        print(f"nn_cuda.report: error: {error}", file=sys.stderr)
+        return 1
+    for kind in results.missing():
+        print(f"missing input: {kind} ({KINDS[kind][0]})")
+    for name, figure in drawn.items():
+        old = out_dir / "figures" / f"{name}.png"
+        if figure is not None:
+            print(f"drew {figure}")
+        elif old.exists():
+            print(f"kept {old}: no input for it in {results_dir}")
+    for decision in decisions:
+        print(f"{'kept' if decision.kept else 'wrote'} {decision.heading.lstrip('# ')} ({decision.why})")
     print(f"wrote {path} and {sum(p is not None for p in drawn.values())} figures in {out_dir / 'figures'}")
     if not args.no_pdf:
         print(convert_to_pdf(path))

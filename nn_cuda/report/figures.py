@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..outputs import atomic_file  # noqa: E402
 from . import numbers  # noqa: E402
 
 WEIGHTS = ("W1", "W2", "b1", "b2")
@@ -39,9 +40,11 @@ def _save(fig, results, path: Path) -> Path:
     fig.text(0.01, 0.005, "\n".join(lines), fontsize=6, va="bottom", ha="left", family="monospace")
     footer = (0.1 * len(lines) + 0.1) / fig.get_figheight()  # 6-point lines, about 0.1 inch each
     fig.tight_layout(rect=(0, footer, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with atomic_file(path) as stream:  # rendered into a temporary file, then renamed
+            fig.savefig(stream, format="png", dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 

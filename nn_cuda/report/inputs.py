@@ -1,10 +1,11 @@
 """Finding and checking the benchmark JSON files the report is made of.
 
-Every benchmark of nn_cuda.bench (and `nn_cuda.train --profile / --history`) writes one JSON object
-with a "benchmark" kind and a "machine" record (nn_cuda.bench.common.machine_info: date, command,
-CPU, GPU). `load_results(folder)` reads every *.json file of the folder, keeps those it understands
-and lists the others with the reason, so that the report can say what it could not use. Nothing is
-ever filled in: a section whose input is absent says so.
+Every benchmark of nn_cuda.bench (and `nn_cuda.train --profile / --history`, `nn_cuda.kernel_info
+--json`) writes one JSON object with a "benchmark" kind and a "machine" record
+(nn_cuda.bench.common.machine_info: date, command, CPU, GPU). `load_results(folder)` reads every
+*.json file of the folder, keeps those it understands and lists the others with the reason, so that
+the report can say what it could not use. Nothing is ever filled in: a section whose input is absent
+says so.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 KINDS = {
     "gemm": ("python -m nn_cuda.bench gemm", "GEMM ladder and roofline"),
     "roofline": ("python -m nn_cuda.bench roofline", "the machine's bandwidth and GEMM rate"),
+    "resources": ("python -m nn_cuda.kernel_info --json PATH", "the kernels' registers, shared memory and occupancy"),
     "train": ("python -m nn_cuda.bench train", "training step and its phases"),
     "profile": ("python -m nn_cuda.train --profile PATH", "phases of a real training run"),
     "scaling": ("python -m nn_cuda.bench scaling", "MPI scaling and bytes per step"),
@@ -80,7 +82,7 @@ def check(data) -> str | None:
         return "no machine record (date, command, cpu)"
     needed = {"gemm": "results", "train": "results", "scaling": "results", "diff": "results",
               "roofline": "bandwidth_bytes_per_s", "profile": "profile", "history": "epochs",
-              "lr": "results", "adversarial": "results"}[kind]
+              "lr": "results", "adversarial": "results", "resources": "results"}[kind]
     if needed not in data:
         return f"no {needed!r} field"
     return None

@@ -11,10 +11,12 @@ import math
 
 from .. import compare
 from ..bench.common import format_ratio
+from ..outputs import write_text
 from ..profiling import PHASES
 from . import numbers
 from .figures import provenance
 from .inputs import KINDS
+from .keep import NOT_MEASURED, compose
 
 GPU_SECTIONS = (
     "GEMM GFLOP/s and % of cuBLAS (`python -m nn_cuda.bench gemm --backend cupy`)",
@@ -54,7 +56,7 @@ def _missing(kind) -> list[str]:
     command, what = KINDS[kind]
     if "PATH" not in command:
         command += " --json PATH"
-    return [f"*Not measured:* no `{kind}` result in the inputs ({what}); `{command}` "
+    return [f"{NOT_MEASURED} no `{kind}` result in the inputs ({what}); `{command}` "
             "produces it (`./run.sh all` runs every benchmark).", ""]
 
 
@@ -146,7 +148,93 @@ def gemm_section(results, figures, out_dir) -> list[str]:
                   "fit in a cache can run above the slanted roof."]
         lines += [""] + _sources([result]) + [""]
     lines += _figure(figures.get("roofline"), "Roofline", out_dir)
+    return lines + resources_section(results)
+
+
+def resources_section(results) -> list[str]:
+    """What ptxas gives each kernel instance, its launch block, and the occupancy those allow."""
+    lines = ["### Kernel resources and occupancy", ""]
+    found = results.of("resources")
+    if not found:
+        return lines + _missing("resources")
+    result = found[-1]
+    data = result.data
+    by_kernel = {}
+    for row in data["results"]:
+        by_kernel.setdefault(row["kernel"], {})[row["arch"]] = row
+    archs = list(dict.fromkeys(row["arch"] for row in data["results"]))
+    lines += [_resources_intro(data, archs), ""]
+    header = ["kernel", "threads", f"registers {' / '.join(archs)}", "static smem B",
+              *(f"{arch}: blocks, warps/SM (occupancy; limit)" for arch in archs)]
+    rows = [[f"`{kernel}`", _across(per_arch, "threads"), " / ".join(str(per_arch[a]["registers"]) for a in archs),
+             _across(per_arch, "smem_bytes"), *(_occupancy_cell(per_arch[a]) for a in archs)]
+            for kernel, per_arch in by_kernel.items()]
+    lines += _table(header, rows) + [""]
+    lines += [_spills_line(data["results"], archs), ""]
+    reading = _occupancy_reading(by_kernel)
+    if reading:
+        lines += [reading, ""]
+    lines += _sources([result]) + [""]
     return lines
+
+
+def _resources_intro(data, archs) -> str:
+    compiler, limits = data.get("compiler", {}), data.get("sm_limits", {})
+    first = limits.get(archs[0], {})
+    shared = ", ".join(f"{limits[a]['shared_memory'] // 1024} KiB on {a}" for a in archs if a in limits)
+    return (f"Every kernel instance compiled as the CuPy backend compiles it, without a GPU: NVRTC "
+            f"{compiler.get('nvrtc', '?')} to PTX, then ptxas ({compiler.get('ptxas', '?')}) for "
+            f"{' and '.join(archs)}. Registers per thread and static shared memory per block are ptxas's; "
+            "threads per block are the launch table's (`nn_cuda/kernel_launch.py`). An SM holds as many "
+            f"blocks as its threads ({first.get('threads', '?')}), registers ({first.get('registers', '?')}, "
+            f"allocated per warp in units of {first.get('register_allocation_unit', '?')}), shared memory "
+            f"({shared}, plus {first.get('reserved_shared_per_block', '?')} bytes per block for the driver) "
+            f"and block slots ({first.get('blocks', '?')}) allow; occupancy is its resident warps over the "
+            f"{first.get('threads', 0) // first.get('warp_size', 32)} it can hold.")
+
+
+def _across(per_arch, key) -> str:
+    """The value of `key` in each architecture's row: once when they agree, else each with its arch."""
+    return _per_arch({arch: row[key] for arch, row in per_arch.items()})
+
+
+def _per_arch(values: dict) -> str:
+    if len(set(values.values())) == 1:
+        return str(next(iter(values.values())))
+    return ", ".join(f"{value} on {arch}" for arch, value in values.items())
+
+
+def _occupancy_cell(row) -> str:
+    return (f"{row['blocks_per_sm']}, {row['warps_per_sm']} ({row['occupancy']:.0%}; "
+            f"{', '.join(row['limited_by'])})")
+
+
+def _spills_line(rows, archs) -> str:
+    spilling = [f"`{r['kernel']}` on {r['arch']} ({r['spill_stores']} B stored, {r['spill_loads']} B loaded, "
+                f"{r['stack_bytes']} B of stack)" for r in rows
+                if r["spill_stores"] or r["spill_loads"] or r["stack_bytes"]]
+    if not spilling:
+        return f"No instance spills registers or uses a stack frame on {' or '.join(archs)}."
+    return "**Local memory:** " + "; ".join(spilling) + "."
+
+
+def _occupancy_reading(by_kernel) -> str:
+    """What the float32 GEMM rows imply, in two sentences (nothing when those rows are absent)."""
+    tiled = by_kernel.get("gemm_tiled<float, false, false>")
+    regblock = by_kernel.get("gemm_regblock<float, false, false>")
+    if not tiled or not regblock:
+        return ""
+    warps_per_block = {arch: -(-row["threads"] // 32) for arch, row in tiled.items()}
+    share = {arch: f"{warps_per_block[arch] / row['warps_per_sm']:.0%}" for arch, row in tiled.items()}
+    return (f"What this implies for the float32 GEMMs: gemm_tiled's {_across(tiled, 'threads')}-thread "
+            f"blocks fit {_across(tiled, 'blocks_per_sm')} per SM, so every `__syncthreads()` holds "
+            f"{_per_arch(warps_per_block)} warps, {_per_arch(share)} of the SM's resident warps, until the "
+            "block's slowest warp arrives. gemm_regblock's "
+            f"{_across(regblock, 'threads')}-thread blocks keep elements of C in registers (per thread: "
+            f"{_across(regblock, 'registers')}), so registers limit an SM to "
+            f"{_across(regblock, 'blocks_per_sm')} blocks ({_across(regblock, 'warps_per_sm')} warps): fewer "
+            "warps to hide memory latency, traded for independent multiply-adds within each thread. "
+            "Occupancy says what can be resident, not how fast it runs; the ladder above measures that.")
 
 
 def train_section(results, figures, out_dir) -> list[str]:
@@ -389,10 +477,13 @@ def adversarial_section(results, figures, out_dir) -> list[str]:
 
 
 def write_report(results, figures: dict, out_dir, generated_by: str):
-    lines = header(results, generated_by)
-    for section in (gemm_section, train_section, scaling_section, correctness_section, learning_section,
-                    adversarial_section):
-        lines += section(results, figures, out_dir)
+    """Write OUT/REPORT.md, keeping the parts of the previous one that `results` do not replace
+    (nn_cuda.report.keep); returns its path and what was done with each part."""
     path = out_dir / "REPORT.md"
-    path.write_text("\n".join(lines).rstrip() + "\n")
-    return path
+    previous = path.read_text() if path.is_file() else None
+    sections = [lambda reads, section=section: section(reads, figures, out_dir)
+                for section in (gemm_section, train_section, scaling_section, correctness_section,
+                                learning_section, adversarial_section)]
+    lines, decisions = compose(results, header(results, generated_by), sections, previous)
+    write_text(path, "\n".join(lines).rstrip() + "\n")
+    return path, decisions

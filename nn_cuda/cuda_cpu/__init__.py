@@ -1,0 +1,6 @@
+"""The CUDA C kernels of kernels/*.cu compiled by the host C++ compiler and run on the CPU.
+
+- runtime.h   the CUDA built-ins (threadIdx, __shared__, __syncthreads) with fibers for threads
+- build.py    the compiler, the translation unit of one kernel file, the cache of built libraries
+- runner.py   a launch with its arguments, and the checking mode (NN_CUDA_CPU_CHECK=1)
+"""

@@ -1,0 +1,310 @@
+"""Launching the CPU build of a kernel: arguments as CUDA passes them, and the checking mode.
+
+`KernelLibrary(filename, check)` loads the shared library of one kernels/*.cu file (built by
+`build.library_path`), checks that each instance's C signature is the one `nn_cuda.kernel_launch`
+declares, and runs a `KernelLaunch`: every argument is passed by address in an array of pointers,
+as cuLaunchKernel takes them.
+
+Checking mode (`check=True`, what NN_CUDA_CPU_CHECK=1 turns on):
+- each array argument is copied into memory of its own with inaccessible pages right after its end
+  and before its first page, so a read or write past the end (or far before the start) faults at
+  once; inputs (const pointers) are made read-only, so a write to one faults too; the fault is
+  reported with the kernel, block, thread and the argument it missed;
+- outputs the kernel must not read (`KernelLaunch.write_only`: C when beta == 0, `out` arrays) and
+  every __shared__ array are filled with NaN first; an output that still holds NaN afterwards, from
+  inputs without NaN, means the kernel read poisoned memory or left an element unwritten;
+- the threads of a block run in a random (seeded) order between barriers, and every launch runs
+  twice, in two such orders, from the same inputs: if the outputs differ in any bit, the kernel has
+  a race (threads of a block touching the same memory between two barriers, as when a
+  __syncthreads() is missing), which is reported with the first element that differs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import mmap
+import os
+import shutil
+import subprocess
+
+import numpy as np
+
+from .. import kernel_launch
+from ..backends.base import KernelFailure
+from .build import library_path
+
+_SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float,
+                  "double": ctypes.c_double}
+_SIGNALS = {
+    4: "an index outside a __shared__ or local array (trapped by -fsanitize=bounds)",  # SIGILL
+    7: "a misaligned or invalid memory access",  # SIGBUS
+    8: "an arithmetic fault (integer division by zero)",  # SIGFPE
+    11: "an invalid memory access",  # SIGSEGV
+}
+_GUARD_BYTES = 1 << 20  # inaccessible on each side of a checked buffer
+_MESSAGE_BYTES = 2048
+
+
+class KernelError(KernelFailure):
+    """A kernel faulted, broke a barrier, or (checking mode) read poisoned memory."""
+
+
+def check_mode_from_environment() -> bool:
+    return os.environ.get("NN_CUDA_CPU_CHECK", "0") not in ("", "0")
+
+
+class KernelLibrary:
+    """The compiled instances of one kernel file."""
+
+    def __init__(self, filename: str, instances: list[str], check: bool):
+        self.filename = filename
+        self.check = check
+        self._lib = ctypes.CDLL(str(library_path(filename, check)))
+        self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
+        self._index = {name: i for i, name in enumerate(instances)}
+        if self._lib.nn_cuda_cpu_instance_count() != len(instances):
+            raise KernelError(f"the CPU build of kernels/{filename} does not hold {len(instances)} instances")
+        for name, i in self._index.items():
+            compiled = tuple(self._lib.nn_cuda_cpu_signature(i).decode().split(","))
+            declared = kernel_launch.c_signature(name)
+            if compiled != declared:
+                raise KernelError(
+                    f"kernels/{filename}: {name} takes ({', '.join(compiled)}) but the launch table "
+                    f"declares ({', '.join(declared)}); update SIGNATURES in nn_cuda/kernel_launch.py"
+                )
+        self._seeds = itertools.count(int(os.environ.get("NN_CUDA_CPU_SEED", "0")) * 1_000_003)
+        if check:
+            self._set_shared_regions()
+
+    def run(self, launch: kernel_launch.KernelLaunch) -> None:
+        kernel_launch.check_arguments(launch, lambda x: isinstance(x, np.ndarray))
+        if self.check:
+            with _CheckedBuffers(launch) as buffers:
+                # Twice, in two thread orders, from the same start: a race-free kernel writes the
+                # same bits both times (nothing here is atomic or timed).
+                start = buffers.snapshot()
+                self._call(launch, buffers.pointers(), buffers.describe_fault)
+                first = buffers.snapshot()
+                buffers.restore(start)
+                self._call(launch, buffers.pointers(), buffers.describe_fault)
+                buffers.assert_same_as(first)
+                buffers.copy_back()
+            buffers.assert_no_poison_left()
+        else:
+            pointers = [x.ctypes.data if isinstance(x, np.ndarray) else None for x in launch.args]
+            self._call(launch, pointers, lambda address: "")
+
+    def _call(self, launch, pointers, describe_fault) -> None:
+        values = [
+            ctypes.c_void_p(pointer) if pointer is not None else _SCALAR_CTYPES[c_type](value)
+            for value, pointer, c_type in zip(launch.args, pointers, launch.signature)
+        ]
+        args = (ctypes.c_void_p * len(values))(*[ctypes.addressof(value) for value in values])
+        grid = (ctypes.c_uint * 3)(*launch.grid)
+        block = (ctypes.c_uint * 3)(*launch.block)
+        fault = (ctypes.c_longlong * 8)()
+        message = ctypes.create_string_buffer(_MESSAGE_BYTES)
+        status = self._lib.nn_cuda_cpu_launch(
+            self._index[launch.kernel], grid, block, args, launch.kernel.encode(), int(self.check),
+            ctypes.c_ulonglong(next(self._seeds)), fault, message, _MESSAGE_BYTES,
+        )
+        if status == 1:
+            raise KernelError(message.value.decode())
+        if status == 2:
+            signal, address, tx, ty, tz, bx, by, bz = list(fault)
+            what = _SIGNALS.get(signal, f"signal {signal}")
+            where = describe_fault(address) if signal in (7, 11) else ""
+            raise KernelError(
+                f"{launch.kernel}: {what}{where} in thread ({tx}, {ty}, {tz}) of block ({bx}, {by}, {bz})"
+                + ("" if self.check else "; run with NN_CUDA_CPU_CHECK=1 to name the buffer")
+            )
+
+    def _set_shared_regions(self) -> None:
+        """Tell the library where its __shared__ arrays are (function-local statics: _ZZ symbols)."""
+        regions = []
+        for name, size in _local_static_symbols(self._lib._name):
+            try:
+                address = ctypes.addressof(ctypes.c_char.in_dll(self._lib, name))
+            except ValueError:  # not exported
+                continue
+            regions.append((address, size))
+        addresses = (ctypes.c_void_p * max(1, len(regions)))(*[a for a, _ in regions])
+        sizes = (ctypes.c_size_t * max(1, len(regions)))(*[s for _, s in regions])
+        self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
+
+
+def _local_static_symbols(library: str) -> list[tuple[str, int]]:
+    """(name, bytes) of the function-local static objects of a library, read with nm."""
+    nm = shutil.which("nm")
+    if nm is None:
+        raise KernelError("the checking mode finds __shared__ arrays with nm (binutils), which is missing")
+    listing = subprocess.run([nm, "-P", "--defined-only", library], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    found = []
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[0].lstrip("_").startswith("ZZ") and fields[1] in "bBdDuV":
+            found.append((fields[0], int(fields[3], 16)))
+    return found
+
+
+# ---- the checking mode's buffers --------------------------------------------------------------------
+
+_libc = None
+
+
+def _libc_calls():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.mmap.restype = ctypes.c_void_p
+        _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_long]
+        _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return _libc
+
+
+class _GuardedCopy:
+    """An array's copy whose last byte sits right before an inaccessible page."""
+
+    def __init__(self, array: np.ndarray, names: list[str], read_only: bool):
+        libc = _libc_calls()
+        self.array, self.names, self.read_only = array, names, read_only
+        page = mmap.PAGESIZE
+        data_pages = max(1, -(-array.nbytes // page)) * page
+        self.length = 2 * _GUARD_BYTES + data_pages
+        self.base = libc.mmap(None, self.length, mmap.PROT_READ | mmap.PROT_WRITE,
+                              mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+        if self.base in (None, ctypes.c_void_p(-1).value):
+            raise MemoryError(f"could not map {self.length} bytes for a checked buffer")
+        self.start = self.base + _GUARD_BYTES + data_pages - array.nbytes
+        self.end = self.start + array.nbytes
+        libc.mprotect(self.base, _GUARD_BYTES, 0)
+        libc.mprotect(self.base + _GUARD_BYTES + data_pages, _GUARD_BYTES, 0)
+        self.view = np.ctypeslib.as_array((ctypes.c_char * max(1, array.nbytes)).from_address(self.start))
+        self.view = self.view[: array.nbytes].view(array.dtype).reshape(array.shape)
+        self.view[...] = array
+        self._data_pages = data_pages
+
+    def protect(self) -> None:
+        if self.read_only:
+            _libc_calls().mprotect(self.base + _GUARD_BYTES, self._data_pages, mmap.PROT_READ)
+
+    def release(self) -> None:
+        self.view = None
+        _libc_calls().munmap(self.base, self.length)
+
+    def describe(self, address: int) -> str | None:
+        name = " / ".join(self.names)
+        size = self.array.itemsize
+        if self.start <= address < self.end:
+            return f": a write to the input {name}" if self.read_only else None
+        if self.end <= address < self.end + _GUARD_BYTES:
+            return f": an access {(address - self.end) // size + 1} element(s) past the end of {name}"
+        if self.base <= address < self.start:
+            return f": an access {(self.start - address - 1) // size + 1} element(s) before the start of {name}"
+        return None
+
+
+class _CheckedBuffers:
+    """Every array argument of one launch in a guarded copy (aliased arguments share one copy)."""
+
+    def __init__(self, launch: kernel_launch.KernelLaunch):
+        self.launch = launch
+        self.copies: dict[int, _GuardedCopy] = {}  # argument position -> copy
+        self.poisoned: list[int] = []
+
+    def __enter__(self):
+        launch, names = self.launch, _parameter_names(self.launch)
+        arrays = {i: x for i, x in enumerate(launch.args) if isinstance(x, np.ndarray)}
+        for i, array in arrays.items():
+            twin = next((j for j in self.copies if _same_memory(arrays[j], array)), None)
+            if twin is not None:
+                self.copies[i] = self.copies[twin]
+                self.copies[i].names.append(names[i])
+                self.copies[i].read_only = False
+                continue
+            for j in self.copies:
+                if np.shares_memory(arrays[j], array):
+                    raise KernelError(f"{launch.kernel}: arguments {names[j]} and {names[i]} overlap partially")
+            read_only = launch.signature[i].startswith("const ")
+            self.copies[i] = _GuardedCopy(array, [names[i]], read_only)
+        for i in launch.write_only:
+            copy = self.copies[i]
+            if len(copy.names) == 1 and copy.view.dtype.kind == "f":
+                copy.view.fill(np.nan)
+                self.poisoned.append(i)
+        self.inputs_finite = all(
+            np.isfinite(arrays[i]).all() for i in arrays if i not in self.poisoned and arrays[i].dtype.kind == "f"
+        )
+        self.outputs = [i for i in arrays if not launch.signature[i].startswith("const ")]
+        for copy in set(self.copies.values()):
+            copy.protect()
+        return self
+
+    def snapshot(self) -> dict:
+        """The writable arguments' current contents."""
+        return {i: self.copies[i].view.copy() for i in self.outputs}
+
+    def restore(self, snapshot: dict) -> None:
+        for i, contents in snapshot.items():
+            self.copies[i].view[...] = contents
+
+    def assert_same_as(self, snapshot: dict) -> None:
+        names = _parameter_names(self.launch)
+        for i, before in snapshot.items():
+            now = self.copies[i].view
+            differs = before.view(np.uint8).reshape(-1) != now.view(np.uint8).reshape(-1)
+            if differs.any():
+                flat = int(np.argmax(differs)) // now.itemsize
+                index = tuple(int(v) for v in np.unravel_index(flat, now.shape))
+                raise KernelError(
+                    f"{self.launch.kernel}: the result depends on the order in which the threads of a "
+                    f"block run between barriers ({names[i]}{list(index)} is {float(before[index]):.9g} in one order "
+                    f"and {float(now[index]):.9g} in another): threads race on __shared__ or global memory, "
+                    "e.g. a __syncthreads() is missing"
+                )
+
+    def pointers(self) -> list:
+        return [self.copies[i].start if i in self.copies else None for i in range(len(self.launch.args))]
+
+    def describe_fault(self, address: int) -> str:
+        for copy in set(self.copies.values()):
+            text = copy.describe(address)
+            if text:
+                return text
+        return f" at address {address:#x}, outside every buffer passed to the kernel"
+
+    def copy_back(self) -> None:
+        for i in self.outputs:
+            self.launch.args[i][...] = self.copies[i].view
+
+    def __exit__(self, *exc):
+        for copy in set(self.copies.values()):
+            copy.release()
+        return False
+
+    def assert_no_poison_left(self) -> None:
+        if not self.inputs_finite:
+            return
+        names = _parameter_names(self.launch)
+        for i in self.outputs:
+            nan_at = np.argwhere(np.isnan(self.launch.args[i]))
+            if len(nan_at):
+                poisoned = f"{names[i]} (filled with NaN before the launch), " if i in self.poisoned else ""
+                raise KernelError(
+                    f"{self.launch.kernel}: {len(nan_at)} element(s) of {names[i]} hold NaN after the launch "
+                    f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: the kernel "
+                    f"read poisoned memory ({poisoned}__shared__ memory before any thread wrote it) or "
+                    "left elements unwritten"
+                )
+
+
+def _parameter_names(launch) -> list[str]:
+    return list(kernel_launch.PARAMETER_NAMES[kernel_launch.template_of(launch.kernel)])
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes

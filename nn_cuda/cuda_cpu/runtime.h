@@ -1,0 +1,499 @@
+// CUDA C on the CPU: just enough of the CUDA programming model to run kernels/*.cu unchanged.
+//
+// The host C++ compiler builds one shared library per kernel file: this header, then the .cu file,
+// then a table of the template instances the Python side asked for (see nn_cuda/cuda_cpu/build.py).
+// A launch runs the blocks of the grid one after another on the calling thread. The threads of a
+// block are fibers: each has its own small stack and runs until it reaches __syncthreads() or
+// returns; when every live thread waits at the barrier the next phase starts. So a kernel sees
+// threadIdx, blockIdx, blockDim, gridDim, per-block __shared__ memory and a real barrier, exactly as
+// on a GPU, but the threads between two barriers run one after another, never at the same time.
+//
+// Checking mode (check != 0 in nn_cuda_cpu_launch): the threads of each phase run in a random order
+// (seeded), __shared__ memory is filled with NaN bytes before every block, and faults (a read or
+// write outside a buffer, which the Python side surrounds with inaccessible pages; an index out of
+// the bounds of a __shared__ or local array, trapped by -fsanitize=bounds) end the launch with a
+// message naming the kernel, the block and the thread instead of killing the process.
+#pragma once
+
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- the CUDA C keywords ------------------------------------------------------------------------
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __launch_bounds__(...)
+// One static array per kernel instance: the blocks run one at a time, so it is the block's memory.
+// "used" keeps it (and its address) visible, so the compiler never assumes a barrier leaves it alone.
+#define __shared__ static __attribute__((used))
+
+struct uint3 {
+    unsigned int x, y, z;
+};
+struct dim3 {
+    unsigned int x, y, z;
+};
+
+namespace nn_cuda_cpu {
+
+// ---- fibers: a stack and a saved stack pointer per CUDA thread ---------------------------------
+
+enum class State { ready, at_barrier, done };
+
+struct Fiber {
+    void* saved_sp = nullptr;  // where its registers were pushed when it last switched out
+    uint3 thread_idx{};
+    State state = State::ready;
+};
+
+extern "C" void nn_cuda_cpu_switch(void** save_sp, void* next_sp);
+
+// The switch saves the callee-saved registers on the current stack, stores the stack pointer in
+// *save_sp, loads next_sp and restores the registers pushed there: a function call that returns
+// on another stack. Everything else is saved by the caller, as for any call.
+// The start of the switch function (Mach-O names carry a leading underscore, ELF ones a type).
+#if defined(__APPLE__)
+#define NN_CUDA_CPU_SWITCH_LABEL(elf_type) ".text\n.p2align 4\n_nn_cuda_cpu_switch:\n"
+#else
+#define NN_CUDA_CPU_SWITCH_LABEL(elf_type) \
+    ".text\n.p2align 4\n.hidden nn_cuda_cpu_switch\n.type nn_cuda_cpu_switch, " elf_type "\nnn_cuda_cpu_switch:\n"
+#endif
+
+#if defined(__x86_64__)
+#define NN_CUDA_CPU_SAVED_WORDS 6
+__asm__(
+    NN_CUDA_CPU_SWITCH_LABEL("@function")
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n");
+#elif defined(__aarch64__)
+#define NN_CUDA_CPU_SAVED_WORDS 22  // x19-x30 and d8-d15, 176 bytes
+__asm__(
+    NN_CUDA_CPU_SWITCH_LABEL("%function")
+    "    sub sp, sp, #176\n"
+    "    stp x19, x20, [sp, #0]\n"
+    "    stp x21, x22, [sp, #16]\n"
+    "    stp x23, x24, [sp, #32]\n"
+    "    stp x25, x26, [sp, #48]\n"
+    "    stp x27, x28, [sp, #64]\n"
+    "    stp x29, x30, [sp, #80]\n"
+    "    stp d8, d9, [sp, #96]\n"
+    "    stp d10, d11, [sp, #112]\n"
+    "    stp d12, d13, [sp, #128]\n"
+    "    stp d14, d15, [sp, #144]\n"
+    "    mov x9, sp\n"
+    "    str x9, [x0]\n"
+    "    mov sp, x1\n"
+    "    ldp x19, x20, [sp, #0]\n"
+    "    ldp x21, x22, [sp, #16]\n"
+    "    ldp x23, x24, [sp, #32]\n"
+    "    ldp x25, x26, [sp, #48]\n"
+    "    ldp x27, x28, [sp, #64]\n"
+    "    ldp x29, x30, [sp, #80]\n"
+    "    ldp d8, d9, [sp, #96]\n"
+    "    ldp d10, d11, [sp, #112]\n"
+    "    ldp d12, d13, [sp, #128]\n"
+    "    ldp d14, d15, [sp, #144]\n"
+    "    add sp, sp, #176\n"
+    "    ret\n");
+#else
+#error "the cuda-cpu backend switches threads with x86-64 or arm64 instructions; this CPU is neither"
+#endif
+
+// ---- the state of the running launch (one launch at a time per process) -------------------------
+
+// External linkage on purpose: the compiler must assume that the opaque switch in a barrier may
+// change them, so threadIdx is read anew after every __syncthreads().
+__attribute__((visibility("hidden"))) Fiber* current = nullptr;
+__attribute__((visibility("hidden"))) uint3 block_idx{};
+__attribute__((visibility("hidden"))) dim3 block_dim{};
+__attribute__((visibility("hidden"))) dim3 grid_dim{};
+
+struct Launch {
+    void (*thread_body)(void**) = nullptr;
+    void** args = nullptr;
+    void* scheduler_sp = nullptr;  // the launcher's stack while a fiber runs
+    sigjmp_buf fault_exit;
+    char* message = nullptr;
+    int message_size = 0;
+    const char* kernel = "";
+};
+static Launch launch;
+
+[[noreturn]] void fiber_main()
+{
+    launch.thread_body(launch.args);
+    current->state = State::done;
+    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    __builtin_trap();  // a finished fiber is never resumed
+}
+
+// ---- stacks ---------------------------------------------------------------------------------------
+
+constexpr size_t kStackBytes = 64 * 1024;  // the kernels keep a few hundred bytes per thread
+
+struct StackPool {
+    char* base = nullptr;
+    size_t count = 0;
+    size_t page = 0;
+
+    // Stacks for n threads, each with an inaccessible page below it (a stack overflow faults).
+    bool reserve(size_t n)
+    {
+        if (n <= count) {
+            return true;
+        }
+        release();
+        page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        void* memory = mmap(nullptr, n * (kStackBytes + page), PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (memory == MAP_FAILED) {
+            return false;
+        }
+        base = static_cast<char*>(memory);
+        count = n;
+        for (size_t i = 0; i < n; ++i) {
+            mprotect(base + i * (kStackBytes + page), page, PROT_NONE);
+        }
+        return true;
+    }
+
+    void release()
+    {
+        if (base != nullptr) {
+            munmap(base, count * (kStackBytes + page));
+        }
+        base = nullptr;
+        count = 0;
+    }
+
+    // The initial stack pointer of thread i: registers to restore (zero) under fiber_main's address.
+    void* initial_sp(size_t i) const
+    {
+        char* top = base + (i + 1) * (kStackBytes + page);
+        void** sp = reinterpret_cast<void**>(top);
+#if defined(__x86_64__)
+        *--sp = nullptr;                                    // fiber_main's return address: never used
+        *--sp = reinterpret_cast<void*>(&fiber_main);        // where the switch's ret goes
+        for (int r = 0; r < NN_CUDA_CPU_SAVED_WORDS; ++r) {  // rbp, rbx, r12-r15
+            *--sp = nullptr;
+        }
+#else
+        sp -= NN_CUDA_CPU_SAVED_WORDS;  // x19..x30, d8..d15; x30 (the link register) is word 11
+        for (int r = 0; r < NN_CUDA_CPU_SAVED_WORDS; ++r) {
+            sp[r] = nullptr;
+        }
+        sp[11] = reinterpret_cast<void*>(&fiber_main);
+#endif
+        return sp;
+    }
+};
+static StackPool stacks;
+static std::vector<Fiber> fibers;
+
+// ---- faults ---------------------------------------------------------------------------------------
+
+static char signal_stack[64 * 1024];
+static volatile sig_atomic_t fault_signal = 0;
+static void* volatile fault_address = nullptr;
+
+void on_fault(int signal_number, siginfo_t* info, void*)
+{
+    fault_signal = signal_number;
+    fault_address = info->si_addr;
+    siglongjmp(launch.fault_exit, 1);
+}
+
+struct FaultHandlers {
+    static constexpr int kSignals[4] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+    struct sigaction previous[4];
+    stack_t previous_stack;
+
+    void install()
+    {
+        stack_t alternate{};
+        alternate.ss_sp = signal_stack;
+        alternate.ss_size = sizeof(signal_stack);
+        sigaltstack(&alternate, &previous_stack);
+        struct sigaction action{};
+        action.sa_sigaction = on_fault;
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+        sigemptyset(&action.sa_mask);
+        for (int i = 0; i < 4; ++i) {
+            sigaction(kSignals[i], &action, &previous[i]);
+        }
+    }
+
+    void restore()
+    {
+        for (int i = 0; i < 4; ++i) {
+            sigaction(kSignals[i], &previous[i], nullptr);
+        }
+        sigaltstack(&previous_stack, nullptr);
+    }
+};
+
+// ---- __shared__ memory filled with NaN bytes (checking mode) --------------------------------------
+
+struct SharedRegion {
+    void* address;
+    size_t bytes;
+};
+static std::vector<SharedRegion> shared_regions;  // told by the Python side (the library's symbols)
+
+void poison_shared()
+{
+    for (const SharedRegion& region : shared_regions) {
+        memset(region.address, 0xFF, region.bytes);  // all-ones bytes: a NaN as float and as double
+    }
+}
+
+// ---- the barrier ------------------------------------------------------------------------------------
+
+__attribute__((noinline)) void barrier()
+{
+    __asm__ __volatile__("" ::: "memory");
+    current->state = State::at_barrier;
+    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+template <typename... Args>
+void report(const char* format, Args... args)
+{
+    snprintf(launch.message, static_cast<size_t>(launch.message_size), format, args...);
+}
+
+// Runs one block to its end; false (with launch.message set) when its threads disagree on barriers.
+bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
+{
+    const dim3 block = block_dim;
+    std::vector<size_t> order(threads);
+    for (size_t t = 0; t < threads; ++t) {
+        Fiber& fiber = fibers[t];
+        fiber.thread_idx = uint3{static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
+                                 static_cast<unsigned>(t / (block.x * block.y))};
+        fiber.state = State::ready;
+        fiber.saved_sp = stacks.initial_sp(t);
+        order[t] = t;
+    }
+    for (;;) {
+        if (shuffle) {
+            std::shuffle(order.begin(), order.end(), random);
+        }
+        for (size_t t : order) {
+            current = &fibers[t];
+            nn_cuda_cpu_switch(&launch.scheduler_sp, fibers[t].saved_sp);
+        }
+        current = nullptr;
+        size_t waiting = 0;
+        size_t first_done = threads;
+        std::vector<size_t> still;
+        for (size_t t : order) {
+            if (fibers[t].state == State::at_barrier) {
+                ++waiting;
+                fibers[t].state = State::ready;
+                still.push_back(t);
+            } else if (first_done == threads || t < first_done) {
+                first_done = t;
+            }
+        }
+        if (waiting == 0) {
+            return true;
+        }
+        if (waiting != threads) {
+            const uint3 gone = fibers[first_done].thread_idx;
+            report("%s: in block (%u, %u, %u), %zu of its %zu threads wait at __syncthreads() but thread "
+                   "(%u, %u, %u) and %zu others returned without reaching it; every thread of a block "
+                   "must reach each barrier (on a GPU this hangs or corrupts the block)",
+                   launch.kernel, block_idx.x, block_idx.y, block_idx.z,
+                   waiting, threads, gone.x, gone.y, gone.z, threads - waiting - 1);
+            return false;
+        }
+        order = still;
+    }
+}
+
+// ---- the instances of one kernel file -------------------------------------------------------------
+
+template <typename T>
+const char* c_type_name()
+{
+    if (std::is_same<T, float>::value) return "float";
+    if (std::is_same<T, double>::value) return "double";
+    if (std::is_same<T, int>::value) return "int";
+    if (std::is_same<T, long long>::value) return "long long";
+    if (std::is_same<T, unsigned int>::value) return "unsigned int";
+    return "?";
+}
+
+template <typename P>
+std::string parameter_type()
+{
+    if constexpr (std::is_pointer<P>::value) {
+        using Element = typename std::remove_pointer<P>::type;
+        return std::string(std::is_const<Element>::value ? "const " : "") +
+               c_type_name<typename std::remove_const<Element>::type>() + "*";
+    } else {
+        return c_type_name<P>();
+    }
+}
+
+template <typename... P>
+std::string signature_of(void (*)(P...))
+{
+    std::string text;
+    ((text += parameter_type<P>() + ","), ...);
+    if (!text.empty()) {
+        text.pop_back();
+    }
+    return text;
+}
+
+// Calls the kernel with its arguments read from args[i] (pointers to each value, as in CUDA's
+// cudaLaunchKernel and cuLaunchKernel).
+template <typename... P, size_t... I>
+void call_kernel(void (*kernel)(P...), void** args, std::index_sequence<I...>)
+{
+    kernel(*static_cast<typename std::remove_reference<P>::type*>(args[I])...);
+}
+
+template <typename... P>
+constexpr std::index_sequence_for<P...> parameters_of(void (*)(P...))
+{
+    return {};
+}
+
+template <auto Kernel>
+void run_thread(void** args)
+{
+    call_kernel(Kernel, args, parameters_of(Kernel));
+}
+
+struct Instance {
+    void (*thread_body)(void**);
+    std::string signature;
+};
+
+// ---- one launch ------------------------------------------------------------------------------------
+
+// fault[0..7] on a fault: signal, address, the thread's x, y, z and the block's x, y, z.
+int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned* block, void** args,
+                  const char* kernel, int check, unsigned long long seed, long long* fault,
+                  char* message, int message_size)
+{
+    launch.thread_body = instance.thread_body;
+    launch.args = args;
+    launch.kernel = kernel;
+    launch.message = message;
+    launch.message_size = message_size;
+    const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
+    if (threads == 0 || threads > 1024 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0) {
+        report("%s: invalid launch shape: grid (%u, %u, %u), block (%u, %u, %u) (1 to 1024 threads)",
+               kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+        return 1;
+    }
+    if (!stacks.reserve(threads)) {
+        report("%s: could not allocate the stacks of %zu threads", kernel, threads);
+        return 1;
+    }
+    if (fibers.size() < threads) {
+        fibers.resize(threads);
+    }
+    block_dim = dim3{block[0], block[1], block[2]};
+    grid_dim = dim3{grid[0], grid[1], grid[2]};
+    std::mt19937_64 random(seed);
+
+    FaultHandlers handlers;
+    handlers.install();
+    volatile int status = 0;
+    if (sigsetjmp(launch.fault_exit, 1) == 0) {
+        for (unsigned z = 0; z < grid[2] && status == 0; ++z) {
+            for (unsigned y = 0; y < grid[1] && status == 0; ++y) {
+                for (unsigned x = 0; x < grid[0] && status == 0; ++x) {
+                    block_idx = uint3{x, y, z};
+                    if (check) {
+                        poison_shared();
+                    }
+                    if (!run_block(threads, check != 0, random)) {
+                        status = 1;
+                    }
+                }
+            }
+        }
+    } else {
+        const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
+        const long long info[8] = {fault_signal, reinterpret_cast<long long>(fault_address),
+                                   thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z};
+        memcpy(fault, info, sizeof(info));
+        status = 2;
+    }
+    handlers.restore();
+    current = nullptr;
+    return status;
+}
+
+}  // namespace nn_cuda_cpu
+
+// ---- the CUDA built-in variables and functions ----------------------------------------------------
+
+#define threadIdx (::nn_cuda_cpu::current->thread_idx)
+#define blockIdx (::nn_cuda_cpu::block_idx)
+#define blockDim (::nn_cuda_cpu::block_dim)
+#define gridDim (::nn_cuda_cpu::grid_dim)
+
+inline void __syncthreads() { nn_cuda_cpu::barrier(); }
+
+// The instance table that follows the kernel file: NN_CUDA_CPU_INSTANCES(name expression, ...).
+#define NN_CUDA_CPU_INSTANCE(...) \
+    nn_cuda_cpu::Instance{&nn_cuda_cpu::run_thread<&__VA_ARGS__>, nn_cuda_cpu::signature_of(&__VA_ARGS__)}
+
+// The C interface of the library, after the table `instances` of NN_CUDA_CPU_INSTANCE entries.
+#define NN_CUDA_CPU_EXPORT(instances)                                                                   \
+    extern "C" int nn_cuda_cpu_instance_count() { return sizeof(instances) / sizeof(instances[0]); }     \
+    extern "C" const char* nn_cuda_cpu_signature(int i) { return instances[i].signature.c_str(); }       \
+    extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes, int n)        \
+    {                                                                                                  \
+        nn_cuda_cpu::shared_regions.clear();                                                           \
+        for (int i = 0; i < n; ++i) {                                                                  \
+            nn_cuda_cpu::shared_regions.push_back(nn_cuda_cpu::SharedRegion{addresses[i], bytes[i]});   \
+        }                                                                                              \
+    }                                                                                                  \
+    extern "C" int nn_cuda_cpu_launch(int i, const unsigned* grid, const unsigned* block, void** args, \
+                                      const char* kernel, int check, unsigned long long seed,          \
+                                      long long* fault, char* message, int message_size)               \
+    {                                                                                                  \
+        return nn_cuda_cpu::launch_kernel(instances[i], grid, block, args, kernel, check, seed, fault,  \
+                                          message, message_size);                                      \
+    }

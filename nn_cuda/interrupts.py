@@ -1,0 +1,59 @@
+"""How a command ends when it is interrupted: Ctrl-C (SIGINT), or SIGTERM (kill, a batch system's
+time limit).
+
+`ends_in_one_line_when_interrupted(prog)` decorates a command's `main`. While it runs, SIGTERM raises
+Terminated, a KeyboardInterrupt, where the program is, so that SIGTERM unwinds the program as Ctrl-C
+does: every `finally` and clean-up runs (nn_cuda.outputs removes the temporary file of a write in
+progress). The interruption then ends the command with one line, "PROG: interrupted (SIGINT)", and
+the exit status a shell gives a process killed by the signal: 128 + its number (130 for Ctrl-C, 143
+for SIGTERM). Under MPI, nn_cuda.parallel.abort_on_error ends the whole job first, in the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import signal
+import sys
+import threading
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program was, as Ctrl-C raises KeyboardInterrupt."""
+
+
+def ends_in_one_line_when_interrupted(prog: str):
+    """Decorator of a command's main(): SIGTERM raises Terminated while it runs, and an interruption
+    returns 128 + the signal's number after one line on stderr, instead of a traceback."""
+    def decorate(main):
+        @functools.wraps(main)
+        def main_ending_in_one_line(*args, **kwargs):
+            with _sigterm_raises_terminated():
+                try:
+                    return main(*args, **kwargs)
+                except KeyboardInterrupt as interruption:
+                    received = signal.SIGTERM if isinstance(interruption, Terminated) else signal.SIGINT
+                    print(f"{prog}: interrupted ({received.name})", file=sys.stderr)
+                    return 128 + received
+
+        return main_ending_in_one_line
+
+    return decorate
+
+
+@contextlib.contextmanager
+def _sigterm_raises_terminated():
+    """SIGTERM raises Terminated inside the with-block (signal handlers belong to the main thread:
+    elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()

@@ -1,0 +1,206 @@
+"""How each CUDA C kernel of kernels/*.cu is launched: its C signature, block shape, grid and arguments.
+
+This is the one launch table of the project. The CuPy backend (on a GPU) and the cuda-cpu backend
+(the same sources compiled for the CPU) both turn a network operation into a `KernelLaunch` here and
+differ only in how they allocate memory and call a compiled kernel. A mistake in a grid, a block or
+an argument list therefore shows on a CPU too.
+
+Each template's C parameter list is written in `SIGNATURES` (with T for the element type); the
+launchers check every argument against it before a launch, because on a GPU a wrong argument type is
+silent garbage, and a test checks the list against the signatures the compilers see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import kernel_info
+
+# ---- the kernels' C signatures and block shapes -------------------------------------------------
+
+_GEMM_SIGNATURE = ("const T* A", "const T* B", "T* C", "int M", "int N", "int K", "T alpha", "T beta")
+
+#: template -> its C parameter list, T standing for the element type (float or double)
+SIGNATURES = {
+    "gemm_naive": _GEMM_SIGNATURE,
+    "gemm_tiled": _GEMM_SIGNATURE,
+    "gemm_regblock": _GEMM_SIGNATURE,
+    "bias_sigmoid": ("const T* Z", "const T* b", "T* out", "int rows", "int cols"),
+    "bias_softmax": ("const T* Z", "const T* b", "T* out", "int rows", "int cols"),
+    "softmax_grad": ("const T* P", "const int* labels", "T scale", "T* out", "int rows", "int cols"),
+    "sigmoid_backward": ("const T* dA", "const T* A", "T* out", "long long n"),
+    "col_sum": ("const T* M", "T* out", "int rows", "int cols"),
+    "sgd_update": ("T* param", "const T* grad", "T lr", "T decay", "long long n"),
+    "pgd_step": ("const T* X_adv", "const T* grad", "const T* X_clean", "T alpha", "T eps", "T* out", "long long n"),
+}
+#: template -> its parameters' names
+PARAMETER_NAMES = {template: tuple(p.rsplit(" ", 1)[1] for p in params) for template, params in SIGNATURES.items()}
+
+#: template -> threads per block (x, y, z); the kernels' header comments explain each mapping
+BLOCKS = {
+    "gemm_naive": (32, 8, 1),  # one thread per element of C, threadIdx.x along its columns
+    "gemm_tiled": (32, 32, 1),  # one 32 x 32 tile of C per block
+    "gemm_regblock": (16, 4, 1),  # 64 threads, a 16-row x 64-column tile of C per block
+    "bias_sigmoid": (32, 8, 1),  # threadIdx.x along the columns, a loop over rows
+    "softmax_grad": (32, 8, 1),
+    "bias_softmax": (256, 1, 1),  # one thread per row
+    "sigmoid_backward": (256, 1, 1),  # one thread per element, grid-stride loop
+    "sgd_update": (256, 1, 1),
+    "pgd_step": (256, 1, 1),
+    "col_sum": (32, 32, 1),  # 32 columns per block, 32 groups of rows
+}
+
+#: (rows, columns) of C computed by one block of each GEMM kernel
+GEMM_TILES = {"naive": (8, 32), "tiled": (32, 32), "regblock": (16, 64)}
+
+MAX_GRID_X = 2**31 - 1
+MAX_GRID_Y = 65535
+MAX_INT32 = 2**31 - 1
+_FLAT_GRID_CAP = 65536  # flat kernels loop over the rest (grid-stride)
+
+_C_SCALAR_TYPES = {"int": np.int32, "long long": np.int64, "float": np.float32, "double": np.float64}
+
+
+def template_of(name_expression: str) -> str:
+    """'gemm_tiled<float, false, true>' -> 'gemm_tiled'."""
+    return name_expression.split("<", 1)[0]
+
+
+def c_signature(name_expression: str) -> tuple:
+    """The C parameter types of a template instance, T replaced: ('const float*', ..., 'float')."""
+    element = name_expression.split("<", 1)[1].split(",")[0].rstrip(">").strip()
+    return tuple(
+        parameter.rsplit(" ", 1)[0].replace("T", element) for parameter in SIGNATURES[template_of(name_expression)]
+    )
+
+
+# ---- one launch -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelLaunch:
+    """Everything needed to run one kernel: which instance, the launch shape and the arguments."""
+
+    file: str  # kernels/<file>
+    kernel: str  # the template instance (a CuPy name expression)
+    grid: tuple
+    block: tuple
+    args: tuple  # in the C order: arrays (of the backend's kind) and NumPy scalars
+    #: indices of the array arguments this launch writes without reading (the checking mode of the
+    #: cuda-cpu backend fills them with NaN first, so a kernel that reads them is caught)
+    write_only: tuple = ()
+
+    @property
+    def signature(self) -> tuple:
+        return c_signature(self.kernel)
+
+
+def check_arguments(launch: KernelLaunch, is_array) -> None:
+    """Raise TypeError unless each argument matches the kernel's C parameter (count, pointer or
+    scalar, element type, integer width). `is_array(x)` says whether x is an array of the backend."""
+    signature = launch.signature
+    if len(launch.args) != len(signature):
+        raise TypeError(f"{launch.kernel} takes {len(signature)} arguments, the launch passes {len(launch.args)}")
+    for position, (value, c_type) in enumerate(zip(launch.args, signature)):
+        where = f"{launch.kernel}: argument {position} ({c_type})"
+        if c_type.endswith("*"):
+            element = c_type.replace("const ", "").rstrip("*")
+            if not is_array(value):
+                raise TypeError(f"{where} must be an array, got {type(value).__name__}")
+            if value.dtype != _C_SCALAR_TYPES[element]:
+                raise TypeError(f"{where} points to {element}, got an array of {value.dtype}")
+        elif type(value) is not _C_SCALAR_TYPES[c_type]:
+            raise TypeError(
+                f"{where} must be a numpy.{np.dtype(_C_SCALAR_TYPES[c_type]).name}, got {type(value).__name__}"
+            )
+
+
+def _blocks(n: int, per_block: int) -> int:
+    return (n + per_block - 1) // per_block
+
+
+def _scalar(dtype):
+    return np.dtype(dtype).type
+
+
+# ---- the network's operations as launches (shapes already checked by the backend) ----------------
+
+
+def gemm(algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> KernelLaunch:
+    """C <- alpha op(A) op(B) + beta C with the course's kernel `algo` (naive, tiled, regblock)."""
+    tile_rows, tile_cols = GEMM_TILES[algo]
+    grid = (_blocks(N, tile_cols), _blocks(M, tile_rows), 1)
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(
+            f"gemm algorithm {algo!r} handles at most {MAX_GRID_Y * tile_rows} rows of C "
+            f"(the grid's y limit), got M = {M}; split the product into blocks of rows"
+        )
+    kernel = kernel_info.gemm_kernel_name(algo, C.dtype, trans_a, trans_b)
+    scalar = _scalar(C.dtype)
+    args = (A, B, C, np.int32(M), np.int32(N), np.int32(K), scalar(alpha), scalar(beta))
+    return KernelLaunch(
+        kernel_info.GEMM_KERNEL_FILES[algo], kernel, grid, BLOCKS[template_of(kernel)], args,
+        write_only=(2,) if beta == 0 else (),
+    )
+
+
+def _nn_op(op, dtype, grid, args, write_only) -> KernelLaunch:
+    kernel = kernel_info.nn_op_kernel_name(op, dtype)
+    return KernelLaunch(kernel_info.NN_OPS_FILE, kernel, grid, BLOCKS[op], args, write_only)
+
+
+def _matrix_grid(op, rows, cols):
+    """threadIdx.x along the columns, a loop over the rows when the grid's y limit is reached."""
+    block = BLOCKS[op]
+    return (_blocks(cols, block[0]), min(_blocks(rows, block[1]), MAX_GRID_Y), 1)
+
+
+def _flat_grid(op, size):
+    return (max(1, min(_blocks(size, BLOCKS[op][0]), _FLAT_GRID_CAP)), 1, 1)
+
+
+def bias_sigmoid(Z, b, out, rows, cols) -> KernelLaunch | None:
+    if rows == 0 or cols == 0:  # nothing to write (an empty launch is invalid)
+        return None
+    args = (Z, b, out, np.int32(rows), np.int32(cols))
+    return _nn_op("bias_sigmoid", Z.dtype, _matrix_grid("bias_sigmoid", rows, cols), args, (2,))
+
+
+def bias_softmax(Z, b, out, rows, cols) -> KernelLaunch | None:
+    if rows == 0 or cols == 0:
+        return None
+    grid = (min(_blocks(rows, BLOCKS["bias_softmax"][0]), MAX_GRID_X), 1, 1)
+    return _nn_op("bias_softmax", Z.dtype, grid, (Z, b, out, np.int32(rows), np.int32(cols)), (2,))
+
+
+def softmax_grad(P, labels, scale, out, rows, cols) -> KernelLaunch | None:
+    if rows == 0 or cols == 0:
+        return None
+    args = (P, labels, _scalar(P.dtype)(scale), out, np.int32(rows), np.int32(cols))
+    return _nn_op("softmax_grad", P.dtype, _matrix_grid("softmax_grad", rows, cols), args, (3,))
+
+
+def sigmoid_backward(dA, A, out) -> KernelLaunch:
+    args = (dA, A, out, np.int64(A.size))
+    return _nn_op("sigmoid_backward", A.dtype, _flat_grid("sigmoid_backward", A.size), args, (2,))
+
+
+def col_sum(M, out, rows, cols) -> KernelLaunch | None:
+    if cols == 0:
+        return None
+    grid = (_blocks(cols, BLOCKS["col_sum"][0]), 1, 1)
+    return _nn_op("col_sum", M.dtype, grid, (M, out, np.int32(rows), np.int32(cols)), (1,))
+
+
+def sgd_update(param, grad, lr, decay) -> KernelLaunch:
+    scalar = _scalar(param.dtype)
+    args = (param, grad, scalar(lr), scalar(decay), np.int64(param.size))
+    return _nn_op("sgd_update", param.dtype, _flat_grid("sgd_update", param.size), args, ())
+
+
+def pgd_step(X_adv, grad, X_clean, alpha, eps, out) -> KernelLaunch:
+    scalar = _scalar(out.dtype)
+    args = (X_adv, grad, X_clean, scalar(alpha), scalar(eps), out, np.int64(out.size))
+    return _nn_op("pgd_step", out.dtype, _flat_grid("pgd_step", out.size), args, (5,))

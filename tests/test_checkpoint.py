@@ -1,0 +1,70 @@
+"""Checkpoints that are not what --save writes are refused when loaded, each with one line that says
+so: non-finite weights, H = 0, a .npy array, a file that is not an archive."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from nn_cuda.train import main
+
+SMALL = ["--dataset", "mnist-sample", "--quiet", "--max-steps", "1"]
+
+
+def parameters(hidden=4):
+    rng = np.random.default_rng(0)
+    return {"W1": rng.normal(size=(hidden, 784)), "b1": np.zeros(hidden),
+            "W2": rng.normal(size=(10, hidden)), "b2": np.zeros(10)}
+
+
+def one_line_error(path) -> str:
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"{path}: ")
+    return message
+
+
+@pytest.mark.parametrize("name, value", [("W2", np.nan), ("b1", np.inf), ("W1", -np.inf)])
+def test_non_finite_weights_are_refused_naming_the_array(tmp_path, name, value):
+    """Before, --init from such a file trained on and the NaN loss was blamed on the learning rate."""
+    params = parameters()
+    params[name].flat[1] = value
+    path = tmp_path / "bad.npz"
+    save_checkpoint(path, params)
+    assert f"{name} holds 1 NaN or Inf values" in one_line_error(path)
+
+
+def test_a_checkpoint_without_hidden_units_is_refused(tmp_path):
+    """Before, H = 0 trained with exit status 0."""
+    path = tmp_path / "empty.npz"
+    save_checkpoint(path, parameters(hidden=0))
+    assert "H = 0 hidden units" in one_line_error(path)
+
+
+def test_a_npy_array_is_not_a_checkpoint(tmp_path):
+    """Before: "'numpy.ndarray' object does not support the context manager protocol"."""
+    path = tmp_path / "weights.npy"
+    np.save(path, np.zeros((4, 784)))
+    assert one_line_error(path) == f"{path}: a single NumPy array (.npy), not a checkpoint written by --save"
+
+
+@pytest.mark.parametrize("content", [b"W1,b1\n1,2\n", b"", b"PK\x03\x04 a broken zip"])
+def test_a_file_that_is_not_an_archive_is_not_a_checkpoint(tmp_path, content):
+    """Before, NumPy's hint about allow_pickle=False was passed on."""
+    path = tmp_path / "weights.npz"
+    path.write_bytes(content)
+    message = one_line_error(path)
+    assert "not a checkpoint written by --save" in message
+    assert "pickle" not in message
+
+
+def test_training_from_a_non_finite_checkpoint_stops_before_training(tmp_path, capsys):
+    params = parameters()
+    params["W1"][0, 0] = np.nan
+    path = tmp_path / "nan.npz"
+    save_checkpoint(path, params)
+    assert main([*SMALL, "--init", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"nn_cuda.train: error: {path}: W1 holds 1 NaN or Inf values; these weights " \
+                           "cannot be trained on or evaluated: start from another checkpoint (or none)\n"
+    assert "diverged" not in captured.err and "validation accuracy" not in captured.out

@@ -1,0 +1,264 @@
+"""The cuda-cpu backend's runner: the bugs its checking mode finds, and its clear errors.
+
+Each bug test runs a test-only copy of kernels/ (NN_CUDA_KERNEL_DIR) with one mistake a student
+makes, and says whether the bug shows without the checking mode (NN_CUDA_CPU_CHECK=1); with it, each
+must be reported. The correct kernels pass the same checks (tests/test_cuda_kernels.py runs every
+instance in the checking mode).
+"""
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nn_cuda import kernel_info
+from nn_cuda.backends.base import BackendUnavailable
+from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
+from nn_cuda.cuda_cpu import build
+from nn_cuda.cuda_cpu.runner import KernelError
+
+KERNELS = kernel_info.kernel_dir()
+
+
+def edited_kernels(tmp_path, monkeypatch, filename, old, new):
+    """Point NN_CUDA_KERNEL_DIR at a copy of kernels/ where `old` is replaced by `new` in `filename`."""
+    copy = tmp_path / "kernels"
+    shutil.copytree(KERNELS, copy)
+    source = (copy / filename).read_text()
+    assert source.count(old) == 1, f"{filename} no longer holds the line this test edits"
+    (copy / filename).write_text(source.replace(old, new))
+    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(copy))
+    return copy
+
+
+def random_gemm(M, N, K, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.random((M, K)), rng.random((K, N))
+
+
+def rel_error(result, reference):
+    return float(np.abs(result - reference).max() / np.abs(reference).max())
+
+
+# ---- the bugs the checking mode finds ------------------------------------------------------------
+
+
+def test_missing_second_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monkeypatch):
+    # Without the barrier after the multiply-adds, a thread that moves on overwrites the tiles
+    # while the others still read them. K = 70 spans three 32-wide tiles.
+    edited_kernels(tmp_path, monkeypatch, "gemm_tiled.cu",
+                   "            acc += a_tile[ty][kk] * b_tile[kk][tx];\n        }\n        __syncthreads();\n",
+                   "            acc += a_tile[ty][kk] * b_tile[kk][tx];\n        }\n")
+    A, B = random_gemm(40, 36, 70)
+
+    # Without the checking mode the bug shows too: threads run one after another, in order, so
+    # thread 0 already loads the next tiles before thread 1 reads the current ones.
+    C = np.zeros((40, 36))
+    CudaCpuBackend("tiled", check=False).gemm(A, B, C)
+    assert rel_error(C, A @ B) > 1e-3
+
+    # With it, it is reported as a race: two thread orders give two different results.
+    with pytest.raises(KernelError, match="depends on the order in which the threads"):
+        CudaCpuBackend("tiled", check=True).gemm(A, B, np.zeros((40, 36)))
+
+
+def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monkeypatch):
+    edited_kernels(tmp_path, monkeypatch, "gemm_tiled.cu",
+                   "b_tile[b_k][b_c] = b_inside ? op_element<T, TRANS_B>(B, k0 + b_k, col0 + b_c, K, N) : T(0);\n"
+                   "        __syncthreads();\n",
+                   "b_tile[b_k][b_c] = b_inside ? op_element<T, TRANS_B>(B, k0 + b_k, col0 + b_c, K, N) : T(0);\n")
+    A, B = random_gemm(33, 33, 33)
+    with pytest.raises(KernelError, match="depends on the order|hold NaN"):
+        CudaCpuBackend("tiled", check=True).gemm(A, B, np.zeros((33, 33)))
+
+
+def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch):
+    # `<= M` instead of `< M` when staging the slice of A: the last block of rows reads row M of A,
+    # one row past its end.
+    edited_kernels(tmp_path, monkeypatch, "gemm_regblock.cu",
+                   "const bool s_inside = i0 + s_i < M && k0 + s_k < K;",
+                   "const bool s_inside = i0 + s_i <= M && k0 + s_k < K;")
+    M, N, K = 20, 70, 9  # M is not a multiple of 16: the last block of rows reaches row M
+    A, B = random_gemm(M, N, K)
+
+    # Without the checking mode the bug does not show: the stray row only feeds rows of C that are
+    # never written, so C is right. (A is a view into a larger buffer so the read stays harmless.)
+    padded = np.zeros((M + 1, K))
+    padded[:M] = A
+    C = np.zeros((M, N))
+    CudaCpuBackend("regblock", check=False).gemm(padded[:M], B, C)
+    assert rel_error(C, A @ B) < 1e-12
+
+    # With it, the read past the end of A faults and is named.
+    with pytest.raises(KernelError, match=r"past the end of A in thread \(\d+, \d+, 0\) of block \(\d+, 1, 0\)"):
+        CudaCpuBackend("regblock", check=True).gemm(A, B, np.zeros((M, N)))
+
+
+def test_reading_c_when_beta_is_zero_is_reported(tmp_path, monkeypatch):
+    # beta = 0 promises that C is not read (it may hold NaN); this kernel reads it anyway.
+    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu",
+                   "*c = (beta == T(0)) ? alpha * acc : alpha * acc + beta * (*c);",
+                   "*c = alpha * acc + beta * (*c);")
+    A, B = random_gemm(9, 11, 5)
+
+    # Without the checking mode it does not show when C happens to hold finite numbers: 0 * C = 0.
+    C = np.ones((9, 11))
+    CudaCpuBackend("naive", check=False).gemm(A, B, C, beta=0.0)
+    assert rel_error(C, A @ B) < 1e-12
+
+    # With it, C is filled with NaN before the launch, and the NaN that reached C is reported.
+    with pytest.raises(KernelError, match="hold NaN after the launch"):
+        CudaCpuBackend("naive", check=True).gemm(A, B, np.ones((9, 11)), beta=0.0)
+
+
+def test_a_thread_that_skips_a_barrier_is_reported_not_a_hang(tmp_path, monkeypatch):
+    edited_kernels(tmp_path, monkeypatch, "nn_ops.cu",
+                   "    partial[y][x] = sum;\n    __syncthreads();\n",
+                   "    partial[y][x] = sum;\n    if (x == 5 && y == 2) {\n        return;\n    }\n    __syncthreads();\n")
+    M = np.ones((40, 7))
+    for check in (False, True):
+        with pytest.raises(KernelError, match=r"col_sum<double>: in block \(0, 0, 0\), 1023 of its 1024 "
+                                              r"threads wait at __syncthreads\(\) but thread \(5, 2, 0\)"):
+            CudaCpuBackend(check=check).col_sum(M, np.zeros(7))
+
+
+def test_a_write_to_an_input_is_reported(tmp_path, monkeypatch):
+    edited_kernels(tmp_path, monkeypatch, "nn_ops.cu",
+                   "        out[idx] = dA[idx] * a * (T(1) - a);",
+                   "        out[idx] = dA[idx] * a * (T(1) - a);\n        const_cast<T*>(A)[idx] = T(0);")
+    dA, A = np.ones((3, 5)), np.full((3, 5), 0.5)
+    with pytest.raises(KernelError, match="a write to the input A"):
+        CudaCpuBackend(check=True).sigmoid_backward(dA, A, np.zeros((3, 5)))
+
+
+# ---- clear errors -----------------------------------------------------------------------------------
+
+
+def test_a_compile_error_names_the_file_and_line(tmp_path, monkeypatch):
+    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu", "    T acc = T(0);", "    T acc = T(0)  // missing ;")
+    with pytest.raises(build.KernelBuildError, match=r"gemm_naive\.cu:\d+"):
+        CudaCpuBackend("naive").gemm(np.ones((2, 2)), np.ones((2, 2)), np.zeros((2, 2)))
+
+
+def test_a_missing_compiler_says_what_to_install(monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-c++-compiler")
+    with pytest.raises(BackendUnavailable, match="apt install g\\+\\+"):
+        build.find_compiler()
+
+
+def test_a_launch_table_that_disagrees_with_the_kernel_signature_is_refused(tmp_path, monkeypatch):
+    # The kernel's N becomes a 64-bit integer: the launch would pass a 32-bit one (garbage on a GPU).
+    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu",
+                   "                           int M, int N, int K, T alpha, T beta)",
+                   "                           int M, long long N, int K, T alpha, T beta)")
+    with pytest.raises(KernelError, match=r"takes \(.*long long.*\) but the launch table declares"):
+        CudaCpuBackend("naive").gemm(np.ones((2, 2)), np.ones((2, 2)), np.zeros((2, 2)))
+
+
+def test_arguments_are_checked_against_the_c_signature():
+    from nn_cuda import kernel_launch
+
+    A = np.ones((2, 2), np.float32)
+    launch = kernel_launch.gemm("naive", A, A, np.zeros((2, 2), np.float32), 1.0, 0.0, False, False, 2, 2, 2)
+    is_array = lambda x: isinstance(x, np.ndarray)  # noqa: E731
+    kernel_launch.check_arguments(launch, is_array)  # the table's own launch passes
+    wrong_width = launch.args[:3] + (np.int64(2),) + launch.args[4:]
+    with pytest.raises(TypeError, match=r"argument 3 \(int\) must be a numpy.int32"):
+        kernel_launch.check_arguments(type(launch)(**{**launch.__dict__, "args": wrong_width}), is_array)
+    wrong_precision = launch.args[:6] + (np.float64(1.0),) + launch.args[7:]
+    with pytest.raises(TypeError, match=r"argument 6 \(float\) must be a numpy.float32"):
+        kernel_launch.check_arguments(type(launch)(**{**launch.__dict__, "args": wrong_precision}), is_array)
+    double_array = (np.ones((2, 2)),) + launch.args[1:]
+    with pytest.raises(TypeError, match="points to float, got an array of float64"):
+        kernel_launch.check_arguments(type(launch)(**{**launch.__dict__, "args": double_array}), is_array)
+    with pytest.raises(TypeError, match="takes 8 arguments"):
+        kernel_launch.check_arguments(type(launch)(**{**launch.__dict__, "args": launch.args[:7]}), is_array)
+
+
+def test_a_library_is_built_once_then_loaded_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    first = build.library_path("gemm_naive.cu", check=False)
+    built_at = first.stat().st_mtime_ns
+    assert build.library_path("gemm_naive.cu", check=False) == first
+    assert first.stat().st_mtime_ns == built_at  # not rebuilt
+    assert build.library_path("gemm_naive.cu", check=True) != first  # the checking build is its own
+
+
+def test_the_check_mode_is_on_for_every_command_through_the_environment(monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CPU_CHECK", "1")
+    assert CudaCpuBackend().check
+    monkeypatch.setenv("NN_CUDA_CPU_CHECK", "0")
+    assert not CudaCpuBackend().check
+
+
+def test_a_kernel_fault_without_the_checking_mode_ends_in_an_error_not_a_crash(tmp_path, monkeypatch):
+    # A write far outside C (a wrong row stride): the process survives and names the thread.
+    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu",
+                   "    T* c = C + static_cast<long long>(i) * N + j;",
+                   "    T* c = C + static_cast<long long>(i) * N * 1000000000LL + j;")
+    script = (
+        "import numpy as np\n"
+        "from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend\n"
+        "from nn_cuda.cuda_cpu.runner import KernelError\n"
+        "try:\n"
+        "    CudaCpuBackend('naive', check=False).gemm(np.ones((64, 4)), np.ones((4, 4)), np.zeros((64, 4)))\n"
+        "except KernelError as error:\n"
+        "    print('reported:', error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "reported: gemm_naive<double, false, false>: an invalid memory access in thread" in result.stdout
+
+
+# ---- the fiber switch on arm64 (many students' laptops) ----------------------------------------------
+
+ARM64_DRIVER = r"""
+#include <cstdlib>
+int main()
+{
+    const int M = 45, N = 70, K = 67;
+    std::vector<double> A(M * K), B(K * N), C(M * N, NAN);
+    for (int i = 0; i < M * K; ++i) A[i] = (i % 7) * 0.25;
+    for (int i = 0; i < K * N; ++i) B[i] = (i % 3) - 1.0;
+    int m = M, n = N, k = K;
+    double alpha = 1.0, beta = 0.0;
+    const double *pa = A.data(), *pb = B.data();
+    double* pc = C.data();
+    void* args[] = {&pa, &pb, &pc, &m, &n, &k, &alpha, &beta};
+    unsigned grid[3] = {(N + 31) / 32, (M + 31) / 32, 1}, block[3] = {32, 32, 1};
+    long long fault[8];
+    char message[512];
+    for (int check = 0; check < 2; ++check) {
+        const int status = nn_cuda_cpu_launch(0, grid, block, args, "tiled", check, 7, fault, message, 512);
+        double error = 0;
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+                double sum = 0;
+                for (int kk = 0; kk < K; ++kk) sum += A[i * K + kk] * B[kk * N + j];
+                error = std::max(error, std::fabs(sum - C[i * N + j]));
+            }
+        printf("status %d error %g\n", status, error);
+    }
+    double* nowhere = nullptr;
+    void* bad[] = {&pa, &pb, &nowhere, &m, &n, &k, &alpha, &beta};
+    printf("fault status %d signal %lld\n", nn_cuda_cpu_launch(0, grid, block, bad, "tiled", 0, 1, fault, message, 512),
+           fault[0]);
+}
+"""
+
+
+@pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-g++") and shutil.which("qemu-aarch64")),
+                    reason="needs aarch64-linux-gnu-g++ and qemu-aarch64 (apt install g++-aarch64-linux-gnu qemu-user)")
+def test_the_arm64_fiber_switch_runs_a_tiled_gemm_under_qemu(tmp_path):
+    unit = build.translation_unit(KERNELS / "gemm_tiled.cu", ["gemm_tiled<double, false, false>"])
+    (tmp_path / "driver.cpp").write_text(unit + ARM64_DRIVER)
+    compiled = subprocess.run(["aarch64-linux-gnu-g++", "-O2", "-std=c++17", "-U_FORTIFY_SOURCE",
+                               "-Wno-unknown-pragmas", f"-I{KERNELS}", *build.CHECK_FLAGS, "-o",
+                               str(tmp_path / "driver"), str(tmp_path / "driver.cpp")],
+                              capture_output=True, text=True, timeout=300)
+    assert compiled.returncode == 0, compiled.stderr
+    ran = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "driver")],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.stdout.splitlines() == ["status 0 error 0", "status 0 error 0", "fault status 2 signal 11"], ran

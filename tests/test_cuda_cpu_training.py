@@ -1,0 +1,69 @@
+"""Training and grading with the CUDA C kernels run on the CPU (`--backend cuda-cpu`).
+
+Tolerances. In float64 the kernels and NumPy differ only in the order of their sums, about
+(K + 3) u_64 ~ 1e-13 per product; over the 10 steps below that stays near 1e-13 (measured 3.8e-13
+at H = 1000, 2 epochs), so 1e-10 leaves room without hiding a wrong term. In float32 the difference
+is float32 rounding carried through training, which depends on the run; the fair yardstick is how
+far NumPy's own float32 run ends from the float64 one: the kernels' float32 run must end no farther
+than 4 times that (measured: 0.6-1.8 times at H = 100; 0.07 times at H = 1000, where NumPy float32
+drifts to 1e-3 in W2 during the first epochs' large logits).
+"""
+
+import numpy as np
+import pytest
+
+from nn_cuda import compare, grade
+from nn_cuda.config import TrainConfig
+from nn_cuda.train import initial_parameters, load_splits
+
+SETTINGS = dict(dataset="mnist-sample", hidden=100, epochs=2, lr=0.5, quiet=True)
+
+
+def train(backend, dtype, gemm=None):
+    cfg = TrainConfig(backend=backend, dtype=dtype, gemm=gemm, **SETTINGS)
+    _, init = initial_parameters(cfg)
+    splits = load_splits(cfg, log=lambda *args: None, progress=False)
+    return grade.fit(cfg, backend, gemm, splits, init)
+
+
+@pytest.fixture(scope="module")
+def numpy_runs():
+    return {dtype: train("numpy", dtype) for dtype in ("float32", "float64")}
+
+
+def max_norm_errors(run, reference) -> dict:
+    return {name: errors[0] for name, errors in compare.parameter_errors(reference.params, run.params).items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gemm", ["naive", "tiled", "regblock"])
+def test_float64_training_matches_numpy(numpy_runs, gemm):
+    errors = max_norm_errors(train("cuda-cpu", "float64", gemm), numpy_runs["float64"])
+    assert max(errors.values()) <= 1e-10, errors
+
+
+@pytest.mark.slow
+def test_float32_training_is_as_close_to_float64_as_numpy_float32(numpy_runs):
+    kernels = max_norm_errors(train("cuda-cpu", "float32"), numpy_runs["float64"])
+    numpy32 = max_norm_errors(numpy_runs["float32"], numpy_runs["float64"])
+    for name in kernels:
+        assert kernels[name] <= 4 * numpy32[name], (name, kernels[name], numpy32[name])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [1, 2, 3])
+def test_grade_modes_1_to_3_pass_on_the_cpu_build(mode, tmp_path, capsys):
+    out = tmp_path / "Outputs"
+    rc = grade.main(["--mode", str(mode), "--backend", "cuda-cpu", "--dataset", "mnist-sample",
+                     "--epochs", "1", "--outputs", str(out)])
+    assert rc == 0
+    assert (out / "NNErrors.txt").read_text().count("PASS") == 4
+    assert "under test: cuda-cpu" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_grade_mode_4_compares_the_cpu_build_with_numpy(capsys):
+    assert grade.main(["--mode", "4", "--backend", "cuda-cpu", "--gemm", "naive"]) == 0
+    out = capsys.readouterr().out
+    assert "cuda-cpu/naive against NumPy" in out and "run on the CPU here" in out
+    assert sum(line.endswith("PASS") for line in out.splitlines()) == 3

@@ -1,0 +1,234 @@
+"""What a new user and a fault hit first: each mistake ends with one line naming it and the fix.
+
+- An emulated backend (Numba's simulator, cuda-cpu: `Backend.emulated`) runs the cheapest GEMM and
+  evaluates a few images unless told otherwise, and says so; --limit-rows and --eval-limit cut the data.
+- Divergence (nn_cuda.divergence): NaN, exploding weights, or a loss stuck far above a uniform guess
+  stop the run with the likely flag named; the climb of a first run at the default lr does not.
+- Sizes beyond the machine's memory are refused before anything is allocated.
+- A GPU backend without a GPU names the backends that run on the CPU; the adversarial command refuses
+  in one line and lists in --help only what it accepts; one-process work refuses mpirun -n 2 in one
+  line; grading says what it compared with what.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nn_cuda import grade, train
+from nn_cuda.adversarial.cli import main as adversarial_main
+from nn_cuda.backends.numpy_backend import NumpyBackend
+from nn_cuda.checkpoint import load_checkpoint
+from nn_cuda.config import EMULATED_EVAL_LIMIT
+from nn_cuda.divergence import STUCK_STEPS, DivergenceWatch
+from nn_cuda.parallel.data_parallel import DataParallel
+
+SAMPLE = ["--dataset", "mnist-sample", "--quiet"]
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+
+
+def error_lines(captured) -> list[str]:
+    return captured.err.strip().splitlines()
+
+
+# ---- emulated backends ----------------------------------------------------------------------------
+
+
+class EmulatedNumpy(NumpyBackend):
+    """The NumPy backend flagged as emulated: the commands' side of Backend.emulated, at NumPy's speed."""
+
+    name, emulated = "emulated-numpy", True
+
+
+def test_an_emulated_backend_evaluates_a_few_images_and_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(train, "get_backend", lambda name, gemm=None: EmulatedNumpy(gemm))
+    assert train.main([*SAMPLE, "-n", "8", "--max-steps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"(3600 train / {EMULATED_EVAL_LIMIT} val / {EMULATED_EVAL_LIMIT} test)" in out
+    (note,) = [line for line in out.splitlines() if line.startswith("NOTE: backend emulated-numpy")]
+    assert "--gemm" in note and "--eval-limit" in note
+    n = EMULATED_EVAL_LIMIT
+    assert f"(on the first {n} of 400 validation and {n} of 1000 test images)" in out
+
+
+def test_an_explicit_eval_limit_overrides_the_emulated_default(monkeypatch, capsys):
+    monkeypatch.setattr(train, "get_backend", lambda name, gemm=None: EmulatedNumpy(gemm))
+    assert train.main([*SAMPLE, "-n", "8", "--max-steps", "1", "--eval-limit", "400"]) == 0
+    out = capsys.readouterr().out
+    assert "(3600 train / 400 val / 400 test)" in out and "--eval-limit N to change" not in out
+
+
+def test_the_simulator_is_labelled_and_runs_the_cheapest_gemm():
+    from numba import config
+
+    if not config.ENABLE_CUDASIM:
+        pytest.skip("Numba runs on a GPU here, not in its simulator")
+    from nn_cuda.backends.numba_backend import NumbaBackend
+
+    be = NumbaBackend()
+    assert (be.name, be.emulated, be.gemm_algo) == ("numba-sim", True, "naive")
+    assert NumbaBackend("regblock").gemm_algo == "regblock"  # --gemm still chooses
+
+
+def test_limit_rows_and_eval_limit_cut_the_data_and_say_so(tmp_path, capsys):
+    predictions = tmp_path / "p.txt"
+    assert train.main([*SAMPLE, "-n", "8", "--max-steps", "1", "--limit-rows", "50", "--eval-limit", "30",
+                       "--predictions", str(predictions)]) == 0
+    out = capsys.readouterr().out
+    assert "(50 train / 30 val / 1000 test)" in out  # --predictions covers every test image
+    assert "(on the first 30 of 400 validation images)" in out
+    assert len(predictions.read_text()) == 1000
+
+
+# ---- divergence ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags, blamed", [
+    (["-l", "1000", "-e", "1"], "--lr"),  # finite throughout: ended with exit 0 and accuracy 0.1
+    (["-l", "1e6", "-e", "3"], "--lr"),  # weights up to 1e33, still finite after 15 steps
+    (["-r", "1e10", "-e", "1"], "-r/--reg"),  # lr x reg = 5e9: the weight decay, not the learning rate
+])
+def test_a_diverging_run_stops_with_one_line_naming_the_flag(flags, blamed, capsys):
+    assert train.main([*SAMPLE, *flags]) == 1
+    (line,) = error_lines(capsys.readouterr())
+    assert line.startswith("nn_cuda.train: error: training diverged") and blamed in line
+
+
+def test_a_diverging_run_saves_the_last_parameters_before_it(tmp_path, capsys):
+    path = tmp_path / "last.npz"
+    assert train.main([*SAMPLE, "-l", "1e6", "-e", "3", "--save", str(path)]) == 1
+    assert "saved the last parameters before the divergence" in capsys.readouterr().out
+    params, _ = load_checkpoint(path)
+    assert max(float(np.sqrt(np.mean(params[w] ** 2))) for w in ("W1", "W2")) < 0.1  # not the exploded ones
+
+
+# Losses read back at every step on mnist-sample (float32, batch 800, lr 0.5): the default run (H = 1000),
+# measured, and the shape of the longest swing measured, H = 8000 (15 steps above 23, peak 66).
+FIRST_RUN = [2.31, 3.35, 11.9, 18.4, 21.7, 23.5, 22.0, 16.4, 9.51, 7.78, 6.98, 6.15, 4.54, 4.3, 3.6, 2.81]
+H8000 = [2.3, 9.0, 20.0, 30.0] + [66.2] * 15 + [15.0, 8.0, 4.0]
+
+
+@pytest.mark.parametrize("losses", [FIRST_RUN, H8000], ids=["first-run", "H8000"])
+def test_the_swing_of_a_first_run_is_not_divergence(losses):
+    watch = DivergenceWatch(lr=0.5, reg=1e-4)
+    verdicts = [watch.check(step, loss, weights_rms=0.02) for step, loss in enumerate(losses, 1)]
+    assert verdicts == [None] * len(losses)
+
+
+def test_a_loss_stuck_far_above_a_uniform_guess_is_divergence():
+    """-l 1000 -r 0 saturates: the float32 cross-entropy stays near 78 while the weights stay finite."""
+    watch = DivergenceWatch(lr=1000, reg=0)
+    verdicts = [watch.check(step, 78.0, weights_rms=5.0) for step in range(1, 2 * STUCK_STEPS)]
+    first = next(step for step, verdict in enumerate(verdicts, 1) if verdict)
+    assert first == 1 + STUCK_STEPS and "--lr 100" in verdicts[first - 1]
+    watch = DivergenceWatch(lr=1000, reg=0)  # a read-back back to normal starts the count again
+    losses = [78.0] * 30 + [2.0] + [78.0] * STUCK_STEPS
+    assert not any(watch.check(step, loss, 5.0) for step, loss in enumerate(losses, 1))
+
+
+def test_exploding_weights_and_nan_are_divergence_at_once():
+    assert "root mean square is 170" in DivergenceWatch(1000, 1e-4).check(2, 23.4, weights_rms=170.0)
+    assert "the loss is nan" in DivergenceWatch(0.5, 1e-4).check(7, float("nan"), weights_rms=0.01)
+    assert "a parameter is NaN" in DivergenceWatch(0.5, 1e-4).check(7, 2.0, weights_rms=0.01, finite=False)
+
+
+# ---- memory ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags, fix", [(["-n", "100000000"], "use a smaller -n/--hidden"),
+                                        (["-b", "1000000000"], "use a smaller -b/--batch")])
+def test_sizes_beyond_the_memory_are_refused_before_allocating(flags, fix, capsys):
+    assert train.main([*SAMPLE, *flags]) == 1
+    (line,) = error_lines(capsys.readouterr())
+    assert "of memory" in line and "available" in line and fix in line
+
+
+def test_grade_refuses_a_scale_beyond_the_memory(capsys):
+    assert grade.main(["--mode", "4", "--scale", "1000"]) == 2
+    (line,) = error_lines(capsys.readouterr())
+    assert "mode 4 at --scale 1000 needs about" in line and "or less" in line
+
+
+# ---- messages -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["cupy", "numba"])
+def test_a_gpu_backend_without_a_gpu_names_the_backends_that_run_on_the_cpu(backend):
+    """NUMBA_ENABLE_CUDASIM=0 makes Numba look for a real GPU, as outside the tests."""
+    result = subprocess.run(
+        [sys.executable, "-m", "nn_cuda.train", "--backend", backend, *SAMPLE, "--max-steps", "1", "-n", "8"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+    )
+    if result.returncode == 0:
+        pytest.skip(f"this machine has a GPU that backend {backend} can use")
+    (line,) = result.stderr.strip().splitlines()
+    assert all(name in line for name in ("cuda-cpu", "numba-sim", "numpy")), line
+
+
+def test_adversarial_refusals_are_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        adversarial_main(["train", "--dataset", "mnist-sample", "--history", "h.json", "--overlap"])
+    assert stop.value.code == 2
+    (line,) = error_lines(capsys.readouterr())
+    assert "--history h.json" in line and "--overlap" in line and line.endswith("drop them")
+
+
+def test_adversarial_train_help_lists_only_the_flags_it_accepts(capsys):
+    with pytest.raises(SystemExit) as stop:
+        adversarial_main(["train", "--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    for refused in ("--history", "--predictions", "--profile", "--pixels", "--grade", "--seq", "--debug",
+                    "--parallel", "--model-ranks", "--comm", "--overlap"):
+        assert refused not in out
+    for accepted in ("--attack", "--eps", "--save", "--lr", "--eval-limit", "--limit-rows", "--async"):
+        assert accepted in out
+
+
+def test_adversarial_training_that_diverges_says_nothing_was_saved(tmp_path, capsys):
+    path = tmp_path / "robust.npz"
+    assert adversarial_main(["train", *SAMPLE, "-n", "8", "-l", "1000", "-e", "1", "--save", str(path)]) == 1
+    (line,) = error_lines(capsys.readouterr())
+    assert "training diverged" in line and f"nothing was written to --save {path}" in line
+    assert not path.exists()
+
+
+@pytest.mark.skipif(not MPIEXEC.exists(), reason=f"no mpiexec next to {sys.executable}")
+@pytest.mark.parametrize("command, what", [
+    (["nn_cuda.adversarial", "eval", "--checkpoint", "m.npz"], "eval runs on one rank"),
+    (["nn_cuda.adversarial", "train", "--dataset", "mnist-sample"], "serial adversarial training runs on one rank"),
+    (["nn_cuda.bench", "gemm", "--backend", "numpy", "--sizes", "2x2x2"], "bench gemm runs on one rank"),
+])
+def test_one_process_work_under_mpirun_is_one_line(command, what, tmp_path):
+    env = {**os.environ, "PATH": f"{MPIEXEC.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", *command], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=90)
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert what in line and "not on 2 MPI ranks; run it without mpirun" in line
+    assert result.stdout == ""
+
+
+def test_grade_says_what_it_compared(tmp_path, capsys):
+    assert grade.main(["--mode", "3", "--dataset", "mnist-sample", "--hidden", "8", "--max-steps", "1",
+                       "--outputs", str(tmp_path)]) == 0
+    (summary,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mode 3: PASS")]
+    assert "numpy float32 against the NumPy reference" in summary and "NumPy against itself" in summary
+
+
+class OneRank:
+    """A communicator of one rank, enough for DataParallel's set-up."""
+
+    rank, size = 0, 1
+
+    def local_rank(self) -> int:
+        return 0
+
+
+def test_one_rank_is_one_mpi_rank():
+    assert "data parallel over 1 MPI rank (" in DataParallel(OneRank(), "numpy", 8).describe()
