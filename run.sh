@@ -47,7 +47,7 @@ bench_gemm() {
 }
 
 bench_resources() {
-    "$PY" -m nn_cuda.kernel_info --json "$OUT/resources.json"
+    "$PY" -m nn_cuda.kernel_resources --json "$OUT/resources.json"
 }
 
 bench_train() {

@@ -43,6 +43,8 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .arguments import positive_float
+from .cache import cache_dir
 from .idx import DataError, read_idx
 from .interrupts import ends_in_one_line_when_interrupted
 from .outputs import OutputError, atomic_file
@@ -164,14 +166,6 @@ class Dataset:
 
 
 # ---- where datasets are -----------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """The download cache: $NN_CUDA_CACHE_DIR, or $XDG_CACHE_HOME/nn_cuda, or ~/.cache/nn_cuda."""
-    if os.environ.get("NN_CUDA_CACHE_DIR"):
-        return Path(os.environ["NN_CUDA_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "nn_cuda"
 
 
 def search_dirs(name: str, data_dir=None) -> list:
@@ -506,8 +500,6 @@ def _sha256_of(path: Path) -> str:
 
 @ends_in_one_line_when_interrupted("python -m nn_cuda.data")
 def main(argv=None) -> int:
-    from .config import positive_float  # here: nn_cuda.config imports this module
-
     parser = argparse.ArgumentParser(
         prog="python -m nn_cuda.data",
         description="Download the datasets and say where they are found.",

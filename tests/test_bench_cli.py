@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nn_cuda import kernel_info
+from nn_cuda import kernel_resources
 from nn_cuda.bench import gpu_check, roofline
 from nn_cuda.bench.__main__ import BENCHMARKS, main as bench_main
 from nn_cuda.config import build_parser as train_parser
@@ -160,8 +160,8 @@ def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(t
         if command[1] == "nn_cuda.train":
             args = train_parser().parse_args(command[2:])
             outputs = [args.history, args.profile]
-        elif command[1] == "nn_cuda.kernel_info":
-            outputs = [kernel_info.build_parser().parse_args(command[2:]).json]
+        elif command[1] == "nn_cuda.kernel_resources":
+            outputs = [kernel_resources.build_parser().parse_args(command[2:]).json]
         else:
             assert command[1] == "nn_cuda.bench", command
             name = command[2]
@@ -171,7 +171,7 @@ def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(t
         for path in outputs:
             assert Path(path).parent == tmp_path / "results", command
     assert benchmarks_run == set(BENCHMARKS) - {"gpu-check"}, "./run.sh all must run every benchmark"
-    assert ["-m", "nn_cuda.kernel_info", "--json", str(tmp_path / "results" / "resources.json")] in commands
+    assert ["-m", "nn_cuda.kernel_resources", "--json", str(tmp_path / "results" / "resources.json")] in commands
     flat = [" ".join(c) for c in commands]
     assert any("--backend cupy" in c for c in flat) == gpu
     assert any("--torch" in c for c in flat) == torch

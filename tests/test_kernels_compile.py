@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from nn_cuda import kernel_info, kernel_launch, nvrtc
+from nn_cuda import kernel_info, kernel_launch, kernel_resources, nvrtc
 
 KERNEL_FILES = [path.name for path in kernel_info.kernel_files()]
 
@@ -29,7 +29,7 @@ def _ptx(filename, compute):
     key = (filename, compute)
     if key not in _compiled:
         try:
-            _compiled[key] = kernel_info.compile_ptx(filename, compute)
+            _compiled[key] = kernel_resources.compile_ptx(filename, compute)
         except nvrtc.CompileError as error:
             pytest.fail(str(error))
     return _compiled[key]
@@ -39,7 +39,7 @@ def _report(filename, arch):
     """NVRTC and ptxas once per (file, arch) for the whole module."""
     key = (filename, arch)
     if key not in _reports:
-        _reports[key] = kernel_info.compile_report(filename, arch)
+        _reports[key] = kernel_resources.compile_report(filename, arch)
     report = _reports[key]
     assert report.ok, f"{filename} does not compile for {arch}: {report.reason}\n{report.log}"
     return report
@@ -60,15 +60,15 @@ def test_every_kernel_file_has_an_instance_list():
 def test_the_options_are_cupys():
     options = kernel_info.compile_options()
     assert options == ("-std=c++17", f"-I{kernel_info.kernel_dir()}")
-    added = kernel_info.cupy_added_options("compute_80", (13, 0))
+    added = kernel_resources.cupy_added_options("compute_80", (13, 0))
     assert added == ("-ftz=true", "-arch=compute_80", "--device-as-default-execution-space")
-    assert "--device-as-default-execution-space" not in kernel_info.cupy_added_options("compute_80", (11, 8))
+    assert "--device-as-default-execution-space" not in kernel_resources.cupy_added_options("compute_80", (11, 8))
 
 
 # ---- NVRTC -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("compute", kernel_info.NVRTC_ARCHS)
+@pytest.mark.parametrize("compute", kernel_resources.NVRTC_ARCHS)
 @pytest.mark.parametrize("filename", KERNEL_FILES)
 def test_nvrtc_compiles_every_instance_without_a_warning(filename, compute):
     compiled = _ptx(filename, compute)
@@ -86,7 +86,7 @@ def test_nvrtc_compiles_every_instance_without_a_warning(filename, compute):
 # ---- ptxas -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("arch", kernel_info.PTXAS_ARCHS)
+@pytest.mark.parametrize("arch", kernel_resources.PTXAS_ARCHS)
 @pytest.mark.parametrize("filename", KERNEL_FILES)
 def test_ptxas_reports_every_instance_without_spills(filename, arch):
     report = _report(filename, arch)
@@ -103,7 +103,7 @@ def test_ptxas_reports_every_instance_without_spills(filename, arch):
             assert 0 < info["registers"] <= 255
 
 
-@pytest.mark.parametrize("arch", kernel_info.PTXAS_ARCHS)
+@pytest.mark.parametrize("arch", kernel_resources.PTXAS_ARCHS)
 @pytest.mark.parametrize("filename", KERNEL_FILES)
 def test_every_launch_block_fits_the_per_block_limits(filename, arch):
     report = _report(filename, arch)
@@ -130,11 +130,11 @@ def test_tiled_kernel_uses_two_padded_32x33_tiles():
 
 
 def test_gemm_registers_lists_the_four_transposes():
-    registers = kernel_info.gemm_registers("tiled", "float32", "sm_90")
+    registers = kernel_resources.gemm_registers("tiled", "float32", "sm_90")
     assert set(registers) == {kernel_info.gemm_kernel_name("tiled", "float32", a, b)
                               for a in (False, True) for b in (False, True)}
     assert all(0 < count <= 255 for count in registers.values())
-    assert kernel_info.gemm_registers("cublas", "float32", "sm_90") == {}
+    assert kernel_resources.gemm_registers("cublas", "float32", "sm_90") == {}
 
 
 SYNTHETIC_PTXAS = """\
@@ -153,7 +153,7 @@ ptxas info    : Used 255 registers, 40 bytes cumulative stack size, 368 bytes cm
 
 
 def test_ptxas_parser_finds_registers_shared_memory_and_spills():
-    kernels = kernel_info.parse_ptxas(SYNTHETIC_PTXAS)
+    kernels = kernel_resources.parse_ptxas(SYNTHETIC_PTXAS)
     assert kernels["_Z5cleanPf"] == {
         "registers": 32, "spill_stores": 0, "spill_loads": 0, "stack_bytes": 0, "smem_bytes": 8448,
         "arch": "sm_80",
@@ -165,7 +165,7 @@ def test_ptxas_parser_finds_registers_shared_memory_and_spills():
     assert kernels["_Z6helperv"]["registers"] is None
     assert kernels["_Z6helperv"]["spill_stores"] == 12
 
-    report = kernel_info.CompileReport(file="x.cu", arch="sm_80", ok=True, kernels=kernels)
+    report = kernel_resources.CompileReport(file="x.cu", arch="sm_80", ok=True, kernels=kernels)
     assert report.spills() == {"_Z6helperv": (12, 8), "_Z7spillerPd": (40, 24)}
 
 
@@ -173,26 +173,26 @@ def test_ptxas_parser_finds_registers_shared_memory_and_spills():
 
 
 def test_occupancy_follows_the_allocation_rules():
-    sm_80, sm_90 = kernel_info.SM_LIMITS["sm_80"], kernel_info.SM_LIMITS["sm_90"]
+    sm_80, sm_90 = kernel_resources.SM_LIMITS["sm_80"], kernel_resources.SM_LIMITS["sm_90"]
     # 1024 threads: 32 warps, two blocks fill the SM's 64 warps.
-    tiled = kernel_info.occupancy(1024, 32, 8448, sm_80)
+    tiled = kernel_resources.occupancy(1024, 32, 8448, sm_80)
     assert (tiled.blocks_per_sm, tiled.warps_per_sm, tiled.fraction) == (2, 64, 1.0)
     # 56 registers: 1792 per warp (a multiple of 256); a quadrant's 16384 hold 9 warps, the SM 36,
     # so 18 blocks of 2 warps (fewer than the 32-block limit).
-    regblock = kernel_info.occupancy(64, 56, 256, sm_90)
+    regblock = kernel_resources.occupancy(64, 56, 256, sm_90)
     assert (regblock.blocks_per_sm, regblock.warps_per_sm, regblock.limited_by) == (18, 36, ("registers",))
     # 33 registers round up to 1280 per warp: 12 warps per quadrant, 48 per SM, 6 blocks of 8 warps.
-    assert kernel_info.occupancy(256, 33, 0, sm_80).blocks_per_sm == 6
+    assert kernel_resources.occupancy(256, 33, 0, sm_80).blocks_per_sm == 6
     # 40 KiB + the driver's 1 KiB per block: 4 blocks in 164 KiB, 5 in 228 KiB.
-    assert kernel_info.occupancy(128, 16, 40 * 1024, sm_80).limited_by == ("shared memory",)
-    assert kernel_info.occupancy(128, 16, 40 * 1024, sm_80).blocks_per_sm == 4
-    assert kernel_info.occupancy(128, 16, 40 * 1024, sm_90).blocks_per_sm == 5
+    assert kernel_resources.occupancy(128, 16, 40 * 1024, sm_80).limited_by == ("shared memory",)
+    assert kernel_resources.occupancy(128, 16, 40 * 1024, sm_80).blocks_per_sm == 4
+    assert kernel_resources.occupancy(128, 16, 40 * 1024, sm_90).blocks_per_sm == 5
     # tiny blocks: the 32-block limit
-    assert kernel_info.occupancy(32, 16, 0, sm_80).limited_by == ("blocks",)
+    assert kernel_resources.occupancy(32, 16, 0, sm_80).limited_by == ("blocks",)
     # a block that cannot launch at all: 1024 threads x 72 registers > 65536
-    assert kernel_info.occupancy(1024, 72, 0, sm_80).blocks_per_sm == 0
-    assert kernel_info.block_limit_violations(1024, 72, 0, sm_80)
-    assert kernel_info.block_limit_violations(64, 56, 49 * 1024, sm_80)
+    assert kernel_resources.occupancy(1024, 72, 0, sm_80).blocks_per_sm == 0
+    assert kernel_resources.block_limit_violations(1024, 72, 0, sm_80)
+    assert kernel_resources.block_limit_violations(64, 56, 49 * 1024, sm_80)
 
 
 # ---- an edited kernel directory, and the command ---------------------------------------------------
@@ -213,17 +213,17 @@ def test_an_edited_kernel_dir_is_compiled_and_its_error_named(broken_kernel_dir)
     assert kernel_info.kernel_dir() == broken_kernel_dir.resolve()
     assert f"-I{broken_kernel_dir.resolve()}" in kernel_info.compile_options()
     with pytest.raises(nvrtc.CompileError, match=r"gemm_tiled\.cu") as failure:
-        kernel_info.compile_ptx("gemm_tiled.cu", "compute_80")
+        kernel_resources.compile_ptx("gemm_tiled.cu", "compute_80")
     assert "gemm_tiled.cu(" in failure.value.log and "error" in failure.value.log
-    report = kernel_info.compile_report("gemm_tiled.cu", "sm_90")
+    report = kernel_resources.compile_report("gemm_tiled.cu", "sm_90")
     assert not report.ok and "gemm_tiled.cu" in report.reason and "error" in report.log
-    assert kernel_info.gemm_registers("tiled", "float32", "sm_90") == {}
+    assert kernel_resources.gemm_registers("tiled", "float32", "sm_90") == {}
     # the other files of the copy still compile, common.cuh found on its include path
-    assert kernel_info.compile_report("gemm_naive.cu", "sm_80").ok
+    assert kernel_resources.compile_report("gemm_naive.cu", "sm_80").ok
 
 
 def test_the_command_fails_on_an_edited_kernel_dir_naming_the_file(broken_kernel_dir):
-    job = subprocess.run([sys.executable, "-m", "nn_cuda.kernel_info"], capture_output=True, text=True)
+    job = subprocess.run([sys.executable, "-m", "nn_cuda.kernel_resources"], capture_output=True, text=True)
     assert job.returncode == 1
     assert "gemm_tiled.cu" in job.stderr and "error" in job.stderr
 
@@ -239,30 +239,30 @@ def test_kernel_dir_variable_must_name_a_directory_of_kernels(tmp_path, monkeypa
 
 def test_missing_compilers_give_a_clear_result(monkeypatch):
     monkeypatch.setattr(nvrtc, "release_folders", lambda: [])
-    monkeypatch.setattr(kernel_info, "_REPORTS", {})  # no compilation cached by earlier tests
+    monkeypatch.setattr(kernel_resources, "_REPORTS", {})  # no compilation cached by earlier tests
     nvrtc._library.cache_clear()
     try:
         with pytest.raises(nvrtc.CompilerNotFound, match=re.escape("pip install -e '.[dev]'")):
             nvrtc.find_tool("ptxas")
-        report = kernel_info.compile_report("gemm_naive.cu", "sm_80")
+        report = kernel_resources.compile_report("gemm_naive.cu", "sm_80")
         assert not report.ok and "pip install -e '.[dev]'" in report.reason
-        assert kernel_info.gemm_registers("naive", "float32", "sm_90") == {}
+        assert kernel_resources.gemm_registers("naive", "float32", "sm_90") == {}
     finally:
         nvrtc._library.cache_clear()  # the next use loads the real library again
 
 
 def test_the_command_prints_a_row_per_instance_and_writes_json(tmp_path):
     path = tmp_path / "resources.json"
-    job = subprocess.run([sys.executable, "-m", "nn_cuda.kernel_info", "--json", str(path)],
+    job = subprocess.run([sys.executable, "-m", "nn_cuda.kernel_resources", "--json", str(path)],
                          capture_output=True, text=True)
     assert job.returncode == 0, job.stderr
     lines = job.stdout.splitlines()
     expected = [(name, arch) for filename in KERNEL_FILES for name in kernel_info.name_expressions(filename)
-                for arch in kernel_info.PTXAS_ARCHS]
+                for arch in kernel_resources.PTXAS_ARCHS]
     for name, arch in expected:
         assert any(line.startswith(f"{name} ") and f" {arch} " in line for line in lines), (name, arch)
     data = json.loads(path.read_text())
-    assert data["benchmark"] == "resources" and data["machine"]["command"].startswith("python -m nn_cuda.kernel_info")
+    assert data["benchmark"] == "resources" and data["machine"]["command"].startswith("python -m nn_cuda.kernel_resources")
     assert [(row["kernel"], row["arch"]) for row in data["results"]] == expected
     tiled = next(row for row in data["results"] if row["kernel"].startswith("gemm_tiled<float"))
     assert tiled["threads"] == 1024 and tiled["blocks_per_sm"] == 2 and tiled["smem_bytes"] == 8448

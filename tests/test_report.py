@@ -115,7 +115,7 @@ def write_inputs(folder: Path, gpu=False, skip=()):
                                    "dtype": "float32", "pixels": "raw"},
                         "results": [{"lr": 0.2, "seed": 0, "test_acc": 0.933, "steps": 100, "diverged": False}]},
         "resources.json": {"benchmark": "resources",
-                           "machine": machine("python -m nn_cuda.kernel_info --json r.json"),
+                           "machine": machine("python -m nn_cuda.kernel_resources --json r.json"),
                            "compiler": {"nvrtc": "13.5", "ptxas": "release 13.5, V13.5.37"},
                            "sm_limits": SM_LIMITS, "results": RESOURCE_ROWS},
         "adversarial.json": {"benchmark": "adversarial", "machine": machine("python -m nn_cuda.bench adversarial"),
@@ -173,7 +173,7 @@ def test_kernel_resources_section_shows_each_instance_on_each_architecture(tmp_p
     assert "No instance spills registers or uses a stack frame on sm_80 or sm_90." in section
     assert "holds 32 warps, 50% of the SM's resident warps" in section
     assert "(per thread: 56 on sm_80, 51 on sm_90), so registers limit an SM to 18 blocks (36 warps)" in section
-    assert "$ python -m nn_cuda.kernel_info --json r.json" in section
+    assert "$ python -m nn_cuda.kernel_resources --json r.json" in section
 
 
 def test_kernel_resources_section_names_spills_and_says_when_it_has_no_input(tmp_path):
@@ -188,7 +188,7 @@ def test_kernel_resources_section_names_spills_and_says_when_it_has_no_input(tmp
 
     _, text = run_report(tmp_path / "again", skip=("resources",))
     assert "no `resources` result in the inputs" in text
-    assert "`python -m nn_cuda.kernel_info --json PATH` produces it" in text
+    assert "`python -m nn_cuda.kernel_resources --json PATH` produces it" in text
 
 
 def test_cpu_only_inputs_say_which_sections_need_a_gpu(tmp_path):

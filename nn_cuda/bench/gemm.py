@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from .. import kernel_info
+from .. import kernel_info, kernel_resources
 from ..backends import BACKENDS, get_backend
 from .common import default_backend, machine_info, machine_line, write_json
 
@@ -292,7 +292,7 @@ def _registers(algo, dtype, trans_a, trans_b, arch):
     if algo not in kernel_info.GEMM_KERNEL_FILES:
         return None
     try:
-        registers = kernel_info.gemm_registers(algo, dtype, arch)
+        registers = kernel_resources.gemm_registers(algo, dtype, arch)
     except ValueError:
         return None
     name = kernel_info.gemm_kernel_name(algo, dtype, trans_a, trans_b)

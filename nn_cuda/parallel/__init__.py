@@ -18,6 +18,8 @@ Importing this package imports neither mpi4py (serial runs work without it) nor 
 """
 
 from .mpi import (
+    COMM_MODES,
+    PARALLEL_STRATEGIES,
     ParallelError,
     abort_on_error,
     launched_by_mpi,
@@ -30,11 +32,6 @@ from .mpi import (
     split_sizes,
     world_from_environment,
 )
-
-#: the values of --parallel
-PARALLEL_STRATEGIES = ("data", "model", "hybrid")
-#: the values of --comm: how the gradient buffer is summed (see allreduce.py)
-COMM_MODES = ("host", "cuda-aware", "nccl")
 
 
 def create_strategy(cfg):

@@ -20,8 +20,8 @@ import warnings
 
 import numpy as np
 
-from . import COMM_MODES, gpu
-from .mpi import ParallelError, cuda_aware_mpi
+from . import gpu
+from .mpi import COMM_MODES, ParallelError, cuda_aware_mpi
 
 # Set to 1 to use --comm cuda-aware with an MPI library that cannot report CUDA support.
 ASSUME_CUDA_AWARE_VARIABLE = "NN_CUDA_ASSUME_CUDA_AWARE_MPI"

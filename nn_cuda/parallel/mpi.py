@@ -26,6 +26,11 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass
 
+#: the values of --parallel
+PARALLEL_STRATEGIES = ("data", "model", "hybrid")
+#: the values of --comm: how the gradient buffer is summed (see allreduce.py)
+COMM_MODES = ("host", "cuda-aware", "nccl")
+
 
 class ParallelError(Exception):
     """A problem with the parallel set-up that the user can fix (one line naming it and the fix)."""

@@ -1,6 +1,6 @@
 """Finding and checking the benchmark JSON files the report is made of.
 
-Every benchmark of nn_cuda.bench (and `nn_cuda.train --profile / --history`, `nn_cuda.kernel_info
+Every benchmark of nn_cuda.bench (and `nn_cuda.train --profile / --history`, `nn_cuda.kernel_resources
 --json`) writes one JSON object with a "benchmark" kind and a "machine" record
 (nn_cuda.bench.common.machine_info: date, command, CPU, GPU). `load_results(folder)` reads every
 *.json file of the folder, keeps those it understands and lists the others with the reason, so that
@@ -18,7 +18,7 @@ from pathlib import Path
 KINDS = {
     "gemm": ("python -m nn_cuda.bench gemm", "GEMM ladder and roofline"),
     "roofline": ("python -m nn_cuda.bench roofline", "the machine's bandwidth and GEMM rate"),
-    "resources": ("python -m nn_cuda.kernel_info --json PATH", "the kernels' registers, shared memory and occupancy"),
+    "resources": ("python -m nn_cuda.kernel_resources --json PATH", "the kernels' registers, shared memory and occupancy"),
     "train": ("python -m nn_cuda.bench train", "training step and its phases"),
     "profile": ("python -m nn_cuda.train --profile PATH", "phases of a real training run"),
     "scaling": ("python -m nn_cuda.bench scaling", "MPI scaling and bytes per step"),
