@@ -1,4 +1,5 @@
-"""How two sets of parameters are compared: the course's relative errors.
+"""How two sets of parameters are compared: the course's relative errors, and the comparison report
+(NNErrors.txt, CpuGpuDiff.txt).
 
 For each of W1, W2, b1, b2 the course reported
 
@@ -11,9 +12,12 @@ A run passes when every error is at most the threshold of its precision.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from .model import PARAMETER_NAMES
+from .outputs import check_writable, write_text
 
 #: the course's pass thresholds on every relative error
 THRESHOLDS = {"float32": 1e-4, "float64": 1e-7}
@@ -59,3 +63,39 @@ def diff_row(iteration: int, errors: dict) -> str:
     for name in COLUMN_ORDER:
         values += [f"{errors[name][0]:.6e}", f"{errors[name][1]:.6e}"]
     return "\t".join(values)
+
+
+def report_comparison(cfg, tested, reference, outputs: Path | None, log=print) -> bool:
+    """Print the course's comparison of `tested` with `reference`; write the Outputs/ files.
+
+    Returns True when every error is within the course's threshold for cfg.dtype.
+    """
+    errors = parameter_errors(reference.params, tested.params)
+    verdict = passes(errors, cfg.dtype)
+    limit = THRESHOLDS[cfg.dtype]
+    lines = [f"{'':4s}{'max-norm rel. error':>22s}{'l2 rel. error':>16s}   (fail above {limit:g})"]
+    for name in COLUMN_ORDER:
+        inf_err, l2_err = errors[name]
+        lines.append(f"{name:4s}{inf_err:22.3e}{l2_err:16.3e}   {'PASS' if verdict[name] else 'FAIL'}")
+    lines.append(f"validation accuracy: reference {reference.val_acc:.4f}, "
+                 f"{cfg.backend} {tested.val_acc:.4f}")
+    for line in lines:
+        log(line)
+    if outputs is not None:
+        rows = [diff_header()]
+        for (step, ref_p), (step_t, test_p) in zip(reference.snapshots, tested.snapshots):
+            assert step == step_t, "the two runs saved different iterations"
+            rows.append(diff_row(step, parameter_errors(ref_p, test_p)))
+        write_text(outputs / "NNErrors.txt", "\n".join(lines) + "\n")
+        write_text(outputs / "CpuGpuDiff.txt", "\n".join(rows) + "\n")
+        log(f"wrote {outputs / 'NNErrors.txt'} and {outputs / 'CpuGpuDiff.txt'}")
+    return all(verdict.values())
+
+
+OUTPUT_FILES = ("NNErrors.txt", "CpuGpuDiff.txt")
+
+
+def check_outputs(outputs: Path) -> None:
+    """OutputError, before any training, when a file of `outputs` cannot be written."""
+    for name in OUTPUT_FILES:
+        check_writable(outputs / name)

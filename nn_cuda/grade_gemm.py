@@ -15,10 +15,10 @@ import time
 import numpy as np
 
 from .backends import get_backend
+from .course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from .bench.gemm import CupyTimer, NumbaTimer, _is_simulated, rel_inf_norm_error
 
-COURSE_GEMM_SIZES = [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)]
-ALPHA, BETA = 2.0, 5.0
+ALPHA, BETA = GEMM_ALPHA, GEMM_BETA
 THRESHOLDS = {"float32": 1e-6, "float64": 1e-12}
 REPEAT = 10
 

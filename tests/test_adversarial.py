@@ -178,7 +178,7 @@ def test_adversarial_training_is_more_robust_than_plain_training(tmp_path):
     20-step PGD at eps = 0.1 on 500 test images. Measured (numpy, float32): plain 0.41, PGD-trained
     (k = 2) 0.58 robust accuracy; the margin of 0.18 is asserted at 0.08."""
     from nn_cuda.adversarial.cli import parse_train_args, run_train_serial
-    from nn_cuda.train import run as plain_run
+    from nn_cuda.training import run as plain_run
 
     common = ["--dataset", "mnist-sample", "--hidden", "32", "--epochs", "5", "--batch", "50", "--quiet"]
     plain_path, robust_path = tmp_path / "plain.npz", tmp_path / "robust.npz"
@@ -192,7 +192,7 @@ def test_adversarial_training_is_more_robust_than_plain_training(tmp_path):
     be = get_backend("numpy")
     from nn_cuda.checkpoint import load_checkpoint
     from nn_cuda.config import TrainConfig
-    from nn_cuda.train import load_splits
+    from nn_cuda.training import load_splits
 
     splits = load_splits(TrainConfig(dataset="mnist-sample"), log=lambda *a, **k: None)
     x, y = be.to_device(splits.x_test[:500]), be.to_device(splits.y_test[:500])

@@ -8,7 +8,7 @@ import pytest
 from nn_cuda.bench import lr as bench_lr
 from nn_cuda.checkpoint import load_checkpoint
 from nn_cuda.config import TrainConfig
-from nn_cuda.train import load_splits, run
+from nn_cuda.training import load_splits, run
 
 
 def test_scan_records_accuracies_and_divergence(tmp_path, capsys):

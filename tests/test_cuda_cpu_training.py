@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from nn_cuda import compare, grade
+from nn_cuda.training import fit
 from nn_cuda.config import TrainConfig
-from nn_cuda.train import initial_parameters, load_splits
+from nn_cuda.training import initial_parameters, load_splits
 
 SETTINGS = dict(dataset="mnist-sample", hidden=100, epochs=2, lr=0.5, quiet=True)
 
@@ -23,7 +24,7 @@ def train(backend, dtype, gemm=None):
     cfg = TrainConfig(backend=backend, dtype=dtype, gemm=gemm, **SETTINGS)
     _, init = initial_parameters(cfg)
     splits = load_splits(cfg, log=lambda *args: None, progress=False)
-    return grade.fit(cfg, backend, gemm, splits, init)
+    return fit(cfg, backend, gemm, splits, init)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nn_cuda import grade
+from nn_cuda import grading
 from nn_cuda.config import TrainConfig
 
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed (pip install -e .[gpu])")
@@ -28,9 +28,9 @@ pytestmark = pytest.mark.skipif(_device_count() == 0, reason="no CUDA GPU availa
 def test_cupy_training_passes_mode_3(gemm, dtype, tmp_path):
     # Mode 3 (one epoch, the course's settings) on the bundled sample: every weight within 1e-4
     # (float32) / 1e-7 (float64) of the NumPy reference trained from the same weights.
-    cfg = grade.course_config(3, TrainConfig(backend="cupy", gemm=gemm, dtype=dtype,
+    cfg = grading.course_config(3, TrainConfig(backend="cupy", gemm=gemm, dtype=dtype,
                                              dataset="mnist-sample", quiet=True, print_every=2))
-    assert grade.compare_with_reference(cfg, Path(tmp_path))
+    assert grading.compare_with_reference(cfg, Path(tmp_path))
     rows = (Path(tmp_path) / "CpuGpuDiff.txt").read_text().splitlines()
     assert len(rows) == 1 + 4  # header, iterations 0, 2, 4 and the last (5)
 
@@ -41,6 +41,6 @@ def test_numba_gpu_training_passes_mode_3(gemm, tmp_path):
 
     if config.ENABLE_CUDASIM:
         pytest.skip("Numba runs its simulator here")
-    cfg = grade.course_config(3, TrainConfig(backend="numba", gemm=gemm, dtype="float32",
+    cfg = grading.course_config(3, TrainConfig(backend="numba", gemm=gemm, dtype="float32",
                                              dataset="mnist-sample", quiet=True))
-    assert grade.compare_with_reference(cfg, Path(tmp_path))
+    assert grading.compare_with_reference(cfg, Path(tmp_path))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nn_cuda import compare, grade
+from nn_cuda import compare, grade, grading
 from nn_cuda.grade_gemm import course_inputs
 
 
@@ -27,9 +27,9 @@ def test_thresholds_decide_pass_and_nan_fails():
 
 
 def test_course_settings_of_each_mode():
-    cfg = grade.course_config(1, grade.TrainConfig(dtype="float32"))
+    cfg = grading.course_config(1, grading.TrainConfig(dtype="float32"))
     assert (cfg.hidden, cfg.reg, cfg.batch, cfg.lr, cfg.epochs, cfg.pixels) == (100, 1e-4, 800, 0.0005, 40, "raw")
-    assert grade.course_config(3, grade.TrainConfig(dtype="float64")).lr == 0.025
+    assert grading.course_config(3, grading.TrainConfig(dtype="float64")).lr == 0.025
 
 
 @pytest.mark.parametrize("mode", [1, 2, 3])
@@ -88,9 +88,9 @@ def test_a_wrong_backend_fails_the_grade(tmp_path, monkeypatch, capsys):
     def skewed(self, param, grad, lr, decay):
         original(self, param, grad, lr * 1.01, decay)
 
-    import nn_cuda.grade as grade_module
+    import nn_cuda.training as training_module
 
-    real_get_backend = grade_module.get_backend
+    real_get_backend = training_module.get_backend
 
     def get_backend(name, gemm=None):
         be = real_get_backend("numpy" if name == "numba-sim" else name, gemm)
@@ -98,7 +98,7 @@ def test_a_wrong_backend_fails_the_grade(tmp_path, monkeypatch, capsys):
             be.sgd_update = skewed.__get__(be)
         return be
 
-    monkeypatch.setattr(grade_module, "get_backend", get_backend)
+    monkeypatch.setattr(training_module, "get_backend", get_backend)
     rc = grade.main(["--mode", "3", "--backend", "numba-sim", "--dataset", "mnist-sample",
                      "--outputs", str(tmp_path)])
     assert rc == 1

@@ -36,7 +36,7 @@ from nn_cuda.parallel import ParallelError, abort_on_error, rank_range, split_of
 from nn_cuda.parallel.allreduce import check_comm_mode
 from nn_cuda.parallel.data_parallel import DataParallelBatches
 from nn_cuda.parallel.mpi import world_from_environment
-from nn_cuda.train import Serial, SerialBatches, train_loop
+from nn_cuda.training import Serial, SerialBatches, train_loop
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -262,7 +262,7 @@ WORKER = textwrap.dedent('''
     from nn_cuda import model, parallel
     from nn_cuda.backends import get_backend
     from nn_cuda.config import TrainConfig
-    from nn_cuda.train import train_loop
+    from nn_cuda.training import train_loop
 
     case = json.loads(sys.argv[1])
     cfg = TrainConfig(**case["cfg"])

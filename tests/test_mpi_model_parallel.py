@@ -161,7 +161,7 @@ WORKER = textwrap.dedent('''
     from nn_cuda import model, parallel
     from nn_cuda.backends import get_backend
     from nn_cuda.config import TrainConfig
-    from nn_cuda.train import train_loop
+    from nn_cuda.training import train_loop
 
     with parallel.abort_on_error("worker"):
         for case in json.loads(sys.argv[1]):

@@ -1,9 +1,10 @@
-"""The README's example commands, run: every fenced block marked `<!-- readme-example -->` in README.md.
+"""The documentation's example commands, run: every fenced block marked `<!-- readme-example -->` in
+README.md and docs/*.md.
 
 Each command of a marked block has an entry in EXAMPLES saying how it runs here - exactly as
 written, with smaller settings (which ones, and why), or not at all (why) - and which claim written
-next to it in the README is checked, and how. A command without an entry, or an entry whose command
-the README no longer has, fails the test: the README's examples and this file change together.
+next to it in the documentation is checked, and how. A command without an entry, or an entry whose
+command the documentation no longer has, fails the test: the examples and this file change together.
 
 Run exactly as written: the first-run pair (`python -m nn_cuda.train -e 1`, and the 20-epoch run) and
 the checkpoint example. Run smaller: the quick start's `mpirun -n 4 python -m nn_cuda.train` and the
@@ -14,7 +15,7 @@ test is part of it), and the CuPy examples without an NVIDIA GPU and CuPy.
 
 The commands run one block at a time in a fresh folder, offline and with an empty download cache, so
 that `python -m nn_cuda.train` without --dataset trains on the bundled sample, as on a laptop without
-MNIST. The accuracies in the README are float32 runs measured on 2-core x86-64 VMs with OpenBLAS;
+MNIST. The accuracies in the documentation are float32 runs measured on 2-core x86-64 VMs with OpenBLAS;
 another BLAS rounds differently, so they are checked to within 0.02.
 """
 
@@ -37,7 +38,7 @@ ACCURACY_TOLERANCE = 0.02
 
 
 def readme_blocks(text: str) -> list[list[tuple[str, str]]]:
-    """The marked blocks of the README: each a list of (command, the comment beside it)."""
+    """The marked blocks of one document (README.md or a docs/ page): each a list of (command, comment)."""
     blocks = []
     lines = text.splitlines()
     for index, line in enumerate(lines):
@@ -118,8 +119,8 @@ def wrote(name: str) -> Callable:
 
 @dataclass
 class Example:
-    readme: str  # the command as the README writes it
-    claim: str  # what the README's comment beside it says (checked to be there)
+    readme: str  # the command as the documentation writes it
+    claim: str  # what the comment beside it says (checked to be there)
     run: str | None = None  # the command run here; None: not run
     why: str = ""  # why it runs with other settings, or not at all
     check: Callable | None = None  # check(output, folder) of its claim
@@ -160,7 +161,7 @@ EXAMPLES = [
     Example(f"{SIMULATOR} -b 32 --max-steps 2", "backend=numba-sim gemm=naive",
             run=f"{SIMULATOR} -b 8 --max-steps 1 --eval-limit 16",
             why="one step of 8 images and 16 evaluated instead of two steps of 32 and 100: the simulator "
-            "takes 9 s for the README's command on an idle 2-core machine, over a minute on a busy one",
+            "takes 9 s for the documented command on an idle 2-core machine, over a minute on a busy one",
             check=contains("backend=numba-sim gemm=naive", "NOTE: backend numba-sim emulates the GPU kernels",
                            "GEMM naive, the cheapest to emulate",
                            "(on the first 16 of 400 validation and 16 of 1000 test images)")),
@@ -179,7 +180,7 @@ EXAMPLES = [
             "ends with clean, FGSM and PGD accuracy",
             run=f"{ADVERSARIAL} train --attack pgd --eps 0.1 --steps 3 --save robust.npz {SMALL_ADVERSARIAL}",
             why="1 epoch at H = 32, the robustness check with 2 PGD steps on 100 test images (20 epochs at "
-            "H = 1000, 20 steps on 1,000 in the README)",
+            "H = 1000, 20 steps on 1,000 in docs/adversarial.md)",
             check=all_of(contains("robustness on 100 test images", "clean    FGSM     PGD"),
                          wrote("robust.npz"))),
     Example(f"{ADVERSARIAL} eval --checkpoint robust.npz --eps 0.05,0.1,0.2 --steps 20", "",
@@ -219,14 +220,16 @@ def run_example(example: Example, folder: Path) -> str:
     return output
 
 
-BLOCKS = readme_blocks((REPO / "README.md").read_text())
+#: the files whose marked blocks are run: the README and every page of docs/
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+BLOCKS = [block for document in DOCUMENTS for block in readme_blocks(document.read_text())]
 
 
 def test_every_readme_example_has_an_entry_and_every_entry_an_example():
     in_readme = {command for block in BLOCKS for command, _ in block}
     listed = {example.readme for example in EXAMPLES}
-    assert in_readme - listed == set(), "README examples without an entry in EXAMPLES"
-    assert listed - in_readme == set(), "entries of EXAMPLES the README no longer has"
+    assert in_readme - listed == set(), "documented examples without an entry in EXAMPLES"
+    assert listed - in_readme == set(), "entries of EXAMPLES the documentation no longer has"
     comments = {command: comment for block in BLOCKS for command, comment in block}
     for example in EXAMPLES:
         assert example.claim in comments[example.readme], (example.readme, comments[example.readme])

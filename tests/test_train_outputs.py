@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 
-from nn_cuda import grade, train
+from nn_cuda import grade, train, training
 from nn_cuda.checkpoint import load_checkpoint
 
 SMALL = ["--dataset", "mnist-sample", "--quiet", "-n", "8"]
@@ -24,7 +24,7 @@ def leftovers(folder: Path) -> list:
 def break_folder_during_training(monkeypatch, folder: Path) -> None:
     """After the output paths are checked and the data loaded, `folder` becomes a file: the writes
     at the end of the training fail as on a disk that filled up meanwhile."""
-    load_splits = train.load_splits
+    load_splits = training.load_splits
 
     def load_then_break(*args, **kwargs):
         splits = load_splits(*args, **kwargs)
@@ -32,7 +32,7 @@ def break_folder_during_training(monkeypatch, folder: Path) -> None:
         folder.write_text("")
         return splits
 
-    monkeypatch.setattr(train, "load_splits", load_then_break)
+    monkeypatch.setattr(training, "load_splits", load_then_break)
 
 
 def test_weights_that_cannot_be_saved_go_to_the_temporary_folder(tmp_path, monkeypatch, capsys):

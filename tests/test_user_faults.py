@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nn_cuda import grade, train
+from nn_cuda import grade, train, training
 from nn_cuda.adversarial.cli import main as adversarial_main
 from nn_cuda.backends.numpy_backend import NumpyBackend
 from nn_cuda.checkpoint import load_checkpoint
@@ -46,7 +46,7 @@ class EmulatedNumpy(NumpyBackend):
 
 
 def test_an_emulated_backend_evaluates_a_few_images_and_says_so(monkeypatch, capsys):
-    monkeypatch.setattr(train, "get_backend", lambda name, gemm=None: EmulatedNumpy(gemm))
+    monkeypatch.setattr(training, "get_backend", lambda name, gemm=None: EmulatedNumpy(gemm))
     assert train.main([*SAMPLE, "-n", "8", "--max-steps", "1"]) == 0
     out = capsys.readouterr().out
     assert f"(3600 train / {EMULATED_EVAL_LIMIT} val / {EMULATED_EVAL_LIMIT} test)" in out
@@ -57,7 +57,7 @@ def test_an_emulated_backend_evaluates_a_few_images_and_says_so(monkeypatch, cap
 
 
 def test_an_explicit_eval_limit_overrides_the_emulated_default(monkeypatch, capsys):
-    monkeypatch.setattr(train, "get_backend", lambda name, gemm=None: EmulatedNumpy(gemm))
+    monkeypatch.setattr(training, "get_backend", lambda name, gemm=None: EmulatedNumpy(gemm))
     assert train.main([*SAMPLE, "-n", "8", "--max-steps", "1", "--eval-limit", "400"]) == 0
     out = capsys.readouterr().out
     assert "(3600 train / 400 val / 400 test)" in out and "--eval-limit N to change" not in out

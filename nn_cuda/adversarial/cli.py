@@ -12,35 +12,28 @@ import math
 import sys
 from dataclasses import fields
 
-from .. import parallel
+import numpy as np
 
-parallel.share_cores_between_ranks()  # before NumPy is imported (see nn_cuda.train)
-
-import numpy as np  # noqa: E402
-
-from .. import model  # noqa: E402
-from ..backends import BACKENDS, BackendUnavailable, KernelFailure, get_backend  # noqa: E402
-from ..bench.common import write_json  # noqa: E402
-from ..checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
-from ..config import (EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser,  # noqa: E402
+from .. import model, parallel
+from ..backends import BACKENDS, get_backend
+from ..bench.common import write_json
+from ..checkpoint import load_checkpoint, save_checkpoint
+from ..config import (EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser,
                       comma_separated, non_negative_int, pixel_radius, positive_float, positive_int,
                       reword_help)
-from ..data import DATASETS, DataError  # noqa: E402
-from ..divergence import likely_cause  # noqa: E402
-from ..interrupts import ends_in_one_line_when_interrupted  # noqa: E402
-from ..outputs import OutputError  # noqa: E402
-from ..train import (Diverged, SerialBatches, TrainingError, check_memory, check_output_paths,  # noqa: E402
-                     check_ranks_share_the_data, emulation_note, evaluation_limit, first_rows,
-                     initial_parameters, load_splits, silent, train_loop)
-from .attacks import Attacker, check_unit_pixels  # noqa: E402
-from .evaluate import default_alpha, format_table, robustness  # noqa: E402
+from ..data import DATASETS
+from ..divergence import likely_cause
+from ..interrupts import ends_in_one_line_when_interrupted
+from ..training import (USER_ERRORS, Diverged, SerialBatches, check_memory, check_output_paths,
+                        check_ranks_share_the_data, emulation_note, evaluation_limit, first_rows,
+                        initial_parameters, load_splits, silent, train_loop)
+from .attacks import Attacker, check_unit_pixels
+from .evaluate import default_alpha, format_table, robustness
 
 PROG = "python -m nn_cuda.adversarial"
 DEFAULT_PGD_STEPS = 3
 #: test images of the final robustness check of `train`, unless --eval-limit says otherwise
 ROBUSTNESS_IMAGES = 1000
-USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError,
-               BackendUnavailable, KernelFailure, OutputError)
 
 
 # ---- eval -----------------------------------------------------------------------------------
@@ -370,6 +363,7 @@ def main(argv=None) -> int:
         print(USAGE)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    parallel.share_cores_between_ranks()  # under mpirun: each rank's BLAS gets its share of the cores
     if command not in ("eval", "train"):
         print(f"{PROG}: error: unknown command {command!r}; choose eval or train ({PROG} --help)",
               file=sys.stderr)

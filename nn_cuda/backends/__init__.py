@@ -14,6 +14,8 @@ import sys
 
 from .base import WITHOUT_A_GPU, Backend, BackendUnavailable, KernelFailure
 
+__all__ = ["BACKENDS", "WITHOUT_A_GPU", "Backend", "BackendUnavailable", "KernelFailure", "get_backend"]
+
 BACKENDS = ("numpy", "cupy", "cuda-cpu", "numba", "numba-sim")
 
 

@@ -104,7 +104,7 @@ class Comparison:
         self._splits = {}
 
     def splits(self, cfg):
-        from ..train import load_splits
+        from ..training import load_splits
 
         key = (cfg.dtype, cfg.pixels)
         if key not in self._splits:
@@ -114,8 +114,8 @@ class Comparison:
     def run(self, cfg: TrainConfig) -> list[dict]:
         """[{step, epoch, errors}] after every epoch of cfg (errors: {name: [max-norm, l2]})."""
         from .. import model
-        from ..grade import fit
-        from ..train import Diverged
+        from ..grading import fit
+        from ..training import Diverged
 
         init = model.init_parameters(cfg.hidden, cfg.seed)
         cfg64, cfg32 = cfg.replace(dtype="float64"), cfg.replace(dtype="float32")
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
 
     modes = []
     if args.modes:
-        from ..grade import COURSE_MODES, course_config
+        from ..grading import COURSE_MODES, course_config
 
         print(f"course grading modes, float32 settings (raw pixels, H=100), threshold "
               f"{compare.THRESHOLDS['float32']:g}")

@@ -32,10 +32,11 @@ import numpy as np
 
 from .. import kernel_info, kernel_resources
 from ..backends import BACKENDS, get_backend
+from ..course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from .common import default_backend, machine_info, machine_line, write_json
 
-ALPHA, BETA = 2.0, 5.0  # the course's mode-4 test
-COURSE_SIZES = [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)]
+ALPHA, BETA = GEMM_ALPHA, GEMM_BETA  # the course's mode-4 test
+COURSE_SIZES = COURSE_GEMM_SIZES
 GPU_SIZES = COURSE_SIZES + [(10 * m, 10 * n, 10 * k) for m, n, k in COURSE_SIZES] + [(4096, 4096, 4096)]
 CPU_SIZES = [(17, 33, 65), (64, 16, 4), (65, 17, 5)]
 TRANSPOSES = {"NN": (False, False), "NT": (False, True), "TN": (True, False), "TT": (True, True)}

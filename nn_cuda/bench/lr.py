@@ -24,7 +24,7 @@ from tqdm import tqdm
 from .. import model
 from ..config import DEFAULT_LR, TrainConfig, comma_separated, non_negative_int, positive_float, positive_int
 from ..data import DATASETS, epoch_order
-from ..train import Diverged, load_splits, run, silent
+from ..training import Diverged, load_splits, run, silent
 from .common import machine_info, machine_line, write_json
 
 

@@ -22,9 +22,10 @@ import time
 import numpy as np
 
 from ..config import int_at_least, positive_int
+from ..course import COURSE_GEMM_SIZES
 from .common import machine_info, machine_line, write_json
 
-COURSE_SIZES = [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)]
+COURSE_SIZES = COURSE_GEMM_SIZES
 SMALLEST_SQUARE = 512  # the squares measured are 512, 1024, ... up to --max-size
 
 

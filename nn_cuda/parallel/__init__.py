@@ -13,8 +13,7 @@ allreduce_gradients, sum, sum_over_hidden, finish).
 - allreduce.py      --comm host | cuda-aware | nccl: how the gradient buffer is summed
 - gpu.py            the GPU of each rank, pinned staging buffers
 
-Importing this package imports neither mpi4py (serial runs work without it) nor NumPy (so that
-`share_cores_between_ranks` can still set the BLAS thread count).
+Importing this package does not import mpi4py: serial runs work without it.
 """
 
 from .mpi import (

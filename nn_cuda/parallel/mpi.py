@@ -93,13 +93,14 @@ def share_cores_between_ranks() -> int | None:
     """Under an MPI launcher, give each rank's BLAS its share of the node's cores.
 
     Without this, every rank's BLAS starts one thread per core: 4 ranks on a 2-core laptop would
-    run 8 busy threads on 2 cores, several times slower than 4. The BLAS reads these variables when
-    NumPy is first imported, so this must run before that. It does nothing (returns None) without a
-    launcher, after NumPy is imported, or when the user has set any of BLAS_THREAD_VARIABLES.
-    Returns the number of threads per rank it set.
+    run 8 busy threads on 2 cores, several times slower than 4. The commands call it first thing;
+    threadpoolctl changes the thread count of the BLAS already loaded, and the variables of
+    BLAS_THREAD_VARIABLES carry it to the processes a rank starts. It does nothing (returns None)
+    without a launcher, or when the user has set any of those variables. Returns the number of
+    threads per rank it set.
     """
     world = world_from_environment()
-    if world is None or "numpy" in sys.modules or any(v in os.environ for v in BLAS_THREAD_VARIABLES):
+    if world is None or any(v in os.environ for v in BLAS_THREAD_VARIABLES):
         return None
     local = next((int(os.environ[v]) for v in LOCAL_SIZE_VARIABLES if os.environ.get(v, "").isdigit()),
                  world.size)
@@ -107,6 +108,9 @@ def share_cores_between_ranks() -> int | None:
     threads = max(1, cores // max(1, local))
     for variable in BLAS_THREAD_VARIABLES:
         os.environ[variable] = str(threads)
+    from threadpoolctl import threadpool_limits  # only MPI runs need it
+
+    threadpool_limits(limits=threads)
     return threads
 
 

@@ -10,15 +10,21 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from ..outputs import atomic_file  # noqa: E402
-from . import numbers  # noqa: E402
+from ..outputs import atomic_file
+from . import numbers
 
 WEIGHTS = ("W1", "W2", "b1", "b2")
+
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (no display). Imported when a figure is drawn, not
+    when the report's modules are: choosing a backend is a process-wide setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    return matplotlib.pyplot
 
 
 def provenance(results) -> list[str]:
@@ -44,7 +50,7 @@ def _save(fig, results, path: Path) -> Path:
         with atomic_file(path) as stream:  # rendered into a temporary file, then renamed
             fig.savefig(stream, format="png", dpi=110)
     finally:
-        plt.close(fig)
+        _pyplot().close(fig)
     return path
 
 
@@ -54,6 +60,7 @@ def gemm_ladder(gemm_results, out: Path):
     shown = timed or gemm_results
     if not shown:
         return None
+    plt = _pyplot()
     fig, axes = plt.subplots(1, len(shown), figsize=(6.5 * len(shown), 4.8), squeeze=False)
     for ax, result in zip(axes[0], shown):
         rows = result.data["results"]
@@ -89,6 +96,7 @@ def roofline(roofline_results, gemm_results, out: Path):
     """Measured bandwidth and FLOP-rate roofs, with every measured GEMM at its arithmetic intensity."""
     if not roofline_results:
         return None
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 5))
     used = []
     colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"])
@@ -131,6 +139,7 @@ def train_phases(train_results, profile_results, out: Path):
         return None
     from ..profiling import PHASES
 
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(bars) + 3), 4.8))
     bottoms = [0.0] * len(bars)
     for phase in PHASES:
@@ -155,6 +164,7 @@ def scaling(scaling_results, out: Path):
     series = numbers.scaling_series(scaling_results)
     if not series:
         return None
+    plt = _pyplot()
     fig, (ax, ax_bytes) = plt.subplots(1, 2, figsize=(12, 4.8))
     for s in series:
         ax.plot(s["ranks"], s["samples_per_s"], marker="o", label=s["label"])
@@ -189,6 +199,7 @@ def correctness(diff_results, out: Path):
     axes_names = list(dict.fromkeys(r["vary"] for r in rows))
     if not axes_names:
         return None
+    plt = _pyplot()
     fig, axes = plt.subplots(1, len(axes_names), figsize=(3.6 * len(axes_names), 4.2), squeeze=False)
     limit = result.data["config"]["thresholds"]["float32"]
     for ax, name in zip(axes[0], axes_names):
@@ -209,6 +220,7 @@ def learning_curves(history_results, out: Path):
     """Loss, and validation and test accuracy, per epoch of each --history run."""
     if not history_results:
         return None
+    plt = _pyplot()
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.5))
     for result in history_results:
         epochs = result.data["epochs"]

@@ -344,7 +344,7 @@ def trends(rows) -> list[str]:
 def correctness_section(results, figures, out_dir) -> list[str]:
     lines = ["## 4. Correctness: float32 against the float64 reference", ""]
     diff = results.of("diff")
-    from ..grade import COURSE_MODES
+    from ..grading import COURSE_MODES
 
     if not diff:
         lines += _missing("diff")

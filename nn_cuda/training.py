@@ -1,0 +1,585 @@
+"""The training core: data splits, initial parameters, the loop, its history and errors, and one
+whole run; `python -m nn_cuda.train` (train.py), the grading harness (grading.py), the benchmarks and
+the adversarial attacks call it.
+
+The loop is the project statement's SGD with mini-batches (its Figure 5):
+
+    for epoch in range(epochs):
+        for batch in batches(epoch):          # file order, or a seeded permutation with --shuffle
+            forward; backward; [allreduce]; update
+
+Data and parameters are put on the backend once; a step does no transfers or allocations. The loss is
+read back only every --print-every steps (for the progress bar and the divergence check).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from . import parallel
+
+from . import memory, model
+from .backends import BackendUnavailable, KernelFailure, get_backend
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .config import EMULATED_EVAL_LIMIT, TrainConfig
+from .data import DataError, epoch_order, load_dataset, split_dataset
+from .divergence import DivergenceWatch
+from .outputs import OutputError, atomic_file, check_output_paths
+
+DEFAULT_HIDDEN = 1000
+
+
+class TrainingError(Exception):
+    """A problem the user can fix (bad flag combination, divergence, ...): one line, exit 1."""
+
+
+class Diverged(TrainingError):
+    """The run diverged (nn_cuda.divergence says when)."""
+
+
+# ---- data ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Splits:
+    """Host arrays, pixels already scaled and cast: images (n, 784) float, labels (n,) int32."""
+
+    dataset: str
+    source: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+def scale_pixels(images: np.ndarray, pixels: str, dtype) -> np.ndarray:
+    """uint8 images as `dtype`: divided by 255 ("unit") or as they are ("raw", the course's input)."""
+    out = images.astype(dtype)
+    if pixels == "unit":
+        out /= 255
+    return out
+
+
+def load_splits(cfg: TrainConfig, log=print, progress: bool = True) -> Splits:
+    """The dataset of `cfg`: first 90 % of the training file to train, last 10 % to validate.
+    `progress`: show a download's progress bars (rank 0 only under MPI)."""
+    ds = load_dataset(cfg.dataset, data_dir=cfg.data_dir, log=log, progress=progress)
+    x_tr, y_tr, x_va, y_va = split_dataset(ds)
+    as_x = lambda images: scale_pixels(images, cfg.pixels, cfg.dtype)  # noqa: E731
+    as_y = lambda labels: np.ascontiguousarray(labels, dtype=np.int32)  # noqa: E731
+    return Splits(
+        ds.name, ds.source, as_x(x_tr), as_y(y_tr), as_x(x_va), as_y(y_va),
+        as_x(ds.test_images), as_y(ds.test_labels),
+    )
+
+
+def data_fingerprint(splits: Splits) -> tuple:
+    """What identifies the data of a run, cheaply: the dataset's name, the split sizes, and a hash of
+    every label and of every 101st image (where the files were found may differ between machines)."""
+    digest = hashlib.sha256()
+    for array in (splits.y_train, splits.y_val, splits.y_test,
+                  splits.x_train[::101], splits.x_val[::101], splits.x_test[::101]):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    sizes = (splits.x_train.shape[0], splits.x_val.shape[0], splits.x_test.shape[0])
+    return splits.dataset, sizes, digest.hexdigest()[:16]
+
+
+def check_ranks_share_the_data(comm, splits: Splits) -> None:
+    """Every rank loads the data itself; under MPI they must have found the same (a rank that fell
+    back to the bundled sample, or found another copy, would train on other rows). `comm`: the ranks
+    (anything with `size` and `allgather`; None in a serial run). Raises on every rank alike, so
+    that the job ends with one message."""
+    if comm is None or comm.size == 1:
+        return
+    fingerprints = comm.allgather(data_fingerprint(splits))
+    others = [r for r, f in enumerate(fingerprints) if f != fingerprints[0]]
+    if others:
+        def describe(r):
+            name, sizes, _ = fingerprints[r]
+            return f"rank {r}: {name} ({sizes[0]} train / {sizes[1]} val / {sizes[2]} test)"
+
+        raise TrainingError(
+            "the ranks did not load the same data (" + "; ".join(describe(r) for r in [0, *others[:3]])
+            + "): give every rank the same files, with --data-dir or $NN_CUDA_DATA"
+        )
+
+
+class SerialBatches:
+    """The mini-batches of the whole training set, resident on the backend (uploaded once).
+
+    `batches(epoch)` yields (X, labels, n_global): views of B consecutive rows (the last one shorter)
+    and the number of samples the gradient averages over. With shuffle, the rows are permuted once
+    per epoch on the backend with a permutation drawn from (seed, epoch).
+    """
+
+    def __init__(self, be, x: np.ndarray, y: np.ndarray, batch: int, shuffle: bool = False, seed: int = 0):
+        self.be, self.batch, self.shuffle, self.seed = be, batch, shuffle, seed
+        self.n = x.shape[0]
+        self.x, self.y = be.to_device(x), be.to_device(y)
+        if shuffle:
+            self.x_epoch = be.empty(x.shape, x.dtype)
+            self.y_epoch = be.empty(y.shape, y.dtype)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return -(-self.n // self.batch)
+
+    def batches(self, epoch: int):
+        x, y = self.x, self.y
+        if self.shuffle:
+            rows = self.be.to_device(epoch_order(self.n, self.seed, epoch))
+            self.be.take_rows(self.x, rows, self.x_epoch)
+            self.be.take_rows(self.y, rows, self.y_epoch)
+            x, y = self.x_epoch, self.y_epoch
+        for start in range(0, self.n, self.batch):
+            stop = min(start + self.batch, self.n)
+            yield x[start:stop], y[start:stop], stop - start
+
+
+class Serial:
+    """The communication of serial training: none. Parallel strategies (nn_cuda.parallel) replace
+    these methods; train_loop and run call nothing else."""
+
+    rank, size, is_root = 0, 1, True
+    evaluates = True  # does this rank compute accuracies (all ranks of model parallelism must)
+    reduce_logits = None  # called on the partial logits (model parallelism)
+    after_layer2 = None  # called by model.backward once dW2, db2 are written (--overlap)
+
+    def local_parameters(self, be, host: dict, dtype) -> model.Parameters:
+        """This rank's Parameters, loaded from the full host parameters (model parallelism: a block)."""
+        params = model.Parameters(be, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
+                                  n_out=host["W2"].shape[0])
+        params.load(host)
+        return params
+
+    def gather_parameters(self, params) -> dict | None:
+        """The full host parameters on the root rank (None on the others)."""
+        return params.to_host()
+
+    def make_batches(self, be, x, y, cfg: TrainConfig):
+        return SerialBatches(be, x, y, cfg.batch, cfg.shuffle, cfg.seed)
+
+    def broadcast_parameters(self, params) -> None:
+        pass
+
+    def allreduce_gradients(self, grads) -> None:
+        pass
+
+    def sum(self, value: float) -> float:
+        """A per-sample quantity (the cross-entropy) summed over the ranks that hold different samples."""
+        return value
+
+    def sum_over_hidden(self, value: float) -> float:
+        """A quantity of the parameters (|W|^2) summed over the ranks that hold different hidden units."""
+        return value
+
+    def finish(self, params, log=print) -> None:
+        pass
+
+
+def make_strategy(cfg: TrainConfig):
+    """Serial, or the --parallel strategy when an MPI launcher started this process (mpirun -n P).
+
+    Called before the backend is created: a parallel strategy picks this rank's GPU.
+    """
+    return parallel.create_strategy(cfg) if parallel.launched_by_mpi() else Serial()
+
+
+# ---- the training loop ----------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    steps: int = 0
+    samples: int = 0
+    train_seconds: float = 0.0
+    epochs: list = field(default_factory=list)  # one dict per epoch: loss, val_acc
+    snapshots: list = field(default_factory=list)  # (step, host params) with snapshot_every
+
+
+def accuracy(be, params, ws, x, y, reduce_logits=None) -> float:
+    if x.shape[0] == 0:
+        return float("nan")
+    return float(np.mean(model.predict(be, params, ws, x, reduce_logits) == y))
+
+
+def weights_squared(be, params, strategy) -> float:
+    """|W1|^2 + |W2|^2, the same on every rank (summed over the ranks holding different hidden units)."""
+    return strategy.sum_over_hidden(be.sum_squares(params.weights))
+
+
+def batch_loss(be, P, labels, n_global: int, reg: float, strategy, weights_sq: float) -> float:
+    """J of the last step, the same on every rank: the cross-entropy summed over the ranks holding
+    different samples, plus the L2 term of `weights_sq` (weights_squared)."""
+    cross_entropy = strategy.sum(be.cross_entropy_sum(P, labels)) / n_global
+    return cross_entropy + 0.5 * reg * weights_sq
+
+
+# A diverging run is detected and reported (Diverged), so NumPy's overflow warnings are only noise.
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")
+def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=None, y_val=None,
+               x_test=None, y_test=None, snapshot_every: int = 0, progress: bool = True, log=print,
+               timer=None) -> History:
+    """SGD over `batches` for cfg.epochs (or cfg.max_steps); returns the History.
+
+    `x_val`/`y_val` (backend arrays), when given, are evaluated after every epoch (outside the timed
+    training time), and `x_test`/`y_test` too (the learning curves of --history). With
+    snapshot_every, host copies of the parameters are kept at step 0 and every snapshot_every steps
+    (the grading harness compares them between backends). `timer`, a nn_cuda.profiling.PhaseTimer,
+    times the phases of every step (--profile); without one the step runs on `be` itself.
+    """
+    strategy = strategy or Serial()
+    step_be, step_strategy = be, strategy  # what the step calls: timed stand-ins under a timer
+    if timer is not None:
+        step_be, step_strategy = timer.backend(be), timer.strategy(strategy)
+    hidden = params.hidden
+    grads = model.Parameters(be, hidden, params.dtype, params.n_in, params.n_out)
+    last_good = model.Parameters(be, hidden, params.dtype, params.n_in, params.n_out)
+    ws = model.Workspace(be, cfg.batch, hidden, params.dtype, params.n_out)
+    be.copy(params.flat, last_good.flat)
+    check_every = cfg.print_every or max(1, batches.steps_per_epoch // 10)
+    watch = DivergenceWatch(cfg.lr, cfg.reg)
+    n_weights = strategy.sum_over_hidden(params.n_weights)
+    history = History()
+    if snapshot_every:
+        history.snapshots.append((0, strategy.gather_parameters(params)))
+    max_steps = cfg.max_steps or cfg.epochs * batches.steps_per_epoch
+    epochs = min(cfg.epochs, -(-max_steps // batches.steps_per_epoch))
+    show = progress and strategy.is_root and not cfg.quiet
+    from tqdm.auto import tqdm
+
+    for epoch in range(epochs):
+        bar = tqdm(total=min(batches.steps_per_epoch, max_steps - history.steps),
+                   desc=f"epoch {epoch + 1}/{epochs}", unit="step", disable=not show, leave=True)
+        be.synchronize()
+        started = time.perf_counter()
+        last_loss = float("nan")
+        for X, labels, n_global in batches.batches(epoch):
+            if timer is not None:
+                timer.begin_step()
+            P = model.forward(step_be, params, ws, X, reduce_logits=step_strategy.reduce_logits)
+            if timer is not None:
+                timer.stage("backward")
+            model.backward(step_be, params, grads, ws, X, labels, 1.0 / n_global,
+                           after_layer2=step_strategy.after_layer2)
+            step_strategy.allreduce_gradients(grads)
+            model.sgd_update(step_be, params, grads, cfg.lr, cfg.reg)
+            if timer is not None:
+                timer.end_step()
+            history.steps += 1
+            history.samples += n_global
+            bar.update(1)
+            if history.steps % check_every == 0 or history.steps == max_steps:
+                weights_sq = weights_squared(be, params, strategy)
+                last_loss = batch_loss(be, P, labels, n_global, cfg.reg, strategy, weights_sq)
+                biases = strategy.sum_over_hidden(be.sum_squares(params.biases))  # NaN on any rank
+                diverged = watch.check(history.steps, last_loss, math.sqrt(weights_sq / n_weights),
+                                       finite=math.isfinite(biases))
+                if diverged:
+                    bar.close()
+                    be.copy(last_good.flat, params.flat)
+                    raise Diverged(diverged)
+                if watch.healthy:  # what --save writes if the run diverges later
+                    be.copy(params.flat, last_good.flat)
+                bar.set_postfix(loss=f"{last_loss:.4f}")
+            if snapshot_every and history.steps % snapshot_every == 0:
+                history.snapshots.append((history.steps, strategy.gather_parameters(params)))
+            if history.steps >= max_steps:
+                break
+        be.synchronize()
+        history.train_seconds += time.perf_counter() - started
+        record = {"epoch": epoch + 1, "loss": last_loss}
+        if x_val is not None and strategy.evaluates:
+            record["val_acc"] = accuracy(be, params, ws, x_val, y_val, strategy.reduce_logits)
+            bar.set_postfix(loss=f"{last_loss:.4f}", val_acc=f"{record['val_acc']:.4f}")
+        if x_test is not None and strategy.evaluates:
+            record["test_acc"] = accuracy(be, params, ws, x_test, y_test, strategy.reduce_logits)
+        bar.close()
+        history.epochs.append(record)
+        if history.steps >= max_steps:
+            break
+    return history
+
+
+# ---- the command --------------------------------------------------------------------------------
+
+
+# ---- a run kept for comparison: snapshots of the parameters (grading, -s) -----------------------
+
+
+@dataclass
+class Run:
+    params: dict  # final host parameters
+    snapshots: list  # [(step, host parameters)]: step 0, every -p steps, and the last
+    val_acc: float
+    seconds: float
+
+    @classmethod
+    def of(cls, final: dict, history, val_acc: float) -> "Run":
+        """The Run of a finished train_loop, from its final host parameters (its snapshots completed
+        with the last step)."""
+        snapshots = list(history.snapshots)
+        if not snapshots or snapshots[-1][0] != history.steps:
+            snapshots.append((history.steps, final))
+        return cls(final, snapshots, val_acc, history.train_seconds)
+
+
+def snapshot_interval(cfg: TrainConfig, steps_per_epoch: int) -> int:
+    """Steps between snapshots: -p, or (with -p 0) a whole run, so that step 0 and the last are kept."""
+    return cfg.print_every or cfg.epochs * steps_per_epoch
+
+
+def fit(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict, strategy=None) -> Run:
+    """Train from `init` on one backend (under `strategy`: serial by default), keeping snapshots.
+
+    Snapshots are taken at step 0, every cfg.print_every steps and at the last step. On the ranks
+    other than the root of a parallel run, the validation accuracy is NaN and the parameters
+    are None (the root reports).
+    """
+    strategy = strategy or Serial()
+    be = get_backend(backend_name, gemm)
+    params = strategy.local_parameters(be, init, cfg.dtype)
+    strategy.broadcast_parameters(params)
+    batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
+    every = snapshot_interval(cfg, batches.steps_per_epoch)
+    history = train_loop(be, params, batches, cfg, strategy, snapshot_every=every, progress=False)
+    val_acc = float("nan")
+    if strategy.evaluates:  # rank 0 of data parallelism; every rank of model parallelism
+        ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
+        val_acc = accuracy(be, params, ws, be.to_device(splits.x_val), splits.y_val, strategy.reduce_logits)
+    final = strategy.gather_parameters(params)
+    if not strategy.is_root:
+        val_acc = float("nan")
+    return Run.of(final, history, val_acc)
+
+
+def initial_parameters(cfg: TrainConfig, check_fits=None) -> tuple[int, dict]:
+    """(H, host parameters) from --init, or the seeded init with H = --hidden (default 1000).
+    `check_fits(H)`, when given, is called once H is known, before the init draws its weights."""
+    if cfg.init:
+        host, _ = load_checkpoint(cfg.init)
+        hidden = host["W1"].shape[0]
+        if host["W1"].shape[1] != model.N_INPUTS:
+            raise TrainingError(f"{cfg.init}: W1 has {host['W1'].shape[1]} inputs, expected 784")
+        if cfg.hidden is not None and cfg.hidden != hidden:
+            raise TrainingError(
+                f"--hidden {cfg.hidden} disagrees with --init {cfg.init} (H = {hidden}); drop --hidden"
+            )
+        if check_fits is not None:
+            check_fits(hidden)
+        return hidden, host
+    hidden = cfg.hidden or DEFAULT_HIDDEN
+    if check_fits is not None:
+        check_fits(hidden)
+    return hidden, model.init_parameters(hidden, cfg.seed)
+
+
+def check_memory(cfg: TrainConfig, hidden: int, splits: Splits) -> None:
+    """NotEnoughMemory, before anything large is allocated, when training cannot fit: the parameters
+    (the float64 init, the parameters, their gradients, the copy kept in case of divergence), the
+    activations of one batch (A1 and dZ1, batch x H each, and batch x 10 twice) and the data on the
+    backend."""
+    item = np.dtype(cfg.dtype).itemsize
+    n_parameters = (model.N_INPUTS + model.N_CLASSES + 1) * hidden + model.N_CLASSES
+    n_images = splits.x_train.shape[0] + splits.x_val.shape[0] + splits.x_test.shape[0]
+    activations = 2 * cfg.batch * (hidden + model.N_CLASSES) * item
+    parameters = n_parameters * (8 + 3 * item)
+    n_train = splits.x_train.shape[0]
+    if activations > parameters:
+        fewer = f" (the training set has {n_train} images)" if cfg.batch > n_train else ""
+        fix = f"use a smaller -b/--batch{fewer} or -n/--hidden"
+    else:
+        fix = "use a smaller -n/--hidden"
+    parts = {f"activations of batches of {cfg.batch}": activations, f"parameters of H = {hidden}": parameters,
+             "data": n_images * model.N_INPUTS * item}
+    memory.require(parts, fix, what=f"training with -n {hidden} -b {cfg.batch}")
+
+
+def evaluation_limit(cfg: TrainConfig, be) -> int | None:
+    """--eval-limit, or on an emulated backend (Backend.emulated) EMULATED_EVAL_LIMIT when none is given."""
+    if cfg.eval_limit is None and be.emulated:
+        return EMULATED_EVAL_LIMIT
+    return cfg.eval_limit
+
+
+def first_rows(splits: Splits, train: int | None, validation: int | None, test: int | None) -> Splits:
+    """`splits` cut to the first `train` training, `validation` validation and `test` test images
+    (None keeps all of a split)."""
+    def first(n):
+        return slice(None) if n is None else slice(0, n)
+
+    return replace(splits, x_train=splits.x_train[first(train)], y_train=splits.y_train[first(train)],
+                   x_val=splits.x_val[first(validation)], y_val=splits.y_val[first(validation)],
+                   x_test=splits.x_test[first(test)], y_test=splits.y_test[first(test)])
+
+
+def emulation_note(cfg: TrainConfig, be) -> str | None:
+    """The line that says what an emulated backend chose by itself (cfg: the flags as given)."""
+    if not be.emulated:
+        return None
+    chosen = []
+    if cfg.gemm is None:
+        chosen.append(f"GEMM {be.gemm_algo}, the cheapest to emulate (--gemm to choose)")
+    if cfg.eval_limit is None:
+        chosen.append(f"accuracies on the first {EMULATED_EVAL_LIMIT} validation and test images "
+                      "(--eval-limit N to change)")
+    if not chosen:
+        return None
+    return f"NOTE: backend {be.name} emulates the GPU kernels on the CPU, slowly: " + "; ".join(chosen)
+
+
+def evaluated_images(full: Splits, used: Splits) -> str:
+    """'' when every image was evaluated, else what the accuracies are measured on."""
+    counts = [(used.x_val.shape[0], full.x_val.shape[0], "validation"),
+              (used.x_test.shape[0], full.x_test.shape[0], "test")]
+    cut = [f"{n} of {total} {kind}" for n, total, kind in counts if n < total]
+    return f" (on the first {' and '.join(cut)} images)" if cut else ""
+
+
+def write_predictions(path, labels: np.ndarray) -> None:
+    """The course's format: one digit per test image, no separator (written atomically)."""
+    with atomic_file(path) as handle:
+        handle.write("".join(str(int(d)) for d in labels).encode("ascii"))
+
+
+OUTPUT_FLAGS = ("save", "predictions", "history", "profile")
+
+
+def silent(*args, **kwargs) -> None:
+    pass
+
+
+def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
+    """Train as `cfg` says; print the results on the root rank; return them as a dict.
+
+    `splits`: the data, when the caller has already loaded it with load_splits(cfg) (a scan of many
+    runs on one dataset reads the files once)."""
+    strategy = make_strategy(cfg)
+    if not strategy.is_root:
+        log = silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
+    else:
+        check_output_paths({f"--{flag}": getattr(cfg, flag) for flag in OUTPUT_FLAGS})
+        if cfg.seq and cfg.debug:
+            from .compare import check_outputs
+
+            check_outputs(Path("Outputs"))
+    be = get_backend(cfg.backend, cfg.gemm)
+    note = emulation_note(cfg, be)
+    cfg = cfg.replace(eval_limit=evaluation_limit(cfg, be))
+    if splits is None:
+        splits = load_splits(cfg, log=log, progress=strategy.is_root and not cfg.quiet)
+    check_ranks_share_the_data(getattr(strategy, "comm", None), splits)
+    full_splits = splits
+    splits = first_rows(splits, cfg.limit_rows, cfg.eval_limit, None if cfg.predictions else cfg.eval_limit)
+    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
+    params = strategy.local_parameters(be, host, cfg.dtype)
+    strategy.broadcast_parameters(params)
+    batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
+    x_val, y_val = (be.to_device(splits.x_val), splits.y_val) if strategy.evaluates else (None, None)
+    log(
+        f"nn_cuda: {splits.dataset} ({splits.x_train.shape[0]} train / {splits.x_val.shape[0]} val / "
+        f"{splits.x_test.shape[0]} test) H={hidden} batch={cfg.batch} lr={cfg.lr:g} reg={cfg.reg:g} "
+        f"epochs={cfg.epochs} {cfg.dtype} backend={be.name} gemm={be.gemm_algo}"
+    )
+    if note:
+        log(note)
+    if not isinstance(strategy, Serial):
+        log(strategy.describe())
+    snapshot_every = 0
+    if cfg.debug:
+        snapshot_every = snapshot_interval(cfg, batches.steps_per_epoch)
+    x_test = be.to_device(splits.x_test) if (cfg.history and strategy.evaluates) else None
+    timer = None
+    if cfg.profile:
+        from .profiling import PhaseTimer
+
+        timer = PhaseTimer(be)
+    try:
+        history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
+                             x_test=x_test, y_test=splits.y_test, snapshot_every=snapshot_every,
+                             timer=timer)
+    except Diverged as diverged:
+        final = strategy.gather_parameters(params) if cfg.save else None  # every rank diverged
+        if cfg.save and strategy.is_root:
+            try:
+                save_checkpoint(cfg.save, final, note="the last parameters before the divergence")
+            except OutputError as error:
+                raise Diverged(f"{diverged}; {error}") from None
+            log(f"saved the last parameters before the divergence to {cfg.save}")
+        raise
+    strategy.finish(params, log)
+    final = strategy.gather_parameters(params) if (cfg.save or cfg.seq) else None
+    if strategy.evaluates:
+        ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
+        test_pred = model.predict(be, params, ws, be.to_device(splits.x_test), strategy.reduce_logits)
+    if not strategy.is_root:
+        return {"rank": strategy.rank, "steps": history.steps, "epochs": len(history.epochs)}
+    result = {
+        "dataset": splits.dataset,
+        "steps": history.steps,
+        "epochs": len(history.epochs),
+        "loss": history.epochs[-1]["loss"] if history.epochs else float("nan"),
+        "val_acc": history.epochs[-1].get("val_acc", float("nan")) if history.epochs else float("nan"),
+        "test_acc": float(np.mean(test_pred == splits.y_test)),
+        "train_seconds": history.train_seconds,
+        "samples_per_second": history.samples / history.train_seconds if history.train_seconds else 0.0,
+        "history": history.epochs,
+    }
+    log(
+        f"validation accuracy {result['val_acc']:.4f}  test accuracy {result['test_acc']:.4f}"
+        f"{evaluated_images(full_splits, splits)}  training time {result['train_seconds']:.2f} s  "
+        f"({result['samples_per_second']:,.0f} samples/s, {history.steps} steps)"
+    )
+    if cfg.save:
+        save_checkpoint(cfg.save, final, hidden=hidden, dataset=splits.dataset,
+                        dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs, steps=history.steps)
+        log(f"saved parameters to {cfg.save}")
+    if cfg.predictions:
+        write_predictions(cfg.predictions, test_pred)
+        log(f"wrote {len(test_pred)} test predictions to {cfg.predictions}")
+    if cfg.history or cfg.profile:
+        write_run_records(cfg.replace(hidden=hidden), result, timer, log)
+    if cfg.seq:
+        from .compare import report_comparison
+
+        log("-s: training the NumPy reference from the same weights")
+        reference = fit(cfg.replace(quiet=True), "numpy", None, splits, host)
+        tested = Run.of(final, history, result["val_acc"])
+        result["matches_reference"] = report_comparison(cfg, tested, reference,
+                                             Path("Outputs") if cfg.debug else None, log)
+    return result
+
+
+def write_run_records(cfg: TrainConfig, result: dict, timer, log=print) -> None:
+    """--history: the per-epoch loss and accuracies; --profile: the per-phase timings. Both JSON,
+    with the machine, the date and the command, for python -m nn_cuda.report."""
+    from dataclasses import asdict
+
+    from .bench.common import machine_info, write_json
+
+    info = machine_info()
+    info["command"] = " ".join(["python", "-m", "nn_cuda.train", *sys.argv[1:]])
+    config = asdict(cfg)
+    if cfg.history:
+        write_json(cfg.history, {"benchmark": "history", "machine": info, "config": config,
+                                 "epochs": result["history"], "test_acc": result["test_acc"],
+                                 "train_seconds": result["train_seconds"]})
+        log(f"wrote the learning curves to {cfg.history}")
+    if cfg.profile:
+        timer.write_json(cfg.profile, {"benchmark": "profile", "machine": info, "config": config})
+        log(f"wrote the per-phase timings to {cfg.profile}")
+
+
+#: the errors a user can cause (flags, data, checkpoints, divergence, MPI, GPU, output paths): the
+#: commands report them in one line
+USER_ERRORS = (DataError, CheckpointError, TrainingError, parallel.ParallelError, ValueError,
+               BackendUnavailable, KernelFailure, OutputError)

@@ -1,0 +1,93 @@
+"""The floor plan of nn_cuda (docs/architecture.md): no import circles, commands on top.
+
+Read from the sources with `ast`, so imports inside functions count as much as those at the top.
+"""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "nn_cuda"
+#: the command-line modules: nothing imports them, and they never import each other
+COMMANDS = {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.adversarial.cli", "nn_cuda.adversarial.__main__",
+            "nn_cuda.report.__main__", "nn_cuda.bench.__main__"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict:
+    """module -> the nn_cuda modules it imports (a package import counts as its __init__)."""
+    modules = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    targets.add(full if full in modules else base)
+            elif isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    assert cycles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_one():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_commands_sit_on_top():
+    graph = import_graph()
+    assert COMMANDS <= set(graph), "a command module was renamed: update COMMANDS"
+    for module, targets in graph.items():
+        imported_commands = targets & COMMANDS
+        if module == "nn_cuda.adversarial.__main__":
+            imported_commands -= {"nn_cuda.adversarial.cli"}  # `python -m` runs the command it names
+        assert not imported_commands, f"{module} imports the command(s) {sorted(imported_commands)}"
+
+
+def test_no_import_waits_for_a_side_effect():
+    offenders = [str(path) for path in PACKAGE.rglob("*.py") if "noqa: E402" in path.read_text()]
+    assert offenders == []
