@@ -19,7 +19,8 @@ from pathlib import Path
 from . import compare, memory, parallel
 from .course import COURSE_GEMM_SIZES
 from .config import TrainConfig
-from .training import check_ranks_share_the_data, fit, initial_parameters, load_splits, make_strategy
+from .training import (check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
+                       train_with_snapshots)
 
 #: mode -> dtype -> (learning rate, epochs), the course's settings for raw 0-255 pixels
 COURSE_MODES = {
@@ -51,7 +52,7 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
         compare.check_outputs(outputs)
     hidden, init = initial_parameters(cfg)
     splits = load_splits(cfg, log=log, progress=strategy.is_root)
-    check_ranks_share_the_data(getattr(strategy, "comm", None), splits)
+    check_ranks_share_the_data(strategy.comm, splits)
     if limit_rows is not None:
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
         splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
@@ -59,10 +60,10 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}"
         f"{'/' + cfg.gemm if cfg.gemm else ''} {cfg.dtype}{ranks}; H={hidden} lr={cfg.lr:g} "
         f"epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
-    tested = fit(cfg, cfg.backend, cfg.gemm, splits, init, strategy)
+    tested = train_with_snapshots(cfg, cfg.backend, cfg.gemm, splits, init, strategy)
     if not strategy.is_root:
         return True
-    reference = fit(cfg, "numpy", None, splits, init)
+    reference = train_with_snapshots(cfg, "numpy", None, splits, init)
     return compare.report_comparison(cfg, tested, reference, outputs, log)
 
 

@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from . import parallel
+from .parallel.serial import Serial
 
 from . import memory, model
 from .backends import BackendUnavailable, KernelFailure, get_backend
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import EMULATED_EVAL_LIMIT, TrainConfig
-from .data import DataError, epoch_order, load_dataset, split_dataset
+from .data import DataError, load_dataset, split_dataset
 from .divergence import DivergenceWatch
 from .outputs import OutputError, atomic_file, check_output_paths
 
@@ -111,79 +112,6 @@ def check_ranks_share_the_data(comm, splits: Splits) -> None:
             "the ranks did not load the same data (" + "; ".join(describe(r) for r in [0, *others[:3]])
             + "): give every rank the same files, with --data-dir or $NN_CUDA_DATA"
         )
-
-
-class SerialBatches:
-    """The mini-batches of the whole training set, resident on the backend (uploaded once).
-
-    `batches(epoch)` yields (X, labels, n_global): views of B consecutive rows (the last one shorter)
-    and the number of samples the gradient averages over. With shuffle, the rows are permuted once
-    per epoch on the backend with a permutation drawn from (seed, epoch).
-    """
-
-    def __init__(self, be, x: np.ndarray, y: np.ndarray, batch: int, shuffle: bool = False, seed: int = 0):
-        self.be, self.batch, self.shuffle, self.seed = be, batch, shuffle, seed
-        self.n = x.shape[0]
-        self.x, self.y = be.to_device(x), be.to_device(y)
-        if shuffle:
-            self.x_epoch = be.empty(x.shape, x.dtype)
-            self.y_epoch = be.empty(y.shape, y.dtype)
-
-    @property
-    def steps_per_epoch(self) -> int:
-        return -(-self.n // self.batch)
-
-    def batches(self, epoch: int):
-        x, y = self.x, self.y
-        if self.shuffle:
-            rows = self.be.to_device(epoch_order(self.n, self.seed, epoch))
-            self.be.take_rows(self.x, rows, self.x_epoch)
-            self.be.take_rows(self.y, rows, self.y_epoch)
-            x, y = self.x_epoch, self.y_epoch
-        for start in range(0, self.n, self.batch):
-            stop = min(start + self.batch, self.n)
-            yield x[start:stop], y[start:stop], stop - start
-
-
-class Serial:
-    """The communication of serial training: none. Parallel strategies (nn_cuda.parallel) replace
-    these methods; train_loop and run call nothing else."""
-
-    rank, size, is_root = 0, 1, True
-    evaluates = True  # does this rank compute accuracies (all ranks of model parallelism must)
-    reduce_logits = None  # called on the partial logits (model parallelism)
-    after_layer2 = None  # called by model.backward once dW2, db2 are written (--overlap)
-
-    def local_parameters(self, be, host: dict, dtype) -> model.Parameters:
-        """This rank's Parameters, loaded from the full host parameters (model parallelism: a block)."""
-        params = model.Parameters(be, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
-                                  n_out=host["W2"].shape[0])
-        params.load(host)
-        return params
-
-    def gather_parameters(self, params) -> dict | None:
-        """The full host parameters on the root rank (None on the others)."""
-        return params.to_host()
-
-    def make_batches(self, be, x, y, cfg: TrainConfig):
-        return SerialBatches(be, x, y, cfg.batch, cfg.shuffle, cfg.seed)
-
-    def broadcast_parameters(self, params) -> None:
-        pass
-
-    def allreduce_gradients(self, grads) -> None:
-        pass
-
-    def sum(self, value: float) -> float:
-        """A per-sample quantity (the cross-entropy) summed over the ranks that hold different samples."""
-        return value
-
-    def sum_over_hidden(self, value: float) -> float:
-        """A quantity of the parameters (|W|^2) summed over the ranks that hold different hidden units."""
-        return value
-
-    def finish(self, params, log=print) -> None:
-        pass
 
 
 def make_strategy(cfg: TrainConfig):
@@ -324,7 +252,7 @@ class Run:
     seconds: float
 
     @classmethod
-    def of(cls, final: dict, history, val_acc: float) -> "Run":
+    def from_history(cls, final: dict, history, val_acc: float) -> "Run":
         """The Run of a finished train_loop, from its final host parameters (its snapshots completed
         with the last step)."""
         snapshots = list(history.snapshots)
@@ -338,7 +266,8 @@ def snapshot_interval(cfg: TrainConfig, steps_per_epoch: int) -> int:
     return cfg.print_every or cfg.epochs * steps_per_epoch
 
 
-def fit(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict, strategy=None) -> Run:
+def train_with_snapshots(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict,
+                         strategy=None) -> Run:
     """Train from `init` on one backend (under `strategy`: serial by default), keeping snapshots.
 
     Snapshots are taken at step 0, every cfg.print_every steps and at the last step. On the ranks
@@ -359,7 +288,7 @@ def fit(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict, strategy=
     final = strategy.gather_parameters(params)
     if not strategy.is_root:
         val_acc = float("nan")
-    return Run.of(final, history, val_acc)
+    return Run.from_history(final, history, val_acc)
 
 
 def initial_parameters(cfg: TrainConfig, check_fits=None) -> tuple[int, dict]:
@@ -477,7 +406,7 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     cfg = cfg.replace(eval_limit=evaluation_limit(cfg, be))
     if splits is None:
         splits = load_splits(cfg, log=log, progress=strategy.is_root and not cfg.quiet)
-    check_ranks_share_the_data(getattr(strategy, "comm", None), splits)
+    check_ranks_share_the_data(strategy.comm, splits)
     full_splits = splits
     splits = first_rows(splits, cfg.limit_rows, cfg.eval_limit, None if cfg.predictions else cfg.eval_limit)
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
@@ -492,8 +421,9 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     )
     if note:
         log(note)
-    if not isinstance(strategy, Serial):
-        log(strategy.describe())
+    description = strategy.describe()
+    if description:
+        log(description)
     snapshot_every = 0
     if cfg.debug:
         snapshot_every = snapshot_interval(cfg, batches.steps_per_epoch)
@@ -552,8 +482,8 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         from .compare import report_comparison
 
         log("-s: training the NumPy reference from the same weights")
-        reference = fit(cfg.replace(quiet=True), "numpy", None, splits, host)
-        tested = Run.of(final, history, result["val_acc"])
+        reference = train_with_snapshots(cfg.replace(quiet=True), "numpy", None, splits, host)
+        tested = Run.from_history(final, history, result["val_acc"])
         result["matches_reference"] = report_comparison(cfg, tested, reference,
                                              Path("Outputs") if cfg.debug else None, log)
     return result

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nn_cuda import compare, grade
-from nn_cuda.training import fit
+from nn_cuda.training import train_with_snapshots
 from nn_cuda.config import TrainConfig
 from nn_cuda.training import initial_parameters, load_splits
 
@@ -24,7 +24,7 @@ def train(backend, dtype, gemm=None):
     cfg = TrainConfig(backend=backend, dtype=dtype, gemm=gemm, **SETTINGS)
     _, init = initial_parameters(cfg)
     splits = load_splits(cfg, log=lambda *args: None, progress=False)
-    return fit(cfg, backend, gemm, splits, init)
+    return train_with_snapshots(cfg, backend, gemm, splits, init)
 
 
 @pytest.fixture(scope="module")

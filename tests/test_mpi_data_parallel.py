@@ -36,7 +36,8 @@ from nn_cuda.parallel import ParallelError, abort_on_error, rank_range, split_of
 from nn_cuda.parallel.allreduce import check_comm_mode
 from nn_cuda.parallel.data_parallel import DataParallelBatches
 from nn_cuda.parallel.mpi import world_from_environment
-from nn_cuda.training import Serial, SerialBatches, train_loop
+from nn_cuda.parallel.serial import Serial, SerialBatches
+from nn_cuda.training import train_loop
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -24,7 +24,8 @@ from ..config import (EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_par
 from ..data import DATASETS
 from ..divergence import likely_cause
 from ..interrupts import ends_in_one_line_when_interrupted
-from ..training import (USER_ERRORS, Diverged, SerialBatches, check_memory, check_output_paths,
+from ..parallel.serial import SerialBatches
+from ..training import (USER_ERRORS, Diverged, check_memory, check_output_paths,
                         check_ranks_share_the_data, emulation_note, evaluation_limit, first_rows,
                         initial_parameters, load_splits, silent, train_loop)
 from .attacks import Attacker, check_unit_pixels

@@ -114,7 +114,7 @@ class Comparison:
     def run(self, cfg: TrainConfig) -> list[dict]:
         """[{step, epoch, errors}] after every epoch of cfg (errors: {name: [max-norm, l2]})."""
         from .. import model
-        from ..grading import fit
+        from ..training import train_with_snapshots
         from ..training import Diverged
 
         init = model.init_parameters(cfg.hidden, cfg.seed)
@@ -123,8 +123,8 @@ class Comparison:
         cfg64 = cfg64.replace(print_every=steps_per_epoch)
         cfg32 = cfg32.replace(print_every=steps_per_epoch)
         try:
-            reference = fit(cfg64, "numpy", None, self.splits(cfg64), init)
-            tested = fit(cfg32, self.backend, self.gemm, self.splits(cfg32), init)
+            reference = train_with_snapshots(cfg64, "numpy", None, self.splits(cfg64), init)
+            tested = train_with_snapshots(cfg32, self.backend, self.gemm, self.splits(cfg32), init)
         except Diverged as error:
             return [{"diverged": str(error)}]
         points = []

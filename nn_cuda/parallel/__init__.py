@@ -1,10 +1,11 @@
 """Training on several MPI ranks: `mpirun -n 4 python -m nn_cuda.train`.
 
-A strategy wraps the same model step (nn_cuda.model) and adds communication; train.train_loop
-calls it through the interface of train.Serial (rank, size, is_root, evaluates, reduce_logits,
-after_layer2, local_parameters, gather_parameters, make_batches, broadcast_parameters,
-allreduce_gradients, sum, sum_over_hidden, finish).
+A strategy wraps the same model step (nn_cuda.model) and adds communication; training.train_loop
+calls it through the interface of strategy.Strategy, which serial.Serial (one rank, no
+communication) implements too.
 
+- strategy.py       the interface every strategy implements
+- serial.py         one rank: the whole training set's batches, no communication
 - mpi.py            world detection, the course's split, a counting communicator, abort on error
 - data_parallel.py  --parallel data: each rank computes on its rows of every batch, one allreduce
 - model_parallel.py --parallel model | hybrid: each rank owns a block of hidden units, one allreduce
