@@ -11,10 +11,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, fields
 
-from .arguments import (  # noqa: F401 (the commands take their argument types from here too)
-    comma_separated, int_at_least, non_negative_float, non_negative_int, one_of, pixel_radius, positive_float,
-    positive_int,
-)
+from .arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from .backends import BACKENDS
 from .data import DATASETS
 from .parallel import COMM_MODES, PARALLEL_STRATEGIES

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from . import parallel
 from .backends import BACKENDS
-from .config import TrainConfig, non_negative_int, positive_int
+from .arguments import non_negative_int, positive_int
+from .config import TrainConfig
 from .data import DATASETS
 from .grading import course_config, run_grade
 from .interrupts import ends_in_one_line_when_interrupted

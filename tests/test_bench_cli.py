@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from nn_cuda import kernel_resources
+from nn_cuda.arguments import comma_separated, int_at_least, one_of, pixel_radius, positive_int
 from nn_cuda.bench import gpu_check, roofline
 from nn_cuda.bench.__main__ import BENCHMARKS, main as bench_main
 from nn_cuda.config import build_parser as train_parser
-from nn_cuda.config import comma_separated, int_at_least, one_of, pixel_radius, positive_int
 
 REPO = Path(__file__).resolve().parent.parent
 

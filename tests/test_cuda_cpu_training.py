@@ -9,7 +9,6 @@ than 4 times that (measured: 0.6-1.8 times at H = 100; 0.07 times at H = 1000, w
 drifts to 1e-3 in W2 during the first epochs' large logits).
 """
 
-import numpy as np
 import pytest
 
 from nn_cuda import compare, grade

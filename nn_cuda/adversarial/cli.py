@@ -18,9 +18,8 @@ from .. import model, parallel
 from ..backends import BACKENDS, get_backend
 from ..bench.common import write_json
 from ..checkpoint import load_checkpoint, save_checkpoint
-from ..config import (EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser,
-                      comma_separated, non_negative_int, pixel_radius, positive_float, positive_int,
-                      reword_help)
+from ..arguments import comma_separated, non_negative_int, pixel_radius, positive_float, positive_int
+from ..config import EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser, reword_help
 from ..data import DATASETS
 from ..divergence import likely_cause
 from ..interrupts import ends_in_one_line_when_interrupted

@@ -26,8 +26,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..backends import BACKENDS
-from ..config import (HelpFormatter, comma_separated, int_at_least, pixel_radius, positive_float,
-                      positive_int)
+from ..arguments import comma_separated, int_at_least, pixel_radius, positive_float, positive_int
+from ..config import HelpFormatter
 from ..data import DATASETS
 from .common import (backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment,
                      write_json)

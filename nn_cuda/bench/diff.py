@@ -30,7 +30,8 @@ import sys
 
 from .. import compare
 from ..backends import BACKENDS
-from ..config import TrainConfig, comma_separated, non_negative_int, positive_float, positive_int
+from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
+from ..config import TrainConfig
 from ..data import DATASETS
 from .common import backend_or_usage_error, default_backend, machine_info, machine_line, write_json
 

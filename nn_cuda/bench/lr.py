@@ -22,7 +22,8 @@ import sys
 from tqdm import tqdm
 
 from .. import model
-from ..config import DEFAULT_LR, TrainConfig, comma_separated, non_negative_int, positive_float, positive_int
+from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
+from ..config import DEFAULT_LR, TrainConfig
 from ..data import DATASETS, epoch_order
 from ..training import Diverged, load_splits, run, silent
 from .common import machine_info, machine_line, write_json

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ..config import int_at_least, positive_int
+from ..arguments import int_at_least, positive_int
 from ..course import COURSE_GEMM_SIZES
 from .common import machine_info, machine_line, write_json
 

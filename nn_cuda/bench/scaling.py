@@ -37,7 +37,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..backends import BACKENDS
-from ..config import comma_separated, non_negative_int, one_of, positive_int
+from ..arguments import comma_separated, non_negative_int, one_of, positive_int
 from .common import (backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment,
                      write_json)
 

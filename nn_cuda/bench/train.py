@@ -32,7 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .. import model
-from ..config import non_negative_int, positive_int
+from ..arguments import non_negative_int, positive_int
 from ..profiling import PHASES, PhaseTimer, timed_step
 from ..backends import BACKENDS
 from .common import backend_or_usage_error, format_ratio, machine_info, machine_line, write_json
