@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import re
 import subprocess
 import sys
@@ -26,10 +25,10 @@ import tempfile
 from pathlib import Path
 
 from . import kernel_launch, nvrtc
-from .bench.common import machine_info
+from .bench.common import machine_info, write_json
 from .kernel_info import (GEMM_KERNEL_FILES, compile_options, gemm_kernel_name, kernel_dir, kernel_files,
                           kernel_source, name_expressions)
-from .outputs import OutputError, write_text
+from .outputs import OutputError
 
 # ---- compiling as CuPy does: NVRTC to PTX, then ptxas for one GPU -------------------------------
 
@@ -408,7 +407,7 @@ def write_resources_json(path, rows: list[dict], command: str) -> None:
         "sm_limits": {arch: dataclasses.asdict(SM_LIMITS[arch]) for arch in archs},
         "results": rows,
     }
-    write_text(path, json.dumps(payload, indent=2) + "\n")
+    write_json(path, payload)
 
 
 def build_parser() -> argparse.ArgumentParser:

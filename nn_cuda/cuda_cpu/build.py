@@ -97,17 +97,19 @@ def _sources_text(kernel_file: Path) -> str:
 
 def _compile(compiler: str, flags: list, unit: str, target: Path, filename: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
+    # Built under a name of this process's, then renamed: another rank may build the same library.
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
     with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
         source = Path(work) / f"{Path(filename).stem}_cpu.cpp"
         source.write_text(unit)
-        built = Path(work) / target.name
-        command = [compiler, *flags, "-o", str(built), str(source)]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-        if result.returncode != 0:
-            raise KernelBuildError(
-                f"kernels/{filename} does not compile for the CPU ({Path(compiler).name} exited with "
-                f"status {result.returncode}):\n{result.stderr.strip()}"
-            )
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
-        shutil.copyfile(built, temporary)
-        os.replace(temporary, target)  # atomic: another rank may be building the same library
+        command = [compiler, *flags, "-o", str(temporary), str(source)]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            if result.returncode != 0:
+                raise KernelBuildError(
+                    f"kernels/{filename} does not compile for the CPU ({Path(compiler).name} exited with "
+                    f"status {result.returncode}):\n{result.stderr.strip()}"
+                )
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
