@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Benchmarks, with the settings the README's tables were measured with. Results go to bench_results/
-# as JSON (machine, date and command included) and a table on the terminal.
+# Benchmarks, with the settings the README's tables were measured with. Results go to results/
+# (or $NN_CUDA_BENCH_DIR) as JSON (machine, date and command included) and a table on the terminal;
+# afterwards `python -m nn_cuda.report` redraws report/ and `python -m nn_cuda.report --docs` the
+# result tables of README.md and docs/ from them (git diff shows what changed).
 #
 #   ./run.sh gemm       GEMM kernels: correctness everywhere, GFLOP/s and % of cuBLAS on a GPU
 #   ./run.sh resources  every kernel's registers, shared memory and occupancy on sm_80 and sm_90
@@ -11,6 +13,7 @@
 #   ./run.sh roofline   the machine's copy bandwidth and vendor GEMM rate (the report's roofline)
 #   ./run.sh diff       float32 against the float64 reference as lr, epochs, H and batch vary
 #   ./run.sh curves     one default training run with --history (learning curves) and --profile
+#   ./run.sh accuracy   the training runs behind the accuracies of README.md and docs/training.md
 #   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed),
 #                       and the same scan on the course's raw 0-255 pixels
 #   ./run.sh gpu-check  the acceptance run on a GPU: the CuPy tests, grading modes 1-4, bench gemm
@@ -18,7 +21,7 @@
 #   ./run.sh all        all of the above but gpu-check (afterwards `python -m nn_cuda.report` writes report/ from them)
 set -euo pipefail
 cd "$(dirname "$0")"
-OUT=${NN_CUDA_BENCH_DIR:-bench_results}
+OUT=${NN_CUDA_BENCH_DIR:-results}
 mkdir -p "$OUT"
 PY=${PYTHON:-python}
 
@@ -81,6 +84,24 @@ bench_curves() {
         --history "$OUT/history_$backend.json" --profile "$OUT/profile_$backend.json"
 }
 
+bench_accuracy() {
+    # The training runs whose accuracies README.md and docs/training.md show (--history records
+    # the loss and accuracies of every epoch, the training time and the machine).
+    train() { local name=$1; shift; "$PY" -m nn_cuda.train --quiet "$@" --history "$OUT/accuracy_$name.json"; }
+    train sample_e1 --dataset mnist-sample -e 1
+    train sample_e20 --dataset mnist-sample
+    mpirun -n 4 "$PY" -m nn_cuda.train --quiet --dataset mnist-sample --history "$OUT/accuracy_sample_e20_4ranks.json"
+    train sample_e40 --dataset mnist-sample -e 40
+    train sample_e60 --dataset mnist-sample -e 60
+    for seed in 0 1 2; do train "sample_e80_seed$seed" --dataset mnist-sample -e 80 --seed "$seed"; done
+    if "$PY" -m nn_cuda.data info fashion-mnist | grep -q "images from"; then
+        train fashion_e20 --dataset fashion-mnist
+        mpirun -n 2 "$PY" -m nn_cuda.train --quiet --dataset fashion-mnist --history "$OUT/accuracy_fashion_e20_2ranks.json"
+    else
+        echo "no Fashion-MNIST files: skipping its runs (python -m nn_cuda.data fetch fashion-mnist)"
+    fi
+}
+
 bench_lr() {
     local torch=()
     if "$PY" -c "import torch" 2>/dev/null; then torch=(--torch); fi
@@ -104,8 +125,9 @@ case "${1:-all}" in
     roofline) bench_roofline ;;
     diff) bench_diff ;;
     curves) bench_curves ;;
+    accuracy) bench_accuracy ;;
     lr) bench_lr ;;
     gpu-check) bench_gpu_check ;;
-    all) bench_gemm; bench_resources; bench_roofline; bench_train; bench_scaling; bench_diff; bench_curves; bench_lr; bench_adversarial ;;
-    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|lr|resources|gpu-check|all" >&2; exit 2 ;;
+    all) bench_roofline; bench_train; bench_scaling; bench_adversarial; bench_accuracy; bench_gemm; bench_resources; bench_diff; bench_curves; bench_lr ;;
+    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|accuracy|lr|resources|gpu-check|all" >&2; exit 2 ;;
 esac

@@ -16,7 +16,8 @@ import numpy as np
 
 from .backends import get_backend
 from .course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
-from .bench.gemm import CupyTimer, NumbaTimer, _is_simulated, rel_inf_norm_error
+from .gpu_timer import gpu_events, is_simulated
+from .relative_errors import relative_error
 
 ALPHA, BETA = GEMM_ALPHA, GEMM_BETA
 THRESHOLDS = {"float32": 1e-6, "float64": 1e-12}
@@ -34,10 +35,10 @@ def course_inputs(M: int, N: int, K: int, dtype):
             ((grid(M, N) + 2) / N).astype(dtype))
 
 
-def _timed_ms(be, timer, run, repeat=REPEAT) -> float:
+def _timed_ms(backend, timer, run, repeat=REPEAT) -> float:
     """Median milliseconds of run(): CUDA events on a GPU, the host clock on the CPU."""
     run()
-    be.synchronize()
+    backend.synchronize()
     samples = []
     for _ in range(repeat):
         if timer is not None:
@@ -45,7 +46,7 @@ def _timed_ms(be, timer, run, repeat=REPEAT) -> float:
             timer.record(start)
             run()
             timer.record(end)
-            be.synchronize()
+            backend.synchronize()
             samples.append(timer.elapsed_ms(start, end))
         else:
             started = time.perf_counter()
@@ -54,18 +55,18 @@ def _timed_ms(be, timer, run, repeat=REPEAT) -> float:
     return statistics.median(samples)
 
 
-def run_gemm_grade(backend: str, gemm: str | None, dtype: str, scale: int = 1, log=print) -> bool:
-    if backend == "numba-sim" or (backend == "numba" and _is_simulated(backend)):
+def run_gemm_grade(backend_name: str, gemm: str | None, dtype: str, scale: int = 1, log=print) -> bool:
+    if is_simulated(backend_name):
         raise ValueError("mode 4 runs the course's sizes (up to 800x1000x784), far too large for "
                          "Numba's simulator; on a CPU use --backend numpy, or check the kernels "
                          "with: python -m nn_cuda.bench gemm --backend numba-sim")
-    be = get_backend(backend, gemm)
-    emulated = getattr(be, "emulated", False)
-    reference_algo = "cublas" if "cublas" in be.gemm_algos else None
-    reference_be = be if reference_algo else get_backend("numpy")
-    timer = CupyTimer() if backend == "cupy" else NumbaTimer() if backend == "numba" else None
+    backend = get_backend(backend_name, gemm)
+    emulated = getattr(backend, "emulated", False)
+    reference_algo = "cublas" if "cublas" in backend.gemm_algos else None
+    reference_backend = backend if reference_algo else get_backend("numpy")
+    timer = gpu_events(backend)
     limit = THRESHOLDS[dtype]
-    log(f"mode 4: C <- {ALPHA:g} A B + {BETA:g} C, {dtype}, {be.name}/{be.gemm_algo} against "
+    log(f"mode 4: C <- {ALPHA:g} A B + {BETA:g} C, {dtype}, {backend.name}/{backend.gemm_algo} against "
         f"{reference_algo or 'NumPy'} (fail above {limit:g})")
     if emulated:
         log("the CUDA C kernels run on the CPU here (cuda-cpu): the comparison is theirs with NumPy, "
@@ -75,16 +76,18 @@ def run_gemm_grade(backend: str, gemm: str | None, dtype: str, scale: int = 1, l
     for M, N, K in COURSE_GEMM_SIZES:
         M, N, K = M * scale, N * scale, K * scale
         A, B, C0 = course_inputs(M, N, K, dtype)
-        dA, dB, dC = be.to_device(A), be.to_device(B), be.to_device(C0)
-        rA, rB, rC = reference_be.to_device(A), reference_be.to_device(B), reference_be.to_device(C0)
-        be.gemm(dA, dB, dC, ALPHA, BETA)
-        reference_be.gemm(rA, rB, rC, ALPHA, BETA, algo=reference_algo)
-        error = rel_inf_norm_error(be.to_host(dC), reference_be.to_host(rC).astype(np.float64))
+        dA, dB, dC = backend.to_device(A), backend.to_device(B), backend.to_device(C0)
+        rA, rB, rC = (reference_backend.to_device(A), reference_backend.to_device(B),
+                      reference_backend.to_device(C0))
+        backend.gemm(dA, dB, dC, ALPHA, BETA)
+        reference_backend.gemm(rA, rB, rC, ALPHA, BETA, algo=reference_algo)
+        error = relative_error(reference_backend.to_host(rC), backend.to_host(dC), np.inf)
         passed = error <= limit  # NaN fails
         ok &= passed
-        own_ms = _timed_ms(be, timer, lambda: be.gemm(dA, dB, dC, ALPHA, BETA), repeat=1 if emulated else REPEAT)
-        ref_ms = _timed_ms(reference_be, timer if reference_algo else None,
-                           lambda: reference_be.gemm(rA, rB, rC, ALPHA, BETA, algo=reference_algo))
+        own_ms = _timed_ms(backend, timer, lambda: backend.gemm(dA, dB, dC, ALPHA, BETA),
+                           repeat=1 if emulated else REPEAT)
+        ref_ms = _timed_ms(reference_backend, timer if reference_algo else None,
+                           lambda: reference_backend.gemm(rA, rB, rC, ALPHA, BETA, algo=reference_algo))
         log(f"{M:6d} {N:6d} {K:6d} {error:11.3e} {ref_ms:13.3f} {own_ms:9.3f}   "
             f"{'PASS' if passed else 'FAIL'}")
     return ok

@@ -3,7 +3,7 @@
 Modes 1-3 train the network twice from the same initial weights, with the course's settings (H = 100,
 reg = 1e-4, batch 800, raw 0-255 pixels, and the learning rate and epochs of the mode): once with the
 NumPy CPU reference and once with the backend under test (a GPU backend, or MPI ranks). They then
-compare the parameters with the course's relative errors (nn_cuda.compare) and write
+compare the parameters with the course's relative errors (nn_cuda.relative_errors) and write
 
     Outputs/NNErrors.txt     the final errors of W1, W2, b1, b2, PASS/FAIL, and both accuracies
     Outputs/CpuGpuDiff.txt   one row per saved iteration (every -p steps, and the last): the errors
@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import compare, memory, parallel
+from . import memory, parallel, relative_errors
 from .course import COURSE_GEMM_SIZES
 from .config import TrainConfig
 from .training import (check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
@@ -49,7 +49,7 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     strategy = make_strategy(cfg)
     log = log if strategy.is_root else (lambda *args: None)
     if strategy.is_root and outputs is not None:
-        compare.check_outputs(outputs)
+        relative_errors.check_outputs(outputs)
     hidden, init = initial_parameters(cfg)
     splits = load_splits(cfg, log=log, progress=strategy.is_root)
     check_ranks_share_the_data(strategy.comm, splits)
@@ -64,7 +64,7 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     if not strategy.is_root:
         return True
     reference = train_with_snapshots(cfg, "numpy", None, splits, init)
-    return compare.report_comparison(cfg, tested, reference, outputs, log)
+    return relative_errors.report_comparison(cfg, tested, reference, outputs, log)
 
 
 def what_is_compared(mode: int, cfg: TrainConfig) -> str:

@@ -128,8 +128,9 @@ def _scalar(dtype):
 # ---- the network's operations as launches (shapes already checked by the backend) ----------------
 
 
-def gemm(algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> KernelLaunch:
-    """C <- alpha op(A) op(B) + beta C with the course's kernel `algo` (naive, tiled, regblock)."""
+def gemm_grid(algo, M, N) -> tuple[int, int, int]:
+    """The grid of GEMM kernel `algo` for an M x N matrix C: one block per tile of GEMM_TILES (the CUDA C
+    kernels and their Numba mirrors both launch it)."""
     tile_rows, tile_cols = GEMM_TILES[algo]
     grid = (_blocks(N, tile_cols), _blocks(M, tile_rows), 1)
     if grid[1] > MAX_GRID_Y:
@@ -137,6 +138,12 @@ def gemm(algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> KernelLaunch:
             f"gemm algorithm {algo!r} handles at most {MAX_GRID_Y * tile_rows} rows of C "
             f"(the grid's y limit), got M = {M}; split the product into blocks of rows"
         )
+    return grid
+
+
+def gemm(algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> KernelLaunch:
+    """C <- alpha op(A) op(B) + beta C with the course's kernel `algo` (naive, tiled, regblock)."""
+    grid = gemm_grid(algo, M, N)
     kernel = kernel_info.gemm_kernel_name(algo, C.dtype, trans_a, trans_b)
     scalar = _scalar(C.dtype)
     args = (A, B, C, np.int32(M), np.int32(N), np.int32(K), scalar(alpha), scalar(beta))

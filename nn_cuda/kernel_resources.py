@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from . import kernel_launch, nvrtc
-from .bench.common import machine_info, write_json
+from .records import machine_info, write_json
 from .kernel_info import (GEMM_KERNEL_FILES, compile_options, gemm_kernel_name, kernel_dir, kernel_files,
                           kernel_source, name_expressions)
 from .outputs import OutputError
@@ -395,6 +395,16 @@ def compiler_versions() -> dict:
     return {"nvrtc": f"{major}.{minor}", "ptxas": release[0].strip() if release else "unknown"}
 
 
+def _portable(option: str) -> str:
+    """An option as recorded: the include path relative to the working folder when it lies inside it
+    (a record says which options were used, not where this machine keeps its checkout)."""
+    if option.startswith("-I"):
+        folder = Path(option[2:])
+        if folder.is_absolute() and folder.is_relative_to(Path.cwd()):
+            return "-I" + folder.relative_to(Path.cwd()).as_posix()
+    return option
+
+
 def write_resources_json(path, rows: list[dict], command: str) -> None:
     """The table as a JSON result of kind "resources" for python -m nn_cuda.report (written atomically)."""
     machine = machine_info()
@@ -402,7 +412,8 @@ def write_resources_json(path, rows: list[dict], command: str) -> None:
     archs = list(dict.fromkeys(row["arch"] for row in rows))
     payload = {
         "benchmark": "resources", "machine": machine, "compiler": compiler_versions(),
-        "nvrtc_options": {arch: [*compile_options(), *cupy_added_options(_compute_of(arch), nvrtc.version())]
+        "nvrtc_options": {arch: [_portable(option) for option in
+                                 (*compile_options(), *cupy_added_options(_compute_of(arch), nvrtc.version()))]
                           for arch in archs},
         "sm_limits": {arch: dataclasses.asdict(SM_LIMITS[arch]) for arch in archs},
         "results": rows,

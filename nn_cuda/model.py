@@ -1,15 +1,15 @@
 """The network and its training step, written once for every backend.
 
-    X (n x 784) -> Z1 = X W1^T + b1 -> A1 = sigmoid(Z1) (n x H) -> Z2 = A1 W2^T + b2 -> P = softmax(Z2)
+    X (n x 784) -> Z1 = X W1^T + b1 -> A1 = sigmoid(Z1) (n x H) -> Z2 = A1 W2^T + b2 -> Yhat = softmax(Z2)
 
 Row-major, one sample per row; W1 is (H x 784) and W2 is (10 x H), (out, in) as in the project
 statement. The loss of a batch of N samples is
 
-    J = (1/N) sum_i CE(y_i, P_i) + 0.5 * reg * (|W1|^2 + |W2|^2)
+    J = (1/N) sum_i CE(y_i, Yhat_i) + 0.5 * reg * (|W1|^2 + |W2|^2)
 
 and the gradients (the statement's equations 3-7, for a batch of rows) are
 
-    dZ2 = (P - Y) / N              dW2 = dZ2^T A1 + reg W2       db2 = column sums of dZ2
+    dZ2 = (Yhat - Y) / N           dW2 = dZ2^T A1 + reg W2       db2 = column sums of dZ2
     dZ1 = (dZ2 W2) * A1 * (1 - A1) dW1 = dZ1^T X  + reg W1       db1 = column sums of dZ1
 
 `backward` writes only the data terms (dZ2^T A1, ...) into the gradient buffer: the reg terms are added
@@ -100,37 +100,37 @@ class Parameters:
 class Workspace:
     """Activations and their gradients for batches of up to `batch` rows, allocated once.
 
-    Z1 and A1 share a buffer (the sigmoid runs in place), Z2 and P too, dA1 and dZ1 too.
+    Z1 and A1 share a buffer (the sigmoid runs in place), Z2 and Yhat too, dA1 and dZ1 too.
     """
 
     def __init__(self, backend, batch: int, hidden: int, dtype, n_out: int = N_CLASSES):
         self.batch = batch
         self.A1 = backend.empty((batch, hidden), dtype)
-        self.P = backend.empty((batch, n_out), dtype)
+        self.Yhat = backend.empty((batch, n_out), dtype)
         self.dZ1 = backend.empty((batch, hidden), dtype)
         self.dZ2 = backend.empty((batch, n_out), dtype)
 
 
-def forward(be, params: Parameters, ws: Workspace, X, reduce_logits=None):
-    """P = softmax(sigmoid(X W1^T + b1) W2^T + b2) for the rows of X; returns the view of P.
+def forward(backend, params: Parameters, workspace: Workspace, X, reduce_logits=None):
+    """Yhat = softmax(sigmoid(X W1^T + b1) W2^T + b2) for the rows of X; returns the view of Yhat.
 
     `reduce_logits(Z2)`, when given, is called on A1 W2^T before b2 and the softmax: model-parallel
     training sums the partial logits of the ranks there.
     """
     n = X.shape[0]
-    A1, P = ws.A1[:n], ws.P[:n]
+    A1, Yhat = workspace.A1[:n], workspace.Yhat[:n]
     if n == 0:  # a data-parallel rank with no rows of a short batch (kernels need sizes >= 1)
-        return P
-    be.gemm(X, params.W1, A1, 1.0, 0.0, trans_b=True)
-    be.bias_sigmoid(A1, params.b1, A1)
-    be.gemm(A1, params.W2, P, 1.0, 0.0, trans_b=True)
+        return Yhat
+    backend.gemm(X, params.W1, A1, 1.0, 0.0, trans_b=True)
+    backend.bias_sigmoid(A1, params.b1, A1)
+    backend.gemm(A1, params.W2, Yhat, 1.0, 0.0, trans_b=True)
     if reduce_logits is not None:
-        reduce_logits(P)
-    be.bias_softmax(P, params.b2, P)
-    return P
+        reduce_logits(Yhat)
+    backend.bias_softmax(Yhat, params.b2, Yhat)
+    return Yhat
 
 
-def backward(be, params: Parameters, grads: Parameters, ws: Workspace, X, labels, scale: float,
+def backward(backend, params: Parameters, grads: Parameters, workspace: Workspace, X, labels, scale: float,
              after_layer2=None):
     """The data terms of the gradients of the last `forward` into `grads`.
 
@@ -141,69 +141,70 @@ def backward(be, params: Parameters, grads: Parameters, ws: Workspace, X, labels
     """
     n = X.shape[0]
     if n == 0:
-        be.fill(grads.flat, 0)
+        backend.fill(grads.flat, 0)
         if after_layer2 is not None:
             after_layer2(grads)
         return
-    A1, P, dZ1, dZ2 = ws.A1[:n], ws.P[:n], ws.dZ1[:n], ws.dZ2[:n]
-    be.softmax_grad(P, labels, scale, dZ2)
-    be.gemm(dZ2, A1, grads.W2, 1.0, 0.0, trans_a=True)
-    be.col_sum(dZ2, grads.b2)
+    A1, Yhat, dZ1, dZ2 = workspace.A1[:n], workspace.Yhat[:n], workspace.dZ1[:n], workspace.dZ2[:n]
+    backend.softmax_grad(Yhat, labels, scale, dZ2)
+    backend.gemm(dZ2, A1, grads.W2, 1.0, 0.0, trans_a=True)
+    backend.col_sum(dZ2, grads.b2)
     if after_layer2 is not None:
         after_layer2(grads)
-    be.gemm(dZ2, params.W2, dZ1, 1.0, 0.0)
-    be.sigmoid_backward(dZ1, A1, dZ1)
-    be.gemm(dZ1, X, grads.W1, 1.0, 0.0, trans_a=True)
-    be.col_sum(dZ1, grads.b1)
+    backend.gemm(dZ2, params.W2, dZ1, 1.0, 0.0)
+    backend.sigmoid_backward(dZ1, A1, dZ1)
+    backend.gemm(dZ1, X, grads.W1, 1.0, 0.0, trans_a=True)
+    backend.col_sum(dZ1, grads.b1)
 
 
-def sgd_update(be, params: Parameters, grads: Parameters, lr: float, reg: float) -> None:
+def sgd_update(backend, params: Parameters, grads: Parameters, lr: float, reg: float) -> None:
     """W <- W - lr (dW + reg W) for the weights; b <- b - lr db for the biases."""
-    be.sgd_update(params.weights, grads.weights, lr, reg)
-    be.sgd_update(params.biases, grads.biases, lr, 0.0)
+    backend.sgd_update(params.weights, grads.weights, lr, reg)
+    backend.sgd_update(params.biases, grads.biases, lr, 0.0)
 
 
-def regularization(be, params: Parameters, reg: float) -> float:
+def regularization(backend, params: Parameters, reg: float) -> float:
     """0.5 * reg * (|W1|^2 + |W2|^2), read back to the host."""
-    return 0.5 * reg * be.sum_squares(params.weights)
+    return 0.5 * reg * backend.sum_squares(params.weights)
 
 
-def loss(be, params: Parameters, P, labels, reg: float) -> float:
+def loss(backend, params: Parameters, Yhat, labels, reg: float) -> float:
     """J for the rows of the last forward (host float; for reports, not on the hot path)."""
-    n = P.shape[0]
-    return be.cross_entropy_sum(P, labels) / n + regularization(be, params, reg)
+    n = Yhat.shape[0]
+    return backend.cross_entropy_sum(Yhat, labels) / n + regularization(backend, params, reg)
 
 
-def predict(be, params: Parameters, ws: Workspace, X, reduce_logits=None) -> np.ndarray:
+def predict(backend, params: Parameters, workspace: Workspace, X, reduce_logits=None) -> np.ndarray:
     """Predicted labels (host int array) for all rows of X, in chunks of the workspace's batch.
 
     `reduce_logits` as in `forward`: under model parallelism every rank of the model group must call
     predict on the same rows, since each chunk's logits are summed over them.
     """
     labels = []
-    for start in range(0, X.shape[0], ws.batch):
-        P = forward(be, params, ws, X[start : start + ws.batch], reduce_logits=reduce_logits)
-        labels.append(be.argmax_rows(P))
+    for start in range(0, X.shape[0], workspace.batch):
+        Yhat = forward(backend, params, workspace, X[start : start + workspace.batch],
+                       reduce_logits=reduce_logits)
+        labels.append(backend.argmax_rows(Yhat))
     return np.concatenate(labels) if labels else np.empty(0, dtype=np.int64)
 
 
-def input_gradient(be, params: Parameters, ws: Workspace, X, labels, out, scale: float = 1.0):
+def input_gradient(backend, params: Parameters, workspace: Workspace, X, labels, out, scale: float = 1.0):
     """dL/dX of the last `forward` on X into out[:len(X)] (the gradient that FGSM and PGD ascend).
 
-    L = scale * sum_i CE(y_i, P_i): with scale = 1 (the attacks' convention) row i of the result is
+    L = scale * sum_i CE(y_i, Yhat_i): with scale = 1 (the attacks' convention) row i of the result is
     the gradient of sample i's own cross-entropy with respect to its pixels, whatever the batch size;
     the L2 term does not depend on X. For rows:
 
-        dZ2 = scale (P - Y),   dZ1 = (dZ2 W2) * A1 * (1 - A1),   dL/dX = dZ1 W1
+        dZ2 = scale (Yhat - Y),   dZ1 = (dZ2 W2) * A1 * (1 - A1),   dL/dX = dZ1 W1
 
     the first three lines of `backward` (no weight gradients) and one more GEMM.
     """
     n = X.shape[0]
     if n == 0:
         return out[:0]
-    A1, P, dZ1, dZ2 = ws.A1[:n], ws.P[:n], ws.dZ1[:n], ws.dZ2[:n]
-    be.softmax_grad(P, labels, scale, dZ2)
-    be.gemm(dZ2, params.W2, dZ1, 1.0, 0.0)
-    be.sigmoid_backward(dZ1, A1, dZ1)
-    be.gemm(dZ1, params.W1, out[:n], 1.0, 0.0)
+    A1, Yhat, dZ1, dZ2 = workspace.A1[:n], workspace.Yhat[:n], workspace.dZ1[:n], workspace.dZ2[:n]
+    backend.softmax_grad(Yhat, labels, scale, dZ2)
+    backend.gemm(dZ2, params.W2, dZ1, 1.0, 0.0)
+    backend.sigmoid_backward(dZ1, A1, dZ1)
+    backend.gemm(dZ1, params.W1, out[:n], 1.0, 0.0)
     return out[:n]

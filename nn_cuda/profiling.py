@@ -10,15 +10,15 @@ A `PhaseTimer` splits the time of the steps it watches into the phases of PHASES
                     logits allreduce of model parallelism
     transfers       host <-> device copies (none in a step: the data is uploaded once)
 
-Nothing in nn_cuda.model changes: `timer.backend(be)` returns a stand-in for the backend whose
+Nothing in nn_cuda.model changes: `timer.backend(backend)` returns a stand-in for the backend whose
 operations are timed under their phase (the GEMMs under forward_gemm or backward_gemm, after
 `timer.stage("forward")` or `timer.stage("backward")`), and `timer.strategy(strategy)` one whose
 allreduces are timed as communication. A run without a timer uses the backend itself: no cost.
 
 How a phase is timed depends on where the arrays live:
 - CPU backends (numpy, the Numba simulator): the host clock, after `synchronize()` on both sides;
-- CuPy, and Numba on a GPU: a pair of CUDA events around each call, read when the timer is
-  summarised (the GPU runs ahead of the host; the events time the kernels themselves). Host-side
+- CuPy, and Numba on a GPU: a pair of CUDA events (nn_cuda.gpu_timer) around each call, read
+  when the timer is summarised (the GPU runs ahead of the host; the events time the kernels themselves). Host-side
   work (MPI on the host) is timed with the host clock after a synchronize.
 With CuPy present, every phase and every step is also an NVTX range (cupy.cuda.nvtx), so that
 `nsys profile --trace=cuda,nvtx` shows them on the timeline.
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+
+from .gpu_timer import gpu_events
 
 PHASES = ("forward_gemm", "backward_gemm", "elementwise", "update", "communication", "transfers")
 
@@ -60,91 +62,56 @@ class _HostClock:
 
     kind = "host clock + synchronize"
 
-    def __init__(self, be):
-        self.be = be
+    def __init__(self, backend):
+        self.backend = backend
 
     def start(self):
-        self.be.synchronize()
+        self.backend.synchronize()
         return time.perf_counter()
 
     def stop(self, started):
-        self.be.synchronize()
+        self.backend.synchronize()
         return time.perf_counter() - started  # seconds, already known
 
     def seconds(self, token) -> float:
         return token
 
 
-class _CupyEvents:
-    """A CUDA event pair per phase call on CuPy's current stream; read at summary time."""
+class _EventClock:
+    """A CUDA event pair per phase call (nn_cuda.gpu_timer), read at summary time: timing a phase
+    never waits for the GPU."""
 
-    kind = "CUDA events (CuPy)"
-
-    def __init__(self):
-        import cupy
-
-        self.cupy = cupy
+    def __init__(self, events):
+        self.events = events
+        self.kind = events.kind
 
     def start(self):
-        event = self.cupy.cuda.Event()
-        event.record()
-        return event
+        started = self.events.event()
+        self.events.record(started)
+        return started
 
     def stop(self, started):
-        end = self.cupy.cuda.Event()
-        end.record()
+        end = self.events.event()
+        self.events.record(end)
         return (started, end)
 
     def seconds(self, token) -> float:
         started, end = token
-        end.synchronize()
-        return self.cupy.cuda.get_elapsed_time(started, end) / 1e3
+        return self.events.elapsed_ms(started, end) / 1e3
 
 
-class _NumbaEvents:
-    """A CUDA event pair per phase call on Numba's default stream; read at summary time."""
-
-    kind = "CUDA events (Numba)"
-
-    def __init__(self):
-        from numba import cuda
-
-        self.cuda = cuda
-
-    def start(self):
-        event = self.cuda.event(timing=True)
-        event.record()
-        return event
-
-    def stop(self, started):
-        end = self.cuda.event(timing=True)
-        end.record()
-        return (started, end)
-
-    def seconds(self, token) -> float:
-        started, end = token
-        end.synchronize()
-        return self.cuda.event_elapsed_time(started, end) / 1e3
-
-
-def _clock_for(be):
-    if be.on_device and be.name == "cupy":
-        return _CupyEvents()
-    if be.on_device and be.name == "numba":
-        from numba import config
-
-        if not config.ENABLE_CUDASIM:
-            return _NumbaEvents()
-    return _HostClock(be)
+def _clock_for(backend):
+    events = gpu_events(backend)
+    return _HostClock(backend) if events is None else _EventClock(events)
 
 
 class PhaseTimer:
     """Adds the time of each phase over the steps it watches; `summary()` gives the totals."""
 
-    def __init__(self, be, nvtx: bool = True):
-        self.be = be
-        self.clock = _clock_for(be)
-        self.host_clock = _HostClock(be)
+    def __init__(self, backend, nvtx: bool = True):
+        self._backend = backend
+        self.clock = _clock_for(backend)
+        self.host_clock = _HostClock(backend)
         self.nvtx = _nvtx() if nvtx else None
         self._stage = "forward"
         self._pending = {phase: [] for phase in PHASES}  # tokens of the device clock
@@ -206,9 +173,9 @@ class PhaseTimer:
             self.nvtx.RangePop()
 
     # ---- stand-ins for the backend and the strategy ---------------------------------------------
-    def backend(self, be):
-        """`be` with its operations timed under their phase (see OPERATION_PHASES)."""
-        return _TimedBackend(be, self)
+    def backend(self, backend):
+        """`backend` with its operations timed under their phase (see OPERATION_PHASES)."""
+        return _TimedBackend(backend, self)
 
     def strategy(self, strategy):
         """`strategy` with its allreduces (gradients, logits) timed as communication (host clock)."""
@@ -228,8 +195,8 @@ class PhaseTimer:
         steps = max(self.steps, 1)
         return {
             "clock": self.clock.kind,
-            "backend": self.be.name,
-            "gemm": getattr(self.be, "gemm_algo", None),
+            "backend": self._backend.name,
+            "gemm": getattr(self._backend, "gemm_algo", None),
             "steps": self.steps,
             "phases": PHASES,
             "seconds": seconds,
@@ -238,7 +205,7 @@ class PhaseTimer:
         }
 
     def write_json(self, path, extra: dict | None = None) -> None:
-        from .bench.common import write_json
+        from .records import write_json
 
         write_json(path, {**(extra or {}), "profile": self.summary()})
 
@@ -246,11 +213,11 @@ class PhaseTimer:
 class _TimedBackend:
     """Delegates everything to the backend; the operations of OPERATION_PHASES are timed."""
 
-    def __init__(self, be, timer: PhaseTimer):
-        self._be, self._timer = be, timer
+    def __init__(self, backend, timer: PhaseTimer):
+        self._backend, self._timer = backend, timer
 
     def __getattr__(self, name):
-        attribute = getattr(self._be, name)
+        attribute = getattr(self._backend, name)
         phase = OPERATION_PHASES.get(name)
         if phase is None or not callable(attribute):
             return attribute
@@ -299,18 +266,18 @@ class _TimedStrategy:
         return timed
 
 
-def timed_step(timer: PhaseTimer, model, be, params, grads, ws, X, labels, scale, lr, reg,
+def timed_step(timer: PhaseTimer, model, backend, params, grads, workspace, X, labels, scale, lr, reg,
                strategy=None):
     """One training step (forward, backward, [allreduce], update) with its phases timed.
 
-    `be` is the timer's stand-in (timer.backend(...)); `strategy` its stand-in or None.
+    `backend` is the timer's stand-in (timer.backend(...)); `strategy` its stand-in or None.
     """
     with timer.step():
         timer.stage("forward")
-        model.forward(be, params, ws, X, reduce_logits=getattr(strategy, "reduce_logits", None))
+        model.forward(backend, params, workspace, X, reduce_logits=getattr(strategy, "reduce_logits", None))
         timer.stage("backward")
-        model.backward(be, params, grads, ws, X, labels, scale,
+        model.backward(backend, params, grads, workspace, X, labels, scale,
                        after_layer2=getattr(strategy, "after_layer2", None))
         if strategy is not None:
             strategy.allreduce_gradients(grads)
-        model.sgd_update(be, params, grads, lr, reg)
+        model.sgd_update(backend, params, grads, lr, reg)

@@ -134,27 +134,27 @@ class History:
     snapshots: list = field(default_factory=list)  # (step, host params) with snapshot_every
 
 
-def accuracy(be, params, ws, x, y, reduce_logits=None) -> float:
+def accuracy(backend, params, workspace, x, y, reduce_logits=None) -> float:
     if x.shape[0] == 0:
         return float("nan")
-    return float(np.mean(model.predict(be, params, ws, x, reduce_logits) == y))
+    return float(np.mean(model.predict(backend, params, workspace, x, reduce_logits) == y))
 
 
-def weights_squared(be, params, strategy) -> float:
+def weights_squared(backend, params, strategy) -> float:
     """|W1|^2 + |W2|^2, the same on every rank (summed over the ranks holding different hidden units)."""
-    return strategy.sum_over_hidden(be.sum_squares(params.weights))
+    return strategy.sum_over_hidden(backend.sum_squares(params.weights))
 
 
-def batch_loss(be, P, labels, n_global: int, reg: float, strategy, weights_sq: float) -> float:
+def batch_loss(backend, Yhat, labels, n_global: int, reg: float, strategy, weights_sq: float) -> float:
     """J of the last step, the same on every rank: the cross-entropy summed over the ranks holding
     different samples, plus the L2 term of `weights_sq` (weights_squared)."""
-    cross_entropy = strategy.sum(be.cross_entropy_sum(P, labels)) / n_global
+    cross_entropy = strategy.sum(backend.cross_entropy_sum(Yhat, labels)) / n_global
     return cross_entropy + 0.5 * reg * weights_sq
 
 
 # A diverging run is detected and reported (Diverged), so NumPy's overflow warnings are only noise.
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
-def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=None, y_val=None,
+def train_loop(backend, params, batches, cfg: TrainConfig, strategy=None, *, x_val=None, y_val=None,
                x_test=None, y_test=None, snapshot_every: int = 0, progress: bool = True, log=print,
                timer=None) -> History:
     """SGD over `batches` for cfg.epochs (or cfg.max_steps); returns the History.
@@ -163,17 +163,17 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
     training time), and `x_test`/`y_test` too (the learning curves of --history). With
     snapshot_every, host copies of the parameters are kept at step 0 and every snapshot_every steps
     (the grading harness compares them between backends). `timer`, a nn_cuda.profiling.PhaseTimer,
-    times the phases of every step (--profile); without one the step runs on `be` itself.
+    times the phases of every step (--profile); without one the step runs on `backend` itself.
     """
     strategy = strategy or Serial()
-    step_be, step_strategy = be, strategy  # what the step calls: timed stand-ins under a timer
+    step_backend, step_strategy = backend, strategy  # what the step calls: timed stand-ins under a timer
     if timer is not None:
-        step_be, step_strategy = timer.backend(be), timer.strategy(strategy)
+        step_backend, step_strategy = timer.backend(backend), timer.strategy(strategy)
     hidden = params.hidden
-    grads = model.Parameters(be, hidden, params.dtype, params.n_in, params.n_out)
-    last_good = model.Parameters(be, hidden, params.dtype, params.n_in, params.n_out)
-    ws = model.Workspace(be, cfg.batch, hidden, params.dtype, params.n_out)
-    be.copy(params.flat, last_good.flat)
+    grads = model.Parameters(backend, hidden, params.dtype, params.n_in, params.n_out)
+    last_good = model.Parameters(backend, hidden, params.dtype, params.n_in, params.n_out)
+    workspace = model.Workspace(backend, cfg.batch, hidden, params.dtype, params.n_out)
+    backend.copy(params.flat, last_good.flat)
     check_every = cfg.print_every or max(1, batches.steps_per_epoch // 10)
     watch = DivergenceWatch(cfg.lr, cfg.reg)
     n_weights = strategy.sum_over_hidden(params.n_weights)
@@ -188,49 +188,50 @@ def train_loop(be, params, batches, cfg: TrainConfig, strategy=None, *, x_val=No
     for epoch in range(epochs):
         bar = tqdm(total=min(batches.steps_per_epoch, max_steps - history.steps),
                    desc=f"epoch {epoch + 1}/{epochs}", unit="step", disable=not show, leave=True)
-        be.synchronize()
+        backend.synchronize()
         started = time.perf_counter()
         last_loss = float("nan")
         for X, labels, n_global in batches.batches(epoch):
             if timer is not None:
                 timer.begin_step()
-            P = model.forward(step_be, params, ws, X, reduce_logits=step_strategy.reduce_logits)
+            Yhat = model.forward(step_backend, params, workspace, X,
+                                 reduce_logits=step_strategy.reduce_logits)
             if timer is not None:
                 timer.stage("backward")
-            model.backward(step_be, params, grads, ws, X, labels, 1.0 / n_global,
+            model.backward(step_backend, params, grads, workspace, X, labels, 1.0 / n_global,
                            after_layer2=step_strategy.after_layer2)
             step_strategy.allreduce_gradients(grads)
-            model.sgd_update(step_be, params, grads, cfg.lr, cfg.reg)
+            model.sgd_update(step_backend, params, grads, cfg.lr, cfg.reg)
             if timer is not None:
                 timer.end_step()
             history.steps += 1
             history.samples += n_global
             bar.update(1)
             if history.steps % check_every == 0 or history.steps == max_steps:
-                weights_sq = weights_squared(be, params, strategy)
-                last_loss = batch_loss(be, P, labels, n_global, cfg.reg, strategy, weights_sq)
-                biases = strategy.sum_over_hidden(be.sum_squares(params.biases))  # NaN on any rank
+                weights_sq = weights_squared(backend, params, strategy)
+                last_loss = batch_loss(backend, Yhat, labels, n_global, cfg.reg, strategy, weights_sq)
+                biases = strategy.sum_over_hidden(backend.sum_squares(params.biases))  # NaN on any rank
                 diverged = watch.check(history.steps, last_loss, math.sqrt(weights_sq / n_weights),
                                        finite=math.isfinite(biases))
                 if diverged:
                     bar.close()
-                    be.copy(last_good.flat, params.flat)
+                    backend.copy(last_good.flat, params.flat)
                     raise Diverged(diverged)
                 if watch.healthy:  # what --save writes if the run diverges later
-                    be.copy(params.flat, last_good.flat)
+                    backend.copy(params.flat, last_good.flat)
                 bar.set_postfix(loss=f"{last_loss:.4f}")
             if snapshot_every and history.steps % snapshot_every == 0:
                 history.snapshots.append((history.steps, strategy.gather_parameters(params)))
             if history.steps >= max_steps:
                 break
-        be.synchronize()
+        backend.synchronize()
         history.train_seconds += time.perf_counter() - started
         record = {"epoch": epoch + 1, "loss": last_loss}
         if x_val is not None and strategy.evaluates:
-            record["val_acc"] = accuracy(be, params, ws, x_val, y_val, strategy.reduce_logits)
+            record["val_acc"] = accuracy(backend, params, workspace, x_val, y_val, strategy.reduce_logits)
             bar.set_postfix(loss=f"{last_loss:.4f}", val_acc=f"{record['val_acc']:.4f}")
         if x_test is not None and strategy.evaluates:
-            record["test_acc"] = accuracy(be, params, ws, x_test, y_test, strategy.reduce_logits)
+            record["test_acc"] = accuracy(backend, params, workspace, x_test, y_test, strategy.reduce_logits)
         bar.close()
         history.epochs.append(record)
         if history.steps >= max_steps:
@@ -275,16 +276,17 @@ def train_with_snapshots(cfg: TrainConfig, backend_name: str, gemm, splits, init
     are None (the root reports).
     """
     strategy = strategy or Serial()
-    be = get_backend(backend_name, gemm)
-    params = strategy.local_parameters(be, init, cfg.dtype)
+    backend = get_backend(backend_name, gemm)
+    params = strategy.local_parameters(backend, init, cfg.dtype)
     strategy.broadcast_parameters(params)
-    batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
+    batches = strategy.make_batches(backend, splits.x_train, splits.y_train, cfg)
     every = snapshot_interval(cfg, batches.steps_per_epoch)
-    history = train_loop(be, params, batches, cfg, strategy, snapshot_every=every, progress=False)
+    history = train_loop(backend, params, batches, cfg, strategy, snapshot_every=every, progress=False)
     val_acc = float("nan")
     if strategy.evaluates:  # rank 0 of data parallelism; every rank of model parallelism
-        ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
-        val_acc = accuracy(be, params, ws, be.to_device(splits.x_val), splits.y_val, strategy.reduce_logits)
+        workspace = model.Workspace(backend, cfg.batch, params.hidden, cfg.dtype)
+        val_acc = accuracy(backend, params, workspace, backend.to_device(splits.x_val), splits.y_val,
+                           strategy.reduce_logits)
     final = strategy.gather_parameters(params)
     if not strategy.is_root:
         val_acc = float("nan")
@@ -333,9 +335,9 @@ def check_memory(cfg: TrainConfig, hidden: int, splits: Splits) -> None:
     memory.require(parts, fix, what=f"training with -n {hidden} -b {cfg.batch}")
 
 
-def evaluation_limit(cfg: TrainConfig, be) -> int | None:
+def evaluation_limit(cfg: TrainConfig, backend) -> int | None:
     """--eval-limit, or on an emulated backend (Backend.emulated) EMULATED_EVAL_LIMIT when none is given."""
-    if cfg.eval_limit is None and be.emulated:
+    if cfg.eval_limit is None and backend.emulated:
         return EMULATED_EVAL_LIMIT
     return cfg.eval_limit
 
@@ -351,19 +353,19 @@ def first_rows(splits: Splits, train: int | None, validation: int | None, test: 
                    x_test=splits.x_test[first(test)], y_test=splits.y_test[first(test)])
 
 
-def emulation_note(cfg: TrainConfig, be) -> str | None:
+def emulation_note(cfg: TrainConfig, backend) -> str | None:
     """The line that says what an emulated backend chose by itself (cfg: the flags as given)."""
-    if not be.emulated:
+    if not backend.emulated:
         return None
     chosen = []
     if cfg.gemm is None:
-        chosen.append(f"GEMM {be.gemm_algo}, the cheapest to emulate (--gemm to choose)")
+        chosen.append(f"GEMM {backend.gemm_algo}, the cheapest to emulate (--gemm to choose)")
     if cfg.eval_limit is None:
         chosen.append(f"accuracies on the first {EMULATED_EVAL_LIMIT} validation and test images "
                       "(--eval-limit N to change)")
     if not chosen:
         return None
-    return f"NOTE: backend {be.name} emulates the GPU kernels on the CPU, slowly: " + "; ".join(chosen)
+    return f"NOTE: backend {backend.name} emulates the GPU kernels on the CPU, slowly: " + "; ".join(chosen)
 
 
 def evaluated_images(full: Splits, used: Splits) -> str:
@@ -398,26 +400,26 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     else:
         check_output_paths({f"--{flag}": getattr(cfg, flag) for flag in OUTPUT_FLAGS})
         if cfg.seq and cfg.debug:
-            from .compare import check_outputs
+            from .relative_errors import check_outputs
 
             check_outputs(Path("Outputs"))
-    be = get_backend(cfg.backend, cfg.gemm)
-    note = emulation_note(cfg, be)
-    cfg = cfg.replace(eval_limit=evaluation_limit(cfg, be))
+    backend = get_backend(cfg.backend, cfg.gemm)
+    note = emulation_note(cfg, backend)
+    cfg = cfg.replace(eval_limit=evaluation_limit(cfg, backend))
     if splits is None:
         splits = load_splits(cfg, log=log, progress=strategy.is_root and not cfg.quiet)
     check_ranks_share_the_data(strategy.comm, splits)
     full_splits = splits
     splits = first_rows(splits, cfg.limit_rows, cfg.eval_limit, None if cfg.predictions else cfg.eval_limit)
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
-    params = strategy.local_parameters(be, host, cfg.dtype)
+    params = strategy.local_parameters(backend, host, cfg.dtype)
     strategy.broadcast_parameters(params)
-    batches = strategy.make_batches(be, splits.x_train, splits.y_train, cfg)
-    x_val, y_val = (be.to_device(splits.x_val), splits.y_val) if strategy.evaluates else (None, None)
+    batches = strategy.make_batches(backend, splits.x_train, splits.y_train, cfg)
+    x_val, y_val = (backend.to_device(splits.x_val), splits.y_val) if strategy.evaluates else (None, None)
     log(
         f"nn_cuda: {splits.dataset} ({splits.x_train.shape[0]} train / {splits.x_val.shape[0]} val / "
         f"{splits.x_test.shape[0]} test) H={hidden} batch={cfg.batch} lr={cfg.lr:g} reg={cfg.reg:g} "
-        f"epochs={cfg.epochs} {cfg.dtype} backend={be.name} gemm={be.gemm_algo}"
+        f"epochs={cfg.epochs} {cfg.dtype} backend={backend.name} gemm={backend.gemm_algo}"
     )
     if note:
         log(note)
@@ -427,14 +429,14 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     snapshot_every = 0
     if cfg.debug:
         snapshot_every = snapshot_interval(cfg, batches.steps_per_epoch)
-    x_test = be.to_device(splits.x_test) if (cfg.history and strategy.evaluates) else None
+    x_test = backend.to_device(splits.x_test) if (cfg.history and strategy.evaluates) else None
     timer = None
     if cfg.profile:
         from .profiling import PhaseTimer
 
-        timer = PhaseTimer(be)
+        timer = PhaseTimer(backend)
     try:
-        history = train_loop(be, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
+        history = train_loop(backend, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
                              x_test=x_test, y_test=splits.y_test, snapshot_every=snapshot_every,
                              timer=timer)
     except Diverged as diverged:
@@ -449,8 +451,9 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     strategy.finish(params, log)
     final = strategy.gather_parameters(params) if (cfg.save or cfg.seq) else None
     if strategy.evaluates:
-        ws = model.Workspace(be, cfg.batch, params.hidden, cfg.dtype)
-        test_pred = model.predict(be, params, ws, be.to_device(splits.x_test), strategy.reduce_logits)
+        workspace = model.Workspace(backend, cfg.batch, params.hidden, cfg.dtype)
+        test_pred = model.predict(backend, params, workspace, backend.to_device(splits.x_test),
+                                  strategy.reduce_logits)
     if not strategy.is_root:
         return {"rank": strategy.rank, "steps": history.steps, "epochs": len(history.epochs)}
     result = {
@@ -462,6 +465,7 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         "test_acc": float(np.mean(test_pred == splits.y_test)),
         "train_seconds": history.train_seconds,
         "samples_per_second": history.samples / history.train_seconds if history.train_seconds else 0.0,
+        "ranks": strategy.size,
         "history": history.epochs,
     }
     log(
@@ -479,7 +483,7 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     if cfg.history or cfg.profile:
         write_run_records(cfg.replace(hidden=hidden), result, timer, log)
     if cfg.seq:
-        from .compare import report_comparison
+        from .relative_errors import report_comparison
 
         log("-s: training the NumPy reference from the same weights")
         reference = train_with_snapshots(cfg.replace(quiet=True), "numpy", None, splits, host)
@@ -494,15 +498,20 @@ def write_run_records(cfg: TrainConfig, result: dict, timer, log=print) -> None:
     with the machine, the date and the command, for python -m nn_cuda.report."""
     from dataclasses import asdict
 
-    from .bench.common import machine_info, write_json
+    from .records import machine_info, write_json
 
     info = machine_info()
-    info["command"] = " ".join(["python", "-m", "nn_cuda.train", *sys.argv[1:]])
+    launcher = ["mpirun", "-n", str(result["ranks"])] if result["ranks"] > 1 else []
+    info["command"] = " ".join([*launcher, "python", "-m", "nn_cuda.train", *sys.argv[1:]])
     config = asdict(cfg)
     if cfg.history:
         write_json(cfg.history, {"benchmark": "history", "machine": info, "config": config,
-                                 "epochs": result["history"], "test_acc": result["test_acc"],
-                                 "train_seconds": result["train_seconds"]})
+                                 "dataset": result["dataset"],  # the data trained on (config: asked for)
+                                 "epochs": result["history"], "steps": result["steps"],
+                                 "val_acc": result["val_acc"], "test_acc": result["test_acc"],
+                                 "train_seconds": result["train_seconds"],
+                                 "samples_per_second": result["samples_per_second"],
+                                 "ranks": result["ranks"]})
         log(f"wrote the learning curves to {cfg.history}")
     if cfg.profile:
         timer.write_json(cfg.profile, {"benchmark": "profile", "machine": info, "config": config})

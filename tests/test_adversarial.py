@@ -21,7 +21,7 @@ from nn_cuda.backends import get_backend
 from nn_cuda.checkpoint import save_checkpoint
 
 
-def random_model(be, hidden, dtype, seed=0, scale=0.3, n_in=784):
+def random_model(backend, hidden, dtype, seed=0, scale=0.3, n_in=784):
     """Weights large enough that every pixel's gradient is far from zero (sign is well defined)."""
     rng = np.random.default_rng(seed)
     host = {
@@ -30,7 +30,7 @@ def random_model(be, hidden, dtype, seed=0, scale=0.3, n_in=784):
         "W2": scale * 10 * rng.standard_normal((10, hidden)),
         "b2": 0.1 * rng.standard_normal(10),
     }
-    params = model.Parameters(be, hidden, dtype, n_in=n_in)
+    params = model.Parameters(backend, hidden, dtype, n_in=n_in)
     params.load(host)
     return params
 
@@ -43,30 +43,30 @@ def images(n, seed=1, dtype=np.float64, n_in=784):
     return x.astype(dtype), rng.integers(0, 10, n).astype(np.int32)
 
 
-def total_cross_entropy(be, params, ws, X, labels):
-    P = model.forward(be, params, ws, be.to_device(X))
-    return be.cross_entropy_sum(P, be.to_device(labels))
+def total_cross_entropy(backend, params, workspace, X, labels):
+    Yhat = model.forward(backend, params, workspace, backend.to_device(X))
+    return backend.cross_entropy_sum(Yhat, backend.to_device(labels))
 
 
 @pytest.mark.parametrize("scale", (1.0, 0.25))
 def test_input_gradient_matches_finite_differences(scale):
-    be = get_backend("numpy")
+    backend = get_backend("numpy")
     n, hidden = 3, 5
-    params = random_model(be, hidden, np.float64, scale=0.05)
-    ws = model.Workspace(be, n, hidden, np.float64)
+    params = random_model(backend, hidden, np.float64, scale=0.05)
+    workspace = model.Workspace(backend, n, hidden, np.float64)
     X, y = images(n)
     grad = np.full((n, 784), np.nan)
-    model.forward(be, params, ws, X)
-    model.input_gradient(be, params, ws, X, y, grad, scale=scale)
+    model.forward(backend, params, workspace, X)
+    model.input_gradient(backend, params, workspace, X, y, grad, scale=scale)
 
     h = 1e-6
     numeric = np.empty((n, 784))
     for i in range(n):
         for j in range(784):
             X[i, j] += h
-            up = total_cross_entropy(be, params, ws, X, y)
+            up = total_cross_entropy(backend, params, workspace, X, y)
             X[i, j] -= 2 * h
-            down = total_cross_entropy(be, params, ws, X, y)
+            down = total_cross_entropy(backend, params, workspace, X, y)
             X[i, j] += h
             numeric[i, j] = scale * (up - down) / (2 * h)
     error = np.linalg.norm(grad - numeric) / np.linalg.norm(numeric)
@@ -76,53 +76,53 @@ def test_input_gradient_matches_finite_differences(scale):
 @pytest.mark.parametrize("dtype", (np.float32, np.float64))
 @pytest.mark.parametrize("eps", (0.05, 0.2))
 def test_attacks_stay_in_the_ball_and_in_unit_range(dtype, eps):
-    be = get_backend("numpy")
-    params = random_model(be, 8, dtype)
-    attacker = Attacker(be, params, batch=6, seed=3)
+    backend = get_backend("numpy")
+    params = random_model(backend, 8, dtype)
+    attacker = Attacker(backend, params, batch=6, seed=3)
     X, y = images(5, dtype=dtype)
-    X_dev, y_dev = be.to_device(X), be.to_device(y)
+    X_dev, y_dev = backend.to_device(X), backend.to_device(y)
     tol = 2 * np.finfo(dtype).eps  # one rounding of x + step and of x +- eps
     attacks = {
         "fgsm": attacker.fgsm(X_dev, y_dev, eps).copy(),
         "pgd": attacker.pgd(X_dev, y_dev, eps, alpha=eps / 3, steps=7).copy(),
         "pgd+random": attacker.pgd(X_dev, y_dev, eps, alpha=eps / 3, steps=7, random_start=True).copy(),
     }
-    for name, adv in attacks.items():
-        assert adv.shape == X.shape and adv.dtype == dtype, name
-        assert np.all(np.abs(adv - X) <= eps + tol), name
-        assert adv.min() >= 0 and adv.max() <= 1, name
-        assert np.max(np.abs(adv - X)) > 0.9 * eps, name  # it did move, up to the edge of the ball
+    for name, adversaries in attacks.items():
+        assert adversaries.shape == X.shape and adversaries.dtype == dtype, name
+        assert np.all(np.abs(adversaries - X) <= eps + tol), name
+        assert adversaries.min() >= 0 and adversaries.max() <= 1, name
+        assert np.max(np.abs(adversaries - X)) > 0.9 * eps, name  # it did move, up to the edge of the ball
     # the attacks raise the loss above the clean loss
-    ws = model.Workspace(be, 6, 8, dtype)
-    clean_loss = total_cross_entropy(be, params, ws, X, y)
-    for name, adv in attacks.items():
-        assert total_cross_entropy(be, params, ws, adv, y) > clean_loss, name
+    workspace = model.Workspace(backend, 6, 8, dtype)
+    clean_loss = total_cross_entropy(backend, params, workspace, X, y)
+    for name, adversaries in attacks.items():
+        assert total_cross_entropy(backend, params, workspace, adversaries, y) > clean_loss, name
 
 
 @pytest.mark.parametrize("dtype", (np.float32, np.float64))
 def test_one_pgd_step_of_size_eps_is_fgsm(dtype):
-    be = get_backend("numpy")
-    params = random_model(be, 8, dtype, seed=4)
+    backend = get_backend("numpy")
+    params = random_model(backend, 8, dtype, seed=4)
     X, y = images(4, seed=5, dtype=dtype)
     eps = 0.1
-    pgd = Attacker(be, params, 4).pgd(X, y, eps, alpha=eps, steps=1, random_start=False).copy()
-    fgsm = Attacker(be, params, 4).fgsm(X, y, eps).copy()
+    pgd = Attacker(backend, params, 4).pgd(X, y, eps, alpha=eps, steps=1, random_start=False).copy()
+    fgsm = Attacker(backend, params, 4).fgsm(X, y, eps).copy()
     # FGSM from its definition: clip(x + eps * sign(dL/dx), 0, 1)
-    ws = model.Workspace(be, 4, 8, dtype)
+    workspace = model.Workspace(backend, 4, 8, dtype)
     grad = np.empty_like(X)
-    model.forward(be, params, ws, X)
-    model.input_gradient(be, params, ws, X, y, grad)
+    model.forward(backend, params, workspace, X)
+    model.input_gradient(backend, params, workspace, X, y, grad)
     by_definition = np.clip(X + dtype(eps) * np.sign(grad), 0, 1)
     np.testing.assert_array_equal(pgd, fgsm)
     np.testing.assert_array_equal(fgsm, by_definition)
 
 
 def test_attacker_refuses_a_batch_larger_than_its_buffers():
-    be = get_backend("numpy")
-    params = random_model(be, 4, np.float32)
+    backend = get_backend("numpy")
+    params = random_model(backend, 4, np.float32)
     X, y = images(3, dtype=np.float32)
     with pytest.raises(ValueError, match="up to 2 rows"):
-        Attacker(be, params, 2).fgsm(X, y, 0.1)
+        Attacker(backend, params, 2).fgsm(X, y, 0.1)
 
 
 def test_numba_attack_agrees_with_numpy():
@@ -138,10 +138,11 @@ def test_numba_attack_agrees_with_numpy():
     nb, npb = get_backend("numba"), get_backend("numpy")
     X, y = images(2, seed=9, n_in=20)
     results = []
-    for be in (nb, npb):
-        params = random_model(be, 3, np.float64, seed=8, n_in=20)
-        adv = Attacker(be, params, 2).pgd(be.to_device(X), be.to_device(y), 0.1, alpha=0.05, steps=2)
-        results.append(be.to_host(adv))
+    for backend in (nb, npb):
+        params = random_model(backend, 3, np.float64, seed=8, n_in=20)
+        adversaries = Attacker(backend, params, 2).pgd(backend.to_device(X), backend.to_device(y), 0.1,
+                                                       alpha=0.05, steps=2)
+        results.append(backend.to_host(adversaries))
     np.testing.assert_allclose(results[0], results[1], rtol=0, atol=1e-12)
 
 
@@ -149,8 +150,8 @@ def test_numba_attack_agrees_with_numpy():
 
 
 def test_eval_command_prints_clean_fgsm_and_pgd(tmp_path, capsys):
-    be = get_backend("numpy")
-    params = random_model(be, 8, np.float32, scale=0.01)
+    backend = get_backend("numpy")
+    params = random_model(backend, 8, np.float32, scale=0.01)
     checkpoint = save_checkpoint(tmp_path / "m.npz", params.to_host())
     code = adversarial_main(["eval", "--checkpoint", str(checkpoint), "--dataset", "mnist-sample",
                              "--eps", "0.05,0.1", "--steps", "3", "--limit", "50"])
@@ -185,23 +186,23 @@ def test_adversarial_training_is_more_robust_than_plain_training(tmp_path):
     from nn_cuda.config import parse_args
 
     plain_run(parse_args(common + ["--save", str(plain_path)]), log=lambda *a, **k: None)
-    cfg, adv = parse_train_args(common + ["--steps", "2", "--eps", "0.1", "--eval-limit", "10",
-                                          "--eval-steps", "1", "--save", str(robust_path)])
-    run_train_serial(cfg, adv, log=lambda *a, **k: None)
+    cfg, adversarial_args = parse_train_args(common + ["--steps", "2", "--eps", "0.1", "--eval-limit", "10",
+                                                       "--eval-steps", "1", "--save", str(robust_path)])
+    run_train_serial(cfg, adversarial_args, log=lambda *a, **k: None)
 
-    be = get_backend("numpy")
+    backend = get_backend("numpy")
     from nn_cuda.checkpoint import load_checkpoint
     from nn_cuda.config import TrainConfig
     from nn_cuda.training import load_splits
 
     splits = load_splits(TrainConfig(dataset="mnist-sample"), log=lambda *a, **k: None)
-    x, y = be.to_device(splits.x_test[:500]), be.to_device(splits.y_test[:500])
+    x, y = backend.to_device(splits.x_test[:500]), backend.to_device(splits.y_test[:500])
     robust = {}
     for name, path in (("plain", plain_path), ("robust", robust_path)):
         host, _ = load_checkpoint(path)
-        params = model.Parameters(be, 32, np.float32)
+        params = model.Parameters(backend, 32, np.float32)
         params.load(host)
-        (row,) = robustness(be, params, x, y, [0.1], steps=20)
+        (row,) = robustness(backend, params, x, y, [0.1], steps=20)
         robust[name] = row.pgd
         assert row.pgd <= row.clean
     assert robust["robust"] > robust["plain"] + 0.08, robust

@@ -31,20 +31,21 @@ def case(shape, dtype, seed=7):
     clean = rng.uniform(0, 1, shape)
     clean[..., 0] = 0.0  # pixels at the edges of [0, 1], where the clip to [0, 1] bites
     clean[..., -1] = 1.0
-    adv = np.clip(clean + rng.uniform(-0.15, 0.15, shape), 0, 1)  # some outside the eps = 0.1 ball
+    adversarial = np.clip(clean + rng.uniform(-0.15, 0.15, shape), 0, 1)  # some outside the eps = 0.1 ball
     grad = rng.standard_normal(shape)
     grad[rng.uniform(size=shape) < 0.2] = 0.0  # sign(0) = 0: no step
-    return adv.astype(dtype), grad.astype(dtype), clean.astype(dtype)
+    return adversarial.astype(dtype), grad.astype(dtype), clean.astype(dtype)
 
 
-def run_step(be, adv, grad, clean, alpha, eps, in_place=False):
-    d_adv, d_grad, d_clean = be.to_device(adv), be.to_device(grad), be.to_device(clean)
+def run_step(backend, adversarial, grad, clean, alpha, eps, in_place=False):
+    d_adversarial = backend.to_device(adversarial)
+    d_grad, d_clean = backend.to_device(grad), backend.to_device(clean)
     if in_place:
-        out = d_adv
+        out = d_adversarial
     else:
-        out = be.to_device(np.full(adv.shape, np.nan, dtype=adv.dtype))
-    be.pgd_step(d_adv, d_grad, d_clean, alpha, eps, out)
-    return be.to_host(out)
+        out = backend.to_device(np.full(adversarial.shape, np.nan, dtype=adversarial.dtype))
+    backend.pgd_step(d_adversarial, d_grad, d_clean, alpha, eps, out)
+    return backend.to_host(out)
 
 
 def tolerance(dtype):
@@ -55,10 +56,10 @@ def tolerance(dtype):
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("in_place", (False, True))
 def test_numpy_pgd_step_matches_the_definition(shape, dtype, in_place):
-    adv, grad, clean = case(shape, dtype)
-    got = run_step(get_backend("numpy"), adv, grad, clean, 0.03, 0.1, in_place)
+    adversarial, grad, clean = case(shape, dtype)
+    got = run_step(get_backend("numpy"), adversarial, grad, clean, 0.03, 0.1, in_place)
     assert got.dtype == dtype and not np.isnan(got).any()
-    assert np.max(np.abs(got - reference(adv, grad, clean, 0.03, 0.1))) <= tolerance(dtype)
+    assert np.max(np.abs(got - reference(adversarial, grad, clean, 0.03, 0.1))) <= tolerance(dtype)
 
 
 def test_fgsm_from_the_clean_images_is_a_signed_step_clipped_to_unit():
@@ -69,7 +70,7 @@ def test_fgsm_from_the_clean_images_is_a_signed_step_clipped_to_unit():
 
 
 @pytest.fixture(scope="module")
-def numba_be():
+def numba_backend():
     from numba import config as numba_config
     from numba import cuda
 
@@ -83,19 +84,19 @@ def numba_be():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("in_place", (False, True))
-def test_numba_pgd_step_matches_numpy_bit_for_bit(numba_be, shape, dtype, in_place):
-    adv, grad, clean = case(shape, dtype, seed=11)
-    got = run_step(numba_be, adv, grad, clean, 0.05, 0.1, in_place)
+def test_numba_pgd_step_matches_numpy_bit_for_bit(numba_backend, shape, dtype, in_place):
+    adversarial, grad, clean = case(shape, dtype, seed=11)
+    got = run_step(numba_backend, adversarial, grad, clean, 0.05, 0.1, in_place)
     assert not np.isnan(got).any()
-    np.testing.assert_array_equal(got, run_step(get_backend("numpy"), adv, grad, clean, 0.05, 0.1))
-    assert np.max(np.abs(got - reference(adv, grad, clean, 0.05, 0.1))) <= tolerance(dtype)
+    np.testing.assert_array_equal(got, run_step(get_backend("numpy"), adversarial, grad, clean, 0.05, 0.1))
+    assert np.max(np.abs(got - reference(adversarial, grad, clean, 0.05, 0.1))) <= tolerance(dtype)
 
 
-def test_numba_pgd_step_rejects_mismatched_shapes(numba_be):
-    a = numba_be.to_device(np.zeros((2, 3), np.float32))
-    b = numba_be.to_device(np.zeros((3, 2), np.float32))
+def test_numba_pgd_step_rejects_mismatched_shapes(numba_backend):
+    a = numba_backend.to_device(np.zeros((2, 3), np.float32))
+    b = numba_backend.to_device(np.zeros((3, 2), np.float32))
     with pytest.raises(ValueError, match="shape"):
-        numba_be.pgd_step(a, b, a, 0.1, 0.1, a)
+        numba_backend.pgd_step(a, b, a, 0.1, 0.1, a)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -106,11 +107,11 @@ def test_cupy_pgd_step(dtype):
             pytest.skip("no GPU")
     except cupy.cuda.runtime.CUDARuntimeError:
         pytest.skip("no GPU")
-    be = get_backend("cupy")
-    adv, grad, clean = case((37, 785), dtype, seed=5)
-    got = run_step(be, adv, grad, clean, 0.05, 0.1)
+    backend = get_backend("cupy")
+    adversarial, grad, clean = case((37, 785), dtype, seed=5)
+    got = run_step(backend, adversarial, grad, clean, 0.05, 0.1)
     assert not np.isnan(got).any()
-    assert np.max(np.abs(got - reference(adv, grad, clean, 0.05, 0.1))) <= tolerance(dtype)
+    assert np.max(np.abs(got - reference(adversarial, grad, clean, 0.05, 0.1))) <= tolerance(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -118,7 +119,7 @@ def test_cupy_pgd_step(dtype):
 @pytest.mark.parametrize("in_place", (False, True))
 def test_cuda_c_pgd_step_on_the_cpu_matches_numpy_bit_for_bit(shape, dtype, in_place):
     """kernels/nn_ops.cu's pgd_step rounds the same operations in the same order as NumPy."""
-    adv, grad, clean = case(shape, dtype, seed=13)
-    got = run_step(get_backend("cuda-cpu"), adv, grad, clean, 0.05, 0.1, in_place)
+    adversarial, grad, clean = case(shape, dtype, seed=13)
+    got = run_step(get_backend("cuda-cpu"), adversarial, grad, clean, 0.05, 0.1, in_place)
     assert not np.isnan(got).any()
-    np.testing.assert_array_equal(got, run_step(get_backend("numpy"), adv, grad, clean, 0.05, 0.1))
+    np.testing.assert_array_equal(got, run_step(get_backend("numpy"), adversarial, grad, clean, 0.05, 0.1))

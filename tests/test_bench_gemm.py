@@ -20,6 +20,7 @@ import pytest
 
 from nn_cuda.backends.numpy_backend import NumpyBackend
 from nn_cuda.bench import gemm
+from nn_cuda.relative_errors import relative_error
 
 
 def records_of(path):
@@ -169,15 +170,15 @@ def test_stray_term_is_caught(monkeypatch, tmp_path, capsys):
 # ---- the error measure and the tolerance --------------------------------------------------------
 
 
-def test_rel_inf_norm_error_by_hand():
+def test_the_gemm_error_is_the_relative_inf_norm_error():
     reference = np.array([[1.0, -2.0], [3.0, 4.0]])  # largest absolute row sum: |3| + |4| = 7
     result = np.array([[2.0, -1.0], [3.0, 4.0]])  # difference [[1, 1], [0, 0]]: largest row sum 2
     # 2 / 7; not the largest row-wise ratio (2 / 3), nor the 1-norm ratio (1 / 6), nor Frobenius.
-    assert gemm.rel_inf_norm_error(result, reference) == pytest.approx(2 / 7)
-    assert gemm.rel_inf_norm_error(reference, reference) == 0.0
-    assert gemm.rel_inf_norm_error(result.astype(np.float32), reference) == pytest.approx(2 / 7)
+    assert relative_error(reference, result, np.inf) == pytest.approx(2 / 7)
+    assert relative_error(reference, reference, np.inf) == 0.0
+    assert relative_error(reference, result.astype(np.float32), np.inf) == pytest.approx(2 / 7)
     result[1, 0] = np.nan
-    assert math.isnan(gemm.rel_inf_norm_error(result, reference))
+    assert math.isnan(relative_error(reference, result, np.inf))
 
 
 def test_tolerance_is_k_plus_3_unit_roundoffs_of_the_kernel_and_of_the_reference():

@@ -42,6 +42,18 @@ def rel_error(result, reference):
     return float(np.abs(result - reference).max() / np.abs(reference).max())
 
 
+def unchecked_error(algo, A, B, C, **options) -> float:
+    """The (edited) kernel run without the checking mode: its relative error against A @ B."""
+    CudaCpuBackend(algo, check=False).gemm(A, B, C, **options)
+    return rel_error(C, A @ B)
+
+
+def reported_when_checked(algo, A, B, C, match, **options) -> None:
+    """The (edited) kernel run in the checking mode must fail with a KernelError matching `match`."""
+    with pytest.raises(KernelError, match=match):
+        CudaCpuBackend(algo, check=True).gemm(A, B, C, **options)
+
+
 # ---- the bugs the checking mode finds ------------------------------------------------------------
 
 
@@ -55,13 +67,10 @@ def test_missing_second_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monk
 
     # Without the checking mode the bug shows too: threads run one after another, in order, so
     # thread 0 already loads the next tiles before thread 1 reads the current ones.
-    C = np.zeros((40, 36))
-    CudaCpuBackend("tiled", check=False).gemm(A, B, C)
-    assert rel_error(C, A @ B) > 1e-3
+    assert unchecked_error("tiled", A, B, np.zeros((40, 36))) > 1e-3
 
     # With it, it is reported as a race: two thread orders give two different results.
-    with pytest.raises(KernelError, match="depends on the order in which the threads"):
-        CudaCpuBackend("tiled", check=True).gemm(A, B, np.zeros((40, 36)))
+    reported_when_checked("tiled", A, B, np.zeros((40, 36)), "depends on the order in which the threads")
 
 
 def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monkeypatch):
@@ -70,8 +79,7 @@ def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monke
                    "        __syncthreads();\n",
                    "b_tile[b_k][b_c] = b_inside ? op_element<T, TRANS_B>(B, k0 + b_k, col0 + b_c, K, N) : T(0);\n")
     A, B = random_gemm(33, 33, 33)
-    with pytest.raises(KernelError, match="depends on the order|hold NaN"):
-        CudaCpuBackend("tiled", check=True).gemm(A, B, np.zeros((33, 33)))
+    reported_when_checked("tiled", A, B, np.zeros((33, 33)), "depends on the order|hold NaN")
 
 
 def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch):
@@ -87,13 +95,11 @@ def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch
     # never written, so C is right. (A is a view into a larger buffer so the read stays harmless.)
     padded = np.zeros((M + 1, K))
     padded[:M] = A
-    C = np.zeros((M, N))
-    CudaCpuBackend("regblock", check=False).gemm(padded[:M], B, C)
-    assert rel_error(C, A @ B) < 1e-12
+    assert unchecked_error("regblock", padded[:M], B, np.zeros((M, N))) < 1e-12
 
     # With it, the read past the end of A faults and is named.
-    with pytest.raises(KernelError, match=r"past the end of A in thread \(\d+, \d+, 0\) of block \(\d+, 1, 0\)"):
-        CudaCpuBackend("regblock", check=True).gemm(A, B, np.zeros((M, N)))
+    reported_when_checked("regblock", A, B, np.zeros((M, N)),
+                          r"past the end of A in thread \(\d+, \d+, 0\) of block \(\d+, 1, 0\)")
 
 
 def test_reading_c_when_beta_is_zero_is_reported(tmp_path, monkeypatch):
@@ -104,13 +110,10 @@ def test_reading_c_when_beta_is_zero_is_reported(tmp_path, monkeypatch):
     A, B = random_gemm(9, 11, 5)
 
     # Without the checking mode it does not show when C happens to hold finite numbers: 0 * C = 0.
-    C = np.ones((9, 11))
-    CudaCpuBackend("naive", check=False).gemm(A, B, C, beta=0.0)
-    assert rel_error(C, A @ B) < 1e-12
+    assert unchecked_error("naive", A, B, np.ones((9, 11)), beta=0.0) < 1e-12
 
     # With it, C is filled with NaN before the launch, and the NaN that reached C is reported.
-    with pytest.raises(KernelError, match="hold NaN after the launch"):
-        CudaCpuBackend("naive", check=True).gemm(A, B, np.ones((9, 11)), beta=0.0)
+    reported_when_checked("naive", A, B, np.ones((9, 11)), "hold NaN after the launch", beta=0.0)
 
 
 def test_a_thread_that_skips_a_barrier_is_reported_not_a_hang(tmp_path, monkeypatch):

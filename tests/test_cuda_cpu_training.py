@@ -11,7 +11,7 @@ drifts to 1e-3 in W2 during the first epochs' large logits).
 
 import pytest
 
-from nn_cuda import compare, grade
+from nn_cuda import grade, relative_errors
 from nn_cuda.training import train_with_snapshots
 from nn_cuda.config import TrainConfig
 from nn_cuda.training import initial_parameters, load_splits
@@ -32,7 +32,7 @@ def numpy_runs():
 
 
 def max_norm_errors(run, reference) -> dict:
-    return {name: errors[0] for name, errors in compare.parameter_errors(reference.params, run.params).items()}
+    return {name: errors[0] for name, errors in relative_errors.parameter_errors(reference.params, run.params).items()}
 
 
 @pytest.mark.slow

@@ -16,6 +16,8 @@ at most 2.2e-7 in float32 at K = 1000 (bound 6.0e-5); an element written wrong, 
 import numpy as np
 import pytest
 
+from nn_cuda.relative_errors import relative_error
+
 
 def _gpu_backend():
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed (pip install -e .[gpu])")
@@ -63,13 +65,6 @@ GUARD = 64  # elements on each side of C that a kernel must not touch
 
 def unit_roundoff(dtype) -> float:
     return float(np.finfo(dtype).eps) / 2
-
-
-def rel_inf_norm_error(result, reference) -> float:
-    """||result - reference||_inf / ||reference||_inf, the inf-norm being the largest row sum of |x|."""
-    result = np.asarray(result, dtype=np.float64)
-    reference = np.asarray(reference, dtype=np.float64)
-    return float(np.abs(result - reference).sum(axis=1).max() / np.abs(reference).sum(axis=1).max())
 
 
 def guarded_output(backend, host_values, poison):
@@ -124,7 +119,7 @@ def test_gemm_matches_float64_numpy(backend, algo, dtype, trans_a, trans_b, M, N
         assert result.dtype == dtype
         assert np.isfinite(result).all(), f"beta={beta}: unwritten or NaN elements"
         expected = alpha * product + beta * C0.astype(np.float64)
-        error = rel_inf_norm_error(result, expected)
+        error = relative_error(expected, result, np.inf)
         assert error <= tolerance, f"beta={beta}: relative error {error:.3g} > {tolerance:.3g}"
         assert_guards_intact(backend, buffer, poison)
 
@@ -155,7 +150,7 @@ def test_course_mode4_against_cublas(backend, algo, dtype, M, N, K):
     ours, anchor = backend.to_device(C), backend.to_device(C)
     backend.gemm(A_d, B_d, ours, alpha=2.0, beta=5.0, algo=algo)
     backend.gemm(A_d, B_d, anchor, alpha=2.0, beta=5.0, algo="cublas")
-    error = rel_inf_norm_error(backend.to_host(ours), backend.to_host(anchor))
+    error = relative_error(backend.to_host(anchor), backend.to_host(ours), np.inf)
     assert error < tolerance, f"{algo} differs from cuBLAS by {error:.3g} (relative inf-norm)"
 
 
@@ -340,18 +335,20 @@ def test_element_wise_ops_reject_bad_arguments(backend):
 def test_pgd_step(backend, dtype, shape):
     rng = np.random.default_rng(8)
     clean = rng.random(shape).astype(dtype)
-    adv = np.clip(clean + rng.uniform(-0.2, 0.2, shape), 0, 1).astype(dtype)
+    adversarial = np.clip(clean + rng.uniform(-0.2, 0.2, shape), 0, 1).astype(dtype)
     grad = rng.standard_normal(shape).astype(dtype)
     grad.flat[0] = 0.0  # sign(0) = 0: no step
     alpha, eps = 0.05, 0.1
     out = nan_output(backend, shape, dtype)
-    backend.pgd_step(backend.to_device(adv), backend.to_device(grad), backend.to_device(clean), alpha, eps, out)
-    a64, c64 = adv.astype(np.float64), clean.astype(np.float64)
+    backend.pgd_step(backend.to_device(adversarial), backend.to_device(grad), backend.to_device(clean),
+                     alpha, eps, out)
+    a64, c64 = adversarial.astype(np.float64), clean.astype(np.float64)
     expected = np.clip(np.clip(a64 + alpha * np.sign(grad), c64 - eps, c64 + eps), 0, 1)
     result = backend.to_host(out)
     # one addition and the edges of the ball, each rounded once in the array's precision
     assert np.abs(result - expected).max() <= 4 * unit_roundoff(dtype)
 
-    adv_d = backend.to_device(adv)  # in place: out is X_adv
-    backend.pgd_step(adv_d, backend.to_device(grad), backend.to_device(clean), alpha, eps, adv_d)
-    np.testing.assert_array_equal(backend.to_host(adv_d), result)
+    adversarial_d = backend.to_device(adversarial)  # in place: out is X_adv
+    backend.pgd_step(adversarial_d, backend.to_device(grad), backend.to_device(clean), alpha, eps,
+                     adversarial_d)
+    np.testing.assert_array_equal(backend.to_host(adversarial_d), result)

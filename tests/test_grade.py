@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nn_cuda import compare, grade, grading
+from nn_cuda import grade, grading, relative_errors
 from nn_cuda.grade_gemm import course_inputs
 
 
@@ -11,19 +11,19 @@ def test_relative_errors_are_the_course_norms():
     ref = np.array([[1.0, -2.0], [3.0, 4.0]])
     other = ref + np.array([[0.0, 0.5], [0.0, 0.0]])
     # inf-norm: largest absolute row sum: |diff| = 0.5, |ref| = 7
-    assert compare.relative_error(ref, other, np.inf) == pytest.approx(0.5 / 7)
+    assert relative_errors.relative_error(ref, other, np.inf) == pytest.approx(0.5 / 7)
     # 2-norm of a matrix: the largest singular value
-    assert compare.relative_error(ref, other, 2) == pytest.approx(0.5 / np.linalg.svd(ref)[1][0])
+    assert relative_errors.relative_error(ref, other, 2) == pytest.approx(0.5 / np.linalg.svd(ref)[1][0])
     vector = np.array([3.0, -4.0])
-    assert compare.relative_error(vector, vector + [0, 1], 2) == pytest.approx(1 / 5)
-    assert compare.relative_error(vector, vector + [0, 1], np.inf) == pytest.approx(1 / 4)
+    assert relative_errors.relative_error(vector, vector + [0, 1], 2) == pytest.approx(1 / 5)
+    assert relative_errors.relative_error(vector, vector + [0, 1], np.inf) == pytest.approx(1 / 4)
 
 
 def test_thresholds_decide_pass_and_nan_fails():
     errors = {"W1": (5e-5, 2e-5), "W2": (2e-4, 1e-6), "b1": (0.0, 0.0), "b2": (np.nan, 0.0)}
-    verdict = compare.passes(errors, "float32")
+    verdict = relative_errors.passes(errors, "float32")
     assert verdict == {"W1": True, "W2": False, "b1": True, "b2": False}
-    assert not compare.passes({"W1": (2e-7, 0.0)}, "float64")["W1"]
+    assert not relative_errors.passes({"W1": (2e-7, 0.0)}, "float64")["W1"]
 
 
 def test_course_settings_of_each_mode():
@@ -93,10 +93,10 @@ def test_a_wrong_backend_fails_the_grade(tmp_path, monkeypatch, capsys):
     real_get_backend = training_module.get_backend
 
     def get_backend(name, gemm=None):
-        be = real_get_backend("numpy" if name == "numba-sim" else name, gemm)
+        backend = real_get_backend("numpy" if name == "numba-sim" else name, gemm)
         if name == "numba-sim":
-            be.sgd_update = skewed.__get__(be)
-        return be
+            backend.sgd_update = skewed.__get__(backend)
+        return backend
 
     monkeypatch.setattr(training_module, "get_backend", get_backend)
     rc = grade.main(["--mode", "3", "--backend", "numba-sim", "--dataset", "mnist-sample",

@@ -5,7 +5,7 @@ import gzip
 import numpy as np
 import pytest
 
-from nn_cuda.idx import DataError, atomic_file, read_idx, write_idx
+from nn_cuda.idx import DataError, read_idx, write_idx
 
 
 def assert_one_line_error(error_info, path, *phrases):
@@ -90,21 +90,6 @@ def test_write_rejects_unsupported_arrays_and_writes_nothing(tmp_path):
     with pytest.raises(ValueError, match="dimensions"):
         write_idx(tmp_path / "a.gz", np.float32(1.0))
     assert list(tmp_path.iterdir()) == []
-
-
-def test_atomic_file_leaves_nothing_behind_on_error(tmp_path):
-    target = tmp_path / "f.bin"
-    target.write_bytes(b"old contents")
-    with pytest.raises(RuntimeError):
-        with atomic_file(target) as stream:
-            stream.write(b"half of the new")
-            raise RuntimeError("interrupted")
-    assert target.read_bytes() == b"old contents"
-    assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]  # no temporary file left
-    with atomic_file(target) as stream:
-        stream.write(b"new")
-    assert target.read_bytes() == b"new"
-    assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]
 
 
 # ---- bad files ----------------------------------------------------------------------------------

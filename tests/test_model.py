@@ -14,28 +14,28 @@ from nn_cuda.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
 @pytest.fixture
-def be():
+def backend():
     return get_backend("numpy")
 
 
-def make_network(be, hidden=4, n_in=6, n=5, dtype=np.float64, seed=1):
+def make_network(backend, hidden=4, n_in=6, n=5, dtype=np.float64, seed=1):
     """A tiny network with weights large enough that every nonlinearity is exercised."""
     rng = np.random.default_rng(seed)
     host = {k: 30 * v + 0.3 * rng.standard_normal(v.shape)
             for k, v in model.init_parameters(hidden, seed, n_in=n_in).items()}
-    params = model.Parameters(be, hidden, dtype, n_in=n_in)
+    params = model.Parameters(backend, hidden, dtype, n_in=n_in)
     params.load(host)
     X = rng.random((n, n_in)).astype(dtype)
     labels = rng.integers(0, 10, n).astype(np.int32)
     return params, X, labels
 
 
-def full_gradient(be, params, X, labels, reg):
+def full_gradient(backend, params, X, labels, reg):
     """Analytic dJ/dp: the data terms from backward plus the reg terms the update adds."""
-    grads = model.Parameters(be, params.hidden, params.dtype, n_in=params.n_in)
-    ws = model.Workspace(be, X.shape[0], params.hidden, params.dtype)
-    model.forward(be, params, ws, X)
-    model.backward(be, params, grads, ws, X, labels, 1.0 / X.shape[0])
+    grads = model.Parameters(backend, params.hidden, params.dtype, n_in=params.n_in)
+    workspace = model.Workspace(backend, X.shape[0], params.hidden, params.dtype)
+    model.forward(backend, params, workspace, X)
+    model.backward(backend, params, grads, workspace, X, labels, 1.0 / X.shape[0])
     g = grads.to_host()
     p = params.to_host()
     g["W1"] += reg * p["W1"]
@@ -43,91 +43,91 @@ def full_gradient(be, params, X, labels, reg):
     return g
 
 
-def loss_at(be, params, flat, X, labels, reg):
-    be.copy(flat, params.flat)
-    ws = model.Workspace(be, X.shape[0], params.hidden, params.dtype)
-    P = model.forward(be, params, ws, X)
-    return model.loss(be, params, P, labels, reg)
+def loss_at(backend, params, flat, X, labels, reg):
+    backend.copy(flat, params.flat)
+    workspace = model.Workspace(backend, X.shape[0], params.hidden, params.dtype)
+    Yhat = model.forward(backend, params, workspace, X)
+    return model.loss(backend, params, Yhat, labels, reg)
 
 
 @pytest.mark.parametrize("name", model.PARAMETER_NAMES)
-def test_gradient_matches_central_differences(be, name):
+def test_gradient_matches_central_differences(backend, name):
     reg = 0.1
-    params, X, labels = make_network(be)
-    analytic = full_gradient(be, params, X, labels, reg)[name].ravel()
+    params, X, labels = make_network(backend)
+    analytic = full_gradient(backend, params, X, labels, reg)[name].ravel()
     base = params.to_host()
     start, stop = params.offsets[name]
-    flat0 = be.to_host(params.flat)
+    flat0 = backend.to_host(params.flat)
     numeric = np.empty(stop - start)
     h = 1e-6  # central differences: truncation O(h^2) ~ 1e-12, rounding ~ eps / h ~ 1e-10
     for i in range(start, stop):
         up, down = flat0.copy(), flat0.copy()
         up[i] += h
         down[i] -= h
-        numeric[i - start] = (loss_at(be, params, up, X, labels, reg)
-                              - loss_at(be, params, down, X, labels, reg)) / (2 * h)
+        numeric[i - start] = (loss_at(backend, params, up, X, labels, reg)
+                              - loss_at(backend, params, down, X, labels, reg)) / (2 * h)
     params.load(base)
     err = np.linalg.norm(numeric - analytic) / np.linalg.norm(analytic)
     assert err <= 1e-7, f"{name}: relative error {err:.2e}"  # measured: ~2e-9 to 1e-10
 
 
-def test_sigmoid_and_softmax_do_not_overflow(be):
+def test_sigmoid_and_softmax_do_not_overflow(backend):
     for dtype in (np.float32, np.float64):
         Z = np.array([[-1e30, -800.0, 0.0, 800.0, 1e30]], dtype=dtype)
         out = np.full_like(Z, np.nan)
-        be.bias_sigmoid(Z, np.zeros(5, dtype), out)
+        backend.bias_sigmoid(Z, np.zeros(5, dtype), out)
         np.testing.assert_allclose(out, [[0, 0, 0.5, 1, 1]], atol=1e-30)
-        P = np.full_like(Z, np.nan)
-        be.bias_softmax(Z, np.zeros(5, dtype), P)
-        assert np.all(np.isfinite(P)) and np.isclose(P.sum(), 1)
-        assert P[0, 4] == 1
+        Yhat = np.full_like(Z, np.nan)
+        backend.bias_softmax(Z, np.zeros(5, dtype), Yhat)
+        assert np.all(np.isfinite(Yhat)) and np.isclose(Yhat.sum(), 1)
+        assert Yhat[0, 4] == 1
 
 
-def test_numpy_backend_ops_match_definitions(be):
+def test_numpy_backend_ops_match_definitions(backend):
     rng = np.random.default_rng(0)
     A = rng.random((7, 3))
     dA = rng.standard_normal((7, 3))
     out = np.full_like(A, np.nan)
-    be.sigmoid_backward(dA, A, out)
+    backend.sigmoid_backward(dA, A, out)
     np.testing.assert_allclose(out, dA * A * (1 - A), rtol=1e-15)
     labels = np.array([0, 2, 1, 1, 0, 2, 2], dtype=np.int32)
     grad = np.full_like(A, np.nan)
-    be.softmax_grad(A, labels, 0.25, grad)
+    backend.softmax_grad(A, labels, 0.25, grad)
     np.testing.assert_allclose(grad, 0.25 * (A - np.eye(3)[labels]), rtol=1e-15)
     s = np.full(3, np.nan)
-    be.col_sum(A, s)
+    backend.col_sum(A, s)
     np.testing.assert_allclose(s, A.sum(axis=0), rtol=1e-15)
     p, g = rng.random(11), rng.random(11)
     expected = p - 0.1 * (g + 0.01 * p)
-    be.sgd_update(p, g, 0.1, 0.01)
+    backend.sgd_update(p, g, 0.1, 0.01)
     np.testing.assert_allclose(p, expected, rtol=1e-14)
 
 
 @pytest.mark.parametrize("trans_a", [False, True])
 @pytest.mark.parametrize("trans_b", [False, True])
-def test_numpy_gemm_contract(be, trans_a, trans_b):
+def test_numpy_gemm_contract(backend, trans_a, trans_b):
     rng = np.random.default_rng(3)
     M, N, K = 5, 4, 3
     A = rng.random((K, M) if trans_a else (M, K))
     B = rng.random((N, K) if trans_b else (K, N))
     C0 = rng.random((M, N))
     C = C0.copy()
-    be.gemm(A, B, C, 2.0, 5.0, trans_a=trans_a, trans_b=trans_b)
+    backend.gemm(A, B, C, 2.0, 5.0, trans_a=trans_a, trans_b=trans_b)
     ref = 2.0 * (A.T if trans_a else A) @ (B.T if trans_b else B) + 5.0 * C0
     np.testing.assert_allclose(C, ref, rtol=1e-14)
     C[:] = np.nan  # beta = 0 must not read C
-    be.gemm(A, B, C, 2.0, 0.0, trans_a=trans_a, trans_b=trans_b)
+    backend.gemm(A, B, C, 2.0, 0.0, trans_a=trans_a, trans_b=trans_b)
     np.testing.assert_allclose(C, ref - 5.0 * C0, rtol=1e-14)
 
 
-def test_rank_with_no_rows_contributes_zero_gradient(be):
-    params, X, labels = make_network(be)
-    grads = model.Parameters(be, params.hidden, params.dtype, n_in=params.n_in)
-    be.fill(grads.flat, np.nan)
-    ws = model.Workspace(be, 4, params.hidden, params.dtype)
-    model.forward(be, params, ws, X[:0])
-    model.backward(be, params, grads, ws, X[:0], labels[:0], 1.0)
-    assert np.all(be.to_host(grads.flat) == 0)
+def test_rank_with_no_rows_contributes_zero_gradient(backend):
+    params, X, labels = make_network(backend)
+    grads = model.Parameters(backend, params.hidden, params.dtype, n_in=params.n_in)
+    backend.fill(grads.flat, np.nan)
+    workspace = model.Workspace(backend, 4, params.hidden, params.dtype)
+    model.forward(backend, params, workspace, X[:0])
+    model.backward(backend, params, grads, workspace, X[:0], labels[:0], 1.0)
+    assert np.all(backend.to_host(grads.flat) == 0)
 
 
 def test_init_is_seeded_and_scaled():

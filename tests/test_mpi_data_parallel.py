@@ -62,10 +62,10 @@ def shard_rows(n, batch, p, shuffle=False, seed=3, epoch=0):
     """For each rank, the list of per-step global row indices DataParallelBatches gives it."""
     x = np.arange(n, dtype=np.float64).reshape(n, 1)  # row i holds the value i
     y = np.arange(n, dtype=np.int32)
-    be = get_backend("numpy")
+    backend = get_backend("numpy")
     per_rank = []
     for r in range(p):
-        batches = DataParallelBatches(be, x, y, batch, r, p, shuffle=shuffle, seed=seed)
+        batches = DataParallelBatches(backend, x, y, batch, r, p, shuffle=shuffle, seed=seed)
         steps = [(X[:, 0].astype(int).tolist(), labels.tolist(), m) for X, labels, m in batches.batches(epoch)]
         per_rank.append(steps)
     return per_rank
@@ -113,20 +113,20 @@ def test_more_ranks_than_batch_rows_is_a_clear_error():
 
 def test_rank_gradients_sum_to_the_serial_gradient():
     """The heart of the exact step: backward with scale 1/N on each rank's rows, summed."""
-    be = get_backend("numpy")
+    backend = get_backend("numpy")
     hidden, n_in, n = 5, 12, 7
     rng = np.random.default_rng(0)
-    params = model.Parameters(be, hidden, np.float64, n_in=n_in)
+    params = model.Parameters(backend, hidden, np.float64, n_in=n_in)
     params.load({k: v + 0.5 * rng.standard_normal(v.shape)
                  for k, v in model.init_parameters(hidden, 1, n_in=n_in).items()})
     X, labels = rng.random((n, n_in)), rng.integers(0, 10, n).astype(np.int32)
 
     def gradient(rows):
-        grads = model.Parameters(be, hidden, np.float64, n_in=n_in)
+        grads = model.Parameters(backend, hidden, np.float64, n_in=n_in)
         grads.flat.fill(np.nan)  # an element backward does not write fails the comparison
-        ws = model.Workspace(be, n, hidden, np.float64)
-        model.forward(be, params, ws, X[rows])
-        model.backward(be, params, grads, ws, X[rows], labels[rows], 1.0 / n)
+        workspace = model.Workspace(backend, n, hidden, np.float64)
+        model.forward(backend, params, workspace, X[rows])
+        model.backward(backend, params, grads, workspace, X[rows], labels[rows], 1.0 / n)
         return grads.flat.copy()
 
     serial = gradient(slice(0, n))
@@ -135,32 +135,33 @@ def test_rank_gradients_sum_to_the_serial_gradient():
         assert np.linalg.norm(total - serial) <= 1e-14 * np.linalg.norm(serial)
 
 
-def test_no_rows_gives_a_zero_gradient_and_still_calls_the_hook():
-    be = get_backend("numpy")
-    params = model.Parameters(be, 3, np.float64, n_in=4)
+def tiny_network():
+    """NumPy backend, H = 3 on 4 inputs, float64: parameters, a NaN-poisoned gradient, a workspace of 5 rows."""
+    backend = get_backend("numpy")
+    params = model.Parameters(backend, 3, np.float64, n_in=4)
     params.load(model.init_parameters(3, 0, n_in=4))
-    grads = model.Parameters(be, 3, np.float64, n_in=4)
+    grads = model.Parameters(backend, 3, np.float64, n_in=4)
     grads.flat.fill(np.nan)
-    ws = model.Workspace(be, 5, 3, np.float64)
+    workspace = model.Workspace(backend, 5, 3, np.float64)
+    return backend, params, grads, workspace
+
+
+def test_no_rows_gives_a_zero_gradient_and_still_calls_the_hook():
+    backend, params, grads, workspace = tiny_network()
     X, labels = np.zeros((0, 4)), np.zeros(0, np.int32)
     calls = []
-    model.forward(be, params, ws, X)
-    model.backward(be, params, grads, ws, X, labels, 1.0, after_layer2=calls.append)
+    model.forward(backend, params, workspace, X)
+    model.backward(backend, params, grads, workspace, X, labels, 1.0, after_layer2=calls.append)
     assert calls == [grads]
     assert np.all(grads.flat == 0)
 
 
 def test_the_layer2_hook_sees_finished_layer2_gradients_only():
-    be = get_backend("numpy")
-    params = model.Parameters(be, 3, np.float64, n_in=4)
-    params.load(model.init_parameters(3, 0, n_in=4))
-    grads = model.Parameters(be, 3, np.float64, n_in=4)
-    grads.flat.fill(np.nan)
-    ws = model.Workspace(be, 5, 3, np.float64)
+    backend, params, grads, workspace = tiny_network()
     X, labels = np.random.default_rng(0).random((5, 4)), np.arange(5, dtype=np.int32)
     seen = {}
-    model.forward(be, params, ws, X)
-    model.backward(be, params, grads, ws, X, labels, 0.2,
+    model.forward(backend, params, workspace, X)
+    model.backward(backend, params, grads, workspace, X, labels, 0.2,
                    after_layer2=lambda g: seen.update(W2=g.W2.copy(), b2=g.b2.copy(), W1=g.W1.copy()))
     np.testing.assert_array_equal(seen["W2"], grads.W2)
     np.testing.assert_array_equal(seen["b2"], grads.b2)
@@ -269,12 +270,12 @@ WORKER = textwrap.dedent('''
     cfg = TrainConfig(**case["cfg"])
     with parallel.abort_on_error("worker"):
         strategy = parallel.create_strategy(cfg)
-        be = get_backend(cfg.backend)
+        backend = get_backend(cfg.backend)
         data = np.load(case["data"])
-        params = model.Parameters(be, cfg.hidden, cfg.dtype, n_in=case["n_in"])
+        params = model.Parameters(backend, cfg.hidden, cfg.dtype, n_in=case["n_in"])
         params.load(model.init_parameters(cfg.hidden, cfg.seed, n_in=case["n_in"]))
         strategy.broadcast_parameters(params)
-        batches = strategy.make_batches(be, data["x"].astype(cfg.dtype), data["y"], cfg)
+        batches = strategy.make_batches(backend, data["x"].astype(cfg.dtype), data["y"], cfg)
         if strategy.rank == case.get("fail_rank"):
             steps = [0]
             reduce = strategy.allreduce_gradients
@@ -284,7 +285,7 @@ WORKER = textwrap.dedent('''
                     raise RuntimeError(f"injected failure at step {steps[0]}")
                 reduce(grads)
             strategy.allreduce_gradients = failing_allreduce
-        train_loop(be, params, batches, cfg, strategy, progress=False)
+        train_loop(backend, params, batches, cfg, strategy, progress=False)
         np.savez(f"{case['out']}/rank{strategy.rank}.npz", **params.to_host())
 ''')
 
@@ -299,12 +300,12 @@ def make_case(tmp_path, n, n_in, **cfg) -> dict:
 def serial_run(case) -> tuple[dict, float]:
     """The final parameters and the last loss of the case's steps in this process, serially."""
     cfg = TrainConfig(**case["cfg"])
-    be = get_backend(cfg.backend)
+    backend = get_backend(cfg.backend)
     data = np.load(case["data"])
-    params = model.Parameters(be, cfg.hidden, cfg.dtype, n_in=case["n_in"])
+    params = model.Parameters(backend, cfg.hidden, cfg.dtype, n_in=case["n_in"])
     params.load(model.init_parameters(cfg.hidden, cfg.seed, n_in=case["n_in"]))
-    batches = SerialBatches(be, data["x"].astype(cfg.dtype), data["y"], cfg.batch, cfg.shuffle, cfg.seed)
-    history = train_loop(be, params, batches, cfg, Serial(), progress=False)
+    batches = SerialBatches(backend, data["x"].astype(cfg.dtype), data["y"], cfg.batch, cfg.shuffle, cfg.seed)
+    history = train_loop(backend, params, batches, cfg, Serial(), progress=False)
     return params.to_host(), history.epochs[-1]["loss"]
 
 

@@ -80,7 +80,7 @@ def test_epoch_cost_adds_the_short_last_batch():
 
 def test_the_blocks_forward_and_backward_give_the_serial_gradient():
     """The derivation of the module docstring, in one process: blocks of H = 7 over 3 'ranks'."""
-    be = get_backend("numpy")
+    backend = get_backend("numpy")
     hidden, n_in, n = 7, 5, 6
     host = model.init_parameters(hidden, 3, n_in=n_in)
     host["b1"] = np.linspace(-1, 1, hidden)
@@ -89,15 +89,15 @@ def test_the_blocks_forward_and_backward_give_the_serial_gradient():
     X, labels = rng.random((n, n_in)), rng.integers(0, 10, n).astype(np.int32)
 
     def parameters(h, values):
-        params = model.Parameters(be, h, np.float64, n_in=n_in)
+        params = model.Parameters(backend, h, np.float64, n_in=n_in)
         params.load(values)
         return params
 
     full = parameters(hidden, host)
-    grads = model.Parameters(be, hidden, np.float64, n_in=n_in)
-    ws = model.Workspace(be, n, hidden, np.float64)
-    P_serial = model.forward(be, full, ws, X).copy()
-    model.backward(be, full, grads, ws, X, labels, 1.0 / n)
+    grads = model.Parameters(backend, hidden, np.float64, n_in=n_in)
+    workspace = model.Workspace(backend, n, hidden, np.float64)
+    Yhat_serial = model.forward(backend, full, workspace, X).copy()
+    model.backward(backend, full, grads, workspace, X, labels, 1.0 / n)
     serial = grads.to_host()
 
     p, blocks, partial_logits = 3, [], []
@@ -105,16 +105,18 @@ def test_the_blocks_forward_and_backward_give_the_serial_gradient():
         lo, hi = rank_range(hidden, p, r)
         local = parameters(hi - lo, {"W1": host["W1"][lo:hi], "b1": host["b1"][lo:hi],
                                      "W2": host["W2"][:, lo:hi], "b2": host["b2"]})
-        local_ws = model.Workspace(be, n, hi - lo, np.float64)
-        model.forward(be, local, local_ws, X, reduce_logits=lambda Z2: partial_logits.append(Z2.copy()))
-        blocks.append((lo, hi, local, local_ws))
+        local_workspace = model.Workspace(backend, n, hi - lo, np.float64)
+        model.forward(backend, local, local_workspace, X,
+                      reduce_logits=lambda Z2: partial_logits.append(Z2.copy()))
+        blocks.append((lo, hi, local, local_workspace))
     logits = sum(partial_logits)  # what the Allreduce computes
-    for lo, hi, local, local_ws in blocks:  # each rank: the full P, then its block's gradient
-        P = model.forward(be, local, local_ws, X, reduce_logits=lambda Z2: np.copyto(Z2, logits))
-        np.testing.assert_allclose(P, P_serial, rtol=1e-14)
-        local_grads = model.Parameters(be, hi - lo, np.float64, n_in=n_in)
+    for lo, hi, local, local_workspace in blocks:  # each rank: the full Yhat, then its block's gradient
+        Yhat = model.forward(backend, local, local_workspace, X,
+                             reduce_logits=lambda Z2: np.copyto(Z2, logits))
+        np.testing.assert_allclose(Yhat, Yhat_serial, rtol=1e-14)
+        local_grads = model.Parameters(backend, hi - lo, np.float64, n_in=n_in)
         local_grads.flat.fill(np.nan)
-        model.backward(be, local, local_grads, local_ws, X, labels, 1.0 / n)
+        model.backward(backend, local, local_grads, local_workspace, X, labels, 1.0 / n)
         g = local_grads.to_host()
         np.testing.assert_allclose(g["W1"], serial["W1"][lo:hi], rtol=1e-13, atol=1e-17)
         np.testing.assert_allclose(g["b1"], serial["b1"][lo:hi], rtol=1e-13, atol=1e-17)
@@ -167,15 +169,15 @@ WORKER = textwrap.dedent('''
         for case in json.loads(sys.argv[1]):
             cfg = TrainConfig(**case["cfg"])
             strategy = parallel.create_strategy(cfg)
-            be = get_backend(cfg.backend)
+            backend = get_backend(cfg.backend)
             data = np.load(case["data"])
             host = model.init_parameters(cfg.hidden, cfg.seed, n_in=case["n_in"])
-            params = strategy.local_parameters(be, host, cfg.dtype)
+            params = strategy.local_parameters(backend, host, cfg.dtype)
             strategy.broadcast_parameters(params)
-            batches = strategy.make_batches(be, data["x"].astype(cfg.dtype), data["y"], cfg)
+            batches = strategy.make_batches(backend, data["x"].astype(cfg.dtype), data["y"], cfg)
             for comm in strategy.communicators():
                 comm.stats.reset()
-            history = train_loop(be, params, batches, cfg, strategy, progress=False)
+            history = train_loop(backend, params, batches, cfg, strategy, progress=False)
             counted = {"loss": history.epochs[-1]["loss"],
                        "bytes": sum(c.stats.bytes["allreduce"] for c in strategy.communicators()),
                        "calls": sum(c.stats.calls["allreduce"] for c in strategy.communicators())}

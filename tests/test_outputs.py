@@ -126,11 +126,15 @@ def test_a_write_failing_midway_leaves_the_previous_file_and_no_temporary_file(t
     assert leftovers(tmp_path) == []
 
 
-def test_an_error_inside_the_block_removes_the_temporary_file(tmp_path):
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, RuntimeError])
+def test_an_error_inside_the_block_removes_the_temporary_file(tmp_path, interruption):
     target = tmp_path / "f.bin"
     target.write_bytes(b"old")
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(interruption):
         with atomic_file(target) as stream:
             stream.write(b"half")
-            raise KeyboardInterrupt
+            raise interruption
     assert target.read_bytes() == b"old" and leftovers(tmp_path) == []
+    with atomic_file(target) as stream:  # and the next write goes through
+        stream.write(b"new")
+    assert target.read_bytes() == b"new" and leftovers(tmp_path) == []

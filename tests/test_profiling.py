@@ -10,15 +10,15 @@ from nn_cuda.backends import get_backend
 from nn_cuda.profiling import PHASES, PhaseTimer, timed_step
 
 
-def _setup(be, hidden=7, batch=5, seed=0):
+def _setup(backend, hidden=7, batch=5, seed=0):
     rng = np.random.default_rng(seed)
-    X = be.to_device(rng.random((batch, 784)))
-    y = be.to_device(rng.integers(0, 10, batch).astype(np.int32))
-    params = model.Parameters(be, hidden, np.float64)
+    X = backend.to_device(rng.random((batch, 784)))
+    y = backend.to_device(rng.integers(0, 10, batch).astype(np.int32))
+    params = model.Parameters(backend, hidden, np.float64)
     params.load(model.init_parameters(hidden, seed))
-    grads = model.Parameters(be, hidden, np.float64)
-    ws = model.Workspace(be, batch, hidden, np.float64)
-    return X, y, params, grads, ws
+    grads = model.Parameters(backend, hidden, np.float64)
+    workspace = model.Workspace(backend, batch, hidden, np.float64)
+    return X, y, params, grads, workspace
 
 
 class CountingStrategy:
@@ -36,12 +36,13 @@ class CountingStrategy:
 
 def timed_steps(strategy, steps: int) -> PhaseTimer:
     """`steps` training steps on the NumPy backend, timed, with `strategy` (through its timed stand-in)."""
-    be = get_backend("numpy")
-    X, y, params, grads, ws = _setup(be)
-    timer = PhaseTimer(be, nvtx=False)
-    timed_be, timed_strategy = timer.backend(be), timer.strategy(strategy)
+    backend = get_backend("numpy")
+    X, y, params, grads, workspace = _setup(backend)
+    timer = PhaseTimer(backend, nvtx=False)
+    timed_backend, timed_strategy = timer.backend(backend), timer.strategy(strategy)
     for _ in range(steps):
-        timed_step(timer, model, timed_be, params, grads, ws, X, y, 1 / 5, 0.1, 1e-4, timed_strategy)
+        timed_step(timer, model, timed_backend, params, grads, workspace, X, y, 1 / 5, 0.1, 1e-4,
+                   timed_strategy)
     return timer
 
 
@@ -90,23 +91,23 @@ def test_the_logits_allreduce_and_the_overlap_hook_count_as_communication():
 
 
 def test_timing_does_not_change_the_maths():
-    be = get_backend("numpy")
-    X, y, plain, grads, ws = _setup(be)
-    _, _, timed, grads2, ws2 = _setup(be)
-    timer = PhaseTimer(be, nvtx=False)
+    backend = get_backend("numpy")
+    X, y, plain, grads, workspace = _setup(backend)
+    _, _, timed, grads2, workspace2 = _setup(backend)
+    timer = PhaseTimer(backend, nvtx=False)
     for _ in range(2):
-        model.forward(be, plain, ws, X)
-        model.backward(be, plain, grads, ws, X, y, 1 / 5)
-        model.sgd_update(be, plain, grads, 0.1, 1e-4)
-        timed_step(timer, model, timer.backend(be), timed, grads2, ws2, X, y, 1 / 5, 0.1, 1e-4)
-    assert np.array_equal(be.to_host(plain.flat), be.to_host(timed.flat))  # bit for bit
+        model.forward(backend, plain, workspace, X)
+        model.backward(backend, plain, grads, workspace, X, y, 1 / 5)
+        model.sgd_update(backend, plain, grads, 0.1, 1e-4)
+        timed_step(timer, model, timer.backend(backend), timed, grads2, workspace2, X, y, 1 / 5, 0.1, 1e-4)
+    assert np.array_equal(backend.to_host(plain.flat), backend.to_host(timed.flat))  # bit for bit
 
 
 def test_transfers_and_attributes_pass_through():
-    be = get_backend("numpy")
-    timer = PhaseTimer(be, nvtx=False)
-    timed = timer.backend(be)
-    assert timed.name == be.name and timed.on_device == be.on_device
+    backend = get_backend("numpy")
+    timer = PhaseTimer(backend, nvtx=False)
+    timed = timer.backend(backend)
+    assert timed.name == backend.name and timed.on_device == backend.on_device
     host = np.arange(6.0)
     assert np.array_equal(timed.to_host(timed.to_device(host)), host)
     assert timer.summary()["calls"]["transfers"] == 2
@@ -124,11 +125,11 @@ def test_nvtx_ranges_are_balanced():
         def RangePop(self):
             self.stack.pop()
 
-    be = get_backend("numpy")
-    X, y, params, grads, ws = _setup(be)
-    timer = PhaseTimer(be, nvtx=False)
+    backend = get_backend("numpy")
+    X, y, params, grads, workspace = _setup(backend)
+    timer = PhaseTimer(backend, nvtx=False)
     timer.nvtx = FakeNvtx()
-    timed_step(timer, model, timer.backend(be), params, grads, ws, X, y, 1 / 5, 0.1, 1e-4)
+    timed_step(timer, model, timer.backend(backend), params, grads, workspace, X, y, 1 / 5, 0.1, 1e-4)
     assert timer.nvtx.stack == []
     assert timer.nvtx.seen[0] == "step"
     assert {"forward_gemm", "backward_gemm", "elementwise", "update"} <= set(timer.nvtx.seen)
@@ -144,10 +145,10 @@ def test_unknown_phase_and_stage_are_refused():
 
 
 def test_write_json(tmp_path):
-    be = get_backend("numpy")
-    X, y, params, grads, ws = _setup(be)
-    timer = PhaseTimer(be, nvtx=False)
-    timed_step(timer, model, timer.backend(be), params, grads, ws, X, y, 1 / 5, 0.1, 1e-4)
+    backend = get_backend("numpy")
+    X, y, params, grads, workspace = _setup(backend)
+    timer = PhaseTimer(backend, nvtx=False)
+    timed_step(timer, model, timer.backend(backend), params, grads, workspace, X, y, 1 / 5, 0.1, 1e-4)
     path = tmp_path / "sub" / "profile.json"
     timer.write_json(path, {"benchmark": "profile"})
     data = json.loads(path.read_text())

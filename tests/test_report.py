@@ -40,7 +40,8 @@ def scaling_rows(parallel):
         rows.append({"ranks": p, "overlap": False, "parallel": parallel, "backend": "numpy",
                      "steps_per_epoch": 4, "samples_per_epoch": 3200, "seconds_per_epoch": 0.5 / p,
                      "samples_per_second": 6400.0 * p, "speedup": float(p), "efficiency": 1.0,
-                     "split": {"compute": 0.4, "allreduce": 0.05, "other": 0.05},
+                     "split": {"compute": 0.4, "allreduce": 0.05, "other": 0.05}, "allreduce_wait": 0.01,
+                     "allreduce_calls_per_step": 1.0,
                      "payload_bytes_per_step": payload, "wire_bytes_per_step": payload * (p - 1) / p * 2})
     return rows
 
@@ -154,7 +155,7 @@ def test_every_figure_and_section_from_complete_inputs(tmp_path):
     assert "Missing inputs" not in text and "No GPU numbers" not in text
     assert "Model parallelism: not measured" not in text
     # model parallel cost model: 10 values x 3200 samples x 4 bytes / 4 steps = 0.032 MB per step
-    assert "| 1 | 0.500 | 6,400 | 1.00 | 1.00 | 0.400 | 0.050 | 0.0320 | 0.0320 | 0.0000 |" in text
+    assert "| 1 | 0.500 | 6,400 | 1.00 | 1.00 | 0.400 | 0.050 | 0.010 | 1 | 0.0320 | 0.0320 | 0.0000 |" in text
     assert "Test CPU @ 1GHz" in text and "python -m nn_cuda.bench scaling --ranks 1,2" in text
     assert "| 0.5 | 0.717 (0.716) |" in text and "| 2 | diverged (diverged) |" in text  # the lr scan
     assert "float32, pixels in [0, 1]," in text and "| 0.2 | 0.933 |" in text  # and its raw-pixel twin

@@ -70,8 +70,8 @@ def test_the_simulator_is_labelled_and_runs_the_cheapest_gemm():
         pytest.skip("Numba runs on a GPU here, not in its simulator")
     from nn_cuda.backends.numba_backend import NumbaBackend
 
-    be = NumbaBackend()
-    assert (be.name, be.emulated, be.gemm_algo) == ("numba-sim", True, "naive")
+    backend = NumbaBackend()
+    assert (backend.name, backend.emulated, backend.gemm_algo) == ("numba-sim", True, "naive")
     assert NumbaBackend("regblock").gemm_algo == "regblock"  # --gemm still chooses
 
 

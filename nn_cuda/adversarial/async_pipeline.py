@@ -110,9 +110,9 @@ def _mpi_float(MPI, dtype):
 class WeightsReceiver:
     """A generator's side of the weight messages: one nonblocking receive always posted."""
 
-    def __init__(self, comm, be, params: model.Parameters):
+    def __init__(self, comm, backend, params: model.Parameters):
         self.MPI = import_mpi()
-        self.comm, self.be, self.params = comm, be, params
+        self.comm, self.backend, self.params = comm, backend, params
         self.buffer = np.empty(params.size + 1, dtype=params.dtype)  # [flat parameters | version]
         self.version = 0
         self.request = self.comm.Irecv(self.buffer, source=0, tag=TAG_WEIGHTS)
@@ -122,7 +122,7 @@ class WeightsReceiver:
         while self.comm.Iprobe(source=0, tag=TAG_WEIGHTS):
             self.comm.Recv(self.buffer, source=0, tag=TAG_WEIGHTS)
         self.version = int(self.buffer[-1])
-        self.be.copy(self.be.to_device(self.buffer[:-1]), self.params.flat)
+        self.backend.copy(self.backend.to_device(self.buffer[:-1]), self.params.flat)
         self.request = self.comm.Irecv(self.buffer, source=0, tag=TAG_WEIGHTS)
 
     def poll(self) -> None:
@@ -142,7 +142,7 @@ class WeightsReceiver:
         self.request.Wait()
 
 
-def run_generator(comm, be, params: model.Parameters, batches, settings: AttackSettings, epochs: int,
+def run_generator(comm, backend, params: model.Parameters, batches, settings: AttackSettings, epochs: int,
                   max_batch: int, seed: int = 0) -> int:
     """Generator rank: attack this rank's share of every epoch, send each batch to rank 0.
 
@@ -151,8 +151,8 @@ def run_generator(comm, be, params: model.Parameters, batches, settings: AttackS
     """
     MPI = import_mpi()
     rank, generators = comm.Get_rank(), comm.Get_size() - 1
-    attacker = Attacker(be, params, max_batch, seed=seed + rank)
-    weights = WeightsReceiver(comm, be, params)
+    attacker = Attacker(backend, params, max_batch, seed=seed + rank)
+    weights = WeightsReceiver(comm, backend, params)
     send_buffer = np.empty(max_batch * (params.n_in + 1) + HEADER, dtype=params.dtype)
     ack = np.zeros(1, dtype=np.int64)
     interval = max(1, settings.check_interval)
@@ -170,14 +170,14 @@ def run_generator(comm, be, params: model.Parameters, batches, settings: AttackS
             weights.wait_for(int(ack[0]))  # no older than rank 0's weights at my last receipt
             version = weights.version  # the oldest weights this attack uses
             if settings.attack == "fgsm":
-                adv = attacker.fgsm(X, labels, settings.eps)
+                adversaries = attacker.fgsm(X, labels, settings.eps)
             else:
-                adv = attacker.pgd(X, labels, settings.eps, settings.alpha, settings.steps,
-                                   settings.random_start, on_step=check_weights)
+                adversaries = attacker.pgd(X, labels, settings.eps, settings.alpha, settings.steps,
+                                           settings.random_start, on_step=check_weights)
             n = X.shape[0]
             images = n * params.n_in
-            send_buffer[:images] = be.to_host(adv).ravel()
-            send_buffer[images:images + n] = be.to_host(labels)
+            send_buffer[:images] = backend.to_host(adversaries).ravel()
+            send_buffer[images:images + n] = backend.to_host(labels)
             send_buffer[images + n:images + n + HEADER] = (epoch, b, version)
             request = comm.Issend([send_buffer[:images + n + HEADER], _mpi_float(MPI, params.dtype)],
                                   dest=0, tag=TAG_BATCH)
@@ -199,7 +199,7 @@ def most_overdue(candidates, last: dict, never_served: set) -> int:
     return min(candidates, key=lambda h: (last[h], h not in never_served, h))
 
 
-def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int, max_batch: int,
+def run_updater(comm, backend, params: model.Parameters, n_batches: int, epochs: int, max_batch: int,
                 lr: float, reg: float, max_staleness: int | None = None, on_update=None) -> PipelineResult:
     """Rank 0: receive the generators' batches fairly and apply one SGD step per batch.
 
@@ -214,9 +214,9 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
     total = sum(remaining.values())
     last = {g: 0 for g in gens}  # update count when g's previous batch was received (0: none yet)
     never_served = set(gens)
-    grads = model.Parameters(be, params.hidden, params.dtype, params.n_in, params.n_out)
-    ws = model.Workspace(be, max_batch, params.hidden, params.dtype, params.n_out)
-    X_dev = be.empty((max_batch, params.n_in), params.dtype)
+    grads = model.Parameters(backend, params.hidden, params.dtype, params.n_in, params.n_out)
+    workspace = model.Workspace(backend, max_batch, params.hidden, params.dtype, params.n_out)
+    X_dev = backend.empty((max_batch, params.n_in), params.dtype)
     receive_buffer = np.empty(max_batch * (params.n_in + 1) + HEADER, dtype=params.dtype)
     ack_buffers = {g: np.zeros(1, dtype=np.int64) for g in gens}
     ack_requests: dict = {}
@@ -247,7 +247,7 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
                     return g
             time.sleep(POLL_SECONDS)
 
-    be.synchronize()
+    backend.synchronize()
     comm.Barrier()  # the generators start their first attacks now: the clock sees all of their work
     started = time.perf_counter()
     u = 0
@@ -276,17 +276,17 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
         never_served.discard(g)
 
         X = X_dev[:n]
-        be.copy(be.to_device(receive_buffer[:images].reshape(n, params.n_in)), X)
-        labels = be.to_device(receive_buffer[images:images + n].astype(np.int32))
-        model.forward(be, params, ws, X)
-        model.backward(be, params, grads, ws, X, labels, 1.0 / n)
-        model.sgd_update(be, params, grads, lr, reg)
+        backend.copy(backend.to_device(receive_buffer[:images].reshape(n, params.n_in)), X)
+        labels = backend.to_device(receive_buffer[images:images + n].astype(np.int32))
+        model.forward(backend, params, workspace, X)
+        model.backward(backend, params, grads, workspace, X, labels, 1.0 / n)
+        model.sgd_update(backend, params, grads, lr, reg)
         u += 1
         result.samples += n
 
         sending_since = time.perf_counter()
         outgoing = np.empty(params.size + 1, dtype=params.dtype)
-        outgoing[:-1] = be.to_host(params.flat)
+        outgoing[:-1] = backend.to_host(params.flat)
         outgoing[-1] = u
         requests = []
         for h in gens:
@@ -299,7 +299,7 @@ def run_updater(comm, be, params: model.Parameters, n_batches: int, epochs: int,
         result.updates = u
         if on_update is not None:
             on_update(result)
-    be.synchronize()
+    backend.synchronize()
     result.train_seconds = time.perf_counter() - started
     for requests, _ in weight_sends:
         MPI.Request.Waitall(requests)

@@ -24,12 +24,12 @@ class Attacker:
     (the asynchronous pipeline swaps them between steps, `on_step`).
     """
 
-    def __init__(self, be, params: model.Parameters, batch: int, seed: int = 0):
-        self.be, self.params, self.batch = be, params, batch
+    def __init__(self, backend, params: model.Parameters, batch: int, seed: int = 0):
+        self.backend, self.params, self.batch = backend, params, batch
         dtype = params.dtype
-        self.ws = model.Workspace(be, batch, params.hidden, dtype, params.n_out)
-        self.grad = be.empty((batch, params.n_in), dtype)
-        self.adv = be.empty((batch, params.n_in), dtype)
+        self.workspace = model.Workspace(backend, batch, params.hidden, dtype, params.n_out)
+        self.grad = backend.empty((batch, params.n_in), dtype)
+        self.adversaries = backend.empty((batch, params.n_in), dtype)
         self.rng = np.random.default_rng(seed)
 
     def fgsm(self, X, labels, eps: float, out=None):
@@ -43,22 +43,22 @@ class Attacker:
         n = X.shape[0]
         if n > self.batch:
             raise ValueError(f"the attacker holds batches of up to {self.batch} rows, got {n}")
-        be = self.be
-        adv = (self.adv if out is None else out)[:n]
+        backend = self.backend
+        adversaries = (self.adversaries if out is None else out)[:n]
         if random_start and eps > 0:
             noise = self.rng.uniform(-eps, eps, size=(n, self.params.n_in))
-            start = np.clip(be.to_host(X) + noise, 0.0, 1.0).astype(self.params.dtype)
-            be.copy(be.to_device(start), adv)
+            start = np.clip(backend.to_host(X) + noise, 0.0, 1.0).astype(self.params.dtype)
+            backend.copy(backend.to_device(start), adversaries)
         else:
-            be.copy(X, adv)
+            backend.copy(X, adversaries)
         grad = self.grad[:n]
         for t in range(steps):
             if on_step is not None:
                 on_step(t)
-            model.forward(be, self.params, self.ws, adv)
-            model.input_gradient(be, self.params, self.ws, adv, labels, grad)
-            be.pgd_step(adv, grad, X, alpha, eps, adv)
-        return adv
+            model.forward(backend, self.params, self.workspace, adversaries)
+            model.input_gradient(backend, self.params, self.workspace, adversaries, labels, grad)
+            backend.pgd_step(adversaries, grad, X, alpha, eps, adversaries)
+        return adversaries
 
 
 def check_unit_pixels(host, what: str = "the images") -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import model, parallel
 from ..backends import BACKENDS, get_backend
-from ..bench.common import write_json
+from ..records import write_json
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..arguments import comma_separated, non_negative_int, pixel_radius, positive_float, positive_int
 from ..config import EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser, reword_help
@@ -68,19 +68,19 @@ def run_eval(args, log=print) -> list:
     cfg = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, dtype=args.dtype, pixels="unit")
     splits = load_splits(cfg, log=log)
     x, y = (splits.x_test, splits.y_test) if args.split == "test" else (splits.x_val, splits.y_val)
-    be = get_backend(args.backend, args.gemm)
-    limit = args.limit or (EMULATED_EVAL_LIMIT if be.emulated else None)
+    backend = get_backend(args.backend, args.gemm)
+    limit = args.limit or (EMULATED_EVAL_LIMIT if backend.emulated else None)
     if limit:
         x, y = x[:limit], y[:limit]
-    params = model.Parameters(be, host["W1"].shape[0], args.dtype)
+    params = model.Parameters(backend, host["W1"].shape[0], args.dtype)
     params.load(host)
-    x_dev, y_dev = be.to_device(x), be.to_device(y)
+    x_dev, y_dev = backend.to_device(x), backend.to_device(y)
     log(f"nn_cuda.adversarial: {args.checkpoint} (H={params.hidden}) on {x.shape[0]} {splits.dataset} "
-        f"{args.split} images, backend={be.name} {args.dtype}")
-    if be.emulated and not args.limit:
-        log(f"NOTE: backend {be.name} emulates the GPU kernels on the CPU, slowly: attacking the first "
+        f"{args.split} images, backend={backend.name} {args.dtype}")
+    if backend.emulated and not args.limit:
+        log(f"NOTE: backend {backend.name} emulates the GPU kernels on the CPU, slowly: attacking the first "
             f"{limit} images (--limit N to change)")
-    rows = robustness(be, params, x_dev, y_dev, args.eps, args.steps, args.alpha, args.batch,
+    rows = robustness(backend, params, x_dev, y_dev, args.eps, args.steps, args.alpha, args.batch,
                       args.random_start, args.seed)
     log(format_table(rows))
     for r in rows:
@@ -152,20 +152,20 @@ def refuse(parser: argparse.ArgumentParser, message: str) -> None:
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
-def refused_flags(cfg: TrainConfig, adv) -> str | None:
+def refused_flags(cfg: TrainConfig, adversarial_args) -> str | None:
     """The flags given that adversarial training would ignore, with the reasons, or None."""
     reasons: dict = {}
     for dest, (flag, reason) in REFUSED_TRAIN_FLAGS.items():
         value = getattr(cfg, dest)
         if value != getattr(TrainConfig, dest):
             reasons.setdefault(reason, []).append(flag if isinstance(value, bool) else f"{flag} {value}")
-    if adv.async_ and cfg.print_every:
+    if adversarial_args.async_ and cfg.print_every:
         reasons.setdefault("--async splits the work its own way: rank 0 updates, the other ranks attack",
                            []).append(f"-p/--print-every {cfg.print_every}")
-    if adv.attack == "fgsm":
-        pgd_only = [flag for flag, given in (("--alpha", adv.alpha is not None),
-                                             ("--steps", adv.steps is not None),
-                                             ("--random-start", adv.random_start)) if given]
+    if adversarial_args.attack == "fgsm":
+        pgd_only = [flag for flag, given in (("--alpha", adversarial_args.alpha is not None),
+                                             ("--steps", adversarial_args.steps is not None),
+                                             ("--random-start", adversarial_args.random_start)) if given]
         if pgd_only:
             reasons["PGD's settings: FGSM is one step of eps from the clean image"] = pgd_only
     if not reasons:
@@ -176,29 +176,31 @@ def refused_flags(cfg: TrainConfig, adv) -> str | None:
 def parse_train_args(argv):
     parser = train_parser()
     args = vars(parser.parse_args(argv))
-    adv = argparse.Namespace(**{k: args.pop(k) for k in ADVERSARIAL_FLAGS})
+    adversarial_args = argparse.Namespace(**{k: args.pop(k) for k in ADVERSARIAL_FLAGS})
     names = {f.name for f in fields(TrainConfig)}
     cfg = TrainConfig(**{k: v for k, v in args.items() if k in names})
-    refusal = refused_flags(cfg, adv)
+    refusal = refused_flags(cfg, adversarial_args)
     if refusal:
         refuse(parser, refusal)
-    if adv.attack == "fgsm":
-        adv.steps, adv.alpha = 1, adv.eps  # what FGSM does, as the log and the checkpoint record it
+    if adversarial_args.attack == "fgsm":
+        # what FGSM does, as the log and the checkpoint record it
+        adversarial_args.steps, adversarial_args.alpha = 1, adversarial_args.eps
     else:
-        adv.steps = adv.steps or DEFAULT_PGD_STEPS
-        adv.alpha = adv.alpha or default_alpha(adv.eps, adv.steps)
-    if adv.eval_eps is None:
-        adv.eval_eps = [adv.eps]
-    return cfg, adv
+        adversarial_args.steps = adversarial_args.steps or DEFAULT_PGD_STEPS
+        adversarial_args.alpha = (adversarial_args.alpha
+                                  or default_alpha(adversarial_args.eps, adversarial_args.steps))
+    if adversarial_args.eval_eps is None:
+        adversarial_args.eval_eps = [adversarial_args.eps]
+    return cfg, adversarial_args
 
 
-def training_splits(cfg: TrainConfig, be, log, comm=None):
+def training_splits(cfg: TrainConfig, backend, log, comm=None):
     """The data of adversarial training: the first --limit-rows training images, the first --eval-limit
     validation images (all by default) and test images for the robustness check (ROBUSTNESS_IMAGES by
     default). `comm`: the ranks of --async, which must all have loaded the same data."""
     splits = load_splits(cfg, log=log, progress=log is not silent and not cfg.quiet)
     check_ranks_share_the_data(comm, splits)
-    limit = evaluation_limit(cfg, be)
+    limit = evaluation_limit(cfg, backend)
     return first_rows(splits, cfg.limit_rows, limit, limit or ROBUSTNESS_IMAGES)
 
 
@@ -207,56 +209,60 @@ def nothing_saved(diverged: Diverged, cfg: TrainConfig) -> Diverged:
     return Diverged(f"{diverged}; nothing was written to --save {cfg.save}") if cfg.save else diverged
 
 
-def _final_report(be, params, cfg, adv, splits, result: dict, log) -> dict:
+def _final_report(backend, params, cfg, adversarial_args, splits, result: dict, log) -> dict:
     x, y = splits.x_test, splits.y_test
-    rows = robustness(be, params, be.to_device(x), be.to_device(y), adv.eval_eps, adv.eval_steps,
-                      batch=cfg.batch)
-    log(f"robustness on {x.shape[0]} test images (PGD k={adv.eval_steps}, alpha = 2.5 eps / k):")
+    rows = robustness(backend, params, backend.to_device(x), backend.to_device(y), adversarial_args.eval_eps,
+                      adversarial_args.eval_steps, batch=cfg.batch)
+    log(f"robustness on {x.shape[0]} test images (PGD k={adversarial_args.eval_steps}, alpha = 2.5 eps / k):")
     log(format_table(rows))
     result["robustness"] = [r.__dict__ for r in rows]
     if cfg.save:
         save_checkpoint(cfg.save, params.to_host(), hidden=params.hidden, dataset=splits.dataset,
-                        dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs, attack=adv.attack,
-                        eps=adv.eps, alpha=adv.alpha, steps=adv.steps, asynchronous=adv.async_)
+                        dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs,
+                        attack=adversarial_args.attack, eps=adversarial_args.eps,
+                        alpha=adversarial_args.alpha, steps=adversarial_args.steps,
+                        asynchronous=adversarial_args.async_)
         log(f"saved parameters to {cfg.save}")
-    if adv.json:
-        write_json(adv.json, result)
+    if adversarial_args.json:
+        write_json(adversarial_args.json, result)
     return result
 
 
-def run_train_serial(cfg, adv, log=print) -> dict:
+def run_train_serial(cfg, adversarial_args, log=print) -> dict:
     from .train_serial import AdversarialBatches
 
-    check_output_paths({"--save": cfg.save, "--json": adv.json})
-    be = get_backend(cfg.backend, cfg.gemm)
-    splits = training_splits(cfg, be, log)
+    check_output_paths({"--save": cfg.save, "--json": adversarial_args.json})
+    backend = get_backend(cfg.backend, cfg.gemm)
+    splits = training_splits(cfg, backend, log)
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
-    params = model.Parameters(be, hidden, cfg.dtype)
+    params = model.Parameters(backend, hidden, cfg.dtype)
     params.load(host)
     check_unit_pixels(splits.x_train, "the training images")
-    batches = SerialBatches(be, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
-    attacker = Attacker(be, params, cfg.batch, seed=cfg.seed)
-    adv_batches = AdversarialBatches(batches, attacker, adv.attack, adv.eps, adv.alpha, adv.steps,
-                                     adv.random_start)
-    log(f"nn_cuda.adversarial: serial {adv.attack} training eps={adv.eps:g} alpha={adv.alpha:.4g} "
-        f"k={adv.steps} on {splits.dataset} ({splits.x_train.shape[0]} train) H={hidden} "
-        f"batch={cfg.batch} lr={cfg.lr:g} epochs={cfg.epochs} backend={be.name} {cfg.dtype}")
-    note = emulation_note(cfg, be)
+    batches = SerialBatches(backend, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
+    attacker = Attacker(backend, params, cfg.batch, seed=cfg.seed)
+    adversarial_batches = AdversarialBatches(batches, attacker, adversarial_args.attack, adversarial_args.eps,
+                                             adversarial_args.alpha, adversarial_args.steps,
+                                             adversarial_args.random_start)
+    log(f"nn_cuda.adversarial: serial {adversarial_args.attack} training eps={adversarial_args.eps:g} "
+        f"alpha={adversarial_args.alpha:.4g} k={adversarial_args.steps} on {splits.dataset} "
+        f"({splits.x_train.shape[0]} train) H={hidden} batch={cfg.batch} lr={cfg.lr:g} epochs={cfg.epochs} "
+        f"backend={backend.name} {cfg.dtype}")
+    note = emulation_note(cfg, backend)
     if note:
         log(note)
     try:
-        history = train_loop(be, params, adv_batches, cfg, x_val=be.to_device(splits.x_val),
-                             y_val=splits.y_val)
+        history = train_loop(backend, params, adversarial_batches, cfg,
+                             x_val=backend.to_device(splits.x_val), y_val=splits.y_val)
     except Diverged as diverged:
         raise nothing_saved(diverged, cfg) from None
     log(f"training time {history.train_seconds:.2f} s ({history.steps} updates, "
         f"{history.samples / max(history.train_seconds, 1e-9):,.0f} samples/s)")
     result = {"mode": "serial", "updates": history.steps, "train_seconds": history.train_seconds,
               "history": history.epochs}
-    return _final_report(be, params, cfg, adv, splits, result, log)
+    return _final_report(backend, params, cfg, adversarial_args, splits, result, log)
 
 
-def run_train_async(cfg, adv, log=print) -> dict | None:
+def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
     from ..parallel.mpi import Communicator, ParallelError, launched_by_mpi
     from .async_pipeline import (AttackSettings, default_max_staleness, force_threshold, run_generator,
                                  run_updater)
@@ -269,45 +275,49 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
         raise ParallelError(f"--async needs at least 2 ranks (one updater, one generator), got {size}: "
                             f"mpirun -n 3 {PROG} train --async ...")
     generators = size - 1
-    max_staleness = adv.max_staleness or default_max_staleness(generators)
+    max_staleness = adversarial_args.max_staleness or default_max_staleness(generators)
     force_threshold(max_staleness, generators)  # a clear error on every rank before any message
     if rank != 0:
         log = silent
     else:
-        check_output_paths({"--save": cfg.save, "--json": adv.json, "--staleness-log": adv.staleness_log})
-    be = get_backend(cfg.backend, cfg.gemm)
-    splits = training_splits(cfg, be, log, comm)
+        check_output_paths({"--save": cfg.save, "--json": adversarial_args.json,
+                            "--staleness-log": adversarial_args.staleness_log})
+    backend = get_backend(cfg.backend, cfg.gemm)
+    splits = training_splits(cfg, backend, log, comm)
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
     check_unit_pixels(splits.x_train, "the training images")
-    params = model.Parameters(be, hidden, cfg.dtype)
+    params = model.Parameters(backend, hidden, cfg.dtype)
     flat = np.empty(params.size, dtype=params.dtype)
     if rank == 0:
         params.load(host)
-        flat[:] = be.to_host(params.flat)
+        flat[:] = backend.to_host(params.flat)
     comm.Bcast(flat, root=0)  # every rank starts from rank 0's weights (version 0)
-    be.copy(be.to_device(flat), params.flat)
+    backend.copy(backend.to_device(flat), params.flat)
     n = splits.x_train.shape[0]
     n_batches = -(-n // cfg.batch)
     epochs = cfg.epochs
     if cfg.max_steps:
         raise ParallelError("--max-steps is not supported with --async; use --epochs")
-    settings = AttackSettings(adv.attack, adv.eps, adv.alpha, adv.steps, adv.random_start, adv.check_interval)
+    settings = AttackSettings(adversarial_args.attack, adversarial_args.eps, adversarial_args.alpha,
+                              adversarial_args.steps, adversarial_args.random_start,
+                              adversarial_args.check_interval)
     if rank != 0:
-        batches = SerialBatches(be, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
-        run_generator(comm, be, params, batches, settings, epochs, cfg.batch, seed=cfg.seed)
+        batches = SerialBatches(backend, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
+        run_generator(comm, backend, params, batches, settings, epochs, cfg.batch, seed=cfg.seed)
         comm.Barrier()
         return None
 
-    log(f"nn_cuda.adversarial: asynchronous {adv.attack} training on {size} ranks (1 updater, "
-        f"{generators} generators) eps={adv.eps:g} alpha={adv.alpha:.4g} k={adv.steps} "
-        f"check-interval={adv.check_interval} max-staleness={max_staleness} on {splits.dataset} "
+    log(f"nn_cuda.adversarial: asynchronous {adversarial_args.attack} training on {size} ranks (1 updater, "
+        f"{generators} generators) eps={adversarial_args.eps:g} alpha={adversarial_args.alpha:.4g} "
+        f"k={adversarial_args.steps} check-interval={adversarial_args.check_interval} "
+        f"max-staleness={max_staleness} on {splits.dataset} "
         f"({n} train, {n_batches} batches/epoch) H={hidden} batch={cfg.batch} lr={cfg.lr:g} "
-        f"epochs={epochs} backend={be.name} {cfg.dtype}")
-    note = emulation_note(cfg, be)
+        f"epochs={epochs} backend={backend.name} {cfg.dtype}")
+    note = emulation_note(cfg, backend)
     if note:
         log(note)
-    x_val, y_val = be.to_device(splits.x_val), splits.y_val
-    ws = model.Workspace(be, cfg.batch, hidden, cfg.dtype)
+    x_val, y_val = backend.to_device(splits.x_val), splits.y_val
+    workspace = model.Workspace(backend, cfg.batch, hidden, cfg.dtype)
     from tqdm.auto import tqdm
 
     bar = tqdm(total=epochs * n_batches, unit="batch", disable=cfg.quiet, desc="updates")
@@ -316,15 +326,15 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
     def after_update(result) -> None:
         bar.update(1)
         if result.updates % n_batches == 0:
-            acc = float(np.mean(model.predict(be, params, ws, x_val) == y_val))
+            acc = float(np.mean(model.predict(backend, params, workspace, x_val) == y_val))
             epoch_records.append({"epoch": result.updates // n_batches, "val_acc": acc})
             bar.set_postfix(val_acc=f"{acc:.4f}", staleness=result.log[-1]["staleness"])
 
-    result = run_updater(comm, be, params, n_batches, epochs, cfg.batch, cfg.lr, cfg.reg, max_staleness,
+    result = run_updater(comm, backend, params, n_batches, epochs, cfg.batch, cfg.lr, cfg.reg, max_staleness,
                          on_update=after_update)
     bar.close()
     comm.Barrier()
-    if not math.isfinite(be.sum_squares(params.flat)):
+    if not math.isfinite(backend.sum_squares(params.flat)):
         diverged = Diverged(f"training diverged (non-finite weights); {likely_cause(cfg.lr, cfg.reg)}")
         raise nothing_saved(diverged, cfg)
     histogram = result.staleness_histogram()
@@ -339,10 +349,12 @@ def run_train_async(cfg, adv, log=print) -> dict | None:
                "send_seconds": result.send_seconds, "history": epoch_records,
                "staleness_histogram": {str(k): v for k, v in histogram.items()},
                "max_staleness": max_staleness}
-    report = _final_report(be, params, cfg, adv, splits, summary, log)  # saves the weights first
-    if adv.staleness_log:
-        write_json(adv.staleness_log, {"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches,
-                                       "epochs": epochs, "log": result.log})
+    # _final_report saves the weights first
+    report = _final_report(backend, params, cfg, adversarial_args, splits, summary, log)
+    if adversarial_args.staleness_log:
+        write_json(adversarial_args.staleness_log,
+                   {"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches, "epochs": epochs,
+                    "log": result.log})
     return report
 
 
@@ -372,21 +384,21 @@ def main(argv=None) -> int:
         if command == "eval":
             args = eval_parser().parse_args(rest)
         else:
-            cfg, adv = parse_train_args(rest)
+            cfg, adversarial_args = parse_train_args(rest)
     if command == "eval" and parallel.refuse_extra_ranks(PROG, "eval"):
         return 1
-    if command == "train" and not adv.async_ and parallel.refuse_extra_ranks(
+    if command == "train" and not adversarial_args.async_ and parallel.refuse_extra_ranks(
             PROG, "serial adversarial training", ", or add --async to pipeline it over the ranks"):
         return 1
     try:
         with parallel.abort_on_error(PROG, USER_ERRORS):
-            if command == "train" and adv.async_:
-                run_train_async(cfg, adv)
+            if command == "train" and adversarial_args.async_:
+                run_train_async(cfg, adversarial_args)
                 return 0
             if command == "eval":
                 run_eval(args)
             else:
-                run_train_serial(cfg, adv)
+                run_train_serial(cfg, adversarial_args)
     except USER_ERRORS as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1

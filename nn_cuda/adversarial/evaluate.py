@@ -29,13 +29,13 @@ class Robustness:
         return self.pgd <= self.fgsm
 
 
-def _accuracy_on(be, params, ws, X, labels_host) -> int:
+def _accuracy_on(backend, params, workspace, X, labels_host) -> int:
     """Number of rows of X classified as their label."""
-    P = model.forward(be, params, ws, X)
-    return int(np.sum(be.argmax_rows(P) == labels_host))
+    Yhat = model.forward(backend, params, workspace, X)
+    return int(np.sum(backend.argmax_rows(Yhat) == labels_host))
 
 
-def robustness(be, params: model.Parameters, x, y, eps_values, steps: int, alpha: float | None = None,
+def robustness(backend, params: model.Parameters, x, y, eps_values, steps: int, alpha: float | None = None,
                batch: int = 500, random_start: bool = False, seed: int = 0) -> list[Robustness]:
     """Accuracy on (x, y) clean and under FGSM and k-step PGD, per eps.
 
@@ -43,18 +43,20 @@ def robustness(be, params: model.Parameters, x, y, eps_values, steps: int, alpha
     """
     n = x.shape[0]
     batch = max(1, min(batch, n))
-    attacker = Attacker(be, params, batch, seed=seed)
-    ws = model.Workspace(be, batch, params.hidden, params.dtype, params.n_out)
-    y_host = be.to_host(y)
-    clean = sum(_accuracy_on(be, params, ws, x[s:s + batch], y_host[s:s + batch]) for s in range(0, n, batch))
+    attacker = Attacker(backend, params, batch, seed=seed)
+    workspace = model.Workspace(backend, batch, params.hidden, params.dtype, params.n_out)
+    y_host = backend.to_host(y)
+    clean = sum(_accuracy_on(backend, params, workspace, x[s:s + batch], y_host[s:s + batch])
+                for s in range(0, n, batch))
     results = []
     for eps in eps_values:
         a = default_alpha(eps, steps) if alpha is None else alpha
         right_fgsm = right_pgd = 0
         for s in range(0, n, batch):
             X, labels, truth = x[s:s + batch], y[s:s + batch], y_host[s:s + batch]
-            right_fgsm += _accuracy_on(be, params, ws, attacker.fgsm(X, labels, eps), truth)
-            right_pgd += _accuracy_on(be, params, ws, attacker.pgd(X, labels, eps, a, steps, random_start), truth)
+            right_fgsm += _accuracy_on(backend, params, workspace, attacker.fgsm(X, labels, eps), truth)
+            right_pgd += _accuracy_on(backend, params, workspace,
+                                      attacker.pgd(X, labels, eps, a, steps, random_start), truth)
         results.append(Robustness(eps, clean / n, right_fgsm / n, right_pgd / n, steps, a))
     return results
 

@@ -19,7 +19,7 @@ from numba import config as numba_config
 from numba import cuda
 
 from .base import WITHOUT_A_GPU, Backend, BackendUnavailable
-from .numba_kernels import GEMM_MODULES, nn_ops
+from .numba_kernels import GEMM_MODULES, launch_gemm, nn_ops
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: CUDA's limit on gridDim.y, which counts blocks of rows in the 2-D launches
@@ -172,8 +172,7 @@ class NumbaBackend(Backend):
             )
         if M == 0 or N == 0:
             return
-        _check_rows("gemm", M, GEMM_MODULES[algo].ROWS_PER_BLOCK)
-        GEMM_MODULES[algo].launch(A, B, C, dtype.type(alpha), dtype.type(beta), trans_a, trans_b)
+        launch_gemm(algo, A, B, C, dtype.type(alpha), dtype.type(beta), trans_a, trans_b)
 
     # ---- fused element-wise and reduction operations ------------------------------------------
     def bias_sigmoid(self, Z, b, out):

@@ -29,8 +29,8 @@ from ..backends import BACKENDS
 from ..arguments import comma_separated, int_at_least, pixel_radius, positive_float, positive_int
 from ..config import HelpFormatter
 from ..data import DATASETS
-from .common import (backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment,
-                     write_json)
+from ..records import machine_info, machine_line, write_json
+from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=positive_int, default=3,
                    help="runs of each configuration; the fastest training time is reported (the least "
                    "disturbed by other work on the machine), the accuracies are those of the first run")
-    p.add_argument("--json", default="bench_results/adversarial.json", help="where the results go")
+    p.add_argument("--json", default="results/adversarial.json", help="where the results go")
     return p
 
 

@@ -1,64 +1,14 @@
-"""What every benchmark records: the machine, the date, the command; and a JSON writer."""
+"""What the benchmarks share: the default backend, flag checks, mpiexec and its environment, ratios.
+(The machine record and the JSON writer every run uses are in nn_cuda.records.)"""
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
-import platform
 import shutil
 import sys
-from pathlib import Path
+import time
 
-from ..outputs import write_text
 from ..parallel.mpi import BLAS_THREAD_VARIABLES
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def gpu_name() -> str | None:
-    """The name of CUDA device 0 through CuPy, or None where there is none (never raises)."""
-    try:
-        import cupy
-
-        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        name = props["name"]
-        return name.decode() if isinstance(name, bytes) else str(name)
-    except Exception:
-        return None
-
-
-def machine_info() -> dict:
-    import numpy as np
-
-    return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, "-m", "nn_cuda.bench", *sys.argv[1:]]),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "gpu": gpu_name(),
-    }
-
-
-def machine_line(info: dict) -> str:
-    gpu = f", GPU {info['gpu']}" if info.get("gpu") else ", no GPU"
-    return f"{info['cpu']} ({info['cores']} cores){gpu}; {info['date']}"
-
-
-def write_json(path, payload) -> None:
-    """Write `payload` to `path` as indented JSON, atomically (nn_cuda.outputs), NumPy scalars as floats."""
-    write_text(path, json.dumps(payload, indent=2, default=float) + "\n")
 
 
 def default_backend() -> str:
@@ -107,3 +57,14 @@ def format_ratio(summary) -> str:
     if not summary:
         return "-"
     return f"{summary['median']:.2f}x [{summary['min']:.2f}-{summary['max']:.2f}]"
+
+
+def host_seconds(call, repeat: int) -> list[float]:
+    """Seconds of each of `repeat` calls of `call` by the host clock, after one untimed warm-up call."""
+    call()
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - started)
+    return samples

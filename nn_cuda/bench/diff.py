@@ -2,7 +2,7 @@
 
 Trains the network twice from the same initial weights and on the same batches: once in float64 with
 the NumPy reference, once in float32 on the backend under test (CuPy on a GPU, else NumPy float32),
-and compares the final W1, W2, b1, b2 with the course's relative errors (nn_cuda.compare: max-norm
+and compares the final W1, W2, b1, b2 with the course's relative errors (nn_cuda.relative_errors: max-norm
 and l2). It varies one setting at a time around a base run:
 
     lr      the learning rate
@@ -28,12 +28,13 @@ import argparse
 import math
 import sys
 
-from .. import compare
+from .. import relative_errors
 from ..backends import BACKENDS
 from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
 from ..config import TrainConfig
 from ..data import DATASETS
-from .common import backend_or_usage_error, default_backend, machine_info, machine_line, write_json
+from ..records import machine_info, machine_line, write_json
+from .common import backend_or_usage_error, default_backend
 
 BASE = {"lr": 0.5, "epochs": 4, "hidden": 100, "batch": 800}
 SWEEPS = {
@@ -133,10 +134,10 @@ class Comparison:
             assert step == step_t, "the two runs saved different steps"
             if step == 0:
                 continue
-            errors = compare.parameter_errors(ref, other)
+            errors = relative_errors.parameter_errors(ref, other)
             points.append({"step": step, "epoch": step / steps_per_epoch,
                            "errors": {name: list(pair) for name, pair in errors.items()},
-                           "passes_float32": all(compare.passes(errors, "float32").values())})
+                           "passes_float32": all(relative_errors.passes(errors, "float32").values())})
         points[-1].update(val_acc_float64=reference.val_acc, val_acc_float32=tested.val_acc)
         return points
 
@@ -166,7 +167,7 @@ def main(argv=None) -> int:
     comparison = Comparison(backend, args.gemm, args.dataset, args.data_dir, args.seed)
     print(f"float32 {backend} against float64 numpy, final weights, {args.dataset}; base {base}")
     print(f"machine: {machine_line(info)}")
-    print(f"{'vary':7s} {'value':>8s} {'steps':>6s} " + " ".join(f"{n + ' l2':>10s}" for n in compare.COLUMN_ORDER)
+    print(f"{'vary':7s} {'value':>8s} {'steps':>6s} " + " ".join(f"{n + ' l2':>10s}" for n in relative_errors.COLUMN_ORDER)
           + f" {'worst':>10s}")
     rows = []
 
@@ -176,7 +177,7 @@ def main(argv=None) -> int:
         rows.append(row)
         if "errors" in point:
             print(f"{axis:7s} {value:8g} {point['step']:6d} "
-                  + " ".join(f"{point['errors'][n][1]:10.2e}" for n in compare.COLUMN_ORDER)
+                  + " ".join(f"{point['errors'][n][1]:10.2e}" for n in relative_errors.COLUMN_ORDER)
                   + f" {_worst(point):10.2e}")
         else:
             print(f"{axis:7s} {value:8g} diverged")
@@ -201,7 +202,7 @@ def main(argv=None) -> int:
         from ..grading import COURSE_MODES, course_config
 
         print(f"course grading modes, float32 settings (raw pixels, H=100), threshold "
-              f"{compare.THRESHOLDS['float32']:g}")
+              f"{relative_errors.THRESHOLDS['float32']:g}")
         for mode in args.modes:
             cfg = course_config(mode, comparison.base_cfg.replace(dtype="float32"))
             if args.mode_epochs is not None:
@@ -217,7 +218,7 @@ def main(argv=None) -> int:
         write_json(args.json, {"benchmark": "diff", "machine": info,
                                "config": {"backend": backend, "gemm": args.gemm, "dataset": args.dataset,
                                           "base": base, "seed": args.seed,
-                                          "thresholds": compare.THRESHOLDS,
+                                          "thresholds": relative_errors.THRESHOLDS,
                                           "reference": "numpy float64", "tested": f"{backend} float32"},
                                "results": rows, "modes": modes})
         print(f"wrote {args.json}")

@@ -16,7 +16,7 @@ events: a few warm-up calls, then --repeat calls queued back to back behind a sh
 of A, B and C that the inputs come from memory rather than from the L2 cache. It reports the median,
 GFLOP/s (2 M N K per call) and, on cupy, the percentage of cuBLAS timed in the same run.
 
-    python -m nn_cuda.bench gemm --backend cupy --json bench_results/gemm.json
+    python -m nn_cuda.bench gemm --backend cupy --json results/gemm.json
     python -m nn_cuda.bench gemm --backend numba-sim       # correctness only, tiny sizes
 """
 
@@ -33,7 +33,10 @@ import numpy as np
 from .. import kernel_info, kernel_resources
 from ..backends import BACKENDS, get_backend
 from ..course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
-from .common import default_backend, machine_info, machine_line, write_json
+from ..gpu_timer import gpu_events, is_simulated
+from ..records import machine_info, machine_line, write_json
+from ..relative_errors import relative_error
+from .common import default_backend
 
 ALPHA, BETA = GEMM_ALPHA, GEMM_BETA  # the course's mode-4 test
 COURSE_SIZES = COURSE_GEMM_SIZES
@@ -41,7 +44,6 @@ GPU_SIZES = COURSE_SIZES + [(10 * m, 10 * n, 10 * k) for m, n, k in COURSE_SIZES
 CPU_SIZES = [(17, 33, 65), (64, 16, 4), (65, 17, 5)]
 TRANSPOSES = {"NN": (False, False), "NT": (False, True), "TN": (True, False), "TT": (True, True)}
 WARMUP = 3
-L2_FALLBACK_BYTES = 128 * 2**20  # when the device does not say (larger than any current L2)
 MAX_COPIES = 256
 
 
@@ -95,13 +97,6 @@ def tolerance(K: int, dtype) -> float:
     return (K + 3) * (unit_roundoff(dtype) + unit_roundoff(np.float64))
 
 
-def rel_inf_norm_error(result, reference) -> float:
-    """||result - reference||_inf / ||reference||_inf; NaN when result holds NaN."""
-    result = np.asarray(result, dtype=np.float64)
-    difference = np.abs(result - reference).sum(axis=1).max()
-    return float(difference / np.abs(reference).sum(axis=1).max())
-
-
 class Problem:
     """Host inputs of one (M, N, K, trans) case and their float64 references."""
 
@@ -118,15 +113,15 @@ class Problem:
         self.reference = self.product + BETA * self.C.astype(np.float64)
 
 
-def check(be, algo, problem, A, B, C) -> float:
+def check(backend, algo, problem, A, B, C) -> float:
     """The larger relative error of beta = 0 (C poisoned with NaN) and of the mode-4 product."""
-    be.fill(C, np.nan)
-    be.gemm(A, B, C, alpha=ALPHA, beta=0.0, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
-    error_beta0 = rel_inf_norm_error(be.to_host(C), problem.product)
-    C_start = be.to_device(problem.C)
-    be.copy(C_start, C)
-    be.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
-    error = rel_inf_norm_error(be.to_host(C), problem.reference)
+    backend.fill(C, np.nan)
+    backend.gemm(A, B, C, alpha=ALPHA, beta=0.0, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
+    error_beta0 = relative_error(problem.product, backend.to_host(C), np.inf)
+    C_start = backend.to_device(problem.C)
+    backend.copy(C_start, C)
+    backend.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
+    error = relative_error(problem.reference, backend.to_host(C), np.inf)
     if math.isnan(error_beta0) or math.isnan(error):
         return float("nan")
     return max(error_beta0, error)
@@ -135,119 +130,15 @@ def check(be, algo, problem, A, B, C) -> float:
 # ---- timing on a GPU ----------------------------------------------------------------------------
 
 
-class CupyTimer:
-    """CUDA events and a busy kernel on CuPy's current stream."""
-
-    _HOLD_SOURCE = r"""
-    extern "C" __global__ void hold_gpu(unsigned long long nanoseconds)
-    {
-        // Spin on the global nanosecond timer: keeps the GPU busy while the host queues work.
-        unsigned long long start, now;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-        do {
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        } while (now - start < nanoseconds);
-    }
-    """
-
-    def __init__(self):
-        import cupy
-
-        self.cupy = cupy
-        self._hold = cupy.RawKernel(self._HOLD_SOURCE, "hold_gpu")
-
-    def event(self):
-        return self.cupy.cuda.Event()
-
-    def record(self, event):
-        event.record()
-
-    def elapsed_ms(self, start, end) -> float:
-        return self.cupy.cuda.get_elapsed_time(start, end)
-
-    def hold(self, milliseconds: float) -> None:
-        self._hold((1,), (1,), (np.uint64(milliseconds * 1e6),))
-
-    def l2_bytes(self) -> int:
-        try:
-            return int(self.cupy.cuda.Device().attributes["L2CacheSize"])
-        except Exception:
-            return L2_FALLBACK_BYTES
-
-    def arch(self) -> str:
-        return f"sm_{self.cupy.cuda.Device().compute_capability}"
-
-    def describe(self) -> dict:
-        props = self.cupy.cuda.runtime.getDeviceProperties(self.cupy.cuda.Device().id)
-        name = props["name"]
-        return {
-            "gpu": name.decode() if isinstance(name, bytes) else str(name),
-            "arch": self.arch(),
-            "l2_bytes": self.l2_bytes(),
-            "cupy": self.cupy.__version__,
-            "cuda_runtime": self.cupy.cuda.runtime.runtimeGetVersion(),
-            "cuda_driver": self.cupy.cuda.runtime.driverGetVersion(),
-        }
-
-
-class NumbaTimer:
-    """CUDA events and a busy kernel on Numba's default stream."""
-
-    def __init__(self):
-        from numba import cuda
-
-        self.cuda = cuda
-
-        @cuda.jit
-        def hold_gpu(microseconds):
-            # Sleep in 1-microsecond naps: keeps the GPU busy while the host queues work.
-            for _ in range(microseconds):
-                cuda.nanosleep(1000)
-
-        self._hold = hold_gpu
-
-    def event(self):
-        return self.cuda.event(timing=True)
-
-    def record(self, event):
-        event.record()
-
-    def elapsed_ms(self, start, end) -> float:
-        return self.cuda.event_elapsed_time(start, end)
-
-    def hold(self, milliseconds: float) -> None:
-        self._hold[1, 1](int(milliseconds * 1000))
-
-    def l2_bytes(self) -> int:
-        try:
-            return int(self.cuda.get_current_device().L2_CACHE_SIZE)
-        except Exception:
-            return L2_FALLBACK_BYTES
-
-    def arch(self) -> str:
-        major, minor = self.cuda.get_current_device().compute_capability
-        return f"sm_{major}{minor}"
-
-    def describe(self) -> dict:
-        import numba
-
-        name = self.cuda.get_current_device().name
-        return {
-            "gpu": name.decode() if isinstance(name, bytes) else str(name),
-            "arch": self.arch(),
-            "l2_bytes": self.l2_bytes(),
-            "numba": numba.__version__,
-        }
-
-
-def device_copies(be, problem, l2_bytes):
+def device_copies(backend, problem, l2_bytes):
     """Enough (A, B, C) copies on the device that cycling through them defeats the L2 cache."""
     set_bytes = problem.A.nbytes + problem.B.nbytes + problem.C.nbytes
     count = min(MAX_COPIES, max(2, math.ceil(2 * l2_bytes / set_bytes)))
-    return [(be.to_device(problem.A), be.to_device(problem.B), be.to_device(problem.C)) for _ in range(count)]
+    return [(backend.to_device(problem.A), backend.to_device(problem.B), backend.to_device(problem.C))
+            for _ in range(count)]
 
 
-def time_gemm(be, timer, algo, problem, copies, repeat) -> list[float]:
+def time_gemm(backend, timer, algo, problem, copies, repeat) -> list[float]:
     """Milliseconds of each of `repeat` calls, queued back to back and timed with CUDA events.
 
     C changes at every call (it is multiplied by 5 and accumulated into); its values do not affect
@@ -255,15 +146,16 @@ def time_gemm(be, timer, algo, problem, copies, repeat) -> list[float]:
     """
     def call(index):
         A, B, C = copies[index % len(copies)]
-        be.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=problem.trans_a, trans_b=problem.trans_b, algo=algo)
+        backend.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=problem.trans_a, trans_b=problem.trans_b,
+                     algo=algo)
 
     for index in range(WARMUP):
         call(index)
-    be.synchronize()
+    backend.synchronize()
     started = time.perf_counter()
     call(WARMUP)  # the host's cost of queueing one call, to size the head start below
     queue_seconds = time.perf_counter() - started
-    be.synchronize()
+    backend.synchronize()
 
     events = [timer.event() for _ in range(repeat + 1)]
     timer.hold(min(1000.0, 1.0 + 2e3 * queue_seconds * repeat))
@@ -271,21 +163,11 @@ def time_gemm(be, timer, algo, problem, copies, repeat) -> list[float]:
     for index in range(repeat):
         call(WARMUP + 1 + index)
         timer.record(events[index + 1])
-    be.synchronize()
+    backend.synchronize()
     return [timer.elapsed_ms(events[i], events[i + 1]) for i in range(repeat)]
 
 
 # ---- the benchmark ------------------------------------------------------------------------------
-
-
-def _is_simulated(backend_name: str) -> bool:
-    if backend_name == "numba-sim":
-        return True
-    if backend_name == "numba":
-        from numba import config
-
-        return bool(config.ENABLE_CUDASIM)
-    return False
 
 
 def _registers(algo, dtype, trans_a, trans_b, arch):
@@ -313,23 +195,23 @@ def main(argv=None) -> int:
 
     backend_name = args.backend or default_backend()
     try:
-        be = get_backend(backend_name)
+        backend = get_backend(backend_name)
     except (ImportError, RuntimeError, ValueError) as error:
         parser.error(f"--backend {backend_name}: {error}")
-    algos = list(dict.fromkeys(args.algo.split(","))) if args.algo else list(be.gemm_algos)
-    unknown = [a for a in algos if a not in be.gemm_algos]
+    algos = list(dict.fromkeys(args.algo.split(","))) if args.algo else list(backend.gemm_algos)
+    unknown = [a for a in algos if a not in backend.gemm_algos]
     if unknown:
         parser.error(f"--algo {','.join(unknown)}: backend {backend_name!r} has no such GEMM algorithm; "
-                     f"choose among {', '.join(be.gemm_algos)}")
+                     f"choose among {', '.join(backend.gemm_algos)}")
 
-    timed = be.on_device and not _is_simulated(backend_name)
+    timed = backend.on_device and not is_simulated(backend_name)
     # cuda-cpu: one host-clock call each (Numba's simulator, emulated too, is not timed at all)
-    emulated = getattr(be, "emulated", False) and not timed and not _is_simulated(backend_name)
-    anchor = "cublas" if timed and "cublas" in be.gemm_algos else None
+    emulated = getattr(backend, "emulated", False) and not timed and not is_simulated(backend_name)
+    anchor = "cublas" if timed and "cublas" in backend.gemm_algos else None
     if anchor and anchor not in algos:
         algos.append(anchor)  # timed in the same run, as the reference for "% of cuBLAS"
     sizes = args.sizes or (GPU_SIZES if timed else CPU_SIZES)
-    timer = (CupyTimer() if backend_name == "cupy" else NumbaTimer()) if timed else None
+    timer = gpu_events(backend)  # None exactly when not `timed`
     arch = timer.arch() if timer is not None and backend_name == "cupy" else None
 
     info = machine_info()
@@ -357,27 +239,27 @@ def main(argv=None) -> int:
             trans_a, trans_b = TRANSPOSES[trans]
             problem = Problem(M, N, K, trans_a, trans_b, dtype)
             limit = tolerance(K, dtype)
-            copies = device_copies(be, problem, timer.l2_bytes()) if timed else None
+            copies = device_copies(backend, problem, timer.l2_bytes()) if timed else None
             if timed:
                 A, B, C = copies[0]
             else:
-                A, B, C = (be.to_device(x) for x in (problem.A, problem.B, problem.C))
+                A, B, C = (backend.to_device(x) for x in (problem.A, problem.B, problem.C))
             rows = []
             for algo in algos:
-                error = check(be, algo, problem, A, B, C)
+                error = check(backend, algo, problem, A, B, C)
                 record = {"algo": algo, "backend": backend_name, "dtype": args.dtype, "trans": trans,
                           "M": M, "N": N, "K": K, "alpha": ALPHA, "beta": BETA,
                           "rel_err": error, "tolerance": limit, "passed": bool(error <= limit)}
                 if not record["passed"]:
                     failures.append(f"{algo} {trans} {M}x{N}x{K}: relative error {error:.3g} > {limit:.3g}")
                 if timed:
-                    samples = time_gemm(be, timer, algo, problem, copies, args.repeat)
+                    samples = time_gemm(backend, timer, algo, problem, copies, args.repeat)
                     ms = statistics.median(samples)
                     record.update(time_ms=ms, time_ms_min=min(samples), gflops=2.0 * M * N * K / (ms * 1e6),
                                   repeat=args.repeat, copies=len(copies))
                 if emulated:
                     started = time.perf_counter()
-                    be.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=trans_a, trans_b=trans_b, algo=algo)
+                    backend.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=trans_a, trans_b=trans_b, algo=algo)
                     record.update(emulated_ms=1e3 * (time.perf_counter() - started))
                 if arch is not None:
                     found = _registers(algo, dtype, trans_a, trans_b, arch)
@@ -391,7 +273,7 @@ def main(argv=None) -> int:
                 print(_table_row(record))
             records.extend(rows)
             del copies, A, B, C
-            be.synchronize()
+            backend.synchronize()
 
     if args.json:
         payload = {"benchmark": "gemm", "machine": info, "backend": backend_name, "timed": timed,

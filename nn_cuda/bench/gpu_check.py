@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import gpu_name, machine_info, machine_line, write_json
+from ..records import gpu_name, machine_info, machine_line, write_json
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -79,7 +79,7 @@ def summary_lines(records: list[dict]) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nn_cuda.bench gpu-check", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="bench_results", help="folder of gpu_check.json and the steps' files")
+    parser.add_argument("--out", default="results", help="folder of gpu_check.json and the steps' files")
     return parser
 
 

@@ -26,7 +26,7 @@ from ..arguments import comma_separated, non_negative_int, positive_float, posit
 from ..config import DEFAULT_LR, TrainConfig
 from ..data import DATASETS, epoch_order
 from ..training import Diverged, load_splits, run, silent
-from .common import machine_info, machine_line, write_json
+from ..records import machine_info, machine_line, write_json
 
 
 def build_parser():

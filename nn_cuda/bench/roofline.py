@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import numpy as np
 
 from ..arguments import int_at_least, positive_int
 from ..course import COURSE_GEMM_SIZES
-from .common import machine_info, machine_line, write_json
+from ..records import machine_info, machine_line, write_json
+from .common import host_seconds
 
 COURSE_SIZES = COURSE_GEMM_SIZES
 SMALLEST_SQUARE = 512  # the squares measured are 512, 1024, ... up to --max-size
@@ -40,13 +40,7 @@ class _Host:
     xp = np
 
     def best_seconds(self, call, repeat):
-        call()
-        samples = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            call()
-            samples.append(time.perf_counter() - started)
-        return min(samples)
+        return min(host_seconds(call, repeat))
 
 
 class _Cupy:

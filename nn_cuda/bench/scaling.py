@@ -38,8 +38,8 @@ from tqdm import tqdm
 
 from ..backends import BACKENDS
 from ..arguments import comma_separated, non_negative_int, one_of, positive_int
-from .common import (backend_or_usage_error, find_mpiexec, machine_info, machine_line, mpi_child_environment,
-                     write_json)
+from ..records import machine_info, machine_line, write_json
+from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment
 
 MNIST_TRAIN_ROWS = 54_000
 STRATEGIES = ("data", "model", "hybrid")
@@ -185,23 +185,24 @@ class TimedStep:
     The barrier separates load imbalance from transfer time; it costs one barrier per step.
     """
 
-    def __init__(self, be, model, params, grads, ws, strategy, comm):
-        self.be, self.model, self.params, self.grads, self.ws = be, model, params, grads, ws
+    def __init__(self, backend, model, params, grads, workspace, strategy, comm):
+        self.backend, self.model, self.params = backend, model, params
+        self.grads, self.workspace = grads, workspace
         self.strategy, self.comm = strategy, comm
 
     def __call__(self, X, labels, n_global, totals: dict) -> None:
-        be, model, strategy = self.be, self.model, self.strategy
+        backend, model, strategy = self.backend, self.model, self.strategy
         started, communicated_before = time.perf_counter(), strategy.allreduce_seconds
-        model.forward(be, self.params, self.ws, X, reduce_logits=strategy.reduce_logits)
-        model.backward(be, self.params, self.grads, self.ws, X, labels, 1.0 / n_global,
+        model.forward(backend, self.params, self.workspace, X, reduce_logits=strategy.reduce_logits)
+        model.backward(backend, self.params, self.grads, self.workspace, X, labels, 1.0 / n_global,
                        after_layer2=strategy.after_layer2)
-        be.synchronize()
+        backend.synchronize()
         wait_started = time.perf_counter()
         self.comm.barrier()
         waited = time.perf_counter() - wait_started
         strategy.allreduce_gradients(self.grads)
-        model.sgd_update(be, self.params, self.grads, 0.1, 1e-4)
-        be.synchronize()
+        model.sgd_update(backend, self.params, self.grads, 0.1, 1e-4)
+        backend.synchronize()
         communicated = strategy.allreduce_seconds - communicated_before
         totals["wait"] += waited
         totals["allreduce"] += communicated
@@ -226,26 +227,26 @@ def worker(args) -> int:
         else:
             model_ranks = args.model_ranks if parallel == "hybrid" else None
             strategy = ModelParallel(comm, args.backend, args.batch, model_ranks, args.comm, parallel)
-        be = get_backend(args.backend, args.gemm)
+        backend = get_backend(args.backend, args.gemm)
         dtype = np.dtype(args.dtype)
         cfg = TrainConfig(hidden=args.hidden, batch=args.batch, dtype=args.dtype)
         rng = np.random.default_rng(0)
         x = rng.random((args.samples, model.N_INPUTS), dtype=np.float32).astype(dtype, copy=False)
         y = rng.integers(0, model.N_CLASSES, args.samples).astype(np.int32)
-        batches = strategy.make_batches(be, x, y, cfg)
+        batches = strategy.make_batches(backend, x, y, cfg)
         del x, y  # each rank keeps only its shard
-        params = strategy.local_parameters(be, model.init_parameters(args.hidden, 0), dtype)
+        params = strategy.local_parameters(backend, model.init_parameters(args.hidden, 0), dtype)
         strategy.broadcast_parameters(params)
-        grads = model.Parameters(be, params.hidden, dtype)
-        ws = model.Workspace(be, args.batch, params.hidden, dtype)
-        step = TimedStep(be, model, params, grads, ws, strategy, comm)
+        grads = model.Parameters(backend, params.hidden, dtype)
+        workspace = model.Workspace(backend, args.batch, params.hidden, dtype)
+        step = TimedStep(backend, model, params, grads, workspace, strategy, comm)
 
         scratch = {"compute": 0.0, "wait": 0.0, "allreduce": 0.0}
         for k, batch in enumerate(batches.batches(0)):
             if k >= args.warmup_steps:
                 break
             step(*batch, scratch)
-        epochs = [time_epoch(be, comm, strategy.communicators(), batches, step, epoch)
+        epochs = [time_epoch(backend, comm, strategy.communicators(), batches, step, epoch)
                   for epoch in range(args.epochs)]
         best = min(epochs, key=lambda e: e["seconds"])
         per_rank = comm.allgather(best)
@@ -255,7 +256,7 @@ def worker(args) -> int:
                                              args.model_ranks if parallel == "hybrid" else None,
                                              overlap=args.overlap == "on")
             result = {
-                "parallel": parallel, "ranks": p, "overlap": args.overlap == "on", "backend": be.name,
+                "parallel": parallel, "ranks": p, "overlap": args.overlap == "on", "backend": backend.name,
                 "comm": args.comm,
                 "steps_per_epoch": steps, "samples_per_epoch": args.samples,
                 "seconds_per_epoch": max(r["seconds"] for r in per_rank),
@@ -275,11 +276,11 @@ def worker(args) -> int:
     return 0
 
 
-def time_epoch(be, comm, communicators, batches, step, epoch) -> dict:
+def time_epoch(backend, comm, communicators, batches, step, epoch) -> dict:
     """One epoch of timed steps. "allreduce" includes the wait for the slowest rank ("wait").
     Calls and bytes are those of the strategy's `communicators` (buffer allreduces only)."""
     comm.barrier()
-    be.synchronize()
+    backend.synchronize()
     for counted in communicators:
         counted.stats.reset()
     totals = {"compute": 0.0, "wait": 0.0, "allreduce": 0.0}

@@ -35,7 +35,8 @@ from .. import model
 from ..arguments import non_negative_int, positive_int
 from ..profiling import PHASES, PhaseTimer, timed_step
 from ..backends import BACKENDS
-from .common import backend_or_usage_error, format_ratio, machine_info, machine_line, write_json
+from ..records import machine_info, machine_line, write_json
+from .common import backend_or_usage_error, format_ratio, host_seconds
 
 
 def flop_per_step(batch: int, hidden: int, n_in: int = 784, n_out: int = 10) -> int:
@@ -71,14 +72,14 @@ class StepTimer(BlockTimer):
     """Times blocks of nn_cuda training steps (forward + backward + update, the calls of
     `nn_cuda.model`) on one backend; the buffers are allocated once and kept between blocks."""
 
-    def __init__(self, be, hidden, batch, dtype, warmup, lr=0.1, reg=1e-4, n_batches=4):
-        self.be, self.batch, self.lr, self.reg, self.n_batches = be, batch, lr, reg, n_batches
+    def __init__(self, backend, hidden, batch, dtype, warmup, lr=0.1, reg=1e-4, n_batches=4):
+        self.backend, self.batch, self.lr, self.reg, self.n_batches = backend, batch, lr, reg, n_batches
         x, y = random_batches(batch, n_batches, dtype)
-        self.X, self.Y = be.to_device(x), be.to_device(y)
-        self.params = model.Parameters(be, hidden, dtype)
+        self.X, self.Y = backend.to_device(x), backend.to_device(y)
+        self.params = model.Parameters(backend, hidden, dtype)
         self.params.load(model.init_parameters(hidden, 0))
-        self.grads = model.Parameters(be, hidden, dtype)
-        self.ws = model.Workspace(be, batch, hidden, dtype)
+        self.grads = model.Parameters(backend, hidden, dtype)
+        self.workspace = model.Workspace(backend, batch, hidden, dtype)
         self.step_count = 0
         self.block(warmup)
 
@@ -86,21 +87,22 @@ class StepTimer(BlockTimer):
         k, b = self.step_count % self.n_batches, self.batch
         self.step_count += 1
         Xb, Yb = self.X[k * b : (k + 1) * b], self.Y[k * b : (k + 1) * b]
-        model.forward(self.be, self.params, self.ws, Xb)
-        model.backward(self.be, self.params, self.grads, self.ws, Xb, Yb, 1.0 / b)
-        model.sgd_update(self.be, self.params, self.grads, self.lr, self.reg)
+        model.forward(self.backend, self.params, self.workspace, Xb)
+        model.backward(self.backend, self.params, self.grads, self.workspace, Xb, Yb, 1.0 / b)
+        model.sgd_update(self.backend, self.params, self.grads, self.lr, self.reg)
 
     def _sync(self):
-        self.be.synchronize()
+        self.backend.synchronize()
 
     def phases(self, steps) -> dict:
         """Milliseconds per step of each phase (nn_cuda.profiling) over `steps` more steps, every
         call timed: by CUDA events on a GPU, by the host clock after a synchronize on the CPU."""
-        timer = PhaseTimer(self.be)
-        timed = timer.backend(self.be)
+        timer = PhaseTimer(self.backend)
+        timed = timer.backend(self.backend)
         X, Y, b = self.X[: self.batch], self.Y[: self.batch], self.batch
         for _ in range(steps):
-            timed_step(timer, model, timed, self.params, self.grads, self.ws, X, Y, 1.0 / b, self.lr, self.reg)
+            timed_step(timer, model, timed, self.params, self.grads, self.workspace, X, Y, 1.0 / b, self.lr,
+                       self.reg)
         summary = timer.summary()
         return {"clock": summary["clock"], "steps": steps, "ms_per_step": summary["ms_per_step"]}
 
@@ -165,13 +167,7 @@ class GemmFloor:
     def block(self, repeat) -> list[float]:
         total = 0.0
         for gemm in self.gemms:
-            gemm()
-            samples = []
-            for _ in range(repeat):
-                start = time.perf_counter()
-                gemm()
-                samples.append(time.perf_counter() - start)
-            total += statistics.median(samples)
+            total += statistics.median(host_seconds(gemm, repeat))
         return [total]
 
 
@@ -233,10 +229,10 @@ def main(argv=None) -> int:
     shape = (args.hidden, args.batch, dtype)
 
     timers, rows = {}, []
-    for algo, be in backends.items():
-        name = f"nn_cuda {be.name}/{algo}"
-        timers[name] = StepTimer(be, *shape, warmup=args.warmup)
-        rows.append({"name": name, "backend": be.name, "gemm": algo})
+    for algo, backend in backends.items():
+        name = f"nn_cuda {backend.name}/{algo}"
+        timers[name] = StepTimer(backend, *shape, warmup=args.warmup)
+        rows.append({"name": name, "backend": backend.name, "gemm": algo})
     torch = None if args.no_torch else import_torch()
     if torch is not None:
         name = f"PyTorch {torch.__version__} loop"

@@ -74,59 +74,59 @@ def _import_nccl():
     return nccl
 
 
-def make_reducer(mode: str, comm, be, size: int, dtype):
+def make_reducer(mode: str, comm, backend, size: int, dtype):
     """The reducer of --comm `mode` for gradient buffers of `size` elements of `dtype`."""
     if mode == "host":
-        return HostAllreduce(comm, be, size, dtype)
+        return HostAllreduce(comm, backend, size, dtype)
     if mode == "cuda-aware":
-        return CudaAwareAllreduce(comm, be)
+        return CudaAwareAllreduce(comm, backend)
     if mode == "nccl":
-        return NcclAllreduce(comm, be, dtype)
+        return NcclAllreduce(comm, backend, dtype)
     raise ParallelError(f"unknown --comm {mode!r}; choose one of {', '.join(COMM_MODES)}")
 
 
 class HostAllreduce:
     """MPI on host memory; device buffers staged through one pinned host vector."""
 
-    def __init__(self, comm, be, size: int, dtype):
-        self.comm, self.be = comm, be
-        self.staging = gpu.pinned_empty(be, size, dtype) if be.on_device else None
+    def __init__(self, comm, backend, size: int, dtype):
+        self.comm, self.backend = comm, backend
+        self.staging = gpu.pinned_empty(backend, size, dtype) if backend.on_device else None
 
     def reduce(self, flat, lo: int, hi: int) -> None:
         if self.staging is None:
             self.comm.Allreduce(flat[lo:hi])
             return
         host = self.staging[lo:hi]
-        gpu.device_to_host(self.be, flat[lo:hi], host)
+        gpu.device_to_host(self.backend, flat[lo:hi], host)
         self.comm.Allreduce(host)
-        gpu.host_to_device(self.be, host, flat[lo:hi])
+        gpu.host_to_device(self.backend, host, flat[lo:hi])
 
     def start(self, flat, lo: int, hi: int):
         if self.staging is None:
             return self.comm.Iallreduce(flat[lo:hi]), lo, hi
         host = self.staging[lo:hi]
-        gpu.device_to_host(self.be, flat[lo:hi], host)
+        gpu.device_to_host(self.backend, flat[lo:hi], host)
         return self.comm.Iallreduce(host), lo, hi
 
     def wait(self, flat, handle) -> None:
         request, lo, hi = handle
         request.wait()
         if self.staging is not None:
-            gpu.host_to_device(self.be, self.staging[lo:hi], flat[lo:hi])
+            gpu.host_to_device(self.backend, self.staging[lo:hi], flat[lo:hi])
 
 
 class CudaAwareAllreduce:
     """MPI on device memory. MPI knows nothing of CUDA streams: the device is synchronised first."""
 
-    def __init__(self, comm, be):
-        self.comm, self.be = comm, be
+    def __init__(self, comm, backend):
+        self.comm, self.backend = comm, backend
 
     def reduce(self, flat, lo: int, hi: int) -> None:
-        self.be.synchronize()
+        self.backend.synchronize()
         self.comm.Allreduce(flat[lo:hi])
 
     def start(self, flat, lo: int, hi: int):
-        self.be.synchronize()
+        self.backend.synchronize()
         return self.comm.Iallreduce(flat[lo:hi])
 
     def wait(self, flat, handle) -> None:
@@ -143,7 +143,7 @@ class NcclAllreduce:
     holds for the numba backend.
     """
 
-    def __init__(self, comm, be, dtype):
+    def __init__(self, comm, backend, dtype):
         import cupy
 
         nccl = _import_nccl()

@@ -66,10 +66,10 @@ class DataParallelBatches:
     the device after the start.
     """
 
-    def __init__(self, be, x: np.ndarray, y: np.ndarray, batch: int, rank: int, size: int,
+    def __init__(self, backend, x: np.ndarray, y: np.ndarray, batch: int, rank: int, size: int,
                  shuffle: bool = False, seed: int = 0):
         check_batch_fits(batch, size)
-        self.be, self.batch, self.rank, self.size = be, batch, rank, size
+        self.backend, self.batch, self.rank, self.size = backend, batch, rank, size
         self.shuffle, self.seed = shuffle, seed
         self.n = x.shape[0]
         positions, self.steps, local = [], [], 0
@@ -82,11 +82,11 @@ class DataParallelBatches:
         #: this rank's positions in the epoch's order, batch after batch
         self.positions = np.concatenate(positions) if positions else np.empty(0, dtype=np.int64)
         if shuffle:
-            self.x_all, self.y_all = be.to_device(x), be.to_device(y)
-            self.x = be.empty((len(self.positions),) + x.shape[1:], x.dtype)
-            self.y = be.empty((len(self.positions),) + y.shape[1:], y.dtype)
+            self.x_all, self.y_all = backend.to_device(x), backend.to_device(y)
+            self.x = backend.empty((len(self.positions),) + x.shape[1:], x.dtype)
+            self.y = backend.empty((len(self.positions),) + y.shape[1:], y.dtype)
         else:
-            self.x, self.y = be.to_device(x[self.positions]), be.to_device(y[self.positions])
+            self.x, self.y = backend.to_device(x[self.positions]), backend.to_device(y[self.positions])
 
     @property
     def steps_per_epoch(self) -> int:
@@ -99,9 +99,9 @@ class DataParallelBatches:
 
     def batches(self, epoch: int):
         if self.shuffle and len(self.positions):
-            rows = self.be.to_device(epoch_order(self.n, self.seed, epoch)[self.positions])
-            self.be.take_rows(self.x_all, rows, self.x)
-            self.be.take_rows(self.y_all, rows, self.y)
+            rows = self.backend.to_device(epoch_order(self.n, self.seed, epoch)[self.positions])
+            self.backend.take_rows(self.x_all, rows, self.x)
+            self.backend.take_rows(self.y_all, rows, self.y)
         for lo, hi, m in self.steps:
             yield self.x[lo:hi], self.y[lo:hi], m
 
@@ -149,11 +149,11 @@ class DataParallel:
         return [self.comm]
 
     # ---- the parameters: replicated ----
-    def local_parameters(self, be, host: dict, dtype):
+    def local_parameters(self, backend, host: dict, dtype):
         """The whole network, as in a serial run."""
         from ..model import Parameters
 
-        params = Parameters(be, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
+        params = Parameters(backend, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
                             n_out=host["W2"].shape[0])
         params.load(host)
         return params
@@ -163,15 +163,15 @@ class DataParallel:
         return params.to_host()
 
     # ---- before training ----
-    def make_batches(self, be, x, y, cfg) -> DataParallelBatches:
-        return DataParallelBatches(be, x, y, cfg.batch, self.rank, self.size, cfg.shuffle, cfg.seed)
+    def make_batches(self, backend, x, y, cfg) -> DataParallelBatches:
+        return DataParallelBatches(backend, x, y, cfg.batch, self.rank, self.size, cfg.shuffle, cfg.seed)
 
     def broadcast_parameters(self, params) -> None:
         """Every rank starts from rank 0's parameters."""
-        be = params.backend
-        host = np.ascontiguousarray(be.to_host(params.flat))
+        backend = params.backend
+        host = np.ascontiguousarray(backend.to_host(params.flat))
         self.comm.Bcast(host, root=0)
-        be.copy(be.to_device(host), params.flat)
+        backend.copy(backend.to_device(host), params.flat)
 
     # ---- every step ----
     def _reducer_for(self, grads):

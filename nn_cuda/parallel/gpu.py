@@ -51,34 +51,34 @@ def _select_cupy_device(local_rank: int) -> int | None:
     return device
 
 
-def pinned_empty(be, size: int, dtype) -> np.ndarray:
+def pinned_empty(backend, size: int, dtype) -> np.ndarray:
     """A NumPy vector in page-locked host memory (fast, DMA-able copies to and from the device)."""
-    if be.name == "cupy":
+    if backend.name == "cupy":
         import cupyx
 
         return cupyx.empty_pinned((size,), dtype=dtype)
-    if be.name in NUMBA_BACKENDS:
+    if backend.name in NUMBA_BACKENDS:
         from numba import cuda
 
         return cuda.pinned_array((size,), dtype=dtype)
     return np.empty(size, dtype=dtype)
 
 
-def device_to_host(be, device_array, host_array: np.ndarray) -> None:
+def device_to_host(backend, device_array, host_array: np.ndarray) -> None:
     """host_array[...] = device_array, waiting for the kernels queued before it."""
-    if be.name == "cupy":
+    if backend.name == "cupy":
         device_array.get(out=host_array)
-    elif be.name in NUMBA_BACKENDS:
+    elif backend.name in NUMBA_BACKENDS:
         device_array.copy_to_host(host_array)
     else:
         np.copyto(host_array, device_array)
 
 
-def host_to_device(be, host_array: np.ndarray, device_array) -> None:
+def host_to_device(backend, host_array: np.ndarray, device_array) -> None:
     """device_array[...] = host_array."""
-    if be.name == "cupy":
+    if backend.name == "cupy":
         device_array.set(host_array)
-    elif be.name in NUMBA_BACKENDS:
+    elif backend.name in NUMBA_BACKENDS:
         device_array.copy_to_device(host_array)
     else:
         np.copyto(device_array, host_array)

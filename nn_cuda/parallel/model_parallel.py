@@ -138,14 +138,14 @@ class ModelParallel:
         self.block = rank_range(hidden, self.model_ranks, self.model_rank)
         return self.block
 
-    def local_parameters(self, be, host: dict, dtype) -> model.Parameters:
+    def local_parameters(self, backend, host: dict, dtype) -> model.Parameters:
         """This rank's Parameters: rows `block` of W1 and b1, those columns of W2, all of b2."""
         hidden, n_in = host["W1"].shape
         lo, hi = self.hidden_block(hidden)
-        params = model.Parameters(be, hi - lo, dtype, n_in=n_in, n_out=host["W2"].shape[0])
+        params = model.Parameters(backend, hi - lo, dtype, n_in=n_in, n_out=host["W2"].shape[0])
         params.load({"W1": host["W1"][lo:hi], "b1": host["b1"][lo:hi], "W2": host["W2"][:, lo:hi],
                      "b2": host["b2"]})
-        self.hidden, self.backend = hidden, be
+        self.hidden, self.backend = hidden, backend
         return params
 
     def gather_parameters(self, params) -> dict | None:
@@ -166,15 +166,15 @@ class ModelParallel:
         """The replicas of a block (one per data group) start from data group 0's."""
         if self.groups == 1:
             return  # every rank loaded its block from the same host dict
-        be = params.backend
-        host = np.ascontiguousarray(be.to_host(params.flat))
+        backend = params.backend
+        host = np.ascontiguousarray(backend.to_host(params.flat))
         self.data_comm.Bcast(host, root=0)
-        be.copy(be.to_device(host), params.flat)
+        backend.copy(backend.to_device(host), params.flat)
 
     # ---- before training ----
-    def make_batches(self, be, x, y, cfg) -> DataParallelBatches:
+    def make_batches(self, backend, x, y, cfg) -> DataParallelBatches:
         """This data group's rows of every batch (all rows when D = 1); the same on its M ranks."""
-        return DataParallelBatches(be, x, y, cfg.batch, self.group, self.groups, cfg.shuffle, cfg.seed)
+        return DataParallelBatches(backend, x, y, cfg.batch, self.group, self.groups, cfg.shuffle, cfg.seed)
 
     # ---- every step ----
     def reduce_logits(self, Z2) -> None:

@@ -215,51 +215,42 @@ class Communicator:
     def world(cls) -> "Communicator":
         return cls(import_mpi().COMM_WORLD)
 
+    def _counted(self, kind: str, nbytes: int, operation, *args, **kwargs):
+        """operation(*args, **kwargs), its time and `nbytes` recorded under `kind`."""
+        started = time.perf_counter()
+        result = operation(*args, **kwargs)
+        self.stats.record(kind, nbytes, time.perf_counter() - started)
+        return result
+
     # ---- buffers ----
     def Allreduce(self, buffer) -> None:
         """buffer <- the sum of every rank's buffer (in place, blocking)."""
-        started = time.perf_counter()
-        self.comm.Allreduce(self._MPI.IN_PLACE, buffer, op=self._MPI.SUM)
-        self.stats.record("allreduce", buffer.nbytes, time.perf_counter() - started)
+        self._counted("allreduce", buffer.nbytes, self.comm.Allreduce, self._MPI.IN_PLACE, buffer,
+                      op=self._MPI.SUM)
 
     def Iallreduce(self, buffer) -> PendingRequest:
         """Start buffer <- the sum over ranks (in place); the buffer is not to be touched until wait()."""
-        started = time.perf_counter()
-        request = self.comm.Iallreduce(self._MPI.IN_PLACE, buffer, op=self._MPI.SUM)
-        self.stats.record("allreduce", buffer.nbytes, time.perf_counter() - started)
+        request = self._counted("allreduce", buffer.nbytes, self.comm.Iallreduce, self._MPI.IN_PLACE, buffer,
+                                op=self._MPI.SUM)
         return PendingRequest(request, self.stats, "allreduce")
 
     def Bcast(self, buffer, root: int = 0) -> None:
-        started = time.perf_counter()
-        self.comm.Bcast(buffer, root=root)
-        self.stats.record("bcast", buffer.nbytes if self.rank == root else 0, time.perf_counter() - started)
+        self._counted("bcast", buffer.nbytes if self.rank == root else 0, self.comm.Bcast, buffer, root=root)
 
     # ---- small Python objects ----
     def sum(self, value: float) -> float:
         """The sum over ranks of a Python float."""
-        started = time.perf_counter()
-        total = self.comm.allreduce(float(value), op=self._MPI.SUM)
-        self.stats.record("allreduce (scalar)", 8, time.perf_counter() - started)
-        return total
+        return self._counted("allreduce (scalar)", 8, self.comm.allreduce, float(value), op=self._MPI.SUM)
 
     def bcast(self, obj, root: int = 0):
-        started = time.perf_counter()
-        result = self.comm.bcast(obj, root=root)
-        self.stats.record("bcast (object)", 0, time.perf_counter() - started)
-        return result
+        return self._counted("bcast (object)", 0, self.comm.bcast, obj, root=root)
 
     def allgather(self, obj) -> list:
-        started = time.perf_counter()
-        result = self.comm.allgather(obj)
-        self.stats.record("allgather (object)", 0, time.perf_counter() - started)
-        return result
+        return self._counted("allgather (object)", 0, self.comm.allgather, obj)
 
     def gather(self, obj, root: int = 0):
         """[every rank's obj] on `root` (in rank order), None elsewhere."""
-        started = time.perf_counter()
-        result = self.comm.gather(obj, root=root)
-        self.stats.record("gather (object)", 0, time.perf_counter() - started)
-        return result
+        return self._counted("gather (object)", 0, self.comm.gather, obj, root=root)
 
     def barrier(self) -> None:
         self.comm.Barrier()

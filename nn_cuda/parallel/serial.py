@@ -17,13 +17,14 @@ class SerialBatches:
     per epoch on the backend with a permutation drawn from (seed, epoch).
     """
 
-    def __init__(self, be, x: np.ndarray, y: np.ndarray, batch: int, shuffle: bool = False, seed: int = 0):
-        self.be, self.batch, self.shuffle, self.seed = be, batch, shuffle, seed
+    def __init__(self, backend, x: np.ndarray, y: np.ndarray, batch: int, shuffle: bool = False,
+                 seed: int = 0):
+        self.backend, self.batch, self.shuffle, self.seed = backend, batch, shuffle, seed
         self.n = x.shape[0]
-        self.x, self.y = be.to_device(x), be.to_device(y)
+        self.x, self.y = backend.to_device(x), backend.to_device(y)
         if shuffle:
-            self.x_epoch = be.empty(x.shape, x.dtype)
-            self.y_epoch = be.empty(y.shape, y.dtype)
+            self.x_epoch = backend.empty(x.shape, x.dtype)
+            self.y_epoch = backend.empty(y.shape, y.dtype)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -32,9 +33,9 @@ class SerialBatches:
     def batches(self, epoch: int):
         x, y = self.x, self.y
         if self.shuffle:
-            rows = self.be.to_device(epoch_order(self.n, self.seed, epoch))
-            self.be.take_rows(self.x, rows, self.x_epoch)
-            self.be.take_rows(self.y, rows, self.y_epoch)
+            rows = self.backend.to_device(epoch_order(self.n, self.seed, epoch))
+            self.backend.take_rows(self.x, rows, self.x_epoch)
+            self.backend.take_rows(self.y, rows, self.y_epoch)
             x, y = self.x_epoch, self.y_epoch
         for start in range(0, self.n, self.batch):
             stop = min(start + self.batch, self.n)
@@ -53,9 +54,9 @@ class Serial:
     def describe(self) -> str | None:
         return None  # nothing to say beyond the run's own line
 
-    def local_parameters(self, be, host: dict, dtype) -> model.Parameters:
+    def local_parameters(self, backend, host: dict, dtype) -> model.Parameters:
         """This rank's Parameters, loaded from the full host parameters (model parallelism: a block)."""
-        params = model.Parameters(be, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
+        params = model.Parameters(backend, host["W1"].shape[0], dtype, n_in=host["W1"].shape[1],
                                   n_out=host["W2"].shape[0])
         params.load(host)
         return params
@@ -64,8 +65,8 @@ class Serial:
         """The full host parameters on the root rank (None on the others)."""
         return params.to_host()
 
-    def make_batches(self, be, x, y, cfg):
-        return SerialBatches(be, x, y, cfg.batch, cfg.shuffle, cfg.seed)
+    def make_batches(self, backend, x, y, cfg):
+        return SerialBatches(backend, x, y, cfg.batch, cfg.shuffle, cfg.seed)
 
     def broadcast_parameters(self, params) -> None:
         pass

@@ -21,13 +21,13 @@ class Strategy(Protocol):
     def describe(self) -> str | None:
         """One line on how the work is split, or None."""
 
-    def local_parameters(self, be, host: dict, dtype):
+    def local_parameters(self, backend, host: dict, dtype):
         """This rank's Parameters, loaded from the full host parameters."""
 
     def gather_parameters(self, params) -> dict | None:
         """The full host parameters on the root rank (None on the others)."""
 
-    def make_batches(self, be, x, y, cfg):
+    def make_batches(self, backend, x, y, cfg):
         """This rank's batches of the training set."""
 
     def broadcast_parameters(self, params) -> None:

@@ -1,6 +1,7 @@
 """`python -m nn_cuda.report [--results DIR] [--out DIR]`: write the report of the benchmark results.
+`python -m nn_cuda.report --docs`: regenerate the result tables of README.md and docs/*.md.
 
-Reads every JSON file of --results (default bench_results/, what ./run.sh all writes), draws
+Reads every JSON file of --results (default results/, what ./run.sh all writes), draws
 OUT/figures/*.png and writes OUT/REPORT.md, and OUT/REPORT.pdf when pandoc is installed. Inputs that
 are missing or unreadable are listed at the top of the report and on the terminal.
 
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from ..interrupts import ends_in_one_line_when_interrupted
 from ..outputs import OutputError, write_bytes
-from . import figures
+from . import doc_tables, figures
 from .inputs import KINDS, load_results
 from .markdown import write_report
 
@@ -30,11 +31,42 @@ from .markdown import write_report
 def build_parser():
     p = argparse.ArgumentParser(prog="python -m nn_cuda.report", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", default=os.environ.get("NN_CUDA_BENCH_DIR", "bench_results"),
+    p.add_argument("--results", default=os.environ.get("NN_CUDA_BENCH_DIR", "results"),
                    help="folder of the benchmark JSON files")
     p.add_argument("--out", default="report", help="folder of REPORT.md and figures/")
     p.add_argument("--no-pdf", action="store_true", help="do not try to convert REPORT.md to PDF")
+    docs = p.add_mutually_exclusive_group()
+    docs.add_argument("--docs", action="store_true",
+                      help="instead of the report: regenerate the result tables of README.md and docs/*.md "
+                           "from the JSON files their markers name")
+    docs.add_argument("--check-docs", action="store_true",
+                      help="instead of the report: list the result tables of README.md and docs/*.md that "
+                           "differ from their JSON files (exit status 1 if any)")
+    p.add_argument("--root", default=".", help="with --docs/--check-docs: the folder of README.md and docs/")
     return p
+
+
+def update_docs(root: Path, write: bool) -> int:
+    """--docs / --check-docs: the generated tables of the documents under `root`."""
+    if not (root / "README.md").is_file():
+        print(f"nn_cuda.report: error: no README.md in {root}; run it from the repository's root "
+              "(or give --root DIR)", file=sys.stderr)
+        return 1
+    try:
+        stale = doc_tables.refresh(root, write)
+    except (doc_tables.DocTableError, OutputError) as error:
+        print(f"nn_cuda.report: error: {error}", file=sys.stderr)
+        return 1
+    names = ", ".join(str(path.relative_to(root)) for path in stale)
+    if write:
+        print(f"rewrote the result tables of {names}" if stale else "every result table was up to date")
+        return 0
+    if stale:
+        print(f"result tables differ from their JSON files in {names}; "
+              "`python -m nn_cuda.report --docs` regenerates them", file=sys.stderr)
+        return 1
+    print("every result table matches its JSON files")
+    return 0
 
 
 def draw_figures(results, figure_dir: Path) -> dict:
@@ -71,6 +103,8 @@ def convert_to_pdf(markdown: Path) -> str:
 @ends_in_one_line_when_interrupted("nn_cuda.report")
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.docs or args.check_docs:
+        return update_docs(Path(args.root), write=args.docs)
     results_dir, out_dir = Path(args.results), Path(args.out)
     if not results_dir.is_dir():
         print(f"nn_cuda.report: error: no results folder {results_dir}; run ./run.sh all first "
@@ -86,8 +120,7 @@ def main(argv=None) -> int:
         return 1
     try:
         drawn = draw_figures(results, out_dir / "figures")
-        given = sys.argv[1:] if argv is None else list(argv)
-        path, decisions = write_report(results, drawn, out_dir, " ".join(["python -m nn_cuda.report", *given]))
+        path, decisions = write_report(results, drawn, out_dir, "python -m nn_cuda.report")
     except OutputError as error:
         print(f"nn_cuda.report: error: {error}", file=sys.stderr)
         return 1

@@ -221,20 +221,21 @@ def learning_curves(history_results, out: Path):
     if not history_results:
         return None
     plt = _pyplot()
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.5))
-    for result in history_results:
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(12, 5))
+    for index, result in enumerate(history_results):
         epochs = result.data["epochs"]
-        label = numbers.history_label(result.data)
+        color = f"C{index % 10}"
         x = [e["epoch"] for e in epochs]
-        ax_loss.plot(x, [e.get("loss", float("nan")) for e in epochs], marker=".", label=label)
-        ax_acc.plot(x, [e.get("val_acc", float("nan")) for e in epochs], marker=".", label=f"{label} validation")
+        ax_loss.plot(x, [e.get("loss", float("nan")) for e in epochs], marker=".", color=color,
+                     label=numbers.history_label(result.data))
+        ax_acc.plot(x, [e.get("val_acc", float("nan")) for e in epochs], marker=".", color=color)
         if any("test_acc" in e for e in epochs):
-            ax_acc.plot(x, [e.get("test_acc", float("nan")) for e in epochs], ls="--", label=f"{label} test")
+            ax_acc.plot(x, [e.get("test_acc", float("nan")) for e in epochs], ls="--", color=color)
     ax_loss.set_xlabel("epoch")
     ax_loss.set_ylabel("training loss (last read-back of the epoch)")
+    ax_loss.set_yscale("log")
     ax_acc.set_xlabel("epoch")
-    ax_acc.set_ylabel("accuracy")
-    ax_loss.legend(fontsize=7)
-    ax_acc.legend(fontsize=7)
-    ax_loss.set_title("Learning curves")
+    ax_acc.set_ylabel("accuracy: validation (solid), test (dashed)")
+    ax_loss.legend(fontsize=6)
+    ax_loss.set_title("Learning curves (one colour per run)")
     return _save(fig, history_results, out / "learning_curves.png")

@@ -2,7 +2,7 @@
 
 Every benchmark of nn_cuda.bench (and `nn_cuda.train --profile / --history`, `nn_cuda.kernel_resources
 --json`) writes one JSON object with a "benchmark" kind and a "machine" record
-(nn_cuda.bench.common.machine_info: date, command, CPU, GPU). `load_results(folder)` reads every
+(nn_cuda.records.machine_info: date, command, CPU, GPU). `load_results(folder)` reads every
 *.json file of the folder, keeps those it understands and lists the others with the reason, so that
 the report can say what it could not use. Nothing is ever filled in: a section whose input is absent
 says so.

@@ -87,6 +87,8 @@ def scaling_series(scaling_results) -> list[dict]:
                 "wire_bytes": [r["wire_bytes_per_step"] for r in rows],
                 "model_payload_bytes": [modelled_bytes(r, parallel, hidden, itemsize) for r in rows],
                 "split": [r.get("split", {}) for r in rows],
+                "waiting": [r.get("allreduce_wait") for r in rows],
+                "calls_per_step": [r.get("allreduce_calls_per_step") for r in rows],
                 "source": result,
             })
     return series
@@ -97,9 +99,12 @@ def row_backend(rows, config) -> str:
 
 
 def history_label(data) -> str:
+    """What tells one --history run from another: data, epochs, seed, ranks, backend, H and lr."""
     config = data.get("config", {})
-    parts = [config.get("backend", "?")]
-    if config.get("gemm"):
-        parts.append(config["gemm"])
-    parts.append(config.get("dtype", ""))
-    return " ".join(p for p in parts if p) + f" H={config.get('hidden')} lr={config.get('lr')}"
+    dataset = data.get("dataset") or config.get("dataset") or "?"
+    parts = [str(dataset), f"{config.get('epochs')} epochs", f"seed {config.get('seed')}"]
+    if data.get("ranks", 1) > 1:
+        parts.append(f"{data['ranks']} ranks")
+    backend = " ".join(str(p) for p in (config.get("backend", "?"), config.get("gemm"), config.get("dtype")) if p)
+    parts.append(f"{backend} H={config.get('hidden')} lr={config.get('lr')}")
+    return ", ".join(parts)

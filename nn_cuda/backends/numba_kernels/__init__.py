@@ -5,12 +5,9 @@
     gemm_regblock.py  the course's register-blocked GEMM: 64 threads compute a 16x64 tile of C
     nn_ops.py         the fused element-wise and reduction kernels of the network
 
-Every GEMM module offers the same three things:
-
-    kernel(trans_a, trans_b)     the @cuda.jit kernel for one transpose combination
-    launch(A, B, C, alpha, beta, trans_a, trans_b)
-                                 computes the grid from the shapes and runs the kernel
-    ROWS_PER_BLOCK               rows of C per block (gridDim.y = ceil(M / ROWS_PER_BLOCK))
+Every GEMM module offers `kernel(trans_a, trans_b)`, the @cuda.jit kernel for one transpose
+combination; `launch_gemm` runs it with the block and grid of its CUDA C twin
+(nn_cuda.kernel_launch: BLOCKS, gemm_grid), so both are launched by one description.
 
 Two choices shared by all of them:
 
@@ -30,12 +27,21 @@ and contiguity before it launches them. They run on a GPU and, unchanged, in Num
 (NUMBA_ENABLE_CUDASIM=1).
 """
 
+from ... import kernel_launch
 from . import gemm_naive, gemm_regblock, gemm_tiled
 
-#: algorithm name -> module with `kernel(trans_a, trans_b)` and `launch(...)`
+#: algorithm name -> module with `kernel(trans_a, trans_b)`
 GEMM_MODULES = {
     "naive": gemm_naive,
     "tiled": gemm_tiled,
     "regblock": gemm_regblock,
 }
 
+
+def launch_gemm(algo, A, B, C, alpha, beta, trans_a: bool, trans_b: bool) -> None:
+    """C <- alpha op(A) op(B) + beta C with GEMM kernel `algo` on validated device arrays (alpha, beta
+    already of C's dtype), launched as its CUDA C twin is."""
+    M, N = C.shape
+    grid = kernel_launch.gemm_grid(algo, M, N)[:2]
+    block = kernel_launch.BLOCKS[f"gemm_{algo}"][:2]
+    GEMM_MODULES[algo].kernel(bool(trans_a), bool(trans_b))[grid, block](A, B, C, alpha, beta)

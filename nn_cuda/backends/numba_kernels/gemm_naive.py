@@ -17,11 +17,6 @@ import functools
 
 from numba import cuda
 
-#: threads per block along the columns (x) and the rows (y) of C
-BLOCK_X, BLOCK_Y = 32, 8
-#: rows of C per block (the grid's y dimension counts these)
-ROWS_PER_BLOCK = BLOCK_Y
-
 
 @functools.lru_cache(maxsize=None)
 def kernel(trans_a: bool, trans_b: bool):
@@ -46,10 +41,3 @@ def kernel(trans_a: bool, trans_b: bool):
             C[i, j] = alpha * acc + beta * C[i, j]
 
     return gemm_naive
-
-
-def launch(A, B, C, alpha, beta, trans_a: bool, trans_b: bool) -> None:
-    """Run the naive kernel on validated device arrays (alpha, beta already of C's dtype)."""
-    M, N = C.shape
-    grid = ((N + BLOCK_X - 1) // BLOCK_X, (M + BLOCK_Y - 1) // BLOCK_Y)
-    kernel(bool(trans_a), bool(trans_b))[grid, (BLOCK_X, BLOCK_Y)](A, B, C, alpha, beta)

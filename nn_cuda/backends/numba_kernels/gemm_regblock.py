@@ -44,8 +44,6 @@ BLOCK_X, BLOCK_Y = 16, 4
 TILE_M, TILE_N = 16, BLOCK_X * BLOCK_Y
 #: the K step: a TILE_K x TILE_M slice of op(A)^T is staged per step (one element per thread)
 TILE_K = 4
-#: rows of C per block (the grid's y dimension counts these)
-ROWS_PER_BLOCK = TILE_M
 
 
 @functools.lru_cache(maxsize=None)
@@ -107,10 +105,3 @@ def kernel(trans_a: bool, trans_b: bool):
                         C[i, j] = alpha * c_col[r] + beta * C[i, j]
 
     return gemm_regblock
-
-
-def launch(A, B, C, alpha, beta, trans_a: bool, trans_b: bool) -> None:
-    """Run the register-blocked kernel on validated device arrays (alpha, beta of C's dtype)."""
-    M, N = C.shape
-    grid = ((N + TILE_N - 1) // TILE_N, (M + TILE_M - 1) // TILE_M)
-    kernel(bool(trans_a), bool(trans_b))[grid, (BLOCK_X, BLOCK_Y)](A, B, C, alpha, beta)

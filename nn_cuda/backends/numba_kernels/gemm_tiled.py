@@ -28,8 +28,6 @@ from numba import cuda
 TILE = 32
 #: the row length of a shared tile: one padding column avoids bank conflicts on transposed writes
 TILE_ROW = TILE + 1
-#: rows of C per block (the grid's y dimension counts these)
-ROWS_PER_BLOCK = TILE
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,10 +81,3 @@ def kernel(trans_a: bool, trans_b: bool):
                 C[i, j] = alpha * acc + beta * C[i, j]
 
     return gemm_tiled
-
-
-def launch(A, B, C, alpha, beta, trans_a: bool, trans_b: bool) -> None:
-    """Run the tiled kernel on validated device arrays (alpha, beta already of C's dtype)."""
-    M, N = C.shape
-    grid = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE)
-    kernel(bool(trans_a), bool(trans_b))[grid, (TILE, TILE)](A, B, C, alpha, beta)
