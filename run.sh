@@ -14,6 +14,8 @@
 #   ./run.sh diff       float32 against the float64 reference as lr, epochs, H and batch vary
 #   ./run.sh curves     one default training run with --history (learning curves) and --profile
 #   ./run.sh accuracy   the training runs behind the accuracies of README.md and docs/training.md
+#   ./run.sh emulated   the emulated backends: one epoch of the sample through the CUDA C kernels on
+#                       the CPU per GEMM kernel, and the Numba simulator example
 #   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed),
 #                       and the same scan on the course's raw 0-255 pixels
 #   ./run.sh gpu-check  the acceptance run on a GPU: the CuPy tests, grading modes 1-4, bench gemm
@@ -102,6 +104,22 @@ bench_accuracy() {
     fi
 }
 
+bench_emulated() {
+    # The emulated backends on the CPU: one epoch of the sample through the CUDA C kernels
+    # (--backend cuda-cpu), per GEMM kernel and in the checking mode, against NumPy (docs/kernels.md);
+    # and the Numba simulator example of docs/training.md.
+    local gemm
+    for gemm in naive tiled regblock; do
+        "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm "$gemm" --dataset mnist-sample -e 1 \
+            --history "$OUT/emulated_cuda-cpu_$gemm.json"
+    done
+    NN_CUDA_CPU_CHECK=1 "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm regblock \
+        --dataset mnist-sample -e 1 --history "$OUT/emulated_cuda-cpu_regblock_checked.json"
+    "$PY" -m nn_cuda.train --quiet --backend numpy --dataset mnist-sample -e 1 --history "$OUT/emulated_numpy.json"
+    NUMBA_ENABLE_CUDASIM=1 "$PY" -m nn_cuda.train --quiet --backend numba --dataset mnist-sample -n 8 -b 32 \
+        --max-steps 2 --history "$OUT/emulated_numba-sim.json"
+}
+
 bench_lr() {
     local torch=()
     if "$PY" -c "import torch" 2>/dev/null; then torch=(--torch); fi
@@ -126,8 +144,9 @@ case "${1:-all}" in
     diff) bench_diff ;;
     curves) bench_curves ;;
     accuracy) bench_accuracy ;;
+    emulated) bench_emulated ;;
     lr) bench_lr ;;
     gpu-check) bench_gpu_check ;;
-    all) bench_roofline; bench_train; bench_scaling; bench_adversarial; bench_accuracy; bench_gemm; bench_resources; bench_diff; bench_curves; bench_lr ;;
-    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|accuracy|lr|resources|gpu-check|all" >&2; exit 2 ;;
+    all) bench_roofline; bench_train; bench_scaling; bench_adversarial; bench_accuracy; bench_emulated; bench_gemm; bench_resources; bench_diff; bench_curves; bench_lr ;;
+    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|accuracy|emulated|lr|resources|gpu-check|all" >&2; exit 2 ;;
 esac

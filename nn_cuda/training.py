@@ -498,11 +498,11 @@ def write_run_records(cfg: TrainConfig, result: dict, timer, log=print) -> None:
     with the machine, the date and the command, for python -m nn_cuda.report."""
     from dataclasses import asdict
 
-    from .records import machine_info, write_json
+    from .records import command_line, machine_info, write_json
 
     info = machine_info()
     launcher = ["mpirun", "-n", str(result["ranks"])] if result["ranks"] > 1 else []
-    info["command"] = " ".join([*launcher, "python", "-m", "nn_cuda.train", *sys.argv[1:]])
+    info["command"] = command_line([*launcher, "python", "-m", "nn_cuda.train", *sys.argv[1:]])
     config = asdict(cfg)
     if cfg.history:
         write_json(cfg.history, {"benchmark": "history", "machine": info, "config": config,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from nn_cuda.records import command_line
 from nn_cuda.report import doc_tables
 from nn_cuda.report.__main__ import main
 
@@ -110,6 +111,15 @@ def test_outside_the_repository_root_it_says_where_to_run_it(tmp_path, capsys):
 def test_shown_commands_leave_out_where_the_records_went():
     command = "mpirun -n 4 python -m nn_cuda.train --quiet --dataset mnist-sample --history results/x.json -e 80"
     assert doc_tables.shown_command(command) == "mpirun -n 4 python -m nn_cuda.train --dataset mnist-sample -e 80"
+    checked = "NN_CUDA_CPU_CHECK=1 python -m nn_cuda.train --backend cuda-cpu --history h.json"
+    assert doc_tables.shown_command(checked) == "NN_CUDA_CPU_CHECK=1 python -m nn_cuda.train --backend cuda-cpu"
+
+
+def test_a_record_names_the_variables_that_changed_the_run():
+    words = ["python", "-m", "nn_cuda.train", "-e", "1"]
+    environ = {"NN_CUDA_CPU_CHECK": "1", "HOME": "/home/x", "NUMBA_ENABLE_CUDASIM": ""}
+    assert command_line(words, environ) == "NN_CUDA_CPU_CHECK=1 python -m nn_cuda.train -e 1"
+    assert command_line(words, {}) == "python -m nn_cuda.train -e 1"
 
 
 def test_the_report_is_regenerated_unchanged_from_the_committed_results(tmp_path):

@@ -53,7 +53,9 @@ def shown_command(command: str) -> str:
     """A training command without the flags that only say where its records were written."""
     words, shown, skip = command.split(), [], 0
     for word in words:
-        if skip:
+        if "=" in word and not shown:  # an environment variable in front of the command
+            shown.append(word)
+        elif skip:
             skip -= 1
         elif word in RECORD_FLAGS:
             skip = RECORD_FLAGS[word]

@@ -217,7 +217,9 @@ def correctness(diff_results, out: Path):
 
 
 def learning_curves(history_results, out: Path):
-    """Loss, and validation and test accuracy, per epoch of each --history run."""
+    """Loss, and validation and test accuracy, per epoch of each --history run of two epochs or more
+    (a run of one epoch has no curve; the report's table lists it)."""
+    history_results = [result for result in history_results if len(result.data["epochs"]) >= 2]
     if not history_results:
         return None
     plt = _pyplot()
