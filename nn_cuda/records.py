@@ -61,12 +61,17 @@ def write_json(path, payload) -> None:
     write_text(path, json.dumps(payload, indent=2, default=float) + "\n")
 
 
-#: environment variables that change what a run computes or how, shown in front of its command
-RUN_VARIABLES = ("NN_CUDA_CPU_CHECK", "NN_CUDA_CPU_SEED", "NN_CUDA_KERNEL_DIR", "NUMBA_ENABLE_CUDASIM")
+#: backend -> the environment variables that change what a run on it computes or how
+RUN_VARIABLES = {
+    "cuda-cpu": ("NN_CUDA_CPU_CHECK", "NN_CUDA_CPU_SEED", "NN_CUDA_KERNEL_DIR"),
+    "cupy": ("NN_CUDA_KERNEL_DIR",),
+    "numba": ("NUMBA_ENABLE_CUDASIM",),
+}
 
 
-def command_line(words: list[str], environ=None) -> str:
-    """`words` as a shell command, after the RUN_VARIABLES that are set (`NN_CUDA_CPU_CHECK=1 python ...`)."""
+def command_line(words: list[str], backend: str, environ=None) -> str:
+    """`words` as a shell command, after the variables of RUN_VARIABLES[backend] that are set
+    (`NN_CUDA_CPU_CHECK=1 python ...`)."""
     environ = os.environ if environ is None else environ
-    settings = [f"{name}={environ[name]}" for name in RUN_VARIABLES if environ.get(name)]
+    settings = [f"{name}={environ[name]}" for name in RUN_VARIABLES.get(backend, ()) if environ.get(name)]
     return " ".join([*settings, *words])

@@ -502,7 +502,7 @@ def write_run_records(cfg: TrainConfig, result: dict, timer, log=print) -> None:
 
     info = machine_info()
     launcher = ["mpirun", "-n", str(result["ranks"])] if result["ranks"] > 1 else []
-    info["command"] = command_line([*launcher, "python", "-m", "nn_cuda.train", *sys.argv[1:]])
+    info["command"] = command_line([*launcher, "python", "-m", "nn_cuda.train", *sys.argv[1:]], cfg.backend)
     config = asdict(cfg)
     if cfg.history:
         write_json(cfg.history, {"benchmark": "history", "machine": info, "config": config,

@@ -117,9 +117,11 @@ def test_shown_commands_leave_out_where_the_records_went():
 
 def test_a_record_names_the_variables_that_changed_the_run():
     words = ["python", "-m", "nn_cuda.train", "-e", "1"]
-    environ = {"NN_CUDA_CPU_CHECK": "1", "HOME": "/home/x", "NUMBA_ENABLE_CUDASIM": ""}
-    assert command_line(words, environ) == "NN_CUDA_CPU_CHECK=1 python -m nn_cuda.train -e 1"
-    assert command_line(words, {}) == "python -m nn_cuda.train -e 1"
+    environ = {"NN_CUDA_CPU_CHECK": "1", "HOME": "/home/x", "NUMBA_ENABLE_CUDASIM": "1"}
+    assert command_line(words, "cuda-cpu", environ) == "NN_CUDA_CPU_CHECK=1 python -m nn_cuda.train -e 1"
+    assert command_line(words, "numba", environ) == "NUMBA_ENABLE_CUDASIM=1 python -m nn_cuda.train -e 1"
+    assert command_line(words, "numpy", environ) == "python -m nn_cuda.train -e 1"  # changes nothing there
+    assert command_line(words, "cuda-cpu", {}) == "python -m nn_cuda.train -e 1"
 
 
 def test_the_report_is_regenerated_unchanged_from_the_committed_results(tmp_path):
