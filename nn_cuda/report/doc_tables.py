@@ -20,6 +20,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from . import markdown, numbers
 from .inputs import Result, check
@@ -97,13 +98,15 @@ def runs_table(results) -> list[str]:
     return lines + ["", measured_on(results, with_command=False)]
 
 
-def _each(draw, with_command=True):
-    def table(results):
+def _each(draw: Callable[[Result], list[str]]) -> Callable[[list[Result]], list[str]]:
+    """A table kind that draws each file with `draw` (one benchmark run each), then says where and how
+    they were measured."""
+    def tables(results):
         lines = []
         for result in results:
             lines += draw(result)
-        return lines + [measured_on(results, with_command)]
-    return table
+        return lines + [measured_on(results, with_command=True)]
+    return tables
 
 
 def _scaling(results) -> list[str]:
@@ -116,7 +119,7 @@ def _scaling(results) -> list[str]:
 @dataclass(frozen=True)
 class TableKind:
     result_kind: str  # the "benchmark" of the JSON files it reads
-    draw: object  # list[Result] -> list[str]
+    draw: Callable[[list[Result]], list[str]]  # the block's lines
 
 
 TABLES = {
