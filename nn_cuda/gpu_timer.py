@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .records import gpu_name
+
 #: what an unreadable L2 cache size is taken to be (bytes): larger than any current GPU's L2, so that
 #: the copies meant to defeat the cache are never too few
 L2_FALLBACK_BYTES = 128 * 2**20
@@ -35,10 +37,6 @@ def gpu_events(backend):
     if backend.name == "numba":
         return NumbaEvents()
     return None
-
-
-def _device_name(name) -> str:
-    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 class CupyEvents:
@@ -91,9 +89,8 @@ class CupyEvents:
         return f"sm_{self.cupy.cuda.Device().compute_capability}"
 
     def describe(self) -> dict:
-        props = self.cupy.cuda.runtime.getDeviceProperties(self.cupy.cuda.Device().id)
         return {
-            "gpu": _device_name(props["name"]),
+            "gpu": gpu_name(),
             "arch": self.arch(),
             "l2_bytes": self.l2_bytes(),
             "cupy": self.cupy.__version__,
@@ -151,8 +148,9 @@ class NumbaEvents:
     def describe(self) -> dict:
         import numba
 
+        name = self.cuda.get_current_device().name
         return {
-            "gpu": _device_name(self.cuda.get_current_device().name),
+            "gpu": name.decode() if isinstance(name, bytes) else str(name),
             "arch": self.arch(),
             "l2_bytes": self.l2_bytes(),
             "numba": numba.__version__,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..outputs import write_text
 from . import markdown, numbers
 from .inputs import Result, check
 
@@ -160,8 +161,6 @@ def documents(root: Path) -> list[Path]:
 def refresh(root: Path, write: bool) -> list[Path]:
     """The documents under `root` whose generated blocks differ from their files (rewritten when
     `write`). Raises DocTableError, naming the document, when a block cannot be drawn."""
-    from ..outputs import write_text
-
     stale = []
     for path in documents(root):
         text = path.read_text()
