@@ -12,7 +12,9 @@ checks (nn_cuda.kernel_resources) all read them, so they can never disagree.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +120,41 @@ def kernel_source(filename: str) -> str:
     return (kernel_dir() / filename).read_text()
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+
+
+def included_files(path: Path, include_dirs=()) -> list[Path]:
+    """`path` and every file it #includes, directly or through another header, that is found beside
+    the including file (for "...") or in `include_dirs`: the project's and a student's own headers.
+    CUDA's and the C++ library's headers are not listed; the compiler's version stands for them.
+    An #include whose name is a macro is not followed."""
+    found, pending = [], [Path(path).resolve()]
+    while pending:
+        current = pending.pop()
+        if current in found:
+            continue
+        found.append(current)
+        for quote, name in _INCLUDE.findall(current.read_text(errors="replace")):
+            folders = ([current.parent] if quote == '"' else []) + [Path(folder) for folder in include_dirs]
+            for folder in folders:
+                candidate = (folder / name).resolve()
+                if candidate.is_file():
+                    pending.append(candidate)
+                    break
+    return found
+
+
+def sources_digest(path: Path, include_dirs=()) -> str:
+    """SHA-256 of the names and contents of `path` and of every file it includes (included_files):
+    what a compile cache must be keyed by, so that editing a header rebuilds."""
+    digest = hashlib.sha256()
+    for source in included_files(path, include_dirs):
+        digest.update(f"{source.name}\0".encode())
+        digest.update(source.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 # ---- how they are compiled ----------------------------------------------------------------------
 
 
@@ -125,3 +162,21 @@ def compile_options() -> tuple:
     """The NVRTC options the CuPy backend gives RawModule: C++17, and kernels/ on the include path
     (the files #include "common.cuh")."""
     return ("-std=c++17", f"-I{kernel_dir()}")
+
+
+def cupy_module_arguments(filename: str) -> dict:
+    """What the CuPy backend gives `cupy.RawModule` for kernels/<filename>: code, options and
+    name_expressions.
+
+    CuPy keys its compile cache by the code text and the options, not by the files the code
+    #includes (cupy/cuda/compiler.py, _compile_with_cache_cuda): an edited kernels/common.cuh would
+    load the binary compiled before the edit. So the code ends with a comment holding
+    `sources_digest` of the file and its headers, and a header edit changes the key.
+    """
+    path = kernel_dir() / filename
+    digest = sources_digest(path, [kernel_dir()])
+    return {
+        "code": f"{path.read_text()}\n// nn_cuda: sources and headers sha256 {digest}\n",
+        "options": compile_options(),
+        "name_expressions": name_expressions(filename),
+    }

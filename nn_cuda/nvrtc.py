@@ -1,8 +1,9 @@
 """NVIDIA's CUDA compilers as pip installs them, usable without a GPU: NVRTC, ptxas and nvcc.
 
-The wheels nvidia-cuda-nvrtc and nvidia-cuda-nvcc (the `dev` extra: pip install -e '.[dev]') put
-the NVRTC library and the ptxas and nvcc executables under the `nvidia` namespace package: in
-nvidia/cu13/{lib,bin} for CUDA 13, in nvidia/cuda_nvrtc/lib and nvidia/cuda_nvcc/bin for CUDA 12.
+The CUDA 12 wheels nvidia-cuda-nvrtc-cu12 and nvidia-cuda-nvcc-cu12 (which the `dev` and `gpu`
+extras install through numba-cuda[cu12]) put the NVRTC library and ptxas under the `nvidia` namespace
+package, in nvidia/cuda_nvrtc/lib and nvidia/cuda_nvcc/bin; CUDA 13's wheels would put them in
+nvidia/cu13/{lib,bin}.
 This module finds them there, and only there (a toolkit on PATH or in /usr/local is not what the
 project's users and CI install), and compiles CUDA C to PTX with NVRTC through ctypes, the way CuPy's
 RawModule does on a GPU:
@@ -25,7 +26,7 @@ import os
 import re
 from pathlib import Path
 
-INSTALL_HINT = "pip install -e '.[dev]' installs them (the nvidia-cuda-nvrtc and nvidia-cuda-nvcc wheels)"
+INSTALL_HINT = "pip install -e '.[dev]' installs them (the nvidia-cuda-nvrtc-cu12 and nvidia-cuda-nvcc-cu12 wheels)"
 
 #: folders of the `nvidia` namespace package that hold a CUDA release's files, newest layout first:
 #: one folder per CUDA major version (CUDA 13 wheels), or one per component (CUDA 12 wheels)
@@ -86,7 +87,7 @@ def find_library() -> Path:
 
 
 def find_tool(name: str) -> Path:
-    """An executable of the nvidia-cuda-nvcc wheel: 'ptxas' or 'nvcc'."""
+    """An executable of the nvidia-cuda-nvcc wheel, e.g. 'ptxas'."""
     for folder in release_folders():
         for filename in (name, f"{name}.exe"):
             path = folder / "bin" / filename
@@ -156,7 +157,7 @@ def compile_source(source: str, filename: str, options=(), name_expressions=()) 
     """Compile CUDA C `source` to PTX with NVRTC, instantiating every name expression.
 
     `filename` names the program in NVRTC's messages. Raises CompileError (with the log) when NVRTC
-    rejects the source, CompilerNotFound when the nvidia-cuda-nvrtc wheel is not installed.
+    rejects the source, CompilerNotFound when the NVRTC wheel is not installed.
     """
     lib = _library()
     program = ctypes.c_void_p()

@@ -18,8 +18,11 @@ allreduces are timed as communication. A run without a timer uses the backend it
 How a phase is timed depends on where the arrays live:
 - CPU backends (numpy, the Numba simulator): the host clock, after `synchronize()` on both sides;
 - CuPy, and Numba on a GPU: a pair of CUDA events (nn_cuda.gpu_timer) around each call, read
-  when the timer is summarised (the GPU runs ahead of the host; the events time the kernels themselves). Host-side
-  work (MPI on the host) is timed with the host clock after a synchronize.
+  when the timer is summarised. Wherever the GPU may have run dry (a step's start, the end of a
+  host-clock phase) a busy kernel first gives it a head start longer than the host needs to queue
+  what follows (twice the host time of the last step), so that the events time the kernels and no
+  host time (nn_cuda.gpu_timer's method). Host-side work (MPI on the host) is timed with the host
+  clock after a synchronize.
 With CuPy present, every phase and every step is also an NVTX range (cupy.cuda.nvtx), so that
 `nsys profile --trace=cuda,nvtx` shows them on the timeline.
 """
@@ -29,7 +32,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from .gpu_timer import gpu_events
+from .gpu_timer import gpu_events, head_start_ms
 
 PHASES = ("forward_gemm", "backward_gemm", "elementwise", "update", "communication", "transfers")
 
@@ -65,6 +68,9 @@ class _HostClock:
     def __init__(self, backend):
         self.backend = backend
 
+    def head_start(self, queue_seconds: float) -> None:
+        """Nothing to do: the host clock waits for the work it times."""
+
     def start(self):
         self.backend.synchronize()
         return time.perf_counter()
@@ -84,6 +90,10 @@ class _EventClock:
     def __init__(self, events):
         self.events = events
         self.kind = events.kind
+
+    def head_start(self, queue_seconds: float) -> None:
+        """Hold the GPU while the host queues up to `queue_seconds` of work."""
+        self.events.hold(head_start_ms(queue_seconds))
 
     def start(self):
         started = self.events.event()
@@ -118,6 +128,8 @@ class PhaseTimer:
         self._seconds = {phase: 0.0 for phase in PHASES}  # resolved, and host-clock phases
         self._calls = {phase: 0 for phase in PHASES}
         self.steps = 0
+        self._step_started = None
+        self._step_seconds = 0.0  # host time of the last step: sizes the GPU's head start
 
     # ---- marking the step -----------------------------------------------------------------------
     def stage(self, name: str) -> None:
@@ -127,14 +139,19 @@ class PhaseTimer:
         self._stage = name
 
     def begin_step(self) -> None:
-        """A training step starts: its NVTX range opens, and GEMMs count as forward."""
+        """A training step starts: its NVTX range opens, GEMMs count as forward, and the GPU gets its
+        head start."""
         self._push("step")
         self._stage = "forward"
+        self._step_started = time.perf_counter()
+        self.clock.head_start(self._step_seconds)
 
     def end_step(self) -> None:
         """The step ends: its NVTX range closes; it counts in the per-step averages."""
         self._pop()
         self.steps += 1
+        if self._step_started is not None:
+            self._step_seconds = time.perf_counter() - self._step_started
 
     @contextmanager
     def step(self):
@@ -161,6 +178,7 @@ class PhaseTimer:
             self._calls[name] += 1
             if clock is self.host_clock:
                 self._seconds[name] += token
+                self.clock.head_start(self._step_seconds)  # the synchronize let the GPU run dry
             else:
                 self._pending[name].append(token)
 

@@ -202,20 +202,27 @@ def test_gpu_check_sums_up_each_step_from_its_own_output(tmp_path):
         {"algo": "regblock", "trans": "NN", "M": 800, "N": 1000, "K": 784, "percent_of_cublas": 41.26},
         {"algo": "regblock", "trans": "NT", "M": 800, "N": 1000, "K": 784, "percent_of_cublas": 30.0},
     ]}))
+    (tmp_path / "gemm_numba_float32.json").write_text(json.dumps({"results": [
+        {"algo": "regblock", "trans": "NN", "M": 800, "N": 1000, "K": 784, "gflops": 512.34},
+    ]}))
     records = [
         {"name": "cupy tests", "passed": True, "returncode": 0, "seconds": 80.0,
          "output_tail": "523 passed, 12 skipped in 80.0s"},
-        {"name": "bench gemm", "passed": True, "returncode": 0, "seconds": 20.0},
-        {"name": "default training", "passed": False, "returncode": 1, "seconds": 9.0},
+        {"name": "bench gemm cupy", "passed": True, "returncode": 0, "seconds": 20.0},
+        {"name": "default training cupy", "passed": False, "returncode": 1, "seconds": 9.0},
+        {"name": "bench gemm numba", "passed": True, "returncode": 0, "seconds": 20.0},
     ]
     for record in records:
         record["numbers"] = gpu_check.measured_numbers(tmp_path, record)
     assert records[0]["numbers"] == {"passed": 523, "skipped": 12}
     assert records[1]["numbers"] == {"regblock 800x1000x784 % of cuBLAS": 41.3}
     assert records[2]["numbers"] == {"test accuracy": 0.9731, "training seconds": 4.12}
+    assert records[3]["numbers"] == {"regblock 800x1000x784 GFLOP/s": 512.3}
     lines = gpu_check.summary_lines(records)
     assert lines[0].startswith("cupy tests") and "PASS" in lines[0] and "passed 523" in lines[0]
     assert "FAIL (exit 1)" in lines[2]
+    markdown = gpu_check.summary_markdown({"cpu": "EPYC", "cores": 2, "date": "2026-11-23"}, records)
+    assert "| default training cupy | FAIL (exit 1) | 9.0 | test accuracy 0.9731, training seconds 4.12 |" in markdown
 
 
 def test_run_sh_rejects_an_unknown_target(tmp_path):

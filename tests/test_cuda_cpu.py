@@ -189,6 +189,26 @@ def test_a_library_is_built_once_then_loaded_from_the_cache(tmp_path, monkeypatc
     assert build.library_path("gemm_naive.cu", check=True) != first  # the checking build is its own
 
 
+def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch):
+    # A header two levels down, named .h (not .cuh): its edit must change the library that is loaded,
+    # for the CPU build and in the code the CuPy backend hands to CuPy's compile cache.
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once", '#pragma once\n#include "scale.h"')
+    (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
+    before = build.library_path("gemm_naive.cu", check=False)
+    code_before = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
+    assert copy / "scale.h" in kernel_info.included_files(copy / "gemm_naive.cu", [copy])
+
+    (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 2\n")
+    after = build.library_path("gemm_naive.cu", check=False)
+    code_after = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
+    assert after != before and code_after != code_before
+    # a file of the folder that nothing includes changes neither
+    (copy / "notes.h").write_text("// not included\n")
+    assert build.library_path("gemm_naive.cu", check=False) == after
+    assert kernel_info.cupy_module_arguments("gemm_naive.cu")["code"] == code_after
+
+
 def test_the_check_mode_is_on_for_every_command_through_the_environment(monkeypatch):
     monkeypatch.setenv("NN_CUDA_CPU_CHECK", "1")
     assert CudaCpuBackend().check

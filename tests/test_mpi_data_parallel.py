@@ -220,6 +220,45 @@ def test_gpu_comm_modes_need_a_gpu_backend(mode):
         check_comm_mode(mode, "numba-sim")
 
 
+@pytest.fixture
+def cupy_gpus(monkeypatch):
+    """Pretend CuPy sees `count` GPUs; returns the list of devices made current."""
+    from nn_cuda.parallel import gpu
+
+    used = []
+
+    def pretend(count):
+        monkeypatch.setattr(gpu, "_cupy_device_count", lambda: count)
+        monkeypatch.setattr(gpu, "_use_cupy_device", used.append)
+        return used
+
+    return pretend
+
+
+def test_ranks_take_the_gpus_of_their_node_in_turn(cupy_gpus):
+    from nn_cuda.parallel.gpu import select_device
+
+    used = cupy_gpus(2)
+    assert [select_device("cupy", rank, 4, "host") for rank in range(4)] == [0, 1, 0, 1]
+    assert [select_device("cupy", rank, 2, "nccl") for rank in range(2)] == [0, 1]
+    assert used == [0, 1, 0, 1, 0, 1]
+    assert select_device("numpy", 3, 4, "host") is None
+
+
+def test_nccl_with_more_ranks_than_gpus_on_a_node_stops_saying_why(cupy_gpus):
+    # NCCL refuses two ranks on one GPU ("Duplicate GPU detected"): 4 ranks on a one-GPU machine
+    # must stop before NCCL is started, in one line that names the way out.
+    from nn_cuda.parallel.gpu import select_device
+
+    used = cupy_gpus(1)
+    with pytest.raises(ParallelError) as raised:
+        select_device("cupy", 0, 4, "nccl")
+    message = str(raised.value)
+    assert "4 ranks share 1 GPU on this node" in message and "--comm host" in message and "\n" not in message
+    assert used == []  # no device was touched
+    assert select_device("cupy", 3, 4, "host") == 0  # sharing one GPU is fine with --comm host
+
+
 def test_missing_nccl_is_reported_clearly():
     try:
         import warnings

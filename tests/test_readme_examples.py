@@ -105,7 +105,7 @@ class Example:
     run: str | None = None  # the command run here; None: not run
     why: str = ""  # why it runs with other settings, or not at all
     check: Callable | None = None  # check(output, folder) of its claim
-    needs_gpu: bool = False
+    gpus: int = 0  # GPUs (seen by CuPy) it needs; skipped with fewer
 
 
 NOT_INSTALLING = "this test runs in the project already cloned and installed"
@@ -147,10 +147,10 @@ EXAMPLES = [
             check=wrote("weights.npz")),
     Example(f"mpirun -n 4 {TRAIN} --backend cupy", "rank r uses GPU (local rank % GPUs)",
             run=f"mpirun -n 4 {TRAIN} --backend cupy -e 1", why="1 epoch; needs a GPU and CuPy",
-            check=contains("data parallel over 4 MPI ranks"), needs_gpu=True),
-    Example(f"mpirun -n 4 {TRAIN} --backend cupy --comm nccl", "NCCL instead of host staging",
+            check=contains("data parallel over 4 MPI ranks"), gpus=1),
+    Example(f"mpirun -n 4 {TRAIN} --backend cupy --comm nccl", "NCCL instead of host staging, one GPU per rank",
             run=f"mpirun -n 4 {TRAIN} --backend cupy --comm nccl -e 1",
-            why="1 epoch; needs a GPU, CuPy and NCCL", check=contains("--comm nccl"), needs_gpu=True),
+            why="1 epoch; needs 4 GPUs, CuPy and NCCL", check=contains("--comm nccl"), gpus=4),
     # adversarial
     Example(f"{ADVERSARIAL} train --attack pgd --eps 0.1 --steps 3 --save robust.npz",
             "ends with clean, FGSM and PGD accuracy",
@@ -170,13 +170,13 @@ EXAMPLES = [
 ]
 
 
-def gpu_with_cupy() -> bool:
+def gpus_of_cupy() -> int:
     try:
         import cupy
 
-        return cupy.cuda.runtime.getDeviceCount() > 0
+        return cupy.cuda.runtime.getDeviceCount()
     except Exception:  # no CuPy, no driver, no device
-        return False
+        return 0
 
 
 def environment(folder: Path) -> dict:
@@ -219,7 +219,7 @@ def test_readme_example_block(block, tmp_path):
     by_command = {example.readme: example for example in EXAMPLES}
     for command, _ in block:
         example = by_command[command]
-        if example.run is None or (example.needs_gpu and not gpu_with_cupy()):
+        if example.run is None or (example.gpus and gpus_of_cupy() < example.gpus):
             continue
         output = run_example(example, tmp_path)
         if example.check is not None:

@@ -226,8 +226,8 @@ class OneRank:
 
     rank, size = 0, 1
 
-    def local_rank(self) -> int:
-        return 0
+    def node_placement(self) -> tuple[int, int]:
+        return 0, 1
 
 
 def test_one_rank_is_one_mpi_rank():

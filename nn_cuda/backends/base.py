@@ -23,6 +23,17 @@ class BackendUnavailable(RuntimeError):
     the user's to fix, so the command-line tools report it in one line instead of a traceback."""
 
 
+def check_cuda_wheels() -> None:
+    """BackendUnavailable when NVIDIA wheels of two CUDA major versions are installed (a GPU backend
+    would compile with one and load with the other: nn_cuda.cuda_wheels)."""
+    from ..cuda_wheels import MixedCudaVersions, check_one_major
+
+    try:
+        check_one_major()
+    except MixedCudaVersions as error:
+        raise BackendUnavailable(str(error)) from None
+
+
 #: the end of a GPU backend's "no GPU here" error: the backends that run the kernels without one
 WITHOUT_A_GPU = ("without a GPU use --backend cuda-cpu (the CUDA C kernels on the CPU), numba-sim "
                  "(the Numba kernels in Numba's simulator, tiny sizes only) or numpy (the reference)")

@@ -24,7 +24,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 from .. import kernel_info, kernel_launch
-from .base import BackendUnavailable
+from .base import BackendUnavailable, check_cuda_wheels
 from .cuda_kernels import CudaKernelBackend
 
 _CUDA_LIBRARIES_HINT = (
@@ -40,15 +40,12 @@ _MODULES: dict = {}
 def _module(filename: str):
     """The RawModule of kernels/<filename>, with all its template instances (cached).
 
-    CuPy compiles the source (NVRTC) the first time a kernel is taken from the module.
+    CuPy compiles the source (NVRTC) the first time a kernel is taken from the module; its disk
+    cache is keyed by the code, which carries the digest of the headers (kernel_info).
     """
     module = _MODULES.get(filename)
     if module is None:
-        module = cupy.RawModule(
-            code=kernel_info.kernel_source(filename),
-            options=kernel_info.compile_options(),
-            name_expressions=kernel_info.name_expressions(filename),
-        )
+        module = cupy.RawModule(**kernel_info.cupy_module_arguments(filename))
         _MODULES[filename] = module
     return module
 
@@ -73,6 +70,7 @@ class CupyBackend(CudaKernelBackend):
 
     def __init__(self, gemm=None):
         super().__init__(gemm)
+        check_cuda_wheels()
         try:
             device_count = cupy.cuda.runtime.getDeviceCount()
         except cupy.cuda.runtime.CUDARuntimeError as error:

@@ -18,7 +18,7 @@ import numpy as np
 from numba import config as numba_config
 from numba import cuda
 
-from .base import WITHOUT_A_GPU, Backend, BackendUnavailable
+from .base import WITHOUT_A_GPU, Backend, BackendUnavailable, check_cuda_wheels
 from .numba_kernels import GEMM_MODULES, launch_gemm, nn_ops
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -102,6 +102,8 @@ class NumbaBackend(Backend):
         if numba_config.ENABLE_CUDASIM:  # however it was asked for (numba-sim, or the environment)
             self.name, self.emulated = "numba-sim", True
         super().__init__(gemm)
+        if not self.emulated:
+            check_cuda_wheels()
         if not cuda.is_available():  # always True in the simulator
             raise BackendUnavailable(
                 f"backend 'numba' needs an NVIDIA GPU and its driver and found none; {WITHOUT_A_GPU}"

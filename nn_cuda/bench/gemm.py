@@ -33,7 +33,7 @@ import numpy as np
 from .. import kernel_info, kernel_resources
 from ..backends import BACKENDS, get_backend
 from ..course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
-from ..gpu_timer import gpu_events, is_simulated
+from ..gpu_timer import gpu_events, is_simulated, time_calls
 from ..records import machine_info, machine_line, write_json
 from ..relative_errors import relative_error
 from .common import default_backend
@@ -139,7 +139,8 @@ def device_copies(backend, problem, l2_bytes):
 
 
 def time_gemm(backend, timer, algo, problem, copies, repeat) -> list[float]:
-    """Milliseconds of each of `repeat` calls, queued back to back and timed with CUDA events.
+    """Milliseconds of each of `repeat` calls, queued back to back and timed with CUDA events
+    (nn_cuda.gpu_timer.time_calls), each call on the next copy of A, B and C.
 
     C changes at every call (it is multiplied by 5 and accumulated into); its values do not affect
     the speed of the kernels.
@@ -149,22 +150,7 @@ def time_gemm(backend, timer, algo, problem, copies, repeat) -> list[float]:
         backend.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=problem.trans_a, trans_b=problem.trans_b,
                      algo=algo)
 
-    for index in range(WARMUP):
-        call(index)
-    backend.synchronize()
-    started = time.perf_counter()
-    call(WARMUP)  # the host's cost of queueing one call, to size the head start below
-    queue_seconds = time.perf_counter() - started
-    backend.synchronize()
-
-    events = [timer.event() for _ in range(repeat + 1)]
-    timer.hold(min(1000.0, 1.0 + 2e3 * queue_seconds * repeat))
-    timer.record(events[0])
-    for index in range(repeat):
-        call(WARMUP + 1 + index)
-        timer.record(events[index + 1])
-    backend.synchronize()
-    return [timer.elapsed_ms(events[i], events[i + 1]) for i in range(repeat)]
+    return time_calls(timer, call, repeat, warmup=WARMUP)
 
 
 # ---- the benchmark ------------------------------------------------------------------------------
@@ -196,8 +182,8 @@ def main(argv=None) -> int:
     backend_name = args.backend or default_backend()
     try:
         backend = get_backend(backend_name)
-    except (ImportError, RuntimeError, ValueError) as error:
-        parser.error(f"--backend {backend_name}: {error}")
+    except (ImportError, RuntimeError, ValueError) as error:  # no usage text: the flag is not the mistake
+        parser.exit(2, f"{parser.prog}: error: --backend {backend_name}: {error}\n")
     algos = list(dict.fromkeys(args.algo.split(","))) if args.algo else list(backend.gemm_algos)
     unknown = [a for a in algos if a not in backend.gemm_algos]
     if unknown:

@@ -8,9 +8,9 @@ sheet:
                 the CPU) over square sizes up to --max-size,
 
 and the vendor GEMM's rate on the course's problem sizes, each with its arithmetic intensity
-2 M N K / (bytes of A, B, C read and C written). Each time is the fastest of --repeat calls (CUDA
-events on a GPU, the host clock on the CPU): a roof is what the machine can do, and on a shared
-machine noise only ever slows a call down.
+2 M N K / (bytes of A, B, C read and C written). Each time is the fastest of --repeat calls (on a
+GPU CUDA events around calls queued back to back, nn_cuda.gpu_timer; on the CPU the host clock): a
+roof is what the machine can do, and on a shared machine noise only ever slows a call down.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 
 from ..arguments import int_at_least, positive_int
 from ..course import COURSE_GEMM_SIZES
+from ..gpu_timer import CupyEvents, time_calls
 from ..records import machine_info, machine_line, write_json
 from .common import host_seconds
 
@@ -50,18 +51,11 @@ class _Cupy:
         import cupy
 
         self.xp = cupy
+        self.timer = CupyEvents()
 
     def best_seconds(self, call, repeat):
-        call()
-        samples = []
-        for _ in range(repeat):
-            start, end = self.xp.cuda.Event(), self.xp.cuda.Event()
-            start.record()
-            call()
-            end.record()
-            end.synchronize()
-            samples.append(self.xp.cuda.get_elapsed_time(start, end) / 1e3)
-        return min(samples)
+        """CUDA events around calls queued back to back (nn_cuda.gpu_timer.time_calls)."""
+        return min(time_calls(self.timer, lambda index: call(), repeat, warmup=1)) / 1e3
 
 
 def _device():

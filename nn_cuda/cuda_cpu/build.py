@@ -2,9 +2,10 @@
 
 A library holds runtime.h (the CUDA built-ins on fibers), the kernel file unchanged, and a table of
 the template instances that `nn_cuda.kernel_info.name_expressions` lists for it, in that order. It is
-built once per content hash (sources, headers, instances, compiler and flags) into the cache
-directory, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default `~/.cache/nn_cuda/cuda_cpu`), so a second run
-loads it at once; the build writes a temporary file and renames it, so concurrent ranks are safe.
+built once per content hash (the kernel file and every header it includes, the instances, the
+compiler and the flags) into the cache directory, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default
+`~/.cache/nn_cuda/cuda_cpu`), so a second run loads it at once; the build
+writes a temporary file and renames it, so concurrent ranks are safe.
 """
 
 from __future__ import annotations
@@ -80,19 +81,14 @@ def library_path(filename: str, check: bool) -> Path:
     flags = [*BASE_FLAGS, *(CHECK_FLAGS if check else ()), f"-I{kernel_file.parent}"]
 
     key = hashlib.sha256()
-    for part in (unit, RUNTIME_HEADER.read_text(), _sources_text(kernel_file), compiler,
+    for part in (unit, RUNTIME_HEADER.read_text(), kernel_info.sources_digest(kernel_file, [kernel_file.parent]),
+                 compiler,
                  _compiler_version(compiler), " ".join(flags)):
         key.update(part.encode())
     target = cache_dir() / "cuda_cpu" / f"{Path(filename).stem}-{key.hexdigest()[:16]}.so"
     if not target.is_file():
         _compile(compiler, flags, unit, target, filename)
     return target
-
-
-def _sources_text(kernel_file: Path) -> str:
-    """The kernel file and every header beside it (what an #include can reach)."""
-    headers = sorted(kernel_file.parent.glob("*.cuh"))
-    return "".join(path.read_text() for path in [kernel_file, *headers])
 
 
 def _compile(compiler: str, flags: list, unit: str, target: Path, filename: str) -> None:

@@ -68,8 +68,8 @@ def _import_nccl():
         ) from None
     if not getattr(nccl, "available", False):
         raise ParallelError(
-            "--comm nccl: CuPy cannot load the NCCL library (libnccl.so.2); install it with "
-            "pip install nvidia-nccl-cu12 (or the NCCL of your CUDA), or use --comm host"
+            "--comm nccl: CuPy cannot load the NCCL library (libnccl.so.2); pip install -e '.[gpu]' installs it "
+            "(nvidia-nccl-cu12), or use --comm host"
         )
     return nccl
 

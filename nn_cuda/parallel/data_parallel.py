@@ -127,8 +127,7 @@ class DataParallel:
         self.backend_name, self.comm_mode, self.overlap = backend_name, comm_mode, overlap
         check_batch_fits(batch, self.size)
         check_comm_mode(comm_mode, backend_name)
-        self.local_rank = comm.local_rank()
-        self.device = select_device(backend_name, self.local_rank, also_cupy=comm_mode == "nccl")
+        self.device = select_device(backend_name, *comm.node_placement(), comm_mode)
         self.reduce_logits = None  # the whole network lives on every rank: logits are complete
         self.after_layer2 = self._start_layer2_allreduce if overlap else None
         self._reducer, self._reducer_key, self._pending = None, None, None

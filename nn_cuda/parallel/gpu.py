@@ -16,39 +16,59 @@ import numpy as np
 NUMBA_BACKENDS = ("numba", "numba-sim")
 
 
-def select_device(backend_name: str, local_rank: int, also_cupy: bool = False) -> int | None:
+def select_device(backend_name: str, local_rank: int, local_size: int, comm_mode: str = "host") -> int | None:
     """Make GPU `local_rank % n_gpus` current for this process, before the backend allocates.
 
+    `local_rank` and `local_size` are this rank's index and the number of ranks on its node. Ranks
+    may share a GPU with --comm host or cuda-aware (each has its own context, and MPI moves host or
+    device memory between them); NCCL refuses two ranks of one communicator on one GPU, so with
+    --comm nccl more ranks on a node than GPUs stop here with a ParallelError saying so.
+
     Returns the device index, or None where there is no GPU to choose (NumPy, the simulator, or no
-    driver: the backend then reports that itself). `also_cupy` makes the same device current for
-    CuPy when the numba backend communicates through CuPy's NCCL.
+    driver: the backend then reports that itself). With --comm nccl the numba backend also makes
+    the device current for CuPy, through which NCCL is called.
     """
-    if backend_name == "cupy" or (backend_name == "numba" and also_cupy):
-        device = _select_cupy_device(local_rank)
-        if backend_name == "cupy":
-            return device
+    device = None
+    if backend_name == "cupy" or (backend_name == "numba" and comm_mode == "nccl"):
+        device = _use_device(_cupy_device_count(), local_rank, local_size, comm_mode, _use_cupy_device)
     if backend_name == "numba":
         from numba import cuda
 
         if cuda.is_available():
-            device = local_rank % len(cuda.gpus)
-            cuda.select_device(device)
-            return device
-    return None
+            device = _use_device(len(cuda.gpus), local_rank, local_size, comm_mode, cuda.select_device)
+    return device
 
 
-def _select_cupy_device(local_rank: int) -> int | None:
+def _use_device(count: int, local_rank: int, local_size: int, comm_mode: str, use) -> int | None:
+    if count == 0:
+        return None
+    if comm_mode == "nccl" and local_size > count:
+        from .mpi import ParallelError
+
+        raise ParallelError(
+            f"--comm nccl needs a GPU of its own for each rank, and {local_size} ranks share "
+            f"{count} GPU{'s' if count > 1 else ''} on this node (NCCL refuses two ranks on one GPU); "
+            f"start at most {count} rank{'s' if count > 1 else ''} per node, or use --comm host, with "
+            "which ranks can share a GPU"
+        )
+    device = local_rank % count
+    use(device)
+    return device
+
+
+def _cupy_device_count() -> int:
     try:
         import cupy
 
-        count = cupy.cuda.runtime.getDeviceCount()
+        return cupy.cuda.runtime.getDeviceCount()
     except Exception:  # no CuPy, no driver: the backend's own check says what is missing
-        return None
-    if count == 0:
-        return None
-    device = local_rank % count
+        return 0
+
+
+def _use_cupy_device(device: int) -> None:
+    import cupy
+
     cupy.cuda.Device(device).use()
-    return device
 
 
 def pinned_empty(backend, size: int, dtype) -> np.ndarray:

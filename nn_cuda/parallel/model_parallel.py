@@ -100,7 +100,7 @@ class ModelParallel:
         self.backend_name, self.comm_mode = backend_name, comm_mode
         self.model_comm = comm.split(self.group, self.model_rank)  # one data group: partial logits
         self.data_comm = comm.split(self.model_rank, self.group)  # one block: its gradient
-        self.device = select_device(backend_name, comm.local_rank(), also_cupy=comm_mode == "nccl")
+        self.device = select_device(backend_name, *comm.node_placement(), comm_mode)
         self.after_layer2 = None
         self.backend = self.block = None  # set by local_parameters
         self._logits_reducer = self._gradient_reducer = None

@@ -260,11 +260,12 @@ class Communicator:
         return Communicator(self.comm.Split(color, key))
 
     # ---- placement ----
-    def local_rank(self) -> int:
-        """This rank's index among the ranks on the same node (shared memory), for picking a GPU."""
+    def node_placement(self) -> tuple[int, int]:
+        """(this rank's index among the ranks on its node, how many ranks the node runs), found
+        through shared memory: for picking a GPU."""
         node = self.comm.Split_type(self._MPI.COMM_TYPE_SHARED, key=self.rank)
         try:
-            return node.Get_rank()
+            return node.Get_rank(), node.Get_size()
         finally:
             node.Free()
 

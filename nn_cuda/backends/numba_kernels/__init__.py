@@ -45,3 +45,43 @@ def launch_gemm(algo, A, B, C, alpha, beta, trans_a: bool, trans_b: bool) -> Non
     grid = kernel_launch.gemm_grid(algo, M, N)[:2]
     block = kernel_launch.BLOCKS[f"gemm_{algo}"][:2]
     GEMM_MODULES[algo].kernel(bool(trans_a), bool(trans_b))[grid, block](A, B, C, alpha, beta)
+
+
+def kernel_cases():
+    """Every (kernel, argument types, block) the numba backend launches, for compiling them without
+    a GPU (nn_cuda.numba_link): a name such as 'gemm_tiled<float32, NT>', the @cuda.jit dispatcher,
+    a tuple of Numba types, the block (x, y, z).
+
+    The argument types are those of the backend's device arrays (C-contiguous) and of its scalars
+    (the arrays' dtype); the blocks are the launches' own constants.
+    """
+    from numba import types
+
+    from . import nn_ops
+
+    flat, matrix, row = (nn_ops.FLAT_BLOCK, 1, 1), (nn_ops.BLOCK_X, nn_ops.BLOCK_Y, 1), (nn_ops.ROW_BLOCK, 1, 1)
+    labels = types.Array(types.int32, 1, "C")
+    cases = []
+    for scalar in (types.float32, types.float64):
+        vector, array = types.Array(scalar, 1, "C"), types.Array(scalar, 2, "C")
+        for algo, module in GEMM_MODULES.items():
+            block = kernel_launch.BLOCKS[f"gemm_{algo}"]
+            for trans_a in (False, True):
+                for trans_b in (False, True):
+                    transposes = "TN"[not trans_a] + "TN"[not trans_b]
+                    cases.append((f"gemm_{algo}<{scalar}, {transposes}>", module.kernel(trans_a, trans_b),
+                                  (array, array, array, scalar, scalar), block))
+        cases += [(f"{kernel.py_func.__name__}<{scalar}>", kernel, argument_types, block)
+                  for kernel, argument_types, block in (
+                      (nn_ops.fill_flat, (vector, scalar), flat),
+                      (nn_ops.bias_sigmoid, (array, vector, array), matrix),
+                      (nn_ops.bias_softmax, (array, vector, array), row),
+                      (nn_ops.softmax_grad, (array, labels, scalar, array), matrix),
+                      (nn_ops.sigmoid_backward, (vector, vector, vector), flat),
+                      (nn_ops.col_sum, (array, vector), matrix),
+                      (nn_ops.sgd_update, (vector, vector, scalar, scalar), flat),
+                      (nn_ops.take_rows, (array, labels, array), matrix),
+                      (nn_ops.pgd_step, (vector, vector, vector, scalar, scalar, vector), flat))]
+    integers = types.Array(types.int32, 2, "C")  # the labels gathered by --shuffle
+    cases.append(("take_rows<int32>", nn_ops.take_rows, (integers, labels, integers), matrix))
+    return cases
