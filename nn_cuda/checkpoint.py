@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import memory
 from .model import N_CLASSES, PARAMETER_NAMES, parameter_shapes
 from .outputs import OutputError, atomic_file
 
@@ -90,8 +91,39 @@ def _save_elsewhere(arrays: dict) -> str:
     return f"the weights were saved to {rescue} instead"
 
 
+def _check_announced_sizes(path: Path) -> None:
+    """CheckpointError, before anything is decompressed, when the arrays that the .npy headers inside
+    the archive announce do not fit in the memory available (a small zip can announce gigabytes),
+    or when a header is damaged."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            announced = 0
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(member)
+                announced += int(np.prod(shape, dtype=object)) * dtype.itemsize
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError):
+        return  # np.load below says what is wrong with the archive itself
+    except Exception as error:  # NumPy's header parser raises ValueError, SyntaxError, TokenError...
+        raise CheckpointError(f"{path}: a damaged .npz archive (a .npy header cannot be read: "
+                              f"{type(error).__name__}); write it again with --save") from None
+    available = memory.available_bytes()
+    if available is not None and 2 * announced > available:
+        raise CheckpointError(
+            f"{path}: its arrays would take {memory.format_bytes(announced)}, which with a copy is more than "
+            f"the {memory.format_bytes(available)} of memory available; start from a smaller checkpoint"
+        )
+
+
 def _read(path: Path) -> tuple[dict, dict]:
     """The four arrays and the metadata of the archive `path`, unchecked."""
+    if zipfile.is_zipfile(path):
+        _check_announced_sizes(path)
     try:
         loaded = np.load(path, allow_pickle=False)
     except FileNotFoundError:

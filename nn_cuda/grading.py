@@ -19,7 +19,7 @@ from pathlib import Path
 from . import memory, parallel, relative_errors
 from .course import COURSE_GEMM_SIZES
 from .config import TrainConfig
-from .training import (check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
+from .training import (check_memory, check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
                        train_with_snapshots)
 
 #: mode -> dtype -> (learning rate, epochs), the course's settings for raw 0-255 pixels
@@ -50,8 +50,8 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     log = log if strategy.is_root else (lambda *args: None)
     if strategy.is_root and outputs is not None:
         relative_errors.check_outputs(outputs)
-    hidden, init = initial_parameters(cfg)
     splits = load_splits(cfg, log=log, progress=strategy.is_root)
+    hidden, init = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits, runs=2))
     check_ranks_share_the_data(strategy.comm, splits)
     if limit_rows is not None:
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]

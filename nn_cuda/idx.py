@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import memory
 from .outputs import atomic_file
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -61,6 +62,8 @@ def read_idx(path) -> np.ndarray:
     with _open_decompressed(path) as stream, _read_errors_reported(path):
         dtype, shape, header_size = _read_header(path, stream)
         expected = math.prod(shape) * dtype.itemsize
+        if isinstance(stream, gzip.GzipFile):  # a plain file's length bounds the read already
+            _check_fits_in_memory(path, shape, expected)
         data = _read_at_most(stream, expected + 1)
 
     found = len(data)
@@ -192,6 +195,20 @@ def _read_header(path: Path, stream):
         )
     shape = tuple(int(n) for n in np.frombuffer(sizes, dtype=">u4"))
     return dtype, shape, header_size
+
+
+def _check_fits_in_memory(path: Path, shape: tuple, expected: int) -> None:
+    """DataError, before anything is decompressed, when the array the header announces (read, then
+    copied into native byte order) cannot fit in the memory available: a small gzip file can claim
+    millions of images."""
+    available = memory.available_bytes()
+    if available is not None and 2 * expected > available:
+        raise DataError(
+            f"{path}: its header announces {' x '.join(str(n) for n in shape)} elements "
+            f"({memory.format_bytes(expected)}), which with a copy needs more than the "
+            f"{memory.format_bytes(available)} of memory available; the file is corrupt or not the "
+            f"dataset expected: delete it and download it again"
+        )
 
 
 def _type_code(dtype: np.dtype) -> int:

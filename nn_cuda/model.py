@@ -42,12 +42,10 @@ def init_parameters(hidden: int, seed: int = 0, n_in: int = N_INPUTS, n_out: int
     """
     rng = np.random.default_rng(seed)
     shapes = parameter_shapes(hidden, n_in, n_out)
-    return {
-        "W1": 0.01 * rng.standard_normal(shapes["W1"]),
-        "b1": np.zeros(shapes["b1"]),
-        "W2": 0.01 * rng.standard_normal(shapes["W2"]),
-        "b2": np.zeros(shapes["b2"]),
-    }
+    W1, W2 = rng.standard_normal(shapes["W1"]), rng.standard_normal(shapes["W2"])
+    W1 *= 0.01  # in place: no second float64 copy of W1 at its peak
+    W2 *= 0.01
+    return {"W1": W1, "b1": np.zeros(shapes["b1"]), "W2": W2, "b2": np.zeros(shapes["b2"])}
 
 
 class Parameters:

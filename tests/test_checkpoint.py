@@ -68,3 +68,50 @@ def test_training_from_a_non_finite_checkpoint_stops_before_training(tmp_path, c
     assert captured.err == f"nn_cuda.train: error: {path}: W1 holds 1 NaN or Inf values; these weights " \
                            "cannot be trained on or evaluated: start from another checkpoint (or none)\n"
     assert "diverged" not in captured.err and "validation accuracy" not in captured.out
+
+
+def _archive_with_header(path, header: bytes):
+    """A .npz whose W1.npy starts with `header` (and the other arrays fine)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("W1.npy", header + bytes(64))
+        for name in ("b1", "W2", "b2"):
+            buffer = io.BytesIO()
+            np.save(buffer, np.zeros(3))
+            archive.writestr(f"{name}.npy", buffer.getvalue())
+
+
+def _npy_header(text: str) -> bytes:
+    padded = text + " " * (-(10 + len(text) + 1) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(padded).to_bytes(2, "little") + padded.encode("latin1")
+
+
+def test_a_checkpoint_announcing_more_than_memory_is_refused_before_reading(tmp_path, monkeypatch):
+    # A 1.2 MB .npz reached 9.3 GB before the memory check of training ran: the .npy headers say how
+    # large the arrays are before anything is decompressed.
+    import tracemalloc
+
+    from nn_cuda import memory
+
+    path = tmp_path / "huge.npz"
+    _archive_with_header(path, _npy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000, 784), }"))
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2**30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointError) as error:
+            load_checkpoint(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    message = str(error.value)
+    assert "5.8 GiB" in message and "1.0 GiB of memory available" in message and "\n" not in message
+    assert peak < 10 * 2**20, f"{peak} bytes allocated before refusing"
+
+
+def test_a_damaged_npy_header_in_a_checkpoint_is_one_line(tmp_path):
+    path = tmp_path / "damaged.npz"
+    _archive_with_header(path, _npy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (3, "))
+    with pytest.raises(CheckpointError, match="a damaged .npz archive"):
+        load_checkpoint(path)

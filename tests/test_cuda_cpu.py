@@ -6,7 +6,10 @@ must be reported. The correct kernels pass the same checks (tests/test_cuda_kern
 instance in the checking mode).
 """
 
+import hashlib
+import os
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -16,7 +19,7 @@ import pytest
 from nn_cuda import kernel_info
 from nn_cuda.backends.base import BackendUnavailable
 from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
-from nn_cuda.cuda_cpu import build
+from nn_cuda.cuda_cpu import build, build_cache
 from nn_cuda.cuda_cpu.runner import KernelError
 
 KERNELS = kernel_info.kernel_dir()
@@ -207,6 +210,130 @@ def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch)
     (copy / "notes.h").write_text("// not included\n")
     assert build.library_path("gemm_naive.cu", check=False) == after
     assert kernel_info.cupy_module_arguments("gemm_naive.cu")["code"] == code_after
+
+
+# ---- the build cache: private, and what it loads is what was built ---------------------------------
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / build_cache.FOLDER
+
+
+def planted_library(tmp_path, marker):
+    """A shared object whose constructor writes `marker`: what another user would plant."""
+    source = tmp_path / "planted.c"
+    source.write_text(f'#include <stdio.h>\n__attribute__((constructor)) static void run(void) '
+                      f'{{ FILE* f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    library = tmp_path / "planted.so"
+    subprocess.run([build.find_compiler(), "-x", "c", "-shared", "-fPIC", "-o", str(library), str(source)],
+                   check=True, capture_output=True)
+    return library.read_bytes()
+
+
+def gemm_works():
+    A, B = random_gemm(5, 7, 3)
+    C = np.full((5, 7), np.nan)
+    CudaCpuBackend("naive").gemm(A, B, C)
+    return rel_error(C, A @ B) < 1e-12
+
+
+def test_the_build_cache_is_private_whatever_the_umask(private_cache):
+    previous = os.umask(0)
+    try:
+        library = build.library_path("gemm_naive.cu", check=False)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(private_cache).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(library).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(build_cache.digest_path(library)).st_mode) == 0o600
+
+
+def test_a_cache_folder_of_another_user_or_a_link_is_refused(private_cache, tmp_path):
+    private_cache.parent.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    private_cache.symlink_to(elsewhere)
+    with pytest.raises(build_cache.UnsafeBuildCache, match="not a folder"):
+        build.library_path("gemm_naive.cu", check=False)
+    private_cache.unlink()
+    if os.geteuid() != 0:
+        pytest.skip("only root can give the folder to another user")
+    private_cache.mkdir(mode=0o700)
+    os.chown(private_cache, 54321, 54321)
+    with pytest.raises(build_cache.UnsafeBuildCache, match=r"belongs to another user \(uid 54321\)"):
+        build.library_path("gemm_naive.cu", check=False)
+
+
+def test_a_cache_folder_left_open_by_a_loose_umask_is_closed(private_cache):
+    private_cache.mkdir(parents=True, mode=0o700)
+    os.chmod(private_cache, 0o777)
+    build.library_path("gemm_naive.cu", check=False)
+    assert stat.S_IMODE(os.stat(private_cache).st_mode) == 0o700
+
+
+@pytest.mark.parametrize("planting", ["bytes only", "bytes and record, world-writable", "bytes and record, other uid"])
+def test_a_planted_library_is_never_loaded(private_cache, tmp_path, capfd, planting):
+    # Another user replaces the cached library with one whose constructor runs code: with or without
+    # forging its record, the project rebuilds instead of loading it.
+    if planting.endswith("other uid") and os.geteuid() != 0:
+        pytest.skip("only root can play another user here")
+    target = build.library_path("gemm_naive.cu", check=False)
+    marker = tmp_path / "planted-code-ran"
+    data = planted_library(tmp_path, marker)
+    target.write_bytes(data)
+    if planting != "bytes only":
+        build_cache.digest_path(target).write_text(hashlib.sha256(data).hexdigest())
+    if planting.endswith("world-writable"):
+        os.chmod(target, 0o777)
+    if planting.endswith("other uid"):
+        os.chown(target, 54321, 54321)
+    capfd.readouterr()
+    assert gemm_works()
+    assert not marker.exists(), "the planted library was loaded"
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line]
+    assert "gemm_naive.cu" in line and "building it again" in line
+    expected = {"bytes only": "is not what was built", "bytes and record, world-writable": "written by other users",
+                "bytes and record, other uid": "belongs to another user (uid 54321)"}[planting]
+    assert expected in line
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage", "record missing"])
+def test_a_damaged_cached_library_is_rebuilt_saying_so_in_one_line(private_cache, capfd, damage):
+    target = build.library_path("gemm_naive.cu", check=False)
+    data = target.read_bytes()
+    if damage == "record missing":
+        build_cache.digest_path(target).unlink()
+    else:
+        target.write_bytes({"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"\x7fELF" + bytes(999)}[damage])
+    capfd.readouterr()
+    assert gemm_works()
+    lines = [line for line in capfd.readouterr().err.splitlines() if line]
+    assert len(lines) == 1 and "building it again" in lines[0], lines
+    descriptor, problem = build_cache.open_verified(target)
+    assert descriptor is not None, problem
+    os.close(descriptor)
+
+
+def test_a_full_disk_is_not_blamed_on_a_correct_kernel(private_cache, tmp_path, monkeypatch):
+    # The compiler cannot write its output (a full disk): not "does not compile".
+    compiler = tmp_path / "full-disk-g++"
+    compiler.write_text("#!/bin/sh\necho 'fatal error: cannot open output file x.so: No space left on device' >&2\n"
+                        "exit 1\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CXX", str(compiler))
+    with pytest.raises(BackendUnavailable, match="could not be written to .*No space left on device"):
+        build.library_path("gemm_naive.cu", check=False)
+    # Storing the built library fails the same way (the record is written after the compiler ran).
+    monkeypatch.delenv("CXX")
+
+    def full(temporary, library):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(build_cache, "store", full)
+    with pytest.raises(BackendUnavailable, match="could not be written to .*No space left on device"):
+        build.library_path("gemm_naive.cu", check=False)
 
 
 def test_the_check_mode_is_on_for_every_command_through_the_environment(monkeypatch):

@@ -210,3 +210,21 @@ def test_a_file_that_goes_on_after_its_data_is_read_no_further(tmp_path, monkeyp
     assert_one_line_error(error, path, "longer than its header says")
     header_size = 8
     assert sum(decompressed) == header_size + announced + 1
+
+
+def test_a_small_gzip_file_announcing_more_than_memory_is_refused_before_decompressing(tmp_path, monkeypatch):
+    # A few hundred kB of gzip whose header claims 300,000 images that really are there (zeros): with
+    # 100 MiB available, nothing may be decompressed; it used to be read whole (4.6 GB at 3,000,000).
+    from nn_cuda import memory
+
+    path = tmp_path / "bomb-images-idx3-ubyte.gz"
+    with gzip.open(path, "wb", compresslevel=1) as stream:
+        stream.write(raw_idx(0x08, (300_000, 28, 28), b""))
+        zeros = bytes(784 * 10_000)
+        for _ in range(30):
+            stream.write(zeros)
+    assert path.stat().st_size < 2_000_000
+    monkeypatch.setattr(memory, "available_bytes", lambda: 100 * 2**20)
+    with pytest.raises(DataError) as error:
+        read_idx(path)
+    assert_one_line_error(error, path, "announces 300000 x 28 x 28 elements", "100.0 MiB")

@@ -232,3 +232,72 @@ class OneRank:
 
 def test_one_rank_is_one_mpi_rank():
     assert "data parallel over 1 MPI rank (" in DataParallel(OneRank(), "numpy", 8).describe()
+
+
+# ---- memory: estimated before it is spent, against the limits that apply ---------------------------
+
+
+def test_bench_gemm_refuses_a_size_beyond_memory_in_one_line(capsys):
+    # --sizes 2147483648x1x1 took all of the machine's memory before the OOM killer ended it.
+    from nn_cuda.bench import gemm
+
+    with pytest.raises(SystemExit) as stop:
+        gemm.main(["--sizes", "2147483648x1x1"])
+    assert stop.value.code == 2
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert "bench gemm at 2147483648x1x1 needs about" in line and "use smaller --sizes" in line
+
+
+def test_grade_modes_1_to_3_refuse_a_hidden_layer_beyond_memory(tmp_path, capsys):
+    assert grade.main(["--mode", "1", "--hidden", "10000000", *SAMPLE[:2], "--outputs", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "needs about" in err and "use a smaller -n/--hidden" in err
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_the_control_groups_limit_counts(tmp_path, version):
+    from nn_cuda import memory
+
+    membership = tmp_path / "cgroup"
+    if version == "v2":
+        membership.write_text("0::/user.slice/run.scope\n")
+        folder = tmp_path / "sys" / "user.slice" / "run.scope"
+        folder.mkdir(parents=True)
+        (folder / "memory.max").write_text("3000000000\n")
+        (folder / "memory.current").write_text("1000000000\n")
+    else:
+        membership.write_text("4:cpu,cpuacct:/job\n7:memory:/job\n")
+        folder = tmp_path / "sys" / "memory" / "job"
+        folder.mkdir(parents=True)
+        (folder / "memory.limit_in_bytes").write_text("3000000000\n")
+        (folder / "memory.usage_in_bytes").write_text("1000000000\n")
+    assert memory._cgroup_available(tmp_path / "sys", membership) == 2_000_000_000
+    (folder / ("memory.max" if version == "v2" else "memory.limit_in_bytes")).write_text(
+        "max\n" if version == "v2" else f"{2**63 - 4096}\n")
+    assert memory._cgroup_available(tmp_path / "sys", membership) is None  # no limit
+
+
+def test_ulimit_v_counts():
+    limit = 3 * 2**30
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (%d, resource.RLIM_INFINITY)); "
+            "from nn_cuda import memory; print(memory.available_bytes())" % limit)
+    available = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                   check=True).stdout)
+    assert 0 < available < limit
+
+
+@pytest.mark.slow
+def test_the_training_estimate_is_honest():
+    # At H = 200,000 the estimate said 4.48 GB and the run used 6.98 GB. Now the peak RSS of a run
+    # must be within 10 % of what check_memory compares with the memory available.
+    hidden = 50_000
+    code = ("import resource, sys; from nn_cuda import train; "
+            f"rc = train.main(['--dataset', 'mnist-sample', '-n', '{hidden}', '--max-steps', '1', '--quiet']); "
+            "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "NN_CUDA_OFFLINE": "1"})
+    rss = int(result.stdout.rsplit("RSS", 1)[1])
+    cfg = training.TrainConfig(dataset="mnist-sample", hidden=hidden)
+    splits = training.load_splits(cfg, log=lambda *args: None, progress=False)
+    estimate = sum(training.memory_parts(cfg, hidden, splits).values())
+    assert 0.9 * estimate <= rss <= 1.1 * estimate, (rss, estimate)

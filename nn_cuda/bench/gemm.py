@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from .. import kernel_info, kernel_resources
+from .. import kernel_info, kernel_resources, memory
 from ..backends import BACKENDS, get_backend
 from ..course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from ..gpu_timer import gpu_events, is_simulated, time_calls
@@ -127,6 +127,18 @@ def check(backend, algo, problem, A, B, C) -> float:
     return max(error_beta0, error)
 
 
+def check_host_memory(M: int, N: int, K: int, dtype, on_host: bool) -> None:
+    """NotEnoughMemory before a size allocates: its inputs drawn in float64 and cast, the float64
+    products of the reference (op(A) and op(B) converted, alpha op(A) op(B), and + beta C), C's
+    read-backs, and on a CPU backend its own copies of A, B and C."""
+    item = np.dtype(dtype).itemsize
+    inputs = M * K + K * N + M * N
+    parts = {"inputs": inputs * (8 + item) + (inputs * item if on_host else 0),
+             "float64 reference": (M * K + K * N) * 8 + 2 * M * N * 8,
+             "read-backs of C": 2 * M * N * item}
+    memory.require(parts, "use smaller --sizes", what=f"bench gemm at {M}x{N}x{K}")
+
+
 # ---- timing on a GPU ----------------------------------------------------------------------------
 
 
@@ -197,6 +209,11 @@ def main(argv=None) -> int:
     if anchor and anchor not in algos:
         algos.append(anchor)  # timed in the same run, as the reference for "% of cuBLAS"
     sizes = args.sizes or (GPU_SIZES if timed else CPU_SIZES)
+    try:
+        for M, N, K in sizes:
+            check_host_memory(M, N, K, dtype, on_host=not backend.on_device)
+    except memory.NotEnoughMemory as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     timer = gpu_events(backend)  # None exactly when not `timed`
     arch = timer.arch() if timer is not None and backend_name == "cupy" else None
 

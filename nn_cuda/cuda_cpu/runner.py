@@ -1,7 +1,7 @@
 """Launching the CPU build of a kernel: arguments as CUDA passes them, and the checking mode.
 
 `KernelLibrary(filename, check)` loads the shared library of one kernels/*.cu file (built by
-`build.library_path`), checks that each instance's C signature is the one `nn_cuda.kernel_launch`
+`build.load_library`), checks that each instance's C signature is the one `nn_cuda.kernel_launch`
 declares, and runs a `KernelLaunch`: every argument is passed by address in an array of pointers,
 as cuLaunchKernel takes them.
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import kernel_launch
 from ..backends.base import KernelFailure
-from .build import library_path
+from .build import load_library
 
 _SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float,
                   "double": ctypes.c_double}
@@ -60,7 +60,7 @@ class KernelLibrary:
     def __init__(self, filename: str, instances: list[str], check: bool):
         self.filename = filename
         self.check = check
-        self._lib = ctypes.CDLL(str(library_path(filename, check)))
+        self._lib, self._tool_path = load_library(filename, check)
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._index = {name: i for i, name in enumerate(instances)}
         if self._lib.nn_cuda_cpu_instance_count() != len(instances):
@@ -123,7 +123,7 @@ class KernelLibrary:
     def _set_shared_regions(self) -> None:
         """Tell the library where its __shared__ arrays are (function-local statics: _ZZ symbols)."""
         regions = []
-        for name, size in _local_static_symbols(self._lib._name):
+        for name, size in _local_static_symbols(self._tool_path):
             try:
                 address = ctypes.addressof(ctypes.c_char.in_dll(self._lib, name))
             except ValueError:  # not exported
