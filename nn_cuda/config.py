@@ -15,6 +15,7 @@ from .arguments import non_negative_float, non_negative_int, positive_float, pos
 from .backends import BACKENDS
 from .data import DATASETS
 from .parallel import COMM_MODES, PARALLEL_STRATEGIES
+from .parallel.watchdog import DEFAULT_TIMEOUT_SECONDS
 
 DEFAULT_LR = 0.5
 #: validation and test images evaluated by default on an emulated backend (Backend.emulated: the
@@ -54,6 +55,7 @@ class TrainConfig:
     model_ranks: int | None = None  # --parallel hybrid: model ranks per data group
     comm: str = "host"  # how gradients are summed: host (staged), cuda-aware MPI, nccl
     overlap: bool = False  # start the layer-2 allreduce while layer 1 is computed
+    mpi_timeout: float = DEFAULT_TIMEOUT_SECONDS  # a collective waiting longer ends the job
 
     def replace(self, **changes) -> "TrainConfig":
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -148,6 +150,9 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                      "cuda-aware (device buffers to a CUDA-aware MPI), nccl (NCCL through CuPy)")
     mpi.add_argument("--overlap", action="store_true",
                      help="start the allreduce of the layer-2 gradients while layer 1's are computed")
+    mpi.add_argument("--mpi-timeout", type=positive_float, default=d.mpi_timeout, metavar="SECONDS",
+                     help=f"a collective that waits longer than this ends the job, naming the ranks that did "
+                     f"not answer (default {d.mpi_timeout:g})")
     return p
 
 

@@ -184,11 +184,25 @@ def search_dirs(name: str, data_dir=None) -> list:
     return list(dict.fromkeys(candidates))  # without repeats, order kept
 
 
+def _is_dir(path: Path) -> bool:
+    """path.is_dir(), False where the name itself is unusable (too long, say)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def find_dataset_dir(name: str, data_dir=None):
     """The first directory from `search_dirs` that holds all four files, or None."""
-    if data_dir is not None and not Path(data_dir).expanduser().is_dir():
-        raise DataError(f"data directory {data_dir} does not exist or is not a directory; "
-                        f"check --data-dir")
+    if data_dir is not None:
+        try:
+            usable = Path(data_dir).expanduser().is_dir()
+        except OSError as error:
+            raise DataError(f"data directory {data_dir} cannot be used ({error.strerror or error}); "
+                            "check --data-dir") from None
+        if not usable:
+            raise DataError(f"data directory {data_dir} does not exist or is not a directory; "
+                            f"check --data-dir")
     for directory in search_dirs(name, data_dir):
         if not _missing_files(directory):
             return directory
@@ -198,8 +212,11 @@ def find_dataset_dir(name: str, data_dir=None):
 def _dataset_file(directory: Path, standard_name: str):
     """`directory/standard_name`, or its uncompressed twin (name without .gz), or None."""
     for candidate in (directory / standard_name, directory / standard_name.removesuffix(".gz")):
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError:  # a name the system refuses (too long): not there
+            return None
     return None
 
 
@@ -244,9 +261,11 @@ def load_dataset(name: str, data_dir=None, fallback: bool = True, download_timeo
     sample_dir = find_dataset_dir("mnist-sample")
     if not fallback or sample_dir is None:
         raise DataError(_not_found_message(spec, data_dir, failure))
-    log(f"NOTE: MNIST was not found and could not be downloaded, so the bundled 5,000-image "
+    not_fetched = (f"(${OFFLINE_VARIABLE} is set: no download was tried)" if _offline()
+                   else "and could not be downloaded")
+    log(f"NOTE: MNIST was not found {not_fetched}, so the bundled 5,000-image "
         f"sample in {sample_dir} is used instead (results will not match full-MNIST numbers); "
-        f"get the full set with: {spec.how_to_get}, or pass --data-dir DIR")
+        f"get the full set with: {spec.how_to_get}, or pass --data-dir DIR{_misplaced_in_nn_cuda_data(spec)}")
     return _load_directory("mnist-sample", sample_dir, log)
 
 
@@ -322,11 +341,21 @@ def _read_pair(images_path: Path, labels_path: Path):
 
 def _not_in_data_dir_message(spec: DatasetSpec, data_dir) -> str:
     """One line: which of the four files data_dir (and data_dir/<name>) lacks, and what to do."""
-    places = [d for d in search_dirs(spec.name, data_dir) if d.is_dir()]
+    places = [d for d in search_dirs(spec.name, data_dir) if _is_dir(d)]
     lacking = "; ".join(f"{d} lacks {', '.join(_missing_files(d))}" for d in places)
     return (f"{spec.title} is not in --data-dir {data_dir}: {lacking} (the four files are "
             f"{', '.join(FILE_NAMES.values())}, with or without .gz); put them there, "
             f"or drop --data-dir to look in the usual places; get them with: {spec.how_to_get}")
+
+
+def _misplaced_in_nn_cuda_data(spec: DatasetSpec) -> str:
+    """"; NN_CUDA_DATA=... holds the four files itself..." where $NN_CUDA_DATA, which names a folder of
+    datasets, holds a dataset's files directly; else ""."""
+    root = os.environ.get("NN_CUDA_DATA")
+    if not root or not _is_dir(Path(root).expanduser()) or _missing_files(Path(root).expanduser()):
+        return ""
+    return (f"; NN_CUDA_DATA={root} holds the four files itself, but it names a folder of datasets: "
+            f"move them to {Path(root) / spec.name}")
 
 
 def _not_found_message(spec: DatasetSpec, data_dir, failure: str = "") -> str:
@@ -334,10 +363,12 @@ def _not_found_message(spec: DatasetSpec, data_dir, failure: str = "") -> str:
     were there), what else failed, and how to get it."""
     looked = search_dirs(spec.name, data_dir)
     partial = [f"{d} lacks {', '.join(_missing_files(d))}" for d in looked
-               if d.is_dir() and len(_missing_files(d)) < len(FILE_NAMES)]
+               if _is_dir(d) and len(_missing_files(d)) < len(FILE_NAMES)]
     message = f"{spec.title} not found: looked in {', '.join(str(d) for d in looked)}"
     if partial:
         message += f" ({'; '.join(partial)})"
+    if data_dir is None:
+        message += _misplaced_in_nn_cuda_data(spec)
     if failure:
         message += f"; {failure}"
     return f"{message}; get it with: {spec.how_to_get}"

@@ -115,9 +115,23 @@ def kernel_files() -> list[Path]:
     return sorted(kernel_dir().glob("*.cu"))
 
 
+class MissingKernelFile(ValueError):
+    """The kernel folder lacks a file the project launches kernels from."""
+
+
+def kernel_path(filename: str) -> Path:
+    """kernels/<filename> (or in $NN_CUDA_KERNEL_DIR); MissingKernelFile when it is not there."""
+    path = kernel_dir() / filename
+    if not path.is_file():
+        where = f"{KERNEL_DIR_VARIABLE}={path.parent}" if os.environ.get(KERNEL_DIR_VARIABLE) else str(path.parent)
+        raise MissingKernelFile(f"{where} has no {filename}; copy it from the project's kernels/ folder "
+                                "(every file of it is needed)")
+    return path
+
+
 def kernel_source(filename: str) -> str:
     """The CUDA C source of kernels/<filename>."""
-    return (kernel_dir() / filename).read_text()
+    return kernel_path(filename).read_text()
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
@@ -173,7 +187,7 @@ def cupy_module_arguments(filename: str) -> dict:
     load the binary compiled before the edit. So the code ends with a comment holding
     `sources_digest` of the file and its headers, and a header edit changes the key.
     """
-    path = kernel_dir() / filename
+    path = kernel_path(filename)
     digest = sources_digest(path, [kernel_dir()])
     return {
         "code": f"{path.read_text()}\n// nn_cuda: sources and headers sha256 {digest}\n",

@@ -90,8 +90,10 @@ def check_output_paths(outputs: dict) -> None:
     Raises OutputError "FLAG PATH: why; what to do".
     """
     for flag, path in outputs.items():
-        if not path:
+        if path is None:
             continue
+        if not str(path).strip():
+            raise OutputError(f"{flag}: the file name is empty; give a path")
         try:
             check_writable(path)
         except OutputError as error:

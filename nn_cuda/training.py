@@ -26,7 +26,7 @@ import numpy as np
 from . import parallel
 from .parallel.serial import Serial
 
-from . import memory, model
+from . import kernel_launch, memory, model
 from .backends import BackendUnavailable, KernelFailure, get_backend
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import EMULATED_EVAL_LIMIT, TrainConfig
@@ -176,8 +176,9 @@ def train_loop(backend, params, batches, cfg: TrainConfig, strategy=None, *, x_v
     workspace = model.Workspace(backend, cfg.batch, hidden, params.dtype, params.n_out)
     backend.copy(params.flat, last_good.flat)
     check_every = cfg.print_every or max(1, batches.steps_per_epoch // 10)
-    watch = DivergenceWatch(cfg.lr, cfg.reg)
     n_weights = strategy.sum_over_hidden(params.n_weights)
+    initial_rms = math.sqrt(weights_squared(backend, params, strategy) / n_weights)
+    watch = DivergenceWatch(cfg.lr, cfg.reg, initial_rms, backend.name)
     history = History()
     if snapshot_every:
         history.snapshots.append((0, strategy.gather_parameters(params)))
@@ -369,6 +370,36 @@ def first_rows(splits: Splits, train: int | None, validation: int | None, test: 
                    x_test=splits.x_test[first(test)], y_test=splits.y_test[first(test)])
 
 
+#: CUDA threads Numba's simulator runs a second, one Python thread each: measured on the 2-core AMD
+#: EPYC of the results (H = 8, batches of 64: about 21,000 threads a step, 8.5 s a step)
+SIMULATED_THREADS_PER_SECOND = 2500
+
+
+def simulated_threads_per_step(gemm: str, batch: int, hidden: int) -> int:
+    """About how many CUDA threads one training step launches: the five GEMMs with their launch
+    grids (nn_cuda.kernel_launch), the element-wise kernels of the hidden layer and the update."""
+    products = [(batch, hidden), (batch, model.N_CLASSES), (model.N_CLASSES, hidden), (batch, hidden),
+                (hidden, model.N_INPUTS)]
+    block = math.prod(kernel_launch.BLOCKS[f"gemm_{gemm}"])
+    gemm_threads = sum(math.prod(kernel_launch.gemm_grid(gemm, M, N)) * block for M, N in products)
+    n_parameters = (model.N_INPUTS + model.N_CLASSES + 1) * hidden + model.N_CLASSES
+    return gemm_threads + 3 * batch * hidden + n_parameters
+
+
+def simulator_cost_note(cfg: TrainConfig, backend, hidden: int, steps: int) -> str | None:
+    """For Numba's simulator, how long this run will take when that is more than a minute."""
+    if backend.name != "numba-sim":
+        return None
+    threads = simulated_threads_per_step(backend.gemm_algo, cfg.batch, hidden)
+    seconds = threads * steps / SIMULATED_THREADS_PER_SECOND
+    if seconds < 60:
+        return None
+    duration = f"{seconds / 3600:.0f} hours" if seconds >= 7200 else f"{seconds / 60:.0f} minutes"
+    return (f"NOTE: numba-sim runs every CUDA thread as a Python thread, about {SIMULATED_THREADS_PER_SECOND:,} "
+            f"a second on a 2-core machine: these {steps} steps launch about {threads:,} threads each, some "
+            f"{duration} in all; -n 8 -b 32 --max-steps 2 tries the kernels in seconds")
+
+
 def emulation_note(cfg: TrainConfig, backend) -> str | None:
     """The line that says what an emulated backend chose by itself (cfg: the flags as given)."""
     if not backend.emulated:
@@ -439,6 +470,10 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     )
     if note:
         log(note)
+    steps = cfg.max_steps or cfg.epochs * batches.steps_per_epoch
+    cost = simulator_cost_note(cfg, backend, hidden, steps)
+    if cost:
+        log(cost)
     description = strategy.describe()
     if description:
         log(description)
@@ -489,15 +524,32 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         f"{evaluated_images(full_splits, splits)}  training time {result['train_seconds']:.2f} s  "
         f"({result['samples_per_second']:,.0f} samples/s, {history.steps} steps)"
     )
-    if cfg.save:
-        save_checkpoint(cfg.save, final, hidden=hidden, dataset=splits.dataset,
-                        dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs, steps=history.steps)
+    # Each output is written even when another one fails; the failures end the run together.
+    failures = []
+
+    def write(output) -> None:
+        try:
+            output()
+        except OutputError as error:
+            failures.append(str(error))
+
+    def save() -> None:
+        save_checkpoint(cfg.save, final, hidden=hidden, dataset=splits.dataset, dtype=cfg.dtype, lr=cfg.lr,
+                        reg=cfg.reg, epochs=cfg.epochs, steps=history.steps)
         log(f"saved parameters to {cfg.save}")
-    if cfg.predictions:
+
+    def predictions() -> None:
         write_predictions(cfg.predictions, test_pred)
         log(f"wrote {len(test_pred)} test predictions to {cfg.predictions}")
+
+    if cfg.save:
+        write(save)
+    if cfg.predictions:
+        write(predictions)
     if cfg.history or cfg.profile:
-        write_run_records(cfg.replace(hidden=hidden), result, timer, log)
+        write(lambda: write_run_records(cfg.replace(hidden=hidden), result, timer, log))
+    if failures:
+        raise OutputError("; ".join(failures))
     if cfg.seq:
         from .relative_errors import report_comparison
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -125,10 +126,27 @@ def test_a_loss_stuck_far_above_a_uniform_guess_is_divergence():
     watch = DivergenceWatch(lr=1000, reg=0)
     verdicts = [watch.check(step, 78.0, weights_rms=5.0) for step in range(1, 2 * STUCK_STEPS)]
     first = next(step for step, verdict in enumerate(verdicts, 1) if verdict)
-    assert first == 1 + STUCK_STEPS and "--lr 100" in verdicts[first - 1]
+    assert first == 1 + STUCK_STEPS and "--lr 0.5 (the default)" in verdicts[first - 1]
     watch = DivergenceWatch(lr=1000, reg=0)  # a read-back back to normal starts the count again
     losses = [78.0] * 30 + [2.0] + [78.0] * STUCK_STEPS
     assert not any(watch.check(step, loss, 5.0) for step, loss in enumerate(losses, 1))
+
+
+def test_absurd_initial_weights_are_blamed_not_the_learning_rate(tmp_path, capsys):
+    # --init with finite weights of 1e30 was blamed on the learning rate.
+    from nn_cuda.checkpoint import save_checkpoint
+
+    rng = np.random.default_rng(0)
+    path = save_checkpoint(tmp_path / "absurd.npz", {"W1": 1e30 * rng.normal(size=(8, 784)), "b1": np.zeros(8),
+                                                     "W2": 1e30 * rng.normal(size=(10, 8)), "b2": np.zeros(10)})
+    assert train.main([*SAMPLE, "--init", str(path), "-p", "1", "--max-steps", "2"]) == 1
+    line = [line for line in capsys.readouterr().err.splitlines() if "diverged" in line][0]
+    assert "the initial weights" in line and "--init" in line and "learning rate" not in line
+
+
+def test_a_kernel_backend_that_diverges_names_the_kernels_as_a_suspect():
+    verdict = DivergenceWatch(0.5, 1e-4, backend="cuda-cpu").check(3, float("nan"), weights_rms=0.01)
+    assert "--lr 0.05" in verdict and "python -m nn_cuda.grade --mode 4 --backend cuda-cpu" in verdict
 
 
 def test_exploding_weights_and_nan_are_divergence_at_once():
@@ -301,3 +319,116 @@ def test_the_training_estimate_is_honest():
     splits = training.load_splits(cfg, log=lambda *args: None, progress=False)
     estimate = sum(training.memory_parts(cfg, hidden, splits).values())
     assert 0.9 * estimate <= rss <= 1.1 * estimate, (rss, estimate)
+
+
+# ---- ordinary mistakes end in one line (the fault probe's list) -------------------------------------
+
+
+def one_error_line(status, err: str, *phrases) -> str:
+    assert status not in (0, None), err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if "error" in line]
+    assert len(lines) == 1, err
+    for phrase in phrases:
+        assert phrase in lines[0], lines[0]
+    return lines[0]
+
+
+def run_bench(argv, capsys):
+    from nn_cuda.bench.__main__ import main as bench_main
+
+    try:
+        status = bench_main(argv)
+    except SystemExit as stop:
+        status = stop.code
+    return status, capsys.readouterr().err
+
+
+def test_bench_lr_with_a_missing_data_folder(capsys):
+    one_error_line(*run_bench(["lr", "--data-dir", "/nonexistent"], capsys), "/nonexistent", "--data-dir")
+
+
+def test_bench_diff_without_its_dataset(tmp_path, capsys):
+    one_error_line(*run_bench(["diff", "--dataset", "fashion-mnist", "--data-dir", str(tmp_path)], capsys),
+                   "Fashion-MNIST is not in --data-dir")
+
+
+def test_bench_gemm_on_the_cpu_runner_beyond_the_grid_limit(capsys):
+    one_error_line(*run_bench(["gemm", "--backend", "cuda-cpu", "--sizes", "4194304x1x1"], capsys),
+                   "the grid's y limit")
+
+
+def test_bench_json_is_checked_before_the_work(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    line = one_error_line(*run_bench(["lr", "--json", str(tmp_path / "file" / "lr.json")], capsys), "--json")
+    assert "nn_cuda.bench lr" in line
+
+
+def test_data_info_with_a_300_character_folder_name(capsys):
+    from nn_cuda import data
+
+    status = data.main(["info", "--data-dir", "/tmp/" + "a" * 300])
+    one_error_line(status, capsys.readouterr().err, "cannot be used", "--data-dir")
+
+
+def test_a_kernel_folder_without_nn_ops(tmp_path, monkeypatch, capsys):
+    from nn_cuda import kernel_info
+
+    for path in kernel_info.kernel_dir().iterdir():
+        if path.name != "nn_ops.cu":
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(tmp_path))
+    status = train.main([*SAMPLE, "--backend", "cuda-cpu", "-n", "8", "--max-steps", "1"])
+    one_error_line(status, capsys.readouterr().err, "NN_CUDA_KERNEL_DIR=", "has no nn_ops.cu")
+
+
+def test_a_seed_of_the_checking_mode_that_is_not_a_number(monkeypatch, capsys):
+    monkeypatch.setenv("NN_CUDA_CPU_SEED", "abc")
+    status = train.main([*SAMPLE, "--backend", "cuda-cpu", "-n", "8", "--max-steps", "1"])
+    one_error_line(status, capsys.readouterr().err, "NN_CUDA_CPU_SEED='abc'")
+
+
+def test_an_empty_save_path_is_refused_before_training(capsys):
+    status = train.main([*SAMPLE, "-n", "8", "--max-steps", "1", "--save", ""])
+    one_error_line(status, capsys.readouterr().err, "--save", "empty")
+
+
+def test_nn_cuda_data_pointing_at_the_files_themselves_is_named(tmp_path, monkeypatch):
+    # NN_CUDA_DATA names a folder of datasets (NN_CUDA_DATA/mnist/...): files put in it directly were
+    # passed over for the bundled sample without a word about the variable.
+    from nn_cuda import data
+
+    for path in data.find_dataset_dir("mnist-sample").iterdir():
+        if path.name.endswith(".gz"):
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setenv("NN_CUDA_DATA", str(tmp_path))
+    with pytest.raises(data.DataError) as raised:
+        data.load_dataset("mnist", fallback=False)
+    assert f"NN_CUDA_DATA={tmp_path} holds the four files itself" in str(raised.value)
+    assert str(tmp_path / "mnist") in str(raised.value)
+
+
+def test_a_failed_save_still_writes_the_history_and_the_predictions(tmp_path, monkeypatch, capsys):
+    from nn_cuda.outputs import OutputError
+
+    def full_disk(*args, **kwargs):
+        raise OutputError(f"{tmp_path / 'w.npz'}: cannot write it (No space left on device); write elsewhere")
+
+    monkeypatch.setattr(training, "save_checkpoint", full_disk)
+    history, predictions = tmp_path / "h.json", tmp_path / "p.txt"
+    status = train.main([*SAMPLE, "-n", "8", "--max-steps", "1", "--save", str(tmp_path / "w.npz"),
+                         "--history", str(history), "--predictions", str(predictions)])
+    assert status == 1 and "No space left on device" in capsys.readouterr().err
+    assert history.is_file() and predictions.is_file()
+
+
+def test_a_simulator_run_of_hours_says_so_before_it_starts():
+    # numba-sim at the default sizes would run for days without a word.
+    simulator = types.SimpleNamespace(name="numba-sim", gemm_algo="naive")
+    default = training.TrainConfig(backend="numba-sim")
+    note = training.simulator_cost_note(default, simulator, hidden=1000, steps=100)
+    assert note and "hours" in note and "-n 8 -b 32 --max-steps 2" in note
+    assert training.simulator_cost_note(default.replace(batch=32), simulator, hidden=8, steps=2) is None
+    assert training.simulator_cost_note(default, types.SimpleNamespace(name="numpy"), 1000, 100) is None
+    # the estimate counts the launches: naive GEMM threads are padded to whole 8 x 32 tiles
+    assert training.simulated_threads_per_step("naive", 64, 8) == 2048 * 3 + 512 + 6400 + 3 * 64 * 8 + (795 * 8 + 10)

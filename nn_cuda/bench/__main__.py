@@ -4,7 +4,8 @@ import importlib
 import sys
 
 from ..interrupts import ends_in_one_line_when_interrupted
-from ..outputs import OutputError
+from ..outputs import OutputError, check_output_paths
+from ..training import USER_ERRORS
 from ..parallel import refuse_extra_ranks
 
 BENCHMARKS = {
@@ -35,12 +36,27 @@ def main(argv=None) -> int:
     if refuse_extra_ranks("nn_cuda.bench", f"bench {argv[0]}",
                           " (bench scaling and bench adversarial start their own mpiexec jobs)"):
         return 1
+    try:
+        check_output_paths({"--json": _flag_value(argv[1:], "--json")})  # before minutes of work
+    except OutputError as error:
+        print(f"nn_cuda.bench {argv[0]}: error: {error}", file=sys.stderr)
+        return 2
     module = importlib.import_module(BENCHMARKS[argv[0]][0])
     try:
         return module.main(argv[1:]) or 0
-    except OutputError as error:  # --json cannot be written: the measurements are printed above
+    except USER_ERRORS as error:  # a missing dataset, a size a kernel cannot take, --json unwritable...
         print(f"nn_cuda.bench {argv[0]}: error: {error}", file=sys.stderr)
         return 1
+
+
+def _flag_value(arguments: list, flag: str):
+    """The value given to `flag` (as "FLAG VALUE" or "FLAG=VALUE"), or None."""
+    for position, argument in enumerate(arguments):
+        if argument == flag and position + 1 < len(arguments):
+            return arguments[position + 1]
+        if argument.startswith(flag + "="):
+            return argument[len(flag) + 1:]
+    return None
 
 
 if __name__ == "__main__":

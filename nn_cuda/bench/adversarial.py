@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +29,7 @@ from ..arguments import comma_separated, int_at_least, pixel_radius, positive_fl
 from ..config import HelpFormatter
 from ..data import DATASETS
 from ..records import machine_info, machine_line, write_json
-from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment
+from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment, run_child
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -63,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(command: list[str], env: dict) -> None:
-    job = subprocess.run(command, env=env, capture_output=True, text=True)
+    job = run_child(command, env)
     if job.returncode != 0:
         raise SystemExit(f"nn_cuda.bench adversarial: error: {' '.join(command)} failed "
                          f"(status {job.returncode}):\n{job.stdout[-2000:]}{job.stderr[-2000:]}")

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 
@@ -41,6 +44,27 @@ def find_mpiexec(benchmark: str) -> str:
         raise SystemExit(f"nn_cuda.bench {benchmark}: error: no mpiexec next to Python or on PATH; "
                          "install MPI with pip install -e .[mpi]")
     return found
+
+
+def _die_with_parent() -> None:
+    """In the child, before it runs: SIGTERM when the benchmark's process dies, even by SIGKILL
+    (Linux's parent-death signal; elsewhere nothing). mpiexec forwards it to the ranks."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+#: prctl's option number for the parent-death signal (linux/prctl.h)
+PR_SET_PDEATHSIG = 1
+
+
+def run_child(command: list[str], env: dict, cwd=None) -> subprocess.CompletedProcess:
+    """Run a benchmark's job (an mpiexec, a test run) to its end, its output captured; it ends with
+    the benchmark, killed or not, instead of running on as an orphan."""
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True,
+                          preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
 
 
 def mpi_child_environment(threads: int) -> dict:

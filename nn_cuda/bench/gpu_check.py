@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 from ..cuda_wheels import MixedCudaVersions, check_one_major, installed_majors
 from ..outputs import write_text
 from ..records import gpu_name, machine_info, machine_line, write_json
+from .common import run_child
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ def steps(out: Path) -> list[dict]:
 def run_step(step: dict) -> dict:
     started = time.perf_counter()
     environment = {**os.environ, **step.get("environment", {})}
-    result = subprocess.run(step["command"], cwd=REPOSITORY, capture_output=True, text=True, env=environment)
+    result = run_child(step["command"], environment, cwd=REPOSITORY)
     output = result.stdout + result.stderr
     print(output, end="" if output.endswith("\n") else "\n")
     return {**step, "returncode": result.returncode, "passed": result.returncode == 0,

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +38,7 @@ from tqdm import tqdm
 from ..backends import BACKENDS
 from ..arguments import comma_separated, non_negative_int, one_of, positive_int
 from ..records import machine_info, machine_line, write_json
-from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment
+from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment, run_child
 
 MNIST_TRAIN_ROWS = 54_000
 STRATEGIES = ("data", "model", "hybrid")
@@ -92,7 +91,7 @@ def run_job(args, ranks: int, overlap: bool, strategy: str) -> dict:
         result_path = os.path.join(folder, "result.json")
         command = [find_mpiexec("scaling"), "-n", str(ranks), sys.executable, "-m", "nn_cuda.bench.scaling",
                    "--worker", result_path, *worker_flags(args, overlap, strategy)]
-        job = subprocess.run(command, env=mpi_child_environment(args.threads), capture_output=True, text=True)
+        job = run_child(command, mpi_child_environment(args.threads))
         if job.returncode != 0 or not os.path.exists(result_path):
             raise SystemExit(f"nn_cuda.bench scaling: the job with {ranks} ranks failed "
                              f"(exit status {job.returncode}):\n{job.stderr.strip()}")
@@ -218,10 +217,11 @@ def worker(args) -> int:
     from ..parallel.data_parallel import DataParallel
     from ..parallel.model_parallel import ModelParallel
     from ..parallel.mpi import Communicator
+    from ..parallel.watchdog import DEFAULT_TIMEOUT_SECONDS
 
     (parallel,) = args.parallel  # one strategy per job (worker_flags)
     with abort_on_error("nn_cuda.bench scaling"):
-        comm = Communicator.world()
+        comm = Communicator.world(DEFAULT_TIMEOUT_SECONDS)
         if parallel == "data":
             strategy = DataParallel(comm, args.backend, args.batch, args.comm, args.overlap == "on")
         else:

@@ -79,7 +79,7 @@ def translation_unit(kernel_file: Path, instances: list[str]) -> str:
 def _build_plan(filename: str, check: bool) -> tuple[str, list, str, Path]:
     """(compiler, flags, translation unit, the library's path in the cache) of kernels/<filename>."""
     compiler = find_compiler()
-    kernel_file = kernel_info.kernel_dir() / filename
+    kernel_file = kernel_info.kernel_path(filename)
     unit = translation_unit(kernel_file, kernel_info.name_expressions(filename))
     flags = [*BASE_FLAGS, *(CHECK_FLAGS if check else ()), f"-I{kernel_file.parent}"]
     key = hashlib.sha256()
@@ -142,9 +142,11 @@ def _compile(compiler: str, flags: list, unit: str, target: Path, filename: str)
                     raise BackendUnavailable(
                         f"the CPU build of kernels/{filename} could not be written to {target.parent} "
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
+                # The generated file is deleted with `work`: name it by what it holds.
+                log = result.stderr.strip().replace(str(source), f"(the instance table of {filename})")
                 raise KernelBuildError(
                     f"kernels/{filename} does not compile for the CPU ({Path(compiler).name} exited with "
-                    f"status {result.returncode}):\n{result.stderr.strip()}"
+                    f"status {result.returncode}):\n{log}"
                 )
             build_cache.store(temporary, target)
         except OSError as error:

@@ -54,6 +54,16 @@ def check_mode_from_environment() -> bool:
     return os.environ.get("NN_CUDA_CPU_CHECK", "0") not in ("", "0")
 
 
+def _seed_from_environment() -> int:
+    """$NN_CUDA_CPU_SEED (the checking mode's thread orders), 0 by default."""
+    text = os.environ.get("NN_CUDA_CPU_SEED", "0")
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"NN_CUDA_CPU_SEED={text!r} is not a whole number; set it to one (it picks the "
+                         "checking mode's thread orders) or unset it") from None
+
+
 class KernelLibrary:
     """The compiled instances of one kernel file."""
 
@@ -73,7 +83,7 @@ class KernelLibrary:
                     f"kernels/{filename}: {name} takes ({', '.join(compiled)}) but the launch table "
                     f"declares ({', '.join(declared)}); update SIGNATURES in nn_cuda/kernel_launch.py"
                 )
-        self._seeds = itertools.count(int(os.environ.get("NN_CUDA_CPU_SEED", "0")) * 1_000_003)
+        self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         if check:
             self._set_shared_regions()
 

@@ -136,7 +136,7 @@ class DataParallel:
 
     @classmethod
     def from_config(cls, cfg) -> "DataParallel":
-        return cls(Communicator.world(), cfg.backend, cfg.batch, cfg.comm, cfg.overlap)
+        return cls(Communicator.world(cfg.mpi_timeout), cfg.backend, cfg.batch, cfg.comm, cfg.overlap)
 
     def describe(self) -> str:
         where = f", GPU {self.device} of rank 0" if self.device is not None else ""

@@ -116,7 +116,7 @@ class ModelParallel:
         if cfg.overlap:
             raise ParallelError(f"--overlap overlaps the layer-2 gradient allreduce of --parallel data; "
                                 f"--parallel {cfg.parallel} does not split its step that way: drop --overlap")
-        return cls(Communicator.world(), cfg.backend, cfg.batch, model_ranks, cfg.comm, cfg.parallel)
+        return cls(Communicator.world(cfg.mpi_timeout), cfg.backend, cfg.batch, model_ranks, cfg.comm, cfg.parallel)
 
     def describe(self) -> str:
         where = f", GPU {self.device} of rank 0" if self.device is not None else ""

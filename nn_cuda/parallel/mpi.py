@@ -20,11 +20,14 @@ import contextlib
 import ctypes
 import io
 import os
+import signal
 import sys
 import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass
+
+from ..interrupts import Terminated
 
 #: the values of --parallel
 PARALLEL_STRATEGIES = ("data", "model", "hybrid")
@@ -188,13 +191,23 @@ class CommStats:
 class PendingRequest:
     """A nonblocking operation in flight; `wait()` completes it and counts the time spent waiting."""
 
-    def __init__(self, request, stats: CommStats, kind: str):
-        self._request, self._stats, self._kind = request, stats, kind
+    def __init__(self, request, stats: CommStats, kind: str, waiting):
+        self._request, self._stats, self._kind, self._waiting = request, stats, kind, waiting
 
     def wait(self) -> None:
         started = time.perf_counter()
-        self._request.Wait()
+        with self._waiting(self._kind):
+            self._request.Wait()
         self._stats.seconds[self._kind] += time.perf_counter() - started
+
+
+#: this process's watchdog of --mpi-timeout (nn_cuda.parallel.watchdog), made with the world
+_WATCHDOG = None
+
+
+@contextlib.contextmanager
+def _not_watched(kind: str):
+    yield
 
 
 class Communicator:
@@ -212,13 +225,28 @@ class Communicator:
         self._MPI = import_mpi()
 
     @classmethod
-    def world(cls) -> "Communicator":
-        return cls(import_mpi().COMM_WORLD)
+    def world(cls, timeout: float | None = None) -> "Communicator":
+        """COMM_WORLD; with `timeout` (--mpi-timeout) and several ranks, this process's watchdog is
+        started first (once), so that no collective of any communicator waits for ever."""
+        global _WATCHDOG
+        MPI = import_mpi()
+        world = MPI.COMM_WORLD
+        if timeout is not None and _WATCHDOG is None and world.Get_size() > 1:
+            from .watchdog import Watchdog, job_key
+
+            _WATCHDOG = Watchdog(world.Get_rank(), world.Get_size(), job_key(world), timeout,
+                                 abort=MPI.COMM_WORLD.Abort)
+        return cls(world)
+
+    def _waiting(self, kind: str):
+        """The watchdog's mark of a blocking wait in collective `kind` (nothing without one)."""
+        return _WATCHDOG.collective(kind) if _WATCHDOG is not None else _not_watched(kind)
 
     def _counted(self, kind: str, nbytes: int, operation, *args, **kwargs):
         """operation(*args, **kwargs), its time and `nbytes` recorded under `kind`."""
         started = time.perf_counter()
-        result = operation(*args, **kwargs)
+        with self._waiting(kind):
+            result = operation(*args, **kwargs)
         self.stats.record(kind, nbytes, time.perf_counter() - started)
         return result
 
@@ -232,7 +260,7 @@ class Communicator:
         """Start buffer <- the sum over ranks (in place); the buffer is not to be touched until wait()."""
         request = self._counted("allreduce", buffer.nbytes, self.comm.Iallreduce, self._MPI.IN_PLACE, buffer,
                                 op=self._MPI.SUM)
-        return PendingRequest(request, self.stats, "allreduce")
+        return PendingRequest(request, self.stats, "allreduce", self._waiting)
 
     def Bcast(self, buffer, root: int = 0) -> None:
         self._counted("bcast", buffer.nbytes if self.rank == root else 0, self.comm.Bcast, buffer, root=root)
@@ -253,7 +281,8 @@ class Communicator:
         return self._counted("gather (object)", 0, self.comm.gather, obj, root=root)
 
     def barrier(self) -> None:
-        self.comm.Barrier()
+        with self._waiting("barrier"):
+            self.comm.Barrier()
 
     def split(self, color: int, key: int) -> "Communicator":
         """A sub-communicator of the ranks with the same `color`, ordered by `key` (own counters)."""
@@ -366,8 +395,9 @@ def abort_on_error(prog: str, user_errors: tuple = ()):
         abort_job(f"{prog}: exited with status {exc.code}", exc.code if isinstance(exc.code, int) else 1)
     except user_errors as exc:
         abort_job(f"{prog}: error: {exc}")
-    except KeyboardInterrupt:
-        abort_job(f"{prog}: interrupted", 130)
+    except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM (nn_cuda.interrupts.Terminated)
+        received = signal.SIGTERM if isinstance(interruption, Terminated) else signal.SIGINT
+        abort_job(f"{prog}: interrupted ({received.name})", 128 + received)
     except BaseException as exc:  # a bug: its traceback, then the same clean end
         abort_job("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
 

@@ -1,0 +1,139 @@
+"""A stopped rank never hangs the job: --mpi-timeout, and SIGTERM to mpirun in any state.
+
+Each test starts a long data- or model-parallel run on 2 ranks under mpirun, stops rank 1 with
+SIGSTOP once training runs, and checks that the job ends by itself (--mpi-timeout) naming rank 1, or
+ends on SIGTERM to mpirun, with no process left behind. Before the watchdog, rank 0 waited in its
+allreduce for ever and mpirun ignored SIGTERM.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
+
+def start_job(tmp_path, *flags):
+    marker = tmp_path / "run-marker.json"  # makes the ranks' command lines unique to this test
+    command = ["mpirun", "-n", "2", sys.executable, "-m", "nn_cuda.train", "--dataset", "mnist-sample",
+               "-n", "64", "-e", "5000", "--quiet", "--history", str(marker), *flags]
+    environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment)
+    return job, str(marker)
+
+
+def rank_processes(marker: str) -> dict:
+    """{rank: pid} of the job's ranks (the processes whose command line holds `marker`)."""
+    found = {}
+    for folder in Path("/proc").iterdir():
+        if not folder.name.isdigit():
+            continue
+        try:
+            command = (folder / "cmdline").read_bytes().split(b"\0")
+            environment = (folder / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in command and b"nn_cuda.train" in command:
+            for entry in environment:
+                if entry.startswith(b"PMI_RANK="):
+                    found[int(entry[len(b"PMI_RANK="):])] = int(folder.name)
+    return found
+
+
+def stop_rank_1_once_training(job, marker):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ranks = rank_processes(marker)
+        if len(ranks) == 2:
+            time.sleep(3)  # past the start-up: training runs
+            os.kill(ranks[1], signal.SIGSTOP)
+            return ranks
+        assert job.poll() is None, job.communicate()[0]
+        time.sleep(0.2)
+    pytest.fail("the ranks did not start")
+
+
+def finish(job, ranks, within: float) -> tuple[int, str, float]:
+    started = time.monotonic()
+    try:
+        output, _ = job.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        for pid in ranks.values():
+            os.kill(pid, signal.SIGKILL)
+        job.kill()
+        pytest.fail(f"the job did not end within {within} s")
+    return job.returncode, output, time.monotonic() - started
+
+
+def assert_no_rank_left(ranks):
+    time.sleep(1)
+    left = [pid for pid in ranks.values() if Path(f"/proc/{pid}").exists()
+            and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()]
+    assert not left, f"ranks still running: {left}"
+
+
+@pytest.mark.parametrize("parallel", ["data", "model"])
+def test_a_stopped_rank_ends_the_job_within_the_timeout_naming_it(tmp_path, parallel):
+    job, marker = start_job(tmp_path, "--mpi-timeout", "3", "--parallel", parallel)
+    ranks = stop_rank_1_once_training(job, marker)
+    status, output, seconds = finish(job, ranks, within=30)
+    assert status != 0, output
+    lines = [line for line in output.splitlines() if "did not complete within --mpi-timeout 3 s" in line]
+    assert len(lines) == 1, output
+    assert "rank 1 gave no sign of life" in lines[0] and "Traceback" not in output, output
+    assert_no_rank_left(ranks)
+
+
+def test_sigterm_to_mpirun_ends_a_job_whose_rank_is_stopped(tmp_path):
+    job, marker = start_job(tmp_path)  # the default timeout: 10 minutes
+    ranks = stop_rank_1_once_training(job, marker)
+    time.sleep(1)
+    job.send_signal(signal.SIGTERM)
+    status, output, seconds = finish(job, ranks, within=20)
+    assert status == 128 + signal.SIGTERM, output
+    assert "interrupted (SIGTERM)" in output and "Traceback" not in output, output
+    assert_no_rank_left(ranks)
+
+
+def processes_with(variable: str) -> list[int]:
+    """The live processes whose environment holds `variable` (inherited from the benchmark)."""
+    found = []
+    for folder in Path("/proc").iterdir():
+        try:
+            if folder.name.isdigit() and variable.encode() in (folder / "environ").read_bytes().split(b"\0"):
+                if "zombie" not in (folder / "status").read_text().lower():
+                    found.append(int(folder.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_killing_a_benchmark_ends_its_mpiexec_job(tmp_path):
+    # SIGKILL of bench scaling used to leave mpiexec and its ranks at 100 % CPU until their epochs ended.
+    variable = f"NN_CUDA_TEST_JOB={tmp_path.name}"
+    environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                   "NN_CUDA_TEST_JOB": tmp_path.name}
+    bench = subprocess.Popen([sys.executable, "-m", "nn_cuda.bench", "scaling", "--ranks", "2", "--epochs", "50",
+                              "--json", str(tmp_path / "scaling.json")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment)
+    deadline = time.monotonic() + 60
+    while len(processes_with(variable)) < 4 and time.monotonic() < deadline:  # bench, mpiexec, 2 ranks
+        assert bench.poll() is None
+        time.sleep(0.2)
+    time.sleep(2)
+    children = [pid for pid in processes_with(variable) if pid != bench.pid]
+    assert len(children) >= 3, "the benchmark's mpiexec job did not start"
+    bench.kill()
+    bench.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and processes_with(variable):
+        time.sleep(0.2)
+    left = processes_with(variable)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"the benchmark's children outlived it: {left}"
