@@ -19,32 +19,51 @@ import pytest
 from nn_cuda.relative_errors import relative_error
 
 
-def _gpu_backend():
-    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (pip install -e .[gpu])")
+def _cupy_sees_a_gpu() -> bool:
     try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception:  # no driver, no device, or a driver too old for this CuPy
-        count = 0
-    if count == 0:
-        pytest.skip("no CUDA GPU available to CuPy")
-    from nn_cuda.backends.cupy_backend import CupyBackend
+        import cupy
 
-    return CupyBackend()
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device, or a driver too old for this CuPy
+        return False
 
 
-@pytest.fixture(scope="module", params=["cupy", "cuda-cpu", "cuda-cpu-check"])
+#: the backends these tests run on: cupy only where CuPy sees a GPU (its cases are then not collected
+#: at all elsewhere, instead of hundreds of skips; test_the_cupy_cases_need_a_gpu says so once)
+BACKENDS = (["cupy"] if _cupy_sees_a_gpu() else []) + ["cuda-cpu", "cuda-cpu-check"]
+_BACKENDS: dict = {}
+
+
+def backend_named(name: str):
+    """The backend of these tests called `name`, made once per module."""
+    if name not in _BACKENDS:
+        if name == "cupy":
+            from nn_cuda.backends.cupy_backend import CupyBackend
+
+            _BACKENDS[name] = CupyBackend()
+        else:
+            from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
+
+            _BACKENDS[name] = CudaCpuBackend(check=name == "cuda-cpu-check")
+    return _BACKENDS[name]
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request):
-    if request.param == "cupy":
-        return _gpu_backend()
-    from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
-
-    return CudaCpuBackend(check=request.param == "cuda-cpu-check")
+    return backend_named(request.param)
 
 
-def skip_slow_emulation(backend, *sizes):
-    """The checking mode copies every buffer and shuffles threads: keep it to the smaller cases."""
-    if getattr(backend, "check", False) and np.prod(sizes) > 2_000_000:
-        pytest.skip("covered without the checking mode (too slow with it)")
+def test_the_cupy_cases_need_a_gpu():
+    if "cupy" not in BACKENDS:
+        pytest.skip("CuPy sees no GPU here: every test of this file also runs through CuPy on a machine with one "
+                    "(pip install -e '.[mpi,dev,gpu]', then pytest or ./run.sh gpu-check)")
+    assert backend_named("cupy").name == "cupy"
+
+
+def too_slow_to_check(name: str, *sizes) -> bool:
+    """The checking mode copies every buffer and shuffles threads: it takes the smaller cases only
+    (the larger ones run without it)."""
+    return name == "cuda-cpu-check" and np.prod(sizes) > 2_000_000
 
 
 DTYPES = (np.float32, np.float64)
@@ -88,14 +107,21 @@ def assert_guards_intact(backend, buffer, poison):
 # ---- GEMM ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("algo", ["naive", "tiled", "regblock", "cublas"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
-@pytest.mark.parametrize("trans_a, trans_b", TRANSPOSES, ids=["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("M, N, K", GEMM_SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in GEMM_SIZES])
-def test_gemm_matches_float64_numpy(backend, algo, dtype, trans_a, trans_b, M, N, K):
-    if algo not in backend.gemm_algos:
-        pytest.skip(f"{backend.name} has no {algo}")
-    skip_slow_emulation(backend, M, N, K)
+GEMM_CASES = [
+    pytest.param(name, algo, dtype, trans_a, trans_b, M, N, K,
+                 id=f"{name}-{algo}-{np.dtype(dtype).name}-{'NT'[trans_a]}{'NT'[trans_b]}-{M}x{N}x{K}")
+    for name in BACKENDS
+    for algo in ("naive", "tiled", "regblock", *(("cublas",) if name == "cupy" else ()))
+    for dtype in DTYPES
+    for trans_a, trans_b in TRANSPOSES
+    for M, N, K in GEMM_SIZES
+    if not too_slow_to_check(name, M, N, K)
+]
+
+
+@pytest.mark.parametrize("name, algo, dtype, trans_a, trans_b, M, N, K", GEMM_CASES)
+def test_gemm_matches_float64_numpy(name, algo, dtype, trans_a, trans_b, M, N, K):
+    backend = backend_named(name)
     rng = np.random.default_rng(M * 10007 + N * 101 + K)
     A = rng.random((K, M) if trans_a else (M, K)).astype(dtype)
     B = rng.random((N, K) if trans_b else (K, N)).astype(dtype)
@@ -135,12 +161,16 @@ def course_mode4_matrices(M, N, K, dtype):
     return A.astype(dtype), B.astype(dtype), C.astype(dtype)
 
 
-@pytest.mark.parametrize("algo", ["naive", "tiled", "regblock"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
-@pytest.mark.parametrize("M, N, K", [(800, 1000, 784), (800, 10, 1000), (800, 100, 1000)])
-def test_course_mode4_against_cublas(backend, algo, dtype, M, N, K):
-    if "cublas" not in backend.gemm_algos:
-        pytest.skip("needs cuBLAS (a GPU); the CPU build is checked against NumPy above")
+#: needs cuBLAS, so a GPU: without one the list is empty and the test one skip (the CPU build is
+#: checked against NumPy above)
+COURSE_CASES = [pytest.param(algo, dtype, M, N, K, id=f"{algo}-{np.dtype(dtype).name}-{M}x{N}x{K}")
+                for algo in ("naive", "tiled", "regblock") for dtype in DTYPES
+                for M, N, K in ((800, 1000, 784), (800, 10, 1000), (800, 100, 1000))] if "cupy" in BACKENDS else []
+
+
+@pytest.mark.parametrize("algo, dtype, M, N, K", COURSE_CASES)
+def test_course_mode4_against_cublas(algo, dtype, M, N, K):
+    backend = backend_named("cupy")
     # The course's threshold. A float32 emulation of the kernels' summation order measures
     # 2.2e-7 / 3.9e-7 / 2.9e-7 against the exact product for these three sizes; cuBLAS's own
     # (blocked) summation error is smaller still.
