@@ -18,10 +18,11 @@ import pytest
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 
-def start_job(tmp_path, *flags):
+def start_job(tmp_path, *flags, program=("nn_cuda.train", "--history"), ranks=2):
     marker = tmp_path / "run-marker.json"  # makes the ranks' command lines unique to this test
-    command = ["mpirun", "-n", "2", sys.executable, "-m", "nn_cuda.train", "--dataset", "mnist-sample",
-               "-n", "64", "-e", "5000", "--quiet", "--history", str(marker), *flags]
+    module, marker_flag = program
+    command = ["mpirun", "-n", str(ranks), sys.executable, "-m", *module.split(), "--dataset", "mnist-sample",
+               "-n", "64", "-e", "5000", "--quiet", marker_flag, str(marker), *flags]
     environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment)
     return job, str(marker)
@@ -38,20 +39,20 @@ def rank_processes(marker: str) -> dict:
             environment = (folder / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if marker.encode() in command and b"nn_cuda.train" in command:
+        if marker.encode() in command and any(b"nn_cuda." in part for part in command):
             for entry in environment:
                 if entry.startswith(b"PMI_RANK="):
                     found[int(entry[len(b"PMI_RANK="):])] = int(folder.name)
     return found
 
 
-def stop_rank_1_once_training(job, marker):
+def stop_rank_once_training(job, marker, rank=1, size=2):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         ranks = rank_processes(marker)
-        if len(ranks) == 2:
+        if len(ranks) == size:
             time.sleep(3)  # past the start-up: training runs
-            os.kill(ranks[1], signal.SIGSTOP)
+            os.kill(ranks[rank], signal.SIGSTOP)
             return ranks
         assert job.poll() is None, job.communicate()[0]
         time.sleep(0.2)
@@ -80,7 +81,7 @@ def assert_no_rank_left(ranks):
 @pytest.mark.parametrize("parallel", ["data", "model"])
 def test_a_stopped_rank_ends_the_job_within_the_timeout_naming_it(tmp_path, parallel):
     job, marker = start_job(tmp_path, "--mpi-timeout", "3", "--parallel", parallel)
-    ranks = stop_rank_1_once_training(job, marker)
+    ranks = stop_rank_once_training(job, marker)
     status, output, seconds = finish(job, ranks, within=30)
     assert status != 0, output
     lines = [line for line in output.splitlines() if "did not complete within --mpi-timeout 3 s" in line]
@@ -89,9 +90,20 @@ def test_a_stopped_rank_ends_the_job_within_the_timeout_naming_it(tmp_path, para
     assert_no_rank_left(ranks)
 
 
+def test_a_stopped_generator_of_the_asynchronous_pipeline_ends_the_job_naming_it(tmp_path):
+    job, marker = start_job(tmp_path, "--async", "--eval-steps", "1", "--mpi-timeout", "3",
+                            program=("nn_cuda.adversarial train", "--json"), ranks=3)
+    ranks = stop_rank_once_training(job, marker, rank=2, size=3)
+    status, output, seconds = finish(job, ranks, within=30)
+    assert status != 0, output
+    lines = [line for line in output.splitlines() if "did not complete within --mpi-timeout 3 s" in line]
+    assert len(lines) == 1 and "rank 2 gave no sign of life" in lines[0], output
+    assert_no_rank_left(ranks)
+
+
 def test_sigterm_to_mpirun_ends_a_job_whose_rank_is_stopped(tmp_path):
     job, marker = start_job(tmp_path)  # the default timeout: 10 minutes
-    ranks = stop_rank_1_once_training(job, marker)
+    ranks = stop_rank_once_training(job, marker)
     time.sleep(1)
     job.send_signal(signal.SIGTERM)
     status, output, seconds = finish(job, ranks, within=20)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import model
-from ..parallel.mpi import ParallelError, import_mpi
+from ..parallel.mpi import ParallelError, import_mpi, waiting_in
 from .attacks import Attacker
 
 TAG_BATCH, TAG_ACK, TAG_WEIGHTS = 11, 12, 13
@@ -161,13 +161,15 @@ def run_generator(comm, backend, params: model.Parameters, batches, settings: At
         if step and step % interval == 0:
             weights.poll()
 
-    comm.Barrier()  # start with rank 0's clock (run_updater), not while rank 0 is still setting up
+    with waiting_in("the start barrier"):
+        comm.Barrier()  # start with rank 0's clock (run_updater), not while rank 0 is still setting up
     sent = 0
     for epoch in range(epochs):
         for b, (X, labels, _) in enumerate(batches.batches(epoch)):
             if b % generators != rank - 1:
                 continue
-            weights.wait_for(int(ack[0]))  # no older than rank 0's weights at my last receipt
+            with waiting_in("the receive of rank 0's weights"):
+                weights.wait_for(int(ack[0]))  # no older than rank 0's weights at my last receipt
             version = weights.version  # the oldest weights this attack uses
             if settings.attack == "fgsm":
                 adversaries = attacker.fgsm(X, labels, settings.eps)
@@ -181,10 +183,11 @@ def run_generator(comm, backend, params: model.Parameters, batches, settings: At
             send_buffer[images + n:images + n + HEADER] = (epoch, b, version)
             request = comm.Issend([send_buffer[:images + n + HEADER], _mpi_float(MPI, params.dtype)],
                                   dest=0, tag=TAG_BATCH)
-            while not request.Test():  # received by rank 0 when this completes
-                weights.poll()
-                time.sleep(POLL_SECONDS)
-            comm.Recv(ack, source=0, tag=TAG_ACK)
+            with waiting_in("the send of a batch to rank 0"):
+                while not request.Test():  # received by rank 0 when this completes
+                    weights.poll()
+                    time.sleep(POLL_SECONDS)
+                comm.Recv(ack, source=0, tag=TAG_ACK)
             sent += 1
     weights.wait_for(int(ack[0]))  # the messages sent to this rank before its last batch was received
     weights.close()
@@ -248,12 +251,14 @@ def run_updater(comm, backend, params: model.Parameters, n_batches: int, epochs:
             time.sleep(POLL_SECONDS)
 
     backend.synchronize()
-    comm.Barrier()  # the generators start their first attacks now: the clock sees all of their work
+    with waiting_in("the start barrier"):
+        comm.Barrier()  # the generators start their first attacks now: the clock sees all of their work
     started = time.perf_counter()
     u = 0
     while u < total:
         waiting_since = time.perf_counter()
-        g = choose(u)
+        with waiting_in("the receive of a generator's batch"):
+            g = choose(u)
         comm.Recv([receive_buffer, _mpi_float(MPI, params.dtype)], source=g, tag=TAG_BATCH, status=status)
         count = status.Get_count(_mpi_float(MPI, params.dtype))
         n = (count - HEADER) // (params.n_in + 1)

@@ -269,7 +269,7 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
 
     if not launched_by_mpi():
         raise ParallelError(f"--async needs MPI ranks: mpirun -n 3 {PROG} train --async ...")
-    comm = Communicator.world().comm
+    comm = Communicator.world(cfg.mpi_timeout).comm
     rank, size = comm.Get_rank(), comm.Get_size()
     if size < 2:
         raise ParallelError(f"--async needs at least 2 ranks (one updater, one generator), got {size}: "

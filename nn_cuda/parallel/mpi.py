@@ -191,12 +191,12 @@ class CommStats:
 class PendingRequest:
     """A nonblocking operation in flight; `wait()` completes it and counts the time spent waiting."""
 
-    def __init__(self, request, stats: CommStats, kind: str, waiting):
-        self._request, self._stats, self._kind, self._waiting = request, stats, kind, waiting
+    def __init__(self, request, stats: CommStats, kind: str):
+        self._request, self._stats, self._kind = request, stats, kind
 
     def wait(self) -> None:
         started = time.perf_counter()
-        with self._waiting(self._kind):
+        with waiting_in(self._kind):
             self._request.Wait()
         self._stats.seconds[self._kind] += time.perf_counter() - started
 
@@ -208,6 +208,12 @@ _WATCHDOG = None
 @contextlib.contextmanager
 def _not_watched(kind: str):
     yield
+
+
+def waiting_in(kind: str):
+    """Mark the enclosed wait for other ranks (a collective, or a loop polling for a message) for
+    this process's --mpi-timeout watchdog, if it runs; `kind` names the wait in its message."""
+    return _WATCHDOG.collective(kind) if _WATCHDOG is not None else _not_watched(kind)
 
 
 class Communicator:
@@ -238,14 +244,10 @@ class Communicator:
                                  abort=MPI.COMM_WORLD.Abort)
         return cls(world)
 
-    def _waiting(self, kind: str):
-        """The watchdog's mark of a blocking wait in collective `kind` (nothing without one)."""
-        return _WATCHDOG.collective(kind) if _WATCHDOG is not None else _not_watched(kind)
-
     def _counted(self, kind: str, nbytes: int, operation, *args, **kwargs):
         """operation(*args, **kwargs), its time and `nbytes` recorded under `kind`."""
         started = time.perf_counter()
-        with self._waiting(kind):
+        with waiting_in(kind):
             result = operation(*args, **kwargs)
         self.stats.record(kind, nbytes, time.perf_counter() - started)
         return result
@@ -260,7 +262,7 @@ class Communicator:
         """Start buffer <- the sum over ranks (in place); the buffer is not to be touched until wait()."""
         request = self._counted("allreduce", buffer.nbytes, self.comm.Iallreduce, self._MPI.IN_PLACE, buffer,
                                 op=self._MPI.SUM)
-        return PendingRequest(request, self.stats, "allreduce", self._waiting)
+        return PendingRequest(request, self.stats, "allreduce")
 
     def Bcast(self, buffer, root: int = 0) -> None:
         self._counted("bcast", buffer.nbytes if self.rank == root else 0, self.comm.Bcast, buffer, root=root)
@@ -281,7 +283,7 @@ class Communicator:
         return self._counted("gather (object)", 0, self.comm.gather, obj, root=root)
 
     def barrier(self) -> None:
-        with self._waiting("barrier"):
+        with waiting_in("barrier"):
             self.comm.Barrier()
 
     def split(self, color: int, key: int) -> "Communicator":
