@@ -33,3 +33,24 @@ os.environ["NN_CUDA_OFFLINE"] = "1"
 _SESSION_CACHE = tempfile.mkdtemp(prefix="nn_cuda_test_cache_")
 os.environ["NN_CUDA_CACHE_DIR"] = _SESSION_CACHE
 atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
+
+
+# ---- the fast loop: pytest -m "not slow" ---------------------------------------------------------
+
+#: the test modules left out of the fast loop, each of which takes several seconds or more (builds of
+#: the CPU runner per test, Numba's simulator, mpiexec jobs, NVIDIA's compilers, whole commands); the
+#: full suite runs them all. Single slow tests elsewhere carry @pytest.mark.slow themselves.
+SLOW_MODULES = {
+    "test_numba_sim.py", "test_mpi_data_parallel.py", "test_mpi_model_parallel.py", "test_mpi_timeout.py",
+    "test_adversarial_async.py", "test_kernels_compile.py", "test_cuda_cpu.py", "test_cuda_cpu_training.py",
+    "test_report.py", "test_doc_tables.py", "test_readme_examples.py", "test_gpu_machine_simulation.py",
+    "test_grade.py", "test_bench_gemm.py", "test_bench_cli.py", "test_gpu_install.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

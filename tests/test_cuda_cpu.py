@@ -219,8 +219,33 @@ def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch)
 
 @pytest.fixture
 def private_cache(tmp_path, monkeypatch):
+    """A build cache of this test's own (empty), under NN_CUDA_CACHE_DIR."""
     monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache" / build_cache.FOLDER
+
+
+@pytest.fixture(scope="module")
+def built_naive(tmp_path_factory):
+    """A cache folder holding the CPU build of gemm_naive.cu, built once for the tests that tamper
+    with a copy of it."""
+    folder = tmp_path_factory.mktemp("built") / "cache"
+    previous = os.environ.get("NN_CUDA_CACHE_DIR")
+    os.environ["NN_CUDA_CACHE_DIR"] = str(folder)
+    try:
+        build.library_path("gemm_naive.cu", check=False)
+    finally:
+        if previous is None:
+            del os.environ["NN_CUDA_CACHE_DIR"]
+        else:
+            os.environ["NN_CUDA_CACHE_DIR"] = previous
+    return folder
+
+
+@pytest.fixture
+def built_cache(private_cache, built_naive):
+    """private_cache, holding a copy of the built gemm_naive library."""
+    shutil.copytree(built_naive, private_cache.parent)
+    return private_cache
 
 
 def planted_library(tmp_path, marker):
@@ -276,7 +301,7 @@ def test_a_cache_folder_left_open_by_a_loose_umask_is_closed(private_cache):
 
 
 @pytest.mark.parametrize("planting", ["bytes only", "bytes and record, world-writable", "bytes and record, other uid"])
-def test_a_planted_library_is_never_loaded(private_cache, tmp_path, capfd, planting):
+def test_a_planted_library_is_never_loaded(built_cache, tmp_path, capfd, planting):
     # Another user replaces the cached library with one whose constructor runs code: with or without
     # forging its record, the project rebuilds instead of loading it.
     if planting.endswith("other uid") and os.geteuid() != 0:
@@ -302,7 +327,7 @@ def test_a_planted_library_is_never_loaded(private_cache, tmp_path, capfd, plant
 
 
 @pytest.mark.parametrize("damage", ["empty", "truncated", "garbage", "record missing"])
-def test_a_damaged_cached_library_is_rebuilt_saying_so_in_one_line(private_cache, capfd, damage):
+def test_a_damaged_cached_library_is_rebuilt_saying_so_in_one_line(built_cache, capfd, damage):
     target = build.library_path("gemm_naive.cu", check=False)
     data = target.read_bytes()
     if damage == "record missing":

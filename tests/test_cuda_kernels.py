@@ -48,7 +48,12 @@ def backend_named(name: str):
     return _BACKENDS[name]
 
 
-@pytest.fixture(params=BACKENDS)
+#: the fast loop (pytest -m "not slow") runs the plain CPU build at small sizes; the checking mode and
+#: the larger sizes belong to the full suite
+SLOW = pytest.mark.slow
+
+
+@pytest.fixture(params=[pytest.param(name, marks=SLOW) if name == "cuda-cpu-check" else name for name in BACKENDS])
 def backend(request):
     return backend_named(request.param)
 
@@ -109,7 +114,8 @@ def assert_guards_intact(backend, buffer, poison):
 
 GEMM_CASES = [
     pytest.param(name, algo, dtype, trans_a, trans_b, M, N, K,
-                 id=f"{name}-{algo}-{np.dtype(dtype).name}-{'NT'[trans_a]}{'NT'[trans_b]}-{M}x{N}x{K}")
+                 id=f"{name}-{algo}-{np.dtype(dtype).name}-{'NT'[trans_a]}{'NT'[trans_b]}-{M}x{N}x{K}",
+                 marks=[SLOW] if name == "cuda-cpu-check" or M * N * K > 100_000 else [])
     for name in BACKENDS
     for algo in ("naive", "tiled", "regblock", *(("cublas",) if name == "cupy" else ()))
     for dtype in DTYPES

@@ -20,7 +20,6 @@ from nn_cuda.adversarial import cli as adversarial
 from nn_cuda.bench import gemm as bench_gemm
 from nn_cuda.bench.__main__ import main as bench_main
 
-pytestmark = pytest.mark.slow
 
 BAD_VALUES = ["", "abc", "-1", "0", "nan", "1e999", "/nonexistent/folder/file", "x" * 300]
 
