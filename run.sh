@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Benchmarks, with the settings the README's tables were measured with. Results go to results/
-# (or $NN_CUDA_BENCH_DIR) as JSON (machine, date and command included) and a table on the terminal;
-# afterwards `python -m nn_cuda.report` redraws report/ and `python -m nn_cuda.report --docs` the
-# result tables of README.md and docs/ from them (git diff shows what changed).
+# Benchmarks, with the settings the README's tables were measured with: ./run.sh [--update] TARGET.
+# Results go to runs/ (ignored by git; $NN_CUDA_BENCH_DIR moves it) as JSON (machine, date and
+# command included) and a table on the terminal; `python -m nn_cuda.report` then draws the report
+# of them into runs/report/. --update writes into results/ instead, the committed records behind
+# every table of README.md, docs/ and report/: afterwards `python -m nn_cuda.report --update`
+# redraws report/ and `python -m nn_cuda.report --docs` the tables (git diff shows what changed).
+# Alone, ./run.sh prints this list.
 #
 #   ./run.sh gemm       GEMM kernels: correctness everywhere, GFLOP/s and % of cuBLAS on a GPU
 #   ./run.sh resources  every kernel's registers, shared memory and occupancy on sm_80 and sm_90
@@ -23,9 +26,15 @@
 #   ./run.sh all        all of the above but gpu-check (afterwards `python -m nn_cuda.report` writes report/ from them)
 set -euo pipefail
 cd "$(dirname "$0")"
-OUT=${NN_CUDA_BENCH_DIR:-results}
-mkdir -p "$OUT"
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+if [ $# -eq 0 ]; then usage; exit 0; fi
+OUT=${NN_CUDA_BENCH_DIR:-runs}
+if [ "$1" = "--update" ]; then OUT=results; shift; fi
+if [ $# -ne 1 ]; then usage >&2; exit 2; fi
 PY=${PYTHON:-python}
+mkdir -p "$OUT"
 
 have_gpu() {
     "$PY" - <<'PYEOF' 2>/dev/null
@@ -136,7 +145,7 @@ bench_gpu_check() {
     "$PY" -m nn_cuda.bench gpu-check --out "$OUT"
 }
 
-case "${1:-all}" in
+case "$1" in
     gemm) bench_gemm ;;
     resources) bench_resources ;;
     train) bench_train ;;
@@ -149,6 +158,7 @@ case "${1:-all}" in
     emulated) bench_emulated ;;
     lr) bench_lr ;;
     gpu-check) bench_gpu_check ;;
+    -h|--help) usage; exit 0 ;;
     all) bench_roofline; bench_train; bench_scaling; bench_adversarial; bench_accuracy; bench_emulated; bench_gemm; bench_resources; bench_diff; bench_curves; bench_lr ;;
-    *) echo "usage: ./run.sh gemm|train|scaling|adversarial|roofline|diff|curves|accuracy|emulated|lr|resources|gpu-check|all" >&2; exit 2 ;;
+    *) echo "usage: ./run.sh [--update] gemm|train|scaling|adversarial|roofline|diff|curves|accuracy|emulated|lr|resources|gpu-check|all" >&2; exit 2 ;;
 esac

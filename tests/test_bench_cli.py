@@ -10,6 +10,7 @@ import importlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -229,7 +230,7 @@ def test_run_sh_rejects_an_unknown_target(tmp_path):
     job = subprocess.run(["bash", str(REPO / "run.sh"), "bogus"], capture_output=True, text=True,
                          env={**os.environ, "NN_CUDA_BENCH_DIR": str(tmp_path)})
     assert job.returncode == 2
-    assert "usage: ./run.sh gemm|train|" in job.stderr
+    assert "usage: ./run.sh [--update] gemm|train|" in job.stderr
 
 
 # ---- roofline and adversarial, tiny --------------------------------------------------------------
@@ -275,3 +276,77 @@ def test_adversarial_benchmark_runs_serial_and_async_and_reports_both(tmp_path):
         assert all(0 <= r[key] <= 1 for r in table for key in ("clean", "fgsm", "pgd"))
         assert table[0]["fgsm"] == table[0]["pgd"] == table[0]["clean"]  # eps 0 attacks nothing
     assert "| 2 | 1 |" in job.stdout
+
+
+# ---- a user's runs never rewrite the repository ------------------------------------------------
+
+#: the fake python of a scratch clone: records the command like FAKE_PYTHON, and writes a file at each
+#: path its output flags name, as the benchmark would
+WRITING_PYTHON = FAKE_PYTHON + """\
+for flag in ("--json", "--history", "--profile", "--out"):
+    if flag in args:
+        path = args[args.index(flag) + 1]
+        target = os.path.join(path, "gpu_check.json") if flag == "--out" else path
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        open(target, "w").write("{}")
+"""
+
+
+def scratch_clone(tmp_path) -> Path:
+    """A git repository holding the tracked files of this checkout as they are now (edits included)."""
+    clone = tmp_path / "clone"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (REPO / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, clone / name)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "scratch"]):
+        subprocess.run([*git, *command], cwd=clone, check=True, capture_output=True)
+    fake = tmp_path / "python"
+    fake.write_text(f"#!{sys.executable}\n{WRITING_PYTHON}")
+    fake.chmod(0o755)
+    return clone
+
+
+def run_in(clone, tmp_path, *arguments) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": str(tmp_path / "python"), "FAKE_LOG": str(tmp_path / "log.jsonl"),
+           "FAKE_GPU": "1", "FAKE_TORCH": "0"}
+    env.pop("NN_CUDA_BENCH_DIR", None)
+    return subprocess.run(["bash", str(clone / "run.sh"), *arguments], env=env, capture_output=True, text=True,
+                          cwd=clone)
+
+
+def git_status(clone) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_the_documented_benchmarks_leave_the_repository_as_it_was(tmp_path):
+    clone = scratch_clone(tmp_path)
+    for target in ("all", "gpu-check"):
+        job = run_in(clone, tmp_path, target)
+        assert job.returncode == 0, job.stderr
+    assert (clone / "runs" / "gemm_cupy_float32.json").is_file()  # the runs went to runs/
+    # and the report of them to runs/report/ (from copies of the committed records, as real runs)
+    for record in (REPO / "results").glob("*.json"):
+        (clone / "runs" / record.name).write_bytes(record.read_bytes())
+    report = subprocess.run([sys.executable, "-m", "nn_cuda.report", "--no-pdf"], cwd=clone, capture_output=True,
+                            text=True, env={k: v for k, v in os.environ.items() if k != "NN_CUDA_BENCH_DIR"})
+    assert report.returncode == 0, report.stderr
+    assert (clone / "runs" / "report" / "REPORT.md").is_file()
+    assert git_status(clone) == "", "a documented command without --update changed the repository"
+
+
+def test_update_is_the_explicit_way_to_rewrite_the_committed_records(tmp_path):
+    clone = scratch_clone(tmp_path)
+    assert run_in(clone, tmp_path, "--update", "train").returncode == 0
+    assert "results/train_numpy.json" in git_status(clone)
+
+
+def test_run_sh_alone_prints_its_targets_and_runs_nothing(tmp_path):
+    job = subprocess.run(["bash", str(REPO / "run.sh")], capture_output=True, text=True,
+                         env={**os.environ, "PYTHON": "/nonexistent/python"})
+    assert job.returncode == 0 and "./run.sh [--update] TARGET" in job.stdout
+    for target in ("gemm", "accuracy", "gpu-check", "all"):
+        assert f"./run.sh {target}" in job.stdout

@@ -133,7 +133,7 @@ def test_the_report_is_regenerated_unchanged_from_the_committed_results(tmp_path
     cwd = os.getcwd()
     os.chdir(root)
     try:
-        assert main(["--no-pdf"]) == 0
+        assert main(["--update", "--no-pdf"]) == 0
     finally:
         os.chdir(cwd)
     assert (root / "report" / "REPORT.md").read_text() == before

@@ -112,7 +112,7 @@ def summary_markdown(info: dict, records: list[dict]) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nn_cuda.bench gpu-check", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="results", help="folder of gpu_check.json and the steps' files")
+    parser.add_argument("--out", default="runs", help="folder of gpu_check.json, gpu_check.md and the steps' files")
     return parser
 
 

@@ -1,8 +1,11 @@
 """`python -m nn_cuda.report [--results DIR] [--out DIR]`: write the report of the benchmark results.
+`python -m nn_cuda.report --update`: rewrite the committed report/ from the committed results/.
 `python -m nn_cuda.report --docs`: regenerate the result tables of README.md and docs/*.md.
 
-Reads every JSON file of --results (default results/, what ./run.sh all writes), draws
-OUT/figures/*.png and writes OUT/REPORT.md, and OUT/REPORT.pdf when pandoc is installed. Inputs that
+Reads every JSON file of --results (default runs/, what ./run.sh writes; $NN_CUDA_BENCH_DIR moves
+it), draws OUT/figures/*.png and writes OUT/REPORT.md (default runs/report/), and OUT/REPORT.pdf when
+pandoc is installed. A user's runs thus never rewrite the repository: --update (results/ into
+report/, after ./run.sh --update) and --docs are the explicit ways to do so. Inputs that
 are missing or unreadable are listed at the top of the report and on the terminal.
 
 Only what the inputs support is rewritten: a figure whose inputs are absent is left as it is, and
@@ -31,9 +34,11 @@ from .markdown import write_report
 def build_parser():
     p = argparse.ArgumentParser(prog="python -m nn_cuda.report", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", default=os.environ.get("NN_CUDA_BENCH_DIR", "results"),
-                   help="folder of the benchmark JSON files")
-    p.add_argument("--out", default="report", help="folder of REPORT.md and figures/")
+    p.add_argument("--results", default=None,
+                   help="folder of the benchmark JSON files (default: runs/, or $NN_CUDA_BENCH_DIR)")
+    p.add_argument("--out", default=None, help="folder of REPORT.md and figures/ (default: runs/report/)")
+    p.add_argument("--update", action="store_true",
+                   help="the committed report: read results/ and write report/ (after ./run.sh --update)")
     p.add_argument("--no-pdf", action="store_true", help="do not try to convert REPORT.md to PDF")
     docs = p.add_mutually_exclusive_group()
     docs.add_argument("--docs", action="store_true",
@@ -102,10 +107,15 @@ def convert_to_pdf(markdown: Path) -> str:
 
 @ends_in_one_line_when_interrupted("nn_cuda.report")
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.docs or args.check_docs:
         return update_docs(Path(args.root), write=args.docs)
-    results_dir, out_dir = Path(args.results), Path(args.out)
+    if args.update and (args.results or args.out):
+        parser.error("--update reads results/ and writes report/: drop --results and --out, or --update")
+    runs = os.environ.get("NN_CUDA_BENCH_DIR") or "runs"
+    results_dir = Path("results" if args.update else args.results or runs)
+    out_dir = Path("report" if args.update else args.out or Path(runs) / "report")
     if not results_dir.is_dir():
         print(f"nn_cuda.report: error: no results folder {results_dir}; run ./run.sh all first "
               "(or give --results DIR)", file=sys.stderr)
@@ -120,7 +130,8 @@ def main(argv=None) -> int:
         return 1
     try:
         drawn = draw_figures(results, out_dir / "figures")
-        path, decisions = write_report(results, drawn, out_dir, "python -m nn_cuda.report")
+        command = "python -m nn_cuda.report" + (" --update" if args.update else "")
+        path, decisions = write_report(results, drawn, out_dir, command)
     except OutputError as error:
         print(f"nn_cuda.report: error: {error}", file=sys.stderr)
         return 1
