@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "nn_cuda"
 #: the command-line modules: nothing imports them, and they never import each other
 COMMANDS = {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.adversarial.cli", "nn_cuda.adversarial.__main__",
-            "nn_cuda.report.__main__", "nn_cuda.bench.__main__"}
+            "nn_cuda.report.__main__", "nn_cuda.bench.__main__", "nn_cuda.__main__"}
 
 
 def module_name(path: Path) -> str:
@@ -91,3 +91,18 @@ def test_commands_sit_on_top():
 def test_no_import_waits_for_a_side_effect():
     offenders = [str(path) for path in PACKAGE.rglob("*.py") if "noqa: E402" in path.read_text()]
     assert offenders == []
+
+
+def test_python_m_nn_cuda_lists_every_command():
+    import importlib.util
+    import subprocess
+    import sys
+
+    from nn_cuda.__main__ import COMMANDS as LISTED
+
+    output = subprocess.run([sys.executable, "-m", "nn_cuda"], capture_output=True, text=True, check=True).stdout
+    for module, _ in LISTED:
+        assert f"python -m {module} " in output
+        assert importlib.util.find_spec(module) is not None, f"{module} is listed but does not exist"
+    listed = {module for module, _ in LISTED}
+    assert {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.bench", "nn_cuda.report", "nn_cuda.adversarial"} <= listed
