@@ -17,14 +17,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import parallel
-from .backends import BACKENDS
-from .arguments import non_negative_int, positive_int
-from .config import TrainConfig
-from .data import DATASETS
-from .grading import course_config, run_grade
-from .interrupts import ends_in_one_line_when_interrupted
-from .training import USER_ERRORS as TRAINING_ERRORS
+from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
+
+with ends_in_one_line_while_starting("nn_cuda.grade"):
+    from . import parallel
+    from .arguments import non_negative_int, positive_int
+    from .backends import BACKENDS
+    from .config import TrainConfig
+    from .data import DATASETS
+    from .grading import course_config, run_grade
+    from .training import USER_ERRORS as TRAINING_ERRORS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,6 +42,17 @@ def ends_in_one_line_when_interrupted(prog: str):
 
 
 @contextlib.contextmanager
+def ends_in_one_line_while_starting(prog: str):
+    """For a command's own imports (numpy and the rest take a few tenths of a second): Ctrl-C there
+    ends the command with the same one line and status as later, not a traceback of the import."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted ({signal.SIGINT.name})", file=sys.stderr)
+        raise SystemExit(128 + signal.SIGINT) from None
+
+
+@contextlib.contextmanager
 def _sigterm_raises_terminated():
     """SIGTERM raises Terminated inside the with-block (signal handlers belong to the main thread:
     elsewhere nothing changes)."""

@@ -9,11 +9,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import parallel
-from .config import parse_args
-from .grading import course_config, run_grade
-from .interrupts import ends_in_one_line_when_interrupted
-from .training import USER_ERRORS, run
+from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
+
+with ends_in_one_line_while_starting("nn_cuda.train"):
+    from . import parallel
+    from .config import parse_args
+    from .grading import course_config, run_grade
+    from .training import USER_ERRORS, run
 
 
 @ends_in_one_line_when_interrupted("nn_cuda.train")

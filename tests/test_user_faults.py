@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import signal
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -432,3 +434,23 @@ def test_a_simulator_run_of_hours_says_so_before_it_starts():
     assert training.simulator_cost_note(default, types.SimpleNamespace(name="numpy"), 1000, 100) is None
     # the estimate counts the launches: naive GEMM threads are padded to whole 8 x 32 tiles
     assert training.simulated_threads_per_step("naive", 64, 8) == 2048 * 3 + 512 + 6400 + 3 * 64 * 8 + (795 * 8 + 10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [
+    ["nn_cuda.train", "--dataset", "mnist-sample", "-e", "200", "--quiet"],
+    ["nn_cuda.grade", "--mode", "1", "--dataset", "mnist-sample"],
+    ["nn_cuda.bench", "lr", "--lr", "0.1,0.2"],
+], ids=["train", "grade", "bench"])
+def test_ctrl_c_in_the_first_second_ends_in_one_line(command, tmp_path):
+    # Ctrl-C while a command was still importing numpy & co. printed the traceback of an import.
+    for delay in (0.1, 0.2, 0.3, 0.5, 0.8):  # the imports take about 0.3 s on 2 cores
+        job = subprocess.Popen([sys.executable, "-m", *command], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "NN_CUDA_OFFLINE": "1"})
+        time.sleep(delay)
+        job.send_signal(signal.SIGINT)
+        out, err = job.communicate(timeout=60)
+        assert "Traceback" not in err, f"SIGINT after {delay} s:\n{err}"
+        # 130, or killed by SIGINT itself, which a shell shows as 130 too (CPython may end so once a
+        # KeyboardInterrupt was raised inside a library's C code)
+        assert job.returncode in (130, -signal.SIGINT) and "interrupted (SIGINT)" in err, (delay, job.returncode, err)

@@ -2,6 +2,9 @@
 
 import sys
 
-from .cli import main
+from ..interrupts import ends_in_one_line_while_starting
+
+with ends_in_one_line_while_starting("nn_cuda.adversarial"):
+    from .cli import main
 
 sys.exit(main())

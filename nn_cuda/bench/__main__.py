@@ -3,10 +3,12 @@
 import importlib
 import sys
 
-from ..interrupts import ends_in_one_line_when_interrupted
-from ..outputs import OutputError, check_output_paths
-from ..training import USER_ERRORS
-from ..parallel import refuse_extra_ranks
+from ..interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
+
+with ends_in_one_line_while_starting("nn_cuda.bench"):
+    from ..outputs import OutputError, check_output_paths
+    from ..parallel import refuse_extra_ranks
+    from ..training import USER_ERRORS
 
 BENCHMARKS = {
     "gemm": ("nn_cuda.bench.gemm", "GEMM kernels against NumPy float64 and cuBLAS"),

@@ -24,11 +24,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..interrupts import ends_in_one_line_when_interrupted
-from ..outputs import OutputError, write_bytes
-from . import doc_tables, figures
-from .inputs import KINDS, load_results
-from .markdown import write_report
+from ..interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
+
+with ends_in_one_line_while_starting("nn_cuda.report"):
+    from ..outputs import OutputError, write_bytes
+    from . import doc_tables, figures
+    from .inputs import KINDS, load_results
+    from .markdown import write_report
 
 
 def build_parser():
