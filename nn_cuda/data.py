@@ -29,25 +29,27 @@ published release (by SHA-256); files that are another dataset's published ones 
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import http.client
-import math
-import os
-import sys
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
-from pathlib import Path
+from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
-import numpy as np
+with ends_in_one_line_while_starting("python -m nn_cuda.data", running=__name__ == "__main__"):
+    import argparse
+    import hashlib
+    import http.client
+    import math
+    import os
+    import sys
+    import urllib.error
+    import urllib.request
+    from dataclasses import dataclass, field
+    from pathlib import Path
 
-from . import __version__
-from .arguments import positive_float
-from .cache import cache_dir
-from .idx import DataError, read_idx
-from .interrupts import ends_in_one_line_when_interrupted
-from .outputs import OutputError, atomic_file
+    import numpy as np
+
+    from . import __version__
+    from .arguments import positive_float
+    from .cache import cache_dir
+    from .idx import DataError, read_idx
+    from .outputs import OutputError, atomic_file
 
 __all__ = [
     "DATASETS", "DataError", "Dataset", "find_dataset_dir", "load_dataset", "fetch",

@@ -42,12 +42,15 @@ def ends_in_one_line_when_interrupted(prog: str):
 
 
 @contextlib.contextmanager
-def ends_in_one_line_while_starting(prog: str):
+def ends_in_one_line_while_starting(prog: str, running: bool = True):
     """For a command's own imports (numpy and the rest take a few tenths of a second): Ctrl-C there
-    ends the command with the same one line and status as later, not a traceback of the import."""
+    ends the command with the same one line and status as later, not a traceback of the import.
+    `running`: False in a library module that is a command only as __main__ (nothing changes then)."""
     try:
         yield
     except KeyboardInterrupt:
+        if not running:
+            raise
         print(f"{prog}: interrupted ({signal.SIGINT.name})", file=sys.stderr)
         raise SystemExit(128 + signal.SIGINT) from None
 

@@ -16,19 +16,22 @@ that table and writes it for `python -m nn_cuda.report`.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
+from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
-from . import kernel_launch, nvrtc
-from .records import machine_info, write_json
-from .kernel_info import (GEMM_KERNEL_FILES, compile_options, gemm_kernel_name, kernel_dir, kernel_files,
-                          kernel_source, name_expressions)
-from .outputs import OutputError
+with ends_in_one_line_while_starting("nn_cuda.kernel_resources", running=__name__ == "__main__"):
+    import argparse
+    import dataclasses
+    import re
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from . import kernel_launch, nvrtc
+    from .records import machine_info, write_json
+    from .kernel_info import (GEMM_KERNEL_FILES, compile_options, gemm_kernel_name, kernel_dir, kernel_files,
+                              kernel_source, name_expressions)
+    from .outputs import OutputError
 
 # ---- compiling as CuPy does: NVRTC to PTX, then ptxas for one GPU -------------------------------
 
@@ -433,6 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@ends_in_one_line_when_interrupted("nn_cuda.kernel_resources")
 def main(argv=None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(given)
