@@ -34,6 +34,11 @@ def parameter_shapes(hidden: int, n_in: int = N_INPUTS, n_out: int = N_CLASSES) 
     return {"W1": (hidden, n_in), "b1": (hidden,), "W2": (n_out, hidden), "b2": (n_out,)}
 
 
+def parameter_count(hidden: int, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -> int:
+    """The number of parameters (weights and biases) of the network with H = `hidden`."""
+    return sum(int(np.prod(shape)) for shape in parameter_shapes(hidden, n_in, n_out).values())
+
+
 def init_parameters(hidden: int, seed: int = 0, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -> dict:
     """Host float64 parameters: W ~ 0.01 N(0, 1) from `seed`, biases zero.
 

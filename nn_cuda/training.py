@@ -332,7 +332,7 @@ def memory_parts(cfg: TrainConfig, hidden: int, splits: Splits, runs: int = 1) -
     twice), the data on the backend and the interpreter; `runs` runs kept side by side (grading
     trains the backend under test, then the reference)."""
     item = np.dtype(cfg.dtype).itemsize
-    n_parameters = (model.N_INPUTS + model.N_CLASSES + 1) * hidden + model.N_CLASSES
+    n_parameters = model.parameter_count(hidden)
     n_images = splits.x_train.shape[0] + splits.x_val.shape[0] + splits.x_test.shape[0]
     return {f"activations of batches of {cfg.batch}": 2 * cfg.batch * (hidden + model.N_CLASSES) * item,
             f"parameters of H = {hidden}": runs * n_parameters * (BYTES_PER_PARAMETER_FIXED + PARAMETER_COPIES * item),
@@ -382,7 +382,7 @@ def simulated_threads_per_step(gemm: str, batch: int, hidden: int) -> int:
                 (hidden, model.N_INPUTS)]
     block = math.prod(kernel_launch.BLOCKS[f"gemm_{gemm}"])
     gemm_threads = sum(math.prod(kernel_launch.gemm_grid(gemm, M, N)) * block for M, N in products)
-    n_parameters = (model.N_INPUTS + model.N_CLASSES + 1) * hidden + model.N_CLASSES
+    n_parameters = model.parameter_count(hidden)
     return gemm_threads + 3 * batch * hidden + n_parameters
 
 

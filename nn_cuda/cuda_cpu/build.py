@@ -103,15 +103,13 @@ def load_library(filename: str, check: bool) -> tuple[ctypes.CDLL, str]:
     Built first if missing; a cached library that is not what was built (build_cache.open_verified)
     is never loaded: it is built again, and one line on stderr says why.
     """
-    compiler, flags, unit, target = _build_plan(filename, check)
-    if not target.is_file():
-        _compile(compiler, flags, unit, target, filename)
+    target = library_path(filename, check)
     descriptor, problem = build_cache.open_verified(target)
     if descriptor is None:
         print(f"nn_cuda: the cached CPU build of kernels/{filename} ({target.name}) {problem}; building it again",
               file=sys.stderr)
         build_cache.discard(target)
-        _compile(compiler, flags, unit, target, filename)
+        library_path(filename, check)
         descriptor, problem = build_cache.open_verified(target)
         if descriptor is None:
             raise KernelBuildError(f"the CPU build of kernels/{filename} {problem} right after it was built, in "
