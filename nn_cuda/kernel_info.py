@@ -12,12 +12,16 @@ checks (nn_cuda.kernel_resources) all read them, so they can never disagree.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+
+from . import host_compiler
 
 # ---- the kernels and their instances ------------------------------------------------------------
 
@@ -138,10 +142,10 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MUL
 
 
 def included_files(path: Path, include_dirs=()) -> list[Path]:
-    """`path` and every file it #includes, directly or through another header, that is found beside
-    the including file (for "...") or in `include_dirs`: the project's and a student's own headers.
-    CUDA's and the C++ library's headers are not listed; the compiler's version stands for them.
-    An #include whose name is a macro is not followed."""
+    """`path` and every file it #includes by a literal name, directly or through another header,
+    found beside the including file (for "...") or in `include_dirs`. A scan of the #include lines,
+    for where no preprocessor is at hand: an #include whose name is a macro is not followed, which
+    is why `files_read` asks the preprocessor first."""
     found, pending = [], [Path(path).resolve()]
     while pending:
         current = pending.pop()
@@ -158,15 +162,30 @@ def included_files(path: Path, include_dirs=()) -> list[Path]:
     return found
 
 
-def sources_digest(path: Path, include_dirs=()) -> str:
-    """SHA-256 of the names and contents of `path` and of every file it includes (included_files):
-    what a compile cache must be keyed by, so that editing a header rebuilds."""
-    digest = hashlib.sha256()
-    for source in included_files(path, include_dirs):
-        digest.update(f"{source.name}\0".encode())
-        digest.update(source.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
+#: what NVRTC defines in every compile, so that the host preprocessor takes NVRTC's branches
+NVRTC_MACROS = ("-D__CUDACC__", "-D__CUDACC_RTC__")
+
+
+def files_read(filename: str) -> list[Path]:
+    """Every file the preprocessor reads when NVRTC compiles kernels/<filename> with
+    `compile_options()`: the file, its headers at any depth, a header named by a macro. NVRTC cannot
+    list them (it has no -M option), so the host C++ compiler's preprocessor does, with NVRTC's
+    macros defined. Without a host compiler the #include lines are scanned instead
+    (`included_files`), and one line on stderr says that a header named by a macro is then missed."""
+    path = kernel_path(filename)
+    try:
+        return host_compiler.files_read(path, ("-std=c++17", f"-I{kernel_dir()}", *NVRTC_MACROS))
+    except host_compiler.CompilerMissing as missing:
+        _say_once(f"nn_cuda: {missing}; until there is one, a header that kernels/*.cu include through a "
+                  "macro is not part of CuPy's cache key (edit the kernel file too to recompile)")
+    except (host_compiler.PreprocessorFailed, OSError, subprocess.SubprocessError):
+        pass  # NVRTC reports the same error when it compiles; the scan is enough to key that attempt
+    return included_files(path, [kernel_dir()])
+
+
+@functools.lru_cache(maxsize=None)
+def _say_once(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 # ---- how they are compiled ----------------------------------------------------------------------
@@ -184,11 +203,11 @@ def cupy_module_arguments(filename: str) -> dict:
 
     CuPy keys its compile cache by the code text and the options, not by the files the code
     #includes (cupy/cuda/compiler.py, _compile_with_cache_cuda): an edited kernels/common.cuh would
-    load the binary compiled before the edit. So the code ends with a comment holding
-    `sources_digest` of the file and its headers, and a header edit changes the key.
+    load the binary compiled before the edit. So the code ends with a comment holding the SHA-256 of
+    every file the preprocessor reads for it (`files_read`), and any header edit changes the key.
     """
     path = kernel_path(filename)
-    digest = sources_digest(path, [kernel_dir()])
+    digest = host_compiler.files_digest(files_read(filename))
     return {
         "code": f"{path.read_text()}\n// nn_cuda: sources and headers sha256 {digest}\n",
         "options": compile_options(),

@@ -12,11 +12,12 @@ import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from nn_cuda import kernel_info
+from nn_cuda import host_compiler, kernel_info
 from nn_cuda.backends.base import BackendUnavailable
 from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
 from nn_cuda.cuda_cpu import build, build_cache
@@ -202,7 +203,7 @@ def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch)
     (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
     before = build.library_path("gemm_naive.cu", check=False)
     code_before = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
-    assert copy / "scale.h" in kernel_info.included_files(copy / "gemm_naive.cu", [copy])
+    assert copy / "scale.h" in kernel_info.files_read("gemm_naive.cu")
 
     (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 2\n")
     after = build.library_path("gemm_naive.cu", check=False)
@@ -212,6 +213,52 @@ def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch)
     (copy / "notes.h").write_text("// not included\n")
     assert build.library_path("gemm_naive.cu", check=False) == after
     assert kernel_info.cupy_module_arguments("gemm_naive.cu")["code"] == code_after
+
+
+def test_a_header_included_through_a_macro_is_part_of_the_key(tmp_path, monkeypatch):
+    # `#include SCALE_HEADER`: no scan of #include lines finds it; the preprocessor's own list (-MD
+    # for the CPU build, -M for the code given to CuPy) does, so editing it rebuilds both.
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once",
+                          '#pragma once\n#define SCALE_HEADER "macro_scale.h"\n#include SCALE_HEADER')
+    (copy / "macro_scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
+    assert copy / "macro_scale.h" not in kernel_info.included_files(copy / "gemm_naive.cu", [copy])
+    before = build.library_path("gemm_naive.cu", check=False)
+    code_before = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
+    assert build.library_path("gemm_naive.cu", check=False) == before  # a lookup alone builds nothing
+
+    (copy / "macro_scale.h").write_text("#define NN_CUDA_TEST_SCALE 2\n")
+    after = build.library_path("gemm_naive.cu", check=False)
+    assert after != before and after.is_file()
+    assert kernel_info.cupy_module_arguments("gemm_naive.cu")["code"] != code_before
+    # going back to the first contents finds the first library again, without building
+    (copy / "macro_scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
+    built_at = before.stat().st_mtime_ns
+    assert build.library_path("gemm_naive.cu", check=False) == before
+    assert before.stat().st_mtime_ns == built_at
+
+
+def test_a_header_that_is_gone_or_a_damaged_manifest_builds_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once", '#pragma once\n#include "scale.h"')
+    (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
+    first = build.library_path("gemm_naive.cu", check=False)
+    (manifest,) = first.parent.glob("gemm_naive-*.deps")
+    assert str(copy / "scale.h") in manifest.read_text().splitlines()
+    manifest.write_bytes(b"\xff\xfe garbage")
+    rebuilt = build.library_path("gemm_naive.cu", check=False)
+    assert rebuilt == first and str(copy / "scale.h") in manifest.read_text().splitlines()
+    # the header is removed and common.cuh no longer includes it: built again, and it works
+    (copy / "common.cuh").write_text((copy / "common.cuh").read_text().replace('#include "scale.h"', ""))
+    (copy / "scale.h").unlink()
+    assert build.library_path("gemm_naive.cu", check=False) != first
+    assert gemm_works()
+
+
+def test_the_preprocessors_make_rule_is_read_with_continuations_and_spaces():
+    rule = "x.o: /a/k.cu /usr/include/stdc-predef.h \\\n /my\\ dir/h.h cuda_fp16.h\n/a/k.cu:\n"
+    assert host_compiler.dependency_list(rule) == [
+        Path("/a/k.cu"), Path("/usr/include/stdc-predef.h"), Path("/my dir/h.h"), Path("cuda_fp16.h")]
 
 
 # ---- the build cache: private, and what it loads is what was built ---------------------------------
@@ -439,3 +486,14 @@ def test_the_arm64_fiber_switch_runs_a_tiled_gemm_under_qemu(tmp_path):
     ran = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "driver")],
                          capture_output=True, text=True, timeout=300)
     assert ran.stdout.splitlines() == ["status 0 error 0", "status 0 error 0", "fault status 2 signal 11"], ran
+
+
+def test_without_a_host_compiler_cupys_key_scans_the_includes_and_says_so(monkeypatch, capfd):
+    monkeypatch.setenv("CXX", "no-such-c++-compiler")
+    kernel_info._say_once.cache_clear()
+    code = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
+    scanned = host_compiler.files_digest(kernel_info.included_files(KERNELS / "gemm_naive.cu", [KERNELS]))
+    assert code.rstrip().endswith(scanned)
+    kernel_info.cupy_module_arguments("nn_ops.cu")
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line]
+    assert "apt install g++" in line and "through a macro is not part of CuPy's cache key" in line

@@ -2,26 +2,30 @@
 
 A library holds runtime.h (the CUDA built-ins on fibers), the kernel file unchanged, and a table of
 the template instances that `nn_cuda.kernel_info.name_expressions` lists for it, in that order. It is
-built once per content hash (the kernel file and every header it includes, the instances, the
-compiler and the flags) into the private build cache, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default
-`~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run loads it at once; the build writes a
-temporary file and renames it, so concurrent ranks are safe. `load_library` loads a library only
-after checking that it is what was built, and rebuilds one that is not, saying so in one line.
+built once into the private build cache, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default
+`~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run loads it at once.
+
+A library is named by the files it was built from, the way ccache's direct mode finds a result:
+every build writes the compiler's own list of the files its preprocessor read (-MD), the kernel
+file, every header, a header named by a macro, runtime.h and the system headers, into a manifest
+keyed by what is known before compiling (the translation unit, the compiler and its version, the
+flags). A lookup reads that manifest and hashes the files it lists, now: an edit to any of them gives
+another name, which is not in the cache, so the kernel is built again. The build writes temporary
+files and renames them, so concurrent ranks are safe. `load_library` loads a library only after
+checking that it is what was built, and rebuilds one that is not, saying so in one line.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from .. import kernel_info
+from .. import host_compiler, kernel_info
 from ..backends.base import BackendUnavailable, KernelFailure
 from . import build_cache
 
@@ -34,10 +38,6 @@ BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE", "-Wn
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
 
-_COMPILER_HINT = (
-    "install one (Debian/Ubuntu: apt install g++; Fedora: dnf install gcc-c++; macOS: "
-    "xcode-select --install) or name it in the CXX environment variable"
-)
 
 
 class KernelBuildError(KernelFailure):
@@ -46,23 +46,10 @@ class KernelBuildError(KernelFailure):
 
 def find_compiler() -> str:
     """The host C++ compiler: $CXX, else g++, clang++ or c++ on PATH."""
-    wanted = os.environ.get("CXX")
-    candidates = [wanted] if wanted else ["g++", "clang++", "c++"]
-    for name in candidates:
-        found = shutil.which(name)
-        if found:
-            return found
-    looked_for = f"$CXX={wanted}" if wanted else "g++, clang++ or c++"
-    raise BackendUnavailable(
-        f"backend 'cuda-cpu' compiles kernels/*.cu with a C++ compiler and found none ({looked_for}); "
-        + _COMPILER_HINT
-    )
-
-
-@functools.lru_cache(maxsize=None)
-def _compiler_version(compiler: str) -> str:
-    result = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
-    return result.stdout
+    try:
+        return host_compiler.find_compiler()
+    except host_compiler.CompilerMissing as missing:
+        raise BackendUnavailable(str(missing)) from None
 
 
 def translation_unit(kernel_file: Path, instances: list[str]) -> str:
@@ -77,24 +64,46 @@ def translation_unit(kernel_file: Path, instances: list[str]) -> str:
 
 
 def _build_plan(filename: str, check: bool) -> tuple[str, list, str, Path]:
-    """(compiler, flags, translation unit, the library's path in the cache) of kernels/<filename>."""
+    """(compiler, flags, translation unit, the manifest of kernels/<filename>'s build in the cache)."""
     compiler = find_compiler()
     kernel_file = kernel_info.kernel_path(filename)
     unit = translation_unit(kernel_file, kernel_info.name_expressions(filename))
     flags = [*BASE_FLAGS, *(CHECK_FLAGS if check else ()), f"-I{kernel_file.parent}"]
     key = hashlib.sha256()
-    for part in (unit, RUNTIME_HEADER.read_text(), kernel_info.sources_digest(kernel_file, [kernel_file.parent]),
-                 compiler, _compiler_version(compiler), " ".join(flags)):
+    for part in (unit, compiler, host_compiler.compiler_version(compiler), " ".join(flags)):
         key.update(part.encode())
-    return compiler, flags, unit, build_cache.folder() / f"{Path(filename).stem}-{key.hexdigest()[:16]}.so"
+        key.update(b"\0")
+    return compiler, flags, unit, build_cache.folder() / f"{Path(filename).stem}-{key.hexdigest()[:16]}{_MANIFEST}"
+
+
+#: the manifest's suffix: the files the preprocessor read for one translation unit, one per line
+_MANIFEST = ".deps"
+
+
+def _library_named_by(manifest: Path, files_read: list[Path]) -> Path:
+    """The library built from the current contents of `files_read` under this manifest's key."""
+    digest = host_compiler.files_digest(files_read)
+    return manifest.with_name(f"{manifest.name[:-len(_MANIFEST)]}-{digest[:16]}.so")
+
+
+def _cached_library(manifest: Path) -> Path | None:
+    """The library the manifest names for the files as they are now; None when there is no
+    manifest, when a file it lists is gone, or when the library for today's contents is not built."""
+    try:
+        listed = [Path(line) for line in manifest.read_text().splitlines() if line]
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not listed or not all(path.is_file() for path in listed):
+        return None
+    library = _library_named_by(manifest, listed)
+    return library if library.is_file() else None
 
 
 def library_path(filename: str, check: bool) -> Path:
-    """The cached shared library of kernels/<filename>, built first if missing."""
-    compiler, flags, unit, target = _build_plan(filename, check)
-    if not target.is_file():
-        _compile(compiler, flags, unit, target, filename)
-    return target
+    """The cached shared library of kernels/<filename>, built first if missing or if a file it was
+    built from has changed since."""
+    compiler, flags, unit, manifest = _build_plan(filename, check)
+    return _cached_library(manifest) or _compile(compiler, flags, unit, manifest, filename)
 
 
 def load_library(filename: str, check: bool) -> tuple[ctypes.CDLL, str]:
@@ -124,13 +133,16 @@ _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permissi
                    "cannot open output file", "Disk quota exceeded")
 
 
-def _compile(compiler: str, flags: list, unit: str, target: Path, filename: str) -> None:
+def _compile(compiler: str, flags: list, unit: str, manifest: Path, filename: str) -> Path:
+    """Build the library, then store it under the name of the files it was built from, and the list
+    of those files as the manifest; return the library's path."""
     # Built under a name of this process's, then renamed: another rank may build the same library.
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
+    temporary = manifest.with_name(f".{manifest.stem}.{os.getpid()}.part")
     with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
         source = Path(work) / f"{Path(filename).stem}_cpu.cpp"
         source.write_text(unit)
-        command = [compiler, *flags, "-o", str(temporary), str(source)]
+        depfile = Path(work) / "files_read.d"
+        command = [compiler, *flags, "-MD", "-MF", str(depfile), "-o", str(temporary), str(source)]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if result.returncode != 0:
@@ -138,7 +150,7 @@ def _compile(compiler: str, flags: list, unit: str, target: Path, filename: str)
                                 if any(failure in line for failure in _WRITE_FAILURES)), None)
                 if written is not None:
                     raise BackendUnavailable(
-                        f"the CPU build of kernels/{filename} could not be written to {target.parent} "
+                        f"the CPU build of kernels/{filename} could not be written to {manifest.parent} "
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
                 # The generated file is deleted with `work`: name it by what it holds.
                 log = result.stderr.strip().replace(str(source), f"(the instance table of {filename})")
@@ -146,10 +158,16 @@ def _compile(compiler: str, flags: list, unit: str, target: Path, filename: str)
                     f"kernels/{filename} does not compile for the CPU ({Path(compiler).name} exited with "
                     f"status {result.returncode}):\n{log}"
                 )
+            # The unit itself is in the manifest's key; the files it reads name the library.
+            read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())
+                    if path != source]
+            target = _library_named_by(manifest, read)
             build_cache.store(temporary, target)
+            build_cache.write_private_text(manifest, "".join(f"{path}\n" for path in read))
+            return target
         except OSError as error:
             raise BackendUnavailable(
-                f"the CPU build of kernels/{filename} could not be written to {target.parent} "
+                f"the CPU build of kernels/{filename} could not be written to {manifest.parent} "
                 f"({error.strerror or error}); free space there or set NN_CUDA_CACHE_DIR to a writable folder"
             ) from None
         finally:

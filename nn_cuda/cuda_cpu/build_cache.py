@@ -13,6 +13,8 @@ with the expected name runs whatever another local user planted there. Hence:
   recorded SHA-256; on Linux the loader reads that very descriptor (/proc/self/fd), so nothing can
   be swapped between the check and the load. A library that fails (truncated, empty, replaced,
   another user's) is not loaded: the caller rebuilds it and says so in one line.
+A build's manifest (the files it read, build.py) is written 0600 the same way; at worst a damaged
+one makes the next lookup build again.
 """
 
 from __future__ import annotations
@@ -76,6 +78,15 @@ def store(temporary: Path, library: Path) -> None:
         os.close(descriptor)
     os.replace(temporary, library)
     os.replace(recorded, digest_path(library))
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write `text` to `path` (mode 0600) through a file of this process's, renamed into place."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text)
+    os.replace(temporary, path)
 
 
 def _sync(path: Path) -> None:
