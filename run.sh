@@ -19,8 +19,8 @@
 #   ./run.sh accuracy   the training runs behind the accuracies of README.md and docs/training.md
 #   ./run.sh emulated   the emulated backends: one epoch of the sample through the CUDA C kernels on
 #                       the CPU per GEMM kernel, and the Numba simulator example
-#   ./run.sh lr         the default learning rate's scan on mnist-sample (with a PyTorch loop if installed),
-#                       and the same scan on the course's raw 0-255 pixels
+#   ./run.sh lr         the scans behind the default learning rate and initialisation, on mnist-sample (with
+#                       a PyTorch loop if installed) and Fashion-MNIST; the course's init; pixels in [0, 1]
 #   ./run.sh gpu-check  the acceptance run on a GPU: the CuPy tests, grading modes 1-4, bench gemm
 #                       against cuBLAS and the default training run, summed up in gpu_check.json
 #   ./run.sh all        all of the above but gpu-check (afterwards `python -m nn_cuda.report` writes report/ from them)
@@ -97,16 +97,19 @@ bench_curves() {
 
 bench_accuracy() {
     # The training runs whose accuracies README.md and docs/training.md show (--history records
-    # the loss and accuracies of every epoch, the training time and the machine).
+    # the loss and accuracies of every epoch, the training time and the machine): the default run
+    # on the sample and on Fashion-MNIST for init seeds 0-2 (seed 0 is the default), in parallel,
+    # and a single epoch.
     train() { local name=$1; shift; "$PY" -m nn_cuda.train --quiet "$@" --history "$OUT/accuracy_$name.json"; }
     train sample_e1 --dataset mnist-sample -e 1
     train sample_e20 --dataset mnist-sample
+    train sample_e20_seed1 --dataset mnist-sample --seed 1
+    train sample_e20_seed2 --dataset mnist-sample --seed 2
     mpirun -n 4 "$PY" -m nn_cuda.train --quiet --dataset mnist-sample --history "$OUT/accuracy_sample_e20_4ranks.json"
-    train sample_e40 --dataset mnist-sample -e 40
-    train sample_e60 --dataset mnist-sample -e 60
-    for seed in 0 1 2; do train "sample_e80_seed$seed" --dataset mnist-sample -e 80 --seed "$seed"; done
     if "$PY" -m nn_cuda.data info fashion-mnist | grep -q "images from"; then
         train fashion_e20 --dataset fashion-mnist
+        train fashion_e20_seed1 --dataset fashion-mnist --seed 1
+        train fashion_e20_seed2 --dataset fashion-mnist --seed 2
         mpirun -n 2 "$PY" -m nn_cuda.train --quiet --dataset fashion-mnist --history "$OUT/accuracy_fashion_e20_2ranks.json"
     else
         echo "no Fashion-MNIST files: skipping its runs (python -m nn_cuda.data fetch fashion-mnist)"
@@ -124,7 +127,8 @@ bench_emulated() {
     done
     NN_CUDA_CPU_CHECK=1 "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm regblock \
         --dataset mnist-sample -e 1 --history "$OUT/emulated_cuda-cpu_regblock_checked.json"
-    "$PY" -m nn_cuda.train --quiet --backend numpy --dataset mnist-sample -e 1 --history "$OUT/emulated_numpy.json"
+    "$PY" -m nn_cuda.train --quiet --backend numpy --dataset mnist-sample -e 1 --eval-limit 100 \
+        --history "$OUT/emulated_numpy.json"
     NUMBA_ENABLE_CUDASIM=1 "$PY" -m nn_cuda.train --quiet --backend numba --dataset mnist-sample -n 8 -b 32 \
         --max-steps 2 --history "$OUT/emulated_numba-sim.json"
 }
@@ -132,13 +136,31 @@ bench_emulated() {
 bench_lr() {
     local torch=()
     if "$PY" -c "import torch" 2>/dev/null; then torch=(--torch); fi
-    "$PY" -m nn_cuda.bench lr --lr 0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.5,2.0 --seeds 0,1,2 \
-        ${torch[@]+"${torch[@]}"} --json "$OUT/lr.json"
-    # Larger constant rates than the scan's (docs/training.md: they do not reach 0.88 either).
-    "$PY" -m nn_cuda.bench lr --lr 5,6,7,8,9,10,11 --seeds 0,1,2 --json "$OUT/lr_large.json"
-    # The same scan on the course's raw 0-255 pixels, for which its lr = 0.001 was chosen.
-    "$PY" -m nn_cuda.bench lr --pixels raw --lr 0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1,0.2,0.3,0.5,1.0 \
-        --seeds 0,1,2 ${torch[@]+"${torch[@]}"} --json "$OUT/lr_raw.json"
+    local fashion=no
+    if "$PY" -m nn_cuda.data info fashion-mnist | grep -q "images from"; then fashion=yes; fi
+    # The default run (raw pixels, W1 ~ 0.003 N(0, 1), W2 ~ 0.01 N(0, 1)) as lr varies: the scan
+    # behind the default lr, on the sample and on Fashion-MNIST.
+    "$PY" -m nn_cuda.bench lr --lr 0.005,0.01,0.02,0.05,0.1 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
+        --json "$OUT/lr_default.json"
+    # The course's initialisation (0.01 N(0, 1) for both) on the course's raw pixels.
+    "$PY" -m nn_cuda.bench lr --init-scale 0.01 0.01 \
+        --lr 0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1,0.2,0.3,0.5,1.0 --seeds 0,1,2 \
+        ${torch[@]+"${torch[@]}"} --json "$OUT/lr_raw.json"
+    if [ "$fashion" = yes ]; then
+        "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --lr 0.01,0.02,0.05 --seeds 0,1,2 \
+            --json "$OUT/lr_default_fashion.json"
+        "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --init-scale 0.01 0.01 --lr 0.01,0.02,0.05 \
+            --seeds 0,1,2 --json "$OUT/lr_raw_fashion.json"
+    else
+        echo "no Fashion-MNIST files: skipping its scans (python -m nn_cuda.data fetch fashion-mnist)"
+    fi
+    # Pixels in [0, 1] with the course's initialisation (adversarial training's input), and larger
+    # constant rates there.
+    "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 \
+        --lr 0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.5,2.0 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
+        --json "$OUT/lr_unit.json"
+    "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 --lr 5,6,7,8,9,10,11 --seeds 0,1,2 \
+        --json "$OUT/lr_unit_large.json"
 }
 
 bench_gpu_check() {

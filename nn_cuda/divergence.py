@@ -5,12 +5,12 @@ starts there. A run has diverged when, at a read-back,
 
 1. the loss or a parameter is NaN or infinite;
 2. the weights' root mean square is above 10 (WEIGHTS_RMS_LIMIT): the init draws them at
-   0.01 N(0, 1), so that is a thousandfold growth, with every sigmoid of the hidden layer saturated;
+   0.01 N(0, 1) or less, so that is a thousandfold growth, with every sigmoid of the hidden layer saturated;
    or
 3. the loss has been above 10 ln 10 = 23 (FAR_ABOVE_UNIFORM) at every read-back for 50 steps or more
    (STUCK_STEPS), at least 3 read-backs.
 
-A large finite loss alone is not enough. A first run at the default lr = 0.5 and H = 1000 climbs from
+A large finite loss alone is not enough. A run on [0, 1] pixels at lr = 0.5 and H = 1000 climbs from
 2.3 to 23.5 (step 6) and comes back below 3 by step 16: the first updates move every logit by a step
 that grows with H, and softmax punishes the overshoot until W2 settles. A float32 cross-entropy is
 also capped near 87 (-ln of the smallest float), so a run stuck in saturation shows a loss of 80,
@@ -46,7 +46,7 @@ def likely_cause(lr: float, reg: float, initial_rms: float = 0.01, backend: str 
     """
     if initial_rms > WEIGHTS_RMS_LIMIT:
         return (f"likely cause: the initial weights, whose root mean square is {initial_rms:.3g} before the first "
-                f"step (the init draws 0.01): start from another --init checkpoint, or none")
+                f"step (the init draws at most 0.01 N(0, 1)): start from another --init checkpoint, or none")
     if lr * reg >= 1 and reg / TrainConfig.reg > lr / TrainConfig.lr:
         cause = (f"likely cause: the regularisation {reg:g} (-r/--reg): lr x reg = {lr * reg:g} is 1 or more, "
                  f"so every update overshoots the weight decay; use -r well below 1/lr = {1 / lr:g} "
@@ -79,7 +79,7 @@ class DivergenceWatch:
             return self._diverged(f"a parameter is NaN or infinite at step {step}")
         if weights_rms > WEIGHTS_RMS_LIMIT:
             return self._diverged(
-                f"the weights' root mean square is {weights_rms:.3g} at step {step} (they start at 0.01; "
+                f"the weights' root mean square is {weights_rms:.3g} at step {step} (they start at {self.initial_rms:.2g}; "
                 f"above {WEIGHTS_RMS_LIMIT:g} every sigmoid saturates)")
         self.healthy = loss <= FAR_ABOVE_UNIFORM
         if self.healthy:

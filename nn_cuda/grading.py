@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import memory, parallel, relative_errors
+from . import memory, model, parallel, relative_errors
 from .course import COURSE_GEMM_SIZES
 from .config import TrainConfig
 from .training import (check_memory, check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
@@ -37,7 +37,8 @@ def course_config(mode: int, cfg: TrainConfig) -> TrainConfig:
     """cfg with the course's hyperparameters of `mode` (backend, dtype and data are kept)."""
     lr, epochs = COURSE_MODES[mode][cfg.dtype]
     return cfg.replace(hidden=COURSE_HIDDEN, reg=COURSE_REG, batch=COURSE_BATCH, lr=lr, epochs=epochs,
-                       pixels="raw", shuffle=False, init=None, grade=mode)
+                       pixels="raw", init_scale=model.COURSE_INIT_SCALE, shuffle=False, init=None,
+                       grade=mode)
 
 
 def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, limit_rows=None) -> bool:

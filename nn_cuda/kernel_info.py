@@ -170,7 +170,8 @@ def files_read(filename: str) -> list[Path]:
     """Every file the preprocessor reads when NVRTC compiles kernels/<filename> with
     `compile_options()`: the file, its headers at any depth, a header named by a macro. NVRTC cannot
     list them (it has no -M option), so the host C++ compiler's preprocessor does, with NVRTC's
-    macros defined. Without a host compiler the #include lines are scanned instead
+    macros defined (not __CUDA_ARCH__, whose value depends on the device: a header included only
+    for some architectures is missed). Without a host compiler the #include lines are scanned instead
     (`included_files`), and one line on stderr says that a header named by a macro is then missed."""
     path = kernel_path(filename)
     try:

@@ -39,8 +39,16 @@ def parameter_count(hidden: int, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -
     return sum(int(np.prod(shape)) for shape in parameter_shapes(hidden, n_in, n_out).values())
 
 
-def init_parameters(hidden: int, seed: int = 0, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -> dict:
-    """Host float64 parameters: W ~ 0.01 N(0, 1) from `seed`, biases zero.
+#: (s1, s2) with W1 ~ s1 N(0, 1), W2 ~ s2 N(0, 1): the course's initialisation (its grading runs)
+COURSE_INIT_SCALE = (0.01, 0.01)
+#: the default run's: a smaller W1 for the course's raw 0-255 pixels, so that the hidden units start
+#: as distinct features without all saturating (chosen by measurement, docs/training.md)
+DEFAULT_INIT_SCALE = (0.003, 0.01)
+
+
+def init_parameters(hidden: int, seed: int = 0, n_in: int = N_INPUTS, n_out: int = N_CLASSES,
+                    scale: tuple = DEFAULT_INIT_SCALE) -> dict:
+    """Host float64 parameters: W1 ~ scale[0] N(0, 1), W2 ~ scale[1] N(0, 1) from `seed`, biases zero.
 
     The draw is in float64 and the same for every dtype, so float32 and float64 runs (and every
     backend) start from the same weights, rounded.
@@ -48,8 +56,8 @@ def init_parameters(hidden: int, seed: int = 0, n_in: int = N_INPUTS, n_out: int
     rng = np.random.default_rng(seed)
     shapes = parameter_shapes(hidden, n_in, n_out)
     W1, W2 = rng.standard_normal(shapes["W1"]), rng.standard_normal(shapes["W2"])
-    W1 *= 0.01  # in place: no second float64 copy of W1 at its peak
-    W2 *= 0.01
+    W1 *= scale[0]  # in place: no second float64 copy of W1 at its peak
+    W2 *= scale[1]
     return {"W1": W1, "b1": np.zeros(shapes["b1"]), "W2": W2, "b2": np.zeros(shapes["b2"])}
 
 
@@ -164,6 +172,29 @@ def sgd_update(backend, params: Parameters, grads: Parameters, lr: float, reg: f
     """W <- W - lr (dW + reg W) for the weights; b <- b - lr db for the biases."""
     backend.sgd_update(params.weights, grads.weights, lr, reg)
     backend.sgd_update(params.biases, grads.biases, lr, 0.0)
+
+
+def training_step(backend, params: Parameters, grads: Parameters, workspace: Workspace, X, labels, scale: float,
+                  lr: float, reg: float, strategy=None, stage=None):
+    """One step of mini-batch SGD, the one that training, the benchmarks, the profiler and the
+    asynchronous adversarial pipeline all run: forward, backward, the strategy's gradient allreduce,
+    update. Returns Yhat (the workspace's softmax output of X).
+
+    `scale` is 1 / (the batch size over every rank). `strategy`, under MPI, brings the parallel
+    hooks (nn_cuda.parallel: `reduce_logits`, `after_layer2`, `allreduce_gradients`); None is serial.
+    `stage(name)`, when given, is told as the "forward" and the "backward" pass begin (the profiler
+    files each GEMM under its pass).
+    """
+    if stage is not None:
+        stage("forward")
+    Yhat = forward(backend, params, workspace, X, reduce_logits=getattr(strategy, "reduce_logits", None))
+    if stage is not None:
+        stage("backward")
+    backward(backend, params, grads, workspace, X, labels, scale, after_layer2=getattr(strategy, "after_layer2", None))
+    if strategy is not None:
+        strategy.allreduce_gradients(grads)
+    sgd_update(backend, params, grads, lr, reg)
+    return Yhat
 
 
 def regularization(backend, params: Parameters, reg: float) -> float:

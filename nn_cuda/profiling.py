@@ -286,16 +286,10 @@ class _TimedStrategy:
 
 def timed_step(timer: PhaseTimer, model, backend, params, grads, workspace, X, labels, scale, lr, reg,
                strategy=None):
-    """One training step (forward, backward, [allreduce], update) with its phases timed.
+    """`model.training_step` with its phases timed; returns its Yhat.
 
     `backend` is the timer's stand-in (timer.backend(...)); `strategy` its stand-in or None.
     """
     with timer.step():
-        timer.stage("forward")
-        model.forward(backend, params, workspace, X, reduce_logits=getattr(strategy, "reduce_logits", None))
-        timer.stage("backward")
-        model.backward(backend, params, grads, workspace, X, labels, scale,
-                       after_layer2=getattr(strategy, "after_layer2", None))
-        if strategy is not None:
-            strategy.allreduce_gradients(grads)
-        model.sgd_update(backend, params, grads, lr, reg)
+        return model.training_step(backend, params, grads, workspace, X, labels, scale, lr, reg, strategy,
+                                   stage=timer.stage)

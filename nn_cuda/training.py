@@ -32,6 +32,7 @@ from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import EMULATED_EVAL_LIMIT, TrainConfig
 from .data import DataError, load_dataset, split_dataset
 from .divergence import DivergenceWatch
+from .profiling import PhaseTimer, timed_step
 from .outputs import OutputError, atomic_file, check_output_paths
 
 DEFAULT_HIDDEN = 1000
@@ -194,18 +195,12 @@ def train_loop(backend, params, batches, cfg: TrainConfig, strategy=None, *, x_v
         started = time.perf_counter()
         last_loss = float("nan")
         for X, labels, n_global in batches.batches(epoch):
-            if timer is not None:
-                timer.begin_step()
-            Yhat = model.forward(step_backend, params, workspace, X,
-                                 reduce_logits=step_strategy.reduce_logits)
-            if timer is not None:
-                timer.stage("backward")
-            model.backward(step_backend, params, grads, workspace, X, labels, 1.0 / n_global,
-                           after_layer2=step_strategy.after_layer2)
-            step_strategy.allreduce_gradients(grads)
-            model.sgd_update(step_backend, params, grads, cfg.lr, cfg.reg)
-            if timer is not None:
-                timer.end_step()
+            if timer is None:
+                Yhat = model.training_step(backend, params, grads, workspace, X, labels, 1.0 / n_global, cfg.lr,
+                                           cfg.reg, strategy)
+            else:
+                Yhat = timed_step(timer, model, step_backend, params, grads, workspace, X, labels, 1.0 / n_global,
+                                  cfg.lr, cfg.reg, step_strategy)
             history.steps += 1
             history.samples += n_global
             bar.update(1)
@@ -313,7 +308,7 @@ def initial_parameters(cfg: TrainConfig, check_fits=None) -> tuple[int, dict]:
     hidden = cfg.hidden or DEFAULT_HIDDEN
     if check_fits is not None:
         check_fits(hidden)
-    return hidden, model.init_parameters(hidden, cfg.seed)
+    return hidden, model.init_parameters(hidden, cfg.seed, scale=cfg.init_scale)
 
 
 #: bytes per parameter at a run's peak: 24 (the float64 init, and float64-sized copies of the
@@ -441,6 +436,34 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
 
     `splits`: the data, when the caller has already loaded it with load_splits(cfg) (a scan of many
     runs on one dataset reads the files once)."""
+    prepared = prepare_run(cfg, log, splits)
+    history = train_prepared(prepared)
+    return report_run(prepared, history)
+
+
+@dataclass
+class PreparedRun:
+    """Everything a run needs before its first step (prepare_run)."""
+
+    cfg: TrainConfig  # as given, with the evaluation limit of its backend
+    log: object  # print on the root rank, silent elsewhere
+    strategy: object
+    backend: object
+    full_splits: Splits  # the data as loaded
+    splits: Splits  # the rows trained on and evaluated
+    hidden: int
+    host: dict  # the initial parameters (float64, host)
+    params: model.Parameters
+    batches: object
+    x_val: object
+    y_val: object
+    x_test: object  # on the device for --history, else None
+    snapshot_every: int
+    timer: PhaseTimer | None
+
+
+def prepare_run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> PreparedRun:
+    """Check the outputs, load the data, draw or load the parameters, place them, say what will run."""
     strategy = make_strategy(cfg)
     if not strategy.is_root:
         log = silent  # rank 0 alone prints and writes files (model parallelism: all ranks evaluate)
@@ -468,37 +491,41 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
         f"{splits.x_test.shape[0]} test) H={hidden} batch={cfg.batch} lr={cfg.lr:g} reg={cfg.reg:g} "
         f"epochs={cfg.epochs} {cfg.dtype} backend={backend.name} gemm={backend.gemm_algo}"
     )
-    if note:
-        log(note)
     steps = cfg.max_steps or cfg.epochs * batches.steps_per_epoch
-    cost = simulator_cost_note(cfg, backend, hidden, steps)
-    if cost:
-        log(cost)
-    description = strategy.describe()
-    if description:
-        log(description)
-    snapshot_every = 0
-    if cfg.debug:
-        snapshot_every = snapshot_interval(cfg, batches.steps_per_epoch)
-    x_test = backend.to_device(splits.x_test) if (cfg.history and strategy.evaluates) else None
-    timer = None
-    if cfg.profile:
-        from .profiling import PhaseTimer
+    for line in (note, simulator_cost_note(cfg, backend, hidden, steps), strategy.describe()):
+        if line:
+            log(line)
+    return PreparedRun(
+        cfg=cfg, log=log, strategy=strategy, backend=backend, full_splits=full_splits, splits=splits,
+        hidden=hidden, host=host, params=params, batches=batches, x_val=x_val, y_val=y_val,
+        x_test=backend.to_device(splits.x_test) if (cfg.history and strategy.evaluates) else None,
+        snapshot_every=snapshot_interval(cfg, batches.steps_per_epoch) if cfg.debug else 0,
+        timer=PhaseTimer(backend) if cfg.profile else None,
+    )
 
-        timer = PhaseTimer(backend)
+
+def train_prepared(run: PreparedRun) -> History:
+    """The training loop of a prepared run; on divergence, --save gets the last sound parameters."""
+    cfg, strategy = run.cfg, run.strategy
     try:
-        history = train_loop(backend, params, batches, cfg, strategy, x_val=x_val, y_val=y_val,
-                             x_test=x_test, y_test=splits.y_test, snapshot_every=snapshot_every,
-                             timer=timer)
+        return train_loop(run.backend, run.params, run.batches, cfg, strategy, x_val=run.x_val, y_val=run.y_val,
+                          x_test=run.x_test, y_test=run.splits.y_test, snapshot_every=run.snapshot_every,
+                          timer=run.timer)
     except Diverged as diverged:
-        final = strategy.gather_parameters(params) if cfg.save else None  # every rank diverged
+        final = strategy.gather_parameters(run.params) if cfg.save else None  # every rank diverged
         if cfg.save and strategy.is_root:
             try:
                 save_checkpoint(cfg.save, final, note="the last parameters before the divergence")
             except OutputError as error:
                 raise Diverged(f"{diverged}; {error}") from None
-            log(f"saved the last parameters before the divergence to {cfg.save}")
+            run.log(f"saved the last parameters before the divergence to {cfg.save}")
         raise
+
+
+def report_run(run: PreparedRun, history: History) -> dict:
+    """Evaluate the trained parameters, print the results, write the outputs (each one even when
+    another fails; the failures end the run together), and with -s compare with the reference."""
+    cfg, strategy, backend, params, splits, log = run.cfg, run.strategy, run.backend, run.params, run.splits, run.log
     strategy.finish(params, log)
     final = strategy.gather_parameters(params) if (cfg.save or cfg.seq) else None
     if strategy.evaluates:
@@ -521,10 +548,9 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     }
     log(
         f"validation accuracy {result['val_acc']:.4f}  test accuracy {result['test_acc']:.4f}"
-        f"{evaluated_images(full_splits, splits)}  training time {result['train_seconds']:.2f} s  "
+        f"{evaluated_images(run.full_splits, splits)}  training time {result['train_seconds']:.2f} s  "
         f"({result['samples_per_second']:,.0f} samples/s, {history.steps} steps)"
     )
-    # Each output is written even when another one fails; the failures end the run together.
     failures = []
 
     def write(output) -> None:
@@ -534,7 +560,7 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
             failures.append(str(error))
 
     def save() -> None:
-        save_checkpoint(cfg.save, final, hidden=hidden, dataset=splits.dataset, dtype=cfg.dtype, lr=cfg.lr,
+        save_checkpoint(cfg.save, final, hidden=run.hidden, dataset=splits.dataset, dtype=cfg.dtype, lr=cfg.lr,
                         reg=cfg.reg, epochs=cfg.epochs, steps=history.steps)
         log(f"saved parameters to {cfg.save}")
 
@@ -547,17 +573,17 @@ def run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> dict:
     if cfg.predictions:
         write(predictions)
     if cfg.history or cfg.profile:
-        write(lambda: write_run_records(cfg.replace(hidden=hidden), result, timer, log))
+        write(lambda: write_run_records(cfg.replace(hidden=run.hidden), result, run.timer, log))
     if failures:
         raise OutputError("; ".join(failures))
     if cfg.seq:
         from .relative_errors import report_comparison
 
         log("-s: training the NumPy reference from the same weights")
-        reference = train_with_snapshots(cfg.replace(quiet=True), "numpy", None, splits, host)
+        reference = train_with_snapshots(cfg.replace(quiet=True), "numpy", None, splits, run.host)
         tested = Run.from_history(final, history, result["val_acc"])
         result["matches_reference"] = report_comparison(cfg, tested, reference,
-                                             Path("Outputs") if cfg.debug else None, log)
+                                                        Path("Outputs") if cfg.debug else None, log)
     return result
 
 

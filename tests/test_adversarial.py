@@ -254,3 +254,20 @@ def test_an_output_that_cannot_be_written_stops_before_training(tmp_path, capsys
     assert code == 1
     assert f"--json {blocker / 'r.json'}: {blocker} is a file, not a folder" in captured.err
     assert "training time" not in captured.out
+
+
+def test_adversarial_training_keeps_unit_pixels_with_the_courses_init(capsys):
+    # nn_cuda.train defaults to raw pixels; the attacks' eps is in [0, 1] units, so adversarial
+    # training defaults to pixels in [0, 1], the course's initialisation and the lr for them.
+    from nn_cuda.adversarial.cli import parse_train_args
+    from nn_cuda.config import UNIT_PIXELS_LR, TrainConfig
+    from nn_cuda.model import COURSE_INIT_SCALE
+
+    cfg, _ = parse_train_args(["--dataset", "mnist-sample"])
+    assert (cfg.pixels, cfg.init_scale, cfg.lr) == ("unit", COURSE_INIT_SCALE, UNIT_PIXELS_LR)
+    assert TrainConfig().pixels == "raw"
+    cfg, _ = parse_train_args(["--init-scale", "0.003", "0.01", "--lr", "0.1"])  # accepted, as given
+    assert (cfg.init_scale, cfg.lr) == ((0.003, 0.01), 0.1)
+    with pytest.raises(SystemExit) as exit_info:
+        parse_train_args(["--pixels", "raw"])
+    assert exit_info.value.code == 2 and "--pixels raw (attacks clip to [0, 1]" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import pytest
 from nn_cuda.bench import lr as bench_lr
 from nn_cuda.checkpoint import load_checkpoint
 from nn_cuda.config import TrainConfig
+from nn_cuda.model import COURSE_INIT_SCALE
 from nn_cuda.training import load_splits, run
 
 
@@ -26,18 +27,18 @@ def test_scan_records_accuracies_and_divergence(tmp_path, capsys):
     assert "diverged" in capsys.readouterr().out
 
 
-def test_scan_on_raw_pixels_runs_the_raw_pixel_training(tmp_path):
+def test_scan_on_unit_pixels_and_another_init_runs_that_training(tmp_path):
     out = tmp_path / "lr.json"
-    assert bench_lr.main(["--pixels", "raw", "--lr", "0.05", "--seeds", "1", "--hidden", "32", "--epochs", "2",
-                          "--json", str(out)]) == 0
+    assert bench_lr.main(["--pixels", "unit", "--init-scale", "0.01", "0.01", "--lr", "0.05", "--seeds", "1",
+                          "--hidden", "32", "--epochs", "2", "--json", str(out)]) == 0
     record = json.loads(out.read_text())
-    assert record["config"]["pixels"] == "raw"
+    assert record["config"]["pixels"] == "unit" and record["config"]["init_scale"] == [0.01, 0.01]
     quiet = lambda *a, **k: None  # noqa: E731
-    flags = dict(dataset="mnist-sample", hidden=32, epochs=2, lr=0.05, seed=1, quiet=True)
+    flags = dict(dataset="mnist-sample", hidden=32, epochs=2, lr=0.05, seed=1, quiet=True, init_scale=(0.01, 0.01))
     raw = run(TrainConfig(pixels="raw", **flags), log=quiet)
-    unit = run(TrainConfig(**flags), log=quiet)
-    assert (record["results"][0]["val_acc"], record["results"][0]["test_acc"]) == (raw["val_acc"], raw["test_acc"])
-    # The flag reaches training: in 10 steps at lr 0.05, raw pixels saturate the hidden layer into
+    unit = run(TrainConfig(pixels="unit", **flags), log=quiet)
+    assert (record["results"][0]["val_acc"], record["results"][0]["test_acc"]) == (unit["val_acc"], unit["test_acc"])
+    # The flags reach training: in 10 steps at lr 0.05, raw pixels saturate the hidden layer into
     # features the output layer can use (measured 0.57 test accuracy); [0, 1] pixels leave every
     # hidden unit near 0.5 and the net still predicts one class (0.10).
     assert raw["test_acc"] > unit["test_acc"] + 0.2
@@ -54,7 +55,7 @@ def test_pytorch_loop_trains_the_same_network(tmp_path):
     """In float64 the PyTorch loop and nn_cuda end at the same weights, up to rounding."""
     torch = pytest.importorskip("torch")
     cfg = TrainConfig(dataset="mnist-sample", hidden=16, epochs=2, lr=0.5, dtype="float64", quiet=True,
-                      save=str(tmp_path / "w.npz"))
+                      pixels="unit", init_scale=COURSE_INIT_SCALE, save=str(tmp_path / "w.npz"))
     ours = run(cfg, log=lambda *a, **k: None)
     theirs = bench_lr.torch_run(torch, cfg, load_splits(cfg, log=lambda *a, **k: None))
     weights, _ = load_checkpoint(cfg.save)

@@ -153,7 +153,21 @@ def test_help_shows_the_defaults_that_exist(capsys):
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines: compare word by word
     for shown in (f"(default: {DEFAULT_LR})", "(default: 800)", "(default: numpy)", "(default: float32)",
-                  "(default: unit)", "hidden units H (default 1000, or the H of --init)"):
+                  "(default: raw)", "hidden units H (default 1000, or the H of --init)"):
         assert shown in text, shown
     # an unset option or an off switch has no default worth printing
     assert "(default: None)" not in text and "(default: False)" not in text
+
+
+def test_init_scale_draws_the_weights_and_is_refused_with_init(tmp_path, capsys):
+    from nn_cuda.model import COURSE_INIT_SCALE, init_parameters
+
+    saved = tmp_path / "w.npz"
+    assert main(["--dataset", "mnist-sample", "-n", "4", "--max-steps", "1", "--lr", "1e-12", "--quiet",
+                 "--init-scale", *map(str, COURSE_INIT_SCALE), "--save", str(saved)]) == 0
+    weights, _ = load_checkpoint(saved)
+    course = init_parameters(4, 0, scale=COURSE_INIT_SCALE)  # one step of lr 1e-12 moves nothing visible
+    assert np.allclose(weights["W1"], course["W1"], rtol=1e-6, atol=0)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--init", str(saved), "--init-scale", "0.1", "0.1"])
+    assert exit_info.value.code == 2 and "--init-scale" in capsys.readouterr().err

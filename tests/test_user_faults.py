@@ -27,7 +27,7 @@ from nn_cuda import grade, train, training
 from nn_cuda.adversarial.cli import main as adversarial_main
 from nn_cuda.backends.numpy_backend import NumpyBackend
 from nn_cuda.checkpoint import load_checkpoint
-from nn_cuda.config import EMULATED_EVAL_LIMIT
+from nn_cuda.config import DEFAULT_LR, EMULATED_EVAL_LIMIT
 from nn_cuda.divergence import STUCK_STEPS, DivergenceWatch
 from nn_cuda.parallel.data_parallel import DataParallel
 
@@ -128,7 +128,7 @@ def test_a_loss_stuck_far_above_a_uniform_guess_is_divergence():
     watch = DivergenceWatch(lr=1000, reg=0)
     verdicts = [watch.check(step, 78.0, weights_rms=5.0) for step in range(1, 2 * STUCK_STEPS)]
     first = next(step for step, verdict in enumerate(verdicts, 1) if verdict)
-    assert first == 1 + STUCK_STEPS and "--lr 0.5 (the default)" in verdicts[first - 1]
+    assert first == 1 + STUCK_STEPS and f"--lr {DEFAULT_LR:g} (the default)" in verdicts[first - 1]
     watch = DivergenceWatch(lr=1000, reg=0)  # a read-back back to normal starts the count again
     losses = [78.0] * 30 + [2.0] + [78.0] * STUCK_STEPS
     assert not any(watch.check(step, loss, 5.0) for step, loss in enumerate(losses, 1))
@@ -147,8 +147,8 @@ def test_absurd_initial_weights_are_blamed_not_the_learning_rate(tmp_path, capsy
 
 
 def test_a_kernel_backend_that_diverges_names_the_kernels_as_a_suspect():
-    verdict = DivergenceWatch(0.5, 1e-4, backend="cuda-cpu").check(3, float("nan"), weights_rms=0.01)
-    assert "--lr 0.05" in verdict and "python -m nn_cuda.grade --mode 4 --backend cuda-cpu" in verdict
+    verdict = DivergenceWatch(DEFAULT_LR, 1e-4, backend="cuda-cpu").check(3, float("nan"), weights_rms=0.01)
+    assert f"--lr {DEFAULT_LR / 10:g}" in verdict and "python -m nn_cuda.grade --mode 4 --backend cuda-cpu" in verdict
 
 
 def test_exploding_weights_and_nan_are_divergence_at_once():
@@ -445,7 +445,13 @@ def test_a_simulator_run_of_hours_says_so_before_it_starts():
 ], ids=["train", "grade", "bench", "data"])
 def test_ctrl_c_in_the_first_second_ends_in_one_line(command, tmp_path):
     # Ctrl-C while a command was still importing numpy & co. printed the traceback of an import.
-    for delay in (0.1, 0.2, 0.3, 0.5, 0.8):  # the imports take about 0.3 s on 2 cores
+    # A signal before the interpreter's own start-up is done is CPython's to report ("Fatal Python
+    # error: init_import_site"), before any line of the project runs. It takes about 0.04 s on an
+    # idle machine and grows with the load: the delays grow by as much as it took longer here.
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    slower = max(0.0, time.perf_counter() - started - 0.05)
+    for delay in (slower + base for base in (0.1, 0.2, 0.3, 0.5, 0.8)):  # the imports take about 0.3 s
         job = subprocess.Popen([sys.executable, "-m", *command], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "NN_CUDA_OFFLINE": "1"})
         time.sleep(delay)

@@ -283,9 +283,7 @@ def run_updater(comm, backend, params: model.Parameters, n_batches: int, epochs:
         X = X_dev[:n]
         backend.copy(backend.to_device(receive_buffer[:images].reshape(n, params.n_in)), X)
         labels = backend.to_device(receive_buffer[images:images + n].astype(np.int32))
-        model.forward(backend, params, workspace, X)
-        model.backward(backend, params, grads, workspace, X, labels, 1.0 / n)
-        model.sgd_update(backend, params, grads, lr, reg)
+        model.training_step(backend, params, grads, workspace, X, labels, 1.0 / n, lr, reg)
         u += 1
         result.samples += n
 

@@ -15,11 +15,12 @@ from dataclasses import fields
 import numpy as np
 
 from .. import model, parallel
+from ..model import COURSE_INIT_SCALE
 from ..backends import BACKENDS, get_backend
 from ..records import write_json
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..arguments import comma_separated, non_negative_int, pixel_radius, positive_float, positive_int
-from ..config import EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser, reword_help
+from ..config import EMULATED_EVAL_LIMIT, UNIT_PIXELS_LR, HelpFormatter, TrainConfig, build_parser, reword_help
 from ..data import DATASETS
 from ..divergence import likely_cause
 from ..interrupts import ends_in_one_line_when_interrupted
@@ -119,8 +120,14 @@ TRAIN_FLAGS_HELP = {
 }
 
 
+#: where adversarial training departs from nn_cuda.train's defaults: its attacks' eps is in [0, 1]
+#: pixel units, so pixels are in [0, 1], with the course's initialisation and the lr for them
+ADVERSARIAL_DEFAULTS = {"pixels": "unit", "init_scale": COURSE_INIT_SCALE, "lr": UNIT_PIXELS_LR}
+
+
 def train_parser() -> argparse.ArgumentParser:
     p = build_parser(f"{PROG} train")
+    p.set_defaults(**ADVERSARIAL_DEFAULTS)
     p.description = ("Adversarial training (each mini-batch replaced by its adversaries), serial or, "
                      "under mpirun with --async, with ranks 1..P-1 generating adversaries for rank 0.")
     a = p.add_argument_group("adversarial training")
@@ -157,7 +164,7 @@ def refused_flags(cfg: TrainConfig, adversarial_args) -> str | None:
     reasons: dict = {}
     for dest, (flag, reason) in REFUSED_TRAIN_FLAGS.items():
         value = getattr(cfg, dest)
-        if value != getattr(TrainConfig, dest):
+        if value != ADVERSARIAL_DEFAULTS.get(dest, getattr(TrainConfig, dest)):
             reasons.setdefault(reason, []).append(flag if isinstance(value, bool) else f"{flag} {value}")
     if adversarial_args.async_ and cfg.print_every:
         reasons.setdefault("--async splits the work its own way: rank 0 updates, the other ranks attack",

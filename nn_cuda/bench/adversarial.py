@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from ..backends import BACKENDS
 from ..arguments import comma_separated, int_at_least, pixel_radius, positive_float, positive_int
-from ..config import HelpFormatter
+from ..config import UNIT_PIXELS_LR, HelpFormatter
 from ..data import DATASETS
 from ..records import machine_info, machine_line, write_json
 from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment, run_child
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=positive_int, default=512)
     p.add_argument("--batch", type=positive_int, default=100)
     p.add_argument("--epochs", type=positive_int, default=3)
-    p.add_argument("--lr", type=positive_float, default=0.5)
+    p.add_argument("--lr", type=positive_float, default=UNIT_PIXELS_LR)
     p.add_argument("--eps", type=pixel_radius, default=0.1, help="training radius")
     p.add_argument("--eval-eps", type=comma_separated(pixel_radius), default=[0.05, 0.1, 0.2],
                    help="radii of the robustness table, comma-separated")

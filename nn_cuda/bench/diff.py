@@ -33,6 +33,7 @@ from ..backends import BACKENDS
 from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
 from ..config import TrainConfig
 from ..data import DATASETS
+from ..model import COURSE_INIT_SCALE
 from ..records import machine_info, machine_line, write_json
 from .common import backend_or_usage_error, default_backend
 
@@ -102,7 +103,9 @@ class Comparison:
 
     def __init__(self, backend, gemm, dataset, data_dir, seed):
         self.backend, self.gemm, self.seed = backend, gemm, seed
-        self.base_cfg = TrainConfig(dataset=dataset, data_dir=data_dir, seed=seed, quiet=True)
+        # pixels in [0, 1] with the course's initialisation: the base run these sweeps were built around
+        self.base_cfg = TrainConfig(dataset=dataset, data_dir=data_dir, seed=seed, quiet=True, pixels="unit",
+                                    init_scale=COURSE_INIT_SCALE)
         self._splits = {}
 
     def splits(self, cfg):
@@ -119,7 +122,7 @@ class Comparison:
         from ..training import train_with_snapshots
         from ..training import Diverged
 
-        init = model.init_parameters(cfg.hidden, cfg.seed)
+        init = model.init_parameters(cfg.hidden, cfg.seed, scale=cfg.init_scale)
         cfg64, cfg32 = cfg.replace(dtype="float64"), cfg.replace(dtype="float32")
         steps_per_epoch = -(-self.splits(cfg64).x_train.shape[0] // cfg.batch)
         cfg64 = cfg64.replace(print_every=steps_per_epoch)

@@ -1,10 +1,10 @@
 """`python -m nn_cuda.bench lr`: test accuracy of the default run as the learning rate and seed vary.
 
-This is the scan behind the default learning rate (README, "The learning rate"). For each lr and
-init seed it trains `python -m nn_cuda.train` with the other flags at their defaults (or as given)
-and records the validation and test accuracy; a run whose loss becomes NaN or Inf is recorded as
-diverged. With --pixels raw the runs see the course's raw 0-255 pixels instead (the course's
-lr = 0.001 was chosen for them), which shows how much of the slow start is due to the scaling.
+This is the scan behind the default learning rate (docs/training.md, "The default run"). For each lr
+and init seed it trains `python -m nn_cuda.train` with the other flags at their defaults (or as
+given) and records the validation and test accuracy; a run whose loss becomes NaN or Inf is recorded
+as diverged. --pixels unit and --init-scale scan other inputs and initialisations (pixels in [0, 1]
+and the course's 0.01 N(0, 1) weights learn slowly at first, which these scans show).
 
 With --torch (when PyTorch is installed; it is never a dependency) every run is repeated by a plain
 PyTorch loop written apart from nn_cuda: the same initial weights, the same batches in the same
@@ -24,6 +24,7 @@ from tqdm import tqdm
 from .. import model
 from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
 from ..config import DEFAULT_LR, TrainConfig
+from ..model import DEFAULT_INIT_SCALE
 from ..data import DATASETS, epoch_order
 from ..training import Diverged, load_splits, run, silent
 from ..records import machine_info, machine_line, write_json
@@ -33,8 +34,8 @@ def build_parser():
     p = argparse.ArgumentParser(prog="python -m nn_cuda.bench lr", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lr", type=comma_separated(positive_float),
-                   default=[0.3, 0.4, DEFAULT_LR, 0.6, 0.7, 0.8, 0.9, 1.0],
-                   help="comma-separated learning rates (default 0.3,0.4,...,1.0)")
+                   default=[DEFAULT_LR / 4, DEFAULT_LR / 2, DEFAULT_LR, DEFAULT_LR * 2.5, DEFAULT_LR * 5],
+                   help="comma-separated learning rates (default: the default lr times 1/4, 1/2, 1, 2.5, 5)")
     p.add_argument("--seeds", type=comma_separated(non_negative_int), default=[0, 1, 2],
                    help="comma-separated init seeds")
     p.add_argument("--dataset", choices=DATASETS, default="mnist-sample")
@@ -44,8 +45,10 @@ def build_parser():
     p.add_argument("-b", "--batch", type=positive_int, default=800)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--shuffle", action="store_true")
-    p.add_argument("--pixels", choices=("unit", "raw"), default="unit",
-                   help="unit: pixels / 255 (the default run); raw: 0-255 as the course fed them")
+    p.add_argument("--pixels", choices=("unit", "raw"), default=TrainConfig.pixels,
+                   help="raw: 0-255 as the course fed them (the default run); unit: pixels / 255")
+    p.add_argument("--init-scale", type=positive_float, nargs=2, default=DEFAULT_INIT_SCALE, metavar=("S1", "S2"),
+                   help="initial weights W1 ~ S1 N(0, 1), W2 ~ S2 N(0, 1)")
     p.add_argument("--torch", action="store_true", help="repeat every run with a plain PyTorch loop")
     p.add_argument("--json", metavar="PATH", help="write the results here")
     return p
@@ -65,7 +68,7 @@ def nn_cuda_run(cfg: TrainConfig, splits) -> dict:
 def torch_run(torch, cfg: TrainConfig, splits) -> dict:
     """The same training in plain PyTorch: accuracies and the final host parameters {W1, b1, W2, b2}."""
     dtype = {"float32": torch.float32, "float64": torch.float64}[cfg.dtype]
-    init = model.init_parameters(cfg.hidden, cfg.seed)
+    init = model.init_parameters(cfg.hidden, cfg.seed, scale=cfg.init_scale)
     W1, b1, W2, b2 = (torch.tensor(init[name], dtype=dtype, requires_grad=True)
                       for name in ("W1", "b1", "W2", "b2"))
     optimizer = torch.optim.SGD([{"params": [W1, W2], "weight_decay": cfg.reg}, {"params": [b1, b2]}],
@@ -113,7 +116,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"nn_cuda.bench lr: error: --torch needs PyTorch ({error})") from None
     base = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, hidden=args.hidden, epochs=args.epochs,
                        batch=args.batch, dtype=args.dtype, shuffle=args.shuffle,
-                       pixels=args.pixels)
+                       pixels=args.pixels, init_scale=args.init_scale)
     info = machine_info()
     # Loaded once, here: every run trains on these arrays, and a fallback to the bundled sample
     # is said once (the runs themselves are silent).
@@ -131,7 +134,8 @@ def main(argv=None) -> int:
     steps = max((r["steps"] for r in results if "steps" in r), default="?")
     print(f"test accuracy, {splits.dataset}, H={args.hidden} batch={args.batch} {args.epochs} epochs "
           f"({steps} steps) {args.dtype}" + (" --shuffle" if args.shuffle else ", file order")
-          + (", raw 0-255 pixels" if args.pixels == "raw" else "")
+          + (", raw 0-255 pixels" if args.pixels == "raw" else ", pixels in [0, 1]")
+          + f", W1 ~ {args.init_scale[0]:g} N(0, 1), W2 ~ {args.init_scale[1]:g} N(0, 1)"
           + ("; (PyTorch loop)" if torch is not None else ""))
     print(f"machine: {machine_line(info)}")
     print(f"{'lr':>8s} " + " ".join(f"{'seed ' + str(s):>18s}" for s in args.seeds))

@@ -36,6 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..backends import BACKENDS
+from ..config import TrainConfig
 from ..arguments import comma_separated, non_negative_int, one_of, positive_int
 from ..records import machine_info, machine_line, write_json
 from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment, run_child
@@ -175,7 +176,7 @@ def main(argv=None) -> int:
 
 
 class TimedStep:
-    """The step of train.train_loop, timed in phases on this rank (seconds added to `totals`):
+    """model.training_step, timed in phases on this rank (seconds added to `totals`):
 
     compute    forward, backward and update (less the communication started inside backward);
     wait       a barrier before the allreduce: the time this rank waits for the slowest one;
@@ -187,31 +188,53 @@ class TimedStep:
     def __init__(self, backend, model, params, grads, workspace, strategy, comm):
         self.backend, self.model, self.params = backend, model, params
         self.grads, self.workspace = grads, workspace
-        self.strategy, self.comm = strategy, comm
+        self.strategy = _BarrierBeforeAllreduce(strategy, backend, comm)
 
     def __call__(self, X, labels, n_global, totals: dict) -> None:
-        backend, model, strategy = self.backend, self.model, self.strategy
-        started, communicated_before = time.perf_counter(), strategy.allreduce_seconds
-        model.forward(backend, self.params, self.workspace, X, reduce_logits=strategy.reduce_logits)
-        model.backward(backend, self.params, self.grads, self.workspace, X, labels, 1.0 / n_global,
-                       after_layer2=strategy.after_layer2)
-        backend.synchronize()
-        wait_started = time.perf_counter()
-        self.comm.barrier()
-        waited = time.perf_counter() - wait_started
-        strategy.allreduce_gradients(self.grads)
-        model.sgd_update(backend, self.params, self.grads, 0.1, 1e-4)
-        backend.synchronize()
+        strategy = self.strategy
+        started = time.perf_counter()
+        communicated_before, waited_before = strategy.allreduce_seconds, strategy.waited
+        self.model.training_step(self.backend, self.params, self.grads, self.workspace, X, labels, 1.0 / n_global,
+                                 TrainConfig.lr, TrainConfig.reg, strategy)
+        self.backend.synchronize()
         communicated = strategy.allreduce_seconds - communicated_before
+        waited = strategy.waited - waited_before
         totals["wait"] += waited
         totals["allreduce"] += communicated
         totals["compute"] += time.perf_counter() - started - waited - communicated
 
 
+class _BarrierBeforeAllreduce:
+    """`strategy`, whose gradient allreduce first lets the device finish and waits at a barrier for
+    every rank, adding that wait to `waited`."""
+
+    def __init__(self, strategy, backend, comm):
+        self._strategy, self._backend, self._comm = strategy, backend, comm
+        self.waited = 0.0
+
+    @property
+    def reduce_logits(self):
+        return self._strategy.reduce_logits
+
+    @property
+    def after_layer2(self):
+        return self._strategy.after_layer2
+
+    @property
+    def allreduce_seconds(self) -> float:
+        return self._strategy.allreduce_seconds
+
+    def allreduce_gradients(self, grads) -> None:
+        self._backend.synchronize()
+        wait_started = time.perf_counter()
+        self._comm.barrier()
+        self.waited += time.perf_counter() - wait_started
+        self._strategy.allreduce_gradients(grads)
+
+
 def worker(args) -> int:
     from .. import model
     from ..backends import get_backend
-    from ..config import TrainConfig
     from ..parallel import abort_on_error
     from ..parallel import cost_model
     from ..parallel.data_parallel import DataParallel

@@ -87,9 +87,7 @@ class StepTimer(BlockTimer):
         k, b = self.step_count % self.n_batches, self.batch
         self.step_count += 1
         Xb, Yb = self.X[k * b : (k + 1) * b], self.Y[k * b : (k + 1) * b]
-        model.forward(self.backend, self.params, self.workspace, Xb)
-        model.backward(self.backend, self.params, self.grads, self.workspace, Xb, Yb, 1.0 / b)
-        model.sgd_update(self.backend, self.params, self.grads, self.lr, self.reg)
+        model.training_step(self.backend, self.params, self.grads, self.workspace, Xb, Yb, 1.0 / b, self.lr, self.reg)
 
     def _sync(self):
         self.backend.synchronize()

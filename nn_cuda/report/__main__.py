@@ -69,8 +69,9 @@ def update_docs(root: Path, write: bool) -> int:
         print(f"rewrote the result tables of {names}" if stale else "every result table was up to date")
         return 0
     if stale:
-        print(f"result tables differ from their JSON files in {names}; "
-              "`python -m nn_cuda.report --docs` regenerates them", file=sys.stderr)
+        blocks = [f"  {path.relative_to(root)} {block}" for path in stale for block in doc_tables.stale_blocks(path)]
+        print("\n".join([f"result tables differ from their JSON files in {names}:", *blocks,
+                         "`python -m nn_cuda.report --docs` regenerates them"]), file=sys.stderr)
         return 1
     print("every result table matches its JSON files")
     return 0

@@ -158,6 +158,17 @@ def documents(root: Path) -> list[Path]:
     return found
 
 
+def stale_blocks(path: Path) -> list[str]:
+    """"line N: the KIND table of FILES" for each generated block of `path` that its files no longer give."""
+    text = path.read_text()
+    found = []
+    for match in BLOCK.finditer(text):
+        if render(match["kind"], [path.parent / name for name in match["files"].split()]) != match["body"]:
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(f"line {line}: the {match['kind']} table of {match['files'].strip()}")
+    return found
+
+
 def refresh(root: Path, write: bool) -> list[Path]:
     """The documents under `root` whose generated blocks differ from their files (rewritten when
     `write`). Raises DocTableError, naming the document, when a block cannot be drawn."""

@@ -10,6 +10,7 @@ import math
 
 from .. import relative_errors
 from ..bench.common import format_ratio
+from ..model import COURSE_INIT_SCALE
 from ..outputs import write_text
 from ..profiling import PHASES
 from . import numbers
@@ -452,7 +453,7 @@ def lr_table(result) -> list[str]:
     lines += [f"Test accuracy on `{config['dataset']}`, H = {config['hidden']}, batch {config['batch']}, "
               f"{config['epochs']} epochs ({steps} steps), {config['dtype']}, "
               + ("raw 0-255 pixels (the course's input)" if config.get("pixels") == "raw" else "pixels in [0, 1]")
-              + ", one run per learning rate "
+              + init_scale_text(config.get("init_scale")) + ", one run per learning rate "
               "and init seed" + ("; in brackets the same run by a plain PyTorch loop (same initial "
                                  "weights and batches)." if with_torch else "."), ""]
     rows = []
@@ -467,6 +468,12 @@ def lr_table(result) -> list[str]:
         rows.append(cells)
     lines += table(["lr"] + [f"seed {s}" for s in seeds], rows) + [""]
     return lines
+
+
+def init_scale_text(scale) -> str:
+    """", W1 ~ 0.003 N(0, 1), W2 ~ 0.01 N(0, 1)"; a record older than the flag was the course's init."""
+    s1, s2 = scale or COURSE_INIT_SCALE
+    return f", W1 ~ {s1:g} N(0, 1), W2 ~ {s2:g} N(0, 1)"
 
 
 def accuracy_cell(value) -> str:
