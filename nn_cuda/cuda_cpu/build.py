@@ -1,9 +1,12 @@
-"""Building kernels/*.cu for the CPU: the host C++ compiler, one shared library per kernel file.
+"""Building CUDA C for the CPU: the host C++ compiler, one shared library per kernel file or code.
 
-A library holds runtime.h (the CUDA built-ins on fibers), the kernel file unchanged, and a table of
-the template instances that `nn_cuda.kernel_info.name_expressions` lists for it, in that order. It is
-built once into the private build cache, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default
-`~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run loads it at once.
+A library holds runtime.h (the CUDA built-ins on fibers), the kernel code unchanged, and a table of
+its instances in the order given: for kernels/*.cu the template instances that
+`nn_cuda.kernel_info.name_expressions` lists (`library_path`, `load_library`); for any CUDA C code
+(RawModule, raw_module.py), its name expressions and extern "C" kernels, compiled with NVRTC-style
+options (`host_flags`, `code_library`, `load_code`). It is built once into the private build cache,
+`$NN_CUDA_CACHE_DIR/cuda_cpu` (default `~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run
+loads it at once.
 
 A library is named by the files it was built from, the way ccache's direct mode finds a result:
 every build writes the compiler's own list of the files its preprocessor read (-MD), the kernel
@@ -12,12 +15,15 @@ keyed by what is known before compiling (the translation unit, the compiler and 
 flags). A lookup reads that manifest and hashes the files it lists, now: an edit to any of them gives
 another name, which is not in the cache, so the kernel is built again. The build writes temporary
 files and renames them, so concurrent ranks are safe. `load_library` loads a library only after
-checking that it is what was built, and rebuilds one that is not, saying so in one line.
+checking that it is what was built, and rebuilds one that is not, saying so in one line. A code
+string is part of its translation unit, hence of the key; the compiler's messages call it
+CODE_NAME, its lines numbered from 1.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import os
 import subprocess
@@ -41,7 +47,52 @@ CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
 
 
 class KernelBuildError(KernelFailure):
-    """A kernel file does not compile for the CPU; the message holds the compiler's diagnostics."""
+    """A kernel file or RawModule code does not compile for the CPU; the message holds the compiler's
+    diagnostics."""
+
+
+# ---- NVRTC's options for the host compiler ----------------------------------------------------------
+
+#: NVRTC options about GPU code only (architecture, registers, float modes of the GPU): ignored
+_GPU_ONLY_OPTIONS = ("-arch", "--gpu-architecture", "-use_fast_math", "--use_fast_math", "-ftz", "--ftz",
+                     "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-lineinfo",
+                     "--generate-line-info", "-G", "--device-debug", "-maxrregcount", "--maxrregcount",
+                     "-restrict", "--restrict", "-default-device", "--extra-device-vectorization")
+#: -std values: the runtime needs C++17, which compiles C++11 and C++14 code too
+_STANDARDS = {"c++11": "c++17", "c++14": "c++17", "c++17": "c++17", "c++20": "c++20"}
+
+
+def host_flags(options) -> list[str]:
+    """The host compiler's flags for NVRTC-style `options` (CuPy's RawModule options): -I<dir> and
+    --include-path=<dir> (made absolute), -D<name>[=value] and --define-macro=, -U<name> and
+    --undefine-macro=, -std=c++11|14|17|20 (11 and 14 build as C++17); options about GPU code only
+    (-arch, --use_fast_math, -lineinfo, ...) are ignored. Any other raises ValueError naming it."""
+    if isinstance(options, str) or not all(isinstance(option, str) for option in options):
+        raise TypeError(f"options must be a tuple of strings, like NVRTC's, got {options!r}")
+    flags = []
+    for given in options:
+        option = _short_form(given)
+        name, _, value = option.partition("=")
+        if option.startswith("-I") and len(option) > 2:
+            flags.append(f"-I{Path(option[2:]).expanduser().resolve()}")  # as NVRTC, from the current folder
+        elif option.startswith(("-D", "-U")) and len(option) > 2:
+            flags.append(option)
+        elif name in ("-std", "--std") and value in _STANDARDS:
+            flags.append(f"-std={_STANDARDS[value]}")
+        elif name in _GPU_ONLY_OPTIONS:
+            continue
+        else:
+            raise ValueError(f"the CPU runner does not take the option {given!r}: it takes -I<dir>, "
+                             "-D<name>[=value], -U<name>, -std=c++11|14|17|20 and ignores GPU-only options")
+    return flags
+
+
+def _short_form(option: str) -> str:
+    """--include-path=DIR -> -IDIR, --define-macro=X -> -DX, --undefine-macro=X -> -UX."""
+    for long, short in (("--include-path=", "-I"), ("--define-macro=", "-D"), ("--undefine-macro=", "-U")):
+        if option.startswith(long):
+            return short + option[len(long):]
+    return option
 
 
 def find_compiler() -> str:
@@ -52,28 +103,66 @@ def find_compiler() -> str:
         raise BackendUnavailable(str(missing)) from None
 
 
-def translation_unit(kernel_file: Path, instances: list[str]) -> str:
-    """The C++ source of one library: the runtime, the kernel file, its instance table."""
+def _unit(body: str, instances) -> str:
     rows = "".join(f"    NN_CUDA_CPU_INSTANCE({name}),\n" for name in instances)
     return (
-        f'#include "{RUNTIME_HEADER.as_posix()}"\n'
-        f'#include "{kernel_file.resolve().as_posix()}"\n\n'
+        f'#include "{RUNTIME_HEADER.as_posix()}"\n{body}\n'
         f"static const nn_cuda_cpu::Instance instances[] = {{\n{rows}}};\n"
         "NN_CUDA_CPU_EXPORT(instances)\n"
     )
 
 
-def _build_plan(filename: str, check: bool) -> tuple[str, list, str, Path]:
-    """(compiler, flags, translation unit, the manifest of kernels/<filename>'s build in the cache)."""
+def translation_unit(kernel_file: Path, instances: list[str]) -> str:
+    """The C++ source of one library: the runtime, the kernel file, its instance table."""
+    return _unit(f'#include "{kernel_file.resolve().as_posix()}"\n', instances)
+
+
+#: how the compiler's messages name a RawModule's code (its lines are numbered from 1)
+CODE_NAME = "(RawModule code)"
+
+
+def code_unit(code: str, instances) -> str:
+    """The C++ source of a library built from a code string: the runtime, the code, its instances."""
+    return _unit(f'#line 1 "{CODE_NAME}"\n{code}\n#line 1 "(the instance table of the RawModule code)"\n',
+                 instances)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """One build: what is compiled, how, where its manifest is, and how messages name it."""
+
+    compiler: str
+    flags: list
+    unit: str
+    manifest: Path
+    stem: str  # names the generated source: "gemm_naive" -> gemm_naive_cpu.cpp
+    what: str  # "kernels/gemm_naive.cu"
+    table: str  # what the generated source file holds: "the instance table of gemm_naive.cu"
+
+
+def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool) -> _Plan:
     compiler = find_compiler()
-    kernel_file = kernel_info.kernel_path(filename)
-    unit = translation_unit(kernel_file, kernel_info.name_expressions(filename))
-    flags = [*BASE_FLAGS, *(CHECK_FLAGS if check else ()), f"-I{kernel_file.parent}"]
+    flags = [*BASE_FLAGS, *(CHECK_FLAGS if check else ()), *extra_flags]
     key = hashlib.sha256()
     for part in (unit, compiler, host_compiler.compiler_version(compiler), " ".join(flags)):
         key.update(part.encode())
         key.update(b"\0")
-    return compiler, flags, unit, build_cache.folder() / f"{Path(filename).stem}-{key.hexdigest()[:16]}{_MANIFEST}"
+    manifest = build_cache.folder() / f"{stem}-{key.hexdigest()[:16]}{_MANIFEST}"
+    return _Plan(compiler, flags, unit, manifest, stem, what, table)
+
+
+def _file_plan(filename: str, check: bool) -> _Plan:
+    """The build of kernels/<filename> with every instance kernel_info lists for it."""
+    kernel_file = kernel_info.kernel_path(filename)
+    unit = translation_unit(kernel_file, kernel_info.name_expressions(filename))
+    return _plan(unit, [f"-I{kernel_file.parent}"], Path(filename).stem, f"kernels/{filename}",
+                 f"the instance table of {filename}", check)
+
+
+def _code_plan(code: str, flags, instances, check: bool) -> _Plan:
+    """The build of a code string with host compiler `flags` (see host_flags) and `instances`."""
+    return _plan(code_unit(code, instances), list(flags), "raw_module", "the RawModule code",
+                 "the instance table of the RawModule code", check)
 
 
 #: the manifest's suffix: the files the preprocessor read for one translation unit, one per line
@@ -99,11 +188,21 @@ def _cached_library(manifest: Path) -> Path | None:
     return library if library.is_file() else None
 
 
+def _built(plan: _Plan) -> Path:
+    """The cached library of a plan, built first if missing or if a file it was built from changed."""
+    return _cached_library(plan.manifest) or _compile(plan)
+
+
 def library_path(filename: str, check: bool) -> Path:
     """The cached shared library of kernels/<filename>, built first if missing or if a file it was
     built from has changed since."""
-    compiler, flags, unit, manifest = _build_plan(filename, check)
-    return _cached_library(manifest) or _compile(compiler, flags, unit, manifest, filename)
+    return _built(_file_plan(filename, check))
+
+
+def code_library(code: str, flags, instances, check: bool) -> Path:
+    """The cached shared library of a code string (host compiler `flags`, from host_flags) holding
+    `instances`, in that order: name expressions or names of extern "C" kernels."""
+    return _built(_code_plan(code, flags, instances, check))
 
 
 def load_library(filename: str, check: bool) -> tuple[ctypes.CDLL, str]:
@@ -112,16 +211,25 @@ def load_library(filename: str, check: bool) -> tuple[ctypes.CDLL, str]:
     Built first if missing; a cached library that is not what was built (build_cache.open_verified)
     is never loaded: it is built again, and one line on stderr says why.
     """
-    target = library_path(filename, check)
+    return _load(_file_plan(filename, check))
+
+
+def load_code(code: str, flags, instances, check: bool) -> tuple[ctypes.CDLL, str]:
+    """load_library for a code string (see code_library)."""
+    return _load(_code_plan(code, flags, instances, check))
+
+
+def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
+    target = _built(plan)
     descriptor, problem = build_cache.open_verified(target)
     if descriptor is None:
-        print(f"nn_cuda: the cached CPU build of kernels/{filename} ({target.name}) {problem}; building it again",
+        print(f"nn_cuda: the cached CPU build of {plan.what} ({target.name}) {problem}; building it again",
               file=sys.stderr)
         build_cache.discard(target)
-        library_path(filename, check)
+        _built(plan)
         descriptor, problem = build_cache.open_verified(target)
         if descriptor is None:
-            raise KernelBuildError(f"the CPU build of kernels/{filename} {problem} right after it was built, in "
+            raise KernelBuildError(f"the CPU build of {plan.what} {problem} right after it was built, in "
                                    f"{target.parent}; set NN_CUDA_CACHE_DIR to a folder of your own")
     # The descriptor stays open: the library is never unloaded, and nm reads it through it.
     return (ctypes.CDLL(build_cache.loader_path(descriptor, target)),
@@ -133,16 +241,17 @@ _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permissi
                    "cannot open output file", "Disk quota exceeded")
 
 
-def _compile(compiler: str, flags: list, unit: str, manifest: Path, filename: str) -> Path:
+def _compile(plan: _Plan) -> Path:
     """Build the library, then store it under the name of the files it was built from, and the list
     of those files as the manifest; return the library's path."""
+    manifest, what = plan.manifest, plan.what
     # Built under a name of this process's, then renamed: another rank may build the same library.
     temporary = manifest.with_name(f".{manifest.stem}.{os.getpid()}.part")
     with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
-        source = Path(work) / f"{Path(filename).stem}_cpu.cpp"
-        source.write_text(unit)
+        source = Path(work) / f"{plan.stem}_cpu.cpp"
+        source.write_text(plan.unit)
         depfile = Path(work) / "files_read.d"
-        command = [compiler, *flags, "-MD", "-MF", str(depfile), "-o", str(temporary), str(source)]
+        command = [plan.compiler, *plan.flags, "-MD", "-MF", str(depfile), "-o", str(temporary), str(source)]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if result.returncode != 0:
@@ -150,12 +259,12 @@ def _compile(compiler: str, flags: list, unit: str, manifest: Path, filename: st
                                 if any(failure in line for failure in _WRITE_FAILURES)), None)
                 if written is not None:
                     raise BackendUnavailable(
-                        f"the CPU build of kernels/{filename} could not be written to {manifest.parent} "
+                        f"the CPU build of {what} could not be written to {manifest.parent} "
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
                 # The generated file is deleted with `work`: name it by what it holds.
-                log = result.stderr.strip().replace(str(source), f"(the instance table of {filename})")
+                log = result.stderr.strip().replace(str(source), f"({plan.table})")
                 raise KernelBuildError(
-                    f"kernels/{filename} does not compile for the CPU ({Path(compiler).name} exited with "
+                    f"{what} does not compile for the CPU ({Path(plan.compiler).name} exited with "
                     f"status {result.returncode}):\n{log}"
                 )
             # The unit itself is in the manifest's key; the files it reads name the library.
@@ -167,7 +276,7 @@ def _compile(compiler: str, flags: list, unit: str, manifest: Path, filename: st
             return target
         except OSError as error:
             raise BackendUnavailable(
-                f"the CPU build of kernels/{filename} could not be written to {manifest.parent} "
+                f"the CPU build of {what} could not be written to {manifest.parent} "
                 f"({error.strerror or error}); free space there or set NN_CUDA_CACHE_DIR to a writable folder"
             ) from None
         finally:

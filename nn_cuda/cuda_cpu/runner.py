@@ -1,9 +1,10 @@
 """Launching the CPU build of a kernel: arguments as CUDA passes them, and the checking mode.
 
-`KernelLibrary(filename, check)` loads the shared library of one kernels/*.cu file (built by
-`build.load_library`), checks that each instance's C signature is the one `nn_cuda.kernel_launch`
-declares, and runs a `KernelLaunch`: every argument is passed by address in an array of pointers,
-as cuLaunchKernel takes them.
+`LoadedKernels(library, tool_path, check)` runs the instances of any loaded library by their index:
+every argument is passed by address in an array of pointers, as cuLaunchKernel takes them.
+`KernelLibrary(filename, check)` is that for one kernels/*.cu file (built by `build.load_library`):
+it checks that each instance's C signature is the one `nn_cuda.kernel_launch` declares, and runs a
+`KernelLaunch`. RawModule (raw_module.py) runs any CUDA C code through LoadedKernels too.
 
 Checking mode (`check=True`, what NN_CUDA_CPU_CHECK=1 turns on):
 - each array argument is copied into memory of its own with inaccessible pages right after its end
@@ -34,8 +35,16 @@ from .. import kernel_launch
 from ..backends.base import KernelFailure
 from .build import load_library
 
-_SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float,
-                  "double": ctypes.c_double}
+#: runtime.h's name of each scalar parameter type -> how ctypes passes it
+SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float,
+                 "double": ctypes.c_double}
+# the other scalar types runtime.h names (RawModule's kernels)
+SCALAR_CTYPES.update({
+    "bool": ctypes.c_bool, "char": ctypes.c_byte, "char (unsigned)": ctypes.c_ubyte, "signed char": ctypes.c_byte,
+    "unsigned char": ctypes.c_ubyte, "short": ctypes.c_short, "unsigned short": ctypes.c_ushort,
+    "unsigned int": ctypes.c_uint, "long": ctypes.c_long, "unsigned long": ctypes.c_ulong,
+    "unsigned long long": ctypes.c_ulonglong,
+})
 _SIGNALS = {
     4: "an index outside a __shared__ or local array (trapped by -fsanitize=bounds)",  # SIGILL
     7: "a misaligned or invalid memory access",  # SIGBUS
@@ -64,50 +73,49 @@ def _seed_from_environment() -> int:
                          "checking mode's thread orders) or unset it") from None
 
 
-class KernelLibrary:
-    """The compiled instances of one kernel file."""
+class LoadedKernels:
+    """The instances of one loaded library, launched by their index in its instance table."""
 
-    def __init__(self, filename: str, instances: list[str], check: bool):
-        self.filename = filename
+    def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool):
         self.check = check
-        self._lib, self._tool_path = load_library(filename, check)
+        self._lib, self._tool_path = library, tool_path
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
-        self._index = {name: i for i, name in enumerate(instances)}
-        if self._lib.nn_cuda_cpu_instance_count() != len(instances):
-            raise KernelError(f"the CPU build of kernels/{filename} does not hold {len(instances)} instances")
-        for name, i in self._index.items():
-            compiled = tuple(self._lib.nn_cuda_cpu_signature(i).decode().split(","))
-            declared = kernel_launch.c_signature(name)
-            if compiled != declared:
-                raise KernelError(
-                    f"kernels/{filename}: {name} takes ({', '.join(compiled)}) but the launch table "
-                    f"declares ({', '.join(declared)}); update SIGNATURES in nn_cuda/kernel_launch.py"
-                )
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         if check:
             self._set_shared_regions()
 
-    def run(self, launch: kernel_launch.KernelLaunch) -> None:
-        kernel_launch.check_arguments(launch, lambda x: isinstance(x, np.ndarray))
+    def count(self) -> int:
+        """How many instances the library holds."""
+        return self._lib.nn_cuda_cpu_instance_count()
+
+    def signature(self, index: int) -> tuple:
+        """The C parameter types of instance `index`, as runtime.h names them: ('const float*', 'int')."""
+        text = self._lib.nn_cuda_cpu_signature(index).decode()
+        return tuple(text.split(",")) if text else ()
+
+    def launch(self, index: int, launch, names: list[str]) -> None:
+        """Run instance `index` with `launch` (kernel, grid, block, args, signature, write_only:
+        a kernel_launch.KernelLaunch or alike, its arguments already checked); `names` name its
+        parameters in messages. KernelError when it faults or breaks a barrier."""
         if self.check:
-            with _CheckedBuffers(launch) as buffers:
+            with _CheckedBuffers(launch, names) as buffers:
                 # Twice, in two thread orders, from the same start: a race-free kernel writes the
                 # same bits both times (nothing here is atomic or timed).
                 start = buffers.snapshot()
-                self._call(launch, buffers.pointers(), buffers.describe_fault)
+                self._call(index, launch, buffers.pointers(), buffers.describe_fault)
                 first = buffers.snapshot()
                 buffers.restore(start)
-                self._call(launch, buffers.pointers(), buffers.describe_fault)
+                self._call(index, launch, buffers.pointers(), buffers.describe_fault)
                 buffers.assert_same_as(first)
                 buffers.copy_back()
             buffers.assert_no_poison_left()
         else:
             pointers = [x.ctypes.data if isinstance(x, np.ndarray) else None for x in launch.args]
-            self._call(launch, pointers, lambda address: "")
+            self._call(index, launch, pointers, lambda address: "")
 
-    def _call(self, launch, pointers, describe_fault) -> None:
+    def _call(self, index, launch, pointers, describe_fault) -> None:
         values = [
-            ctypes.c_void_p(pointer) if pointer is not None else _SCALAR_CTYPES[c_type](value)
+            ctypes.c_void_p(pointer) if pointer is not None else SCALAR_CTYPES[c_type](value)
             for value, pointer, c_type in zip(launch.args, pointers, launch.signature)
         ]
         args = (ctypes.c_void_p * len(values))(*[ctypes.addressof(value) for value in values])
@@ -116,7 +124,7 @@ class KernelLibrary:
         fault = (ctypes.c_longlong * 8)()
         message = ctypes.create_string_buffer(_MESSAGE_BYTES)
         status = self._lib.nn_cuda_cpu_launch(
-            self._index[launch.kernel], grid, block, args, launch.kernel.encode(), int(self.check),
+            index, grid, block, args, launch.kernel.encode(), int(self.check),
             ctypes.c_ulonglong(next(self._seeds)), fault, message, _MESSAGE_BYTES,
         )
         if status == 1:
@@ -142,6 +150,29 @@ class KernelLibrary:
         addresses = (ctypes.c_void_p * max(1, len(regions)))(*[a for a, _ in regions])
         sizes = (ctypes.c_size_t * max(1, len(regions)))(*[s for _, s in regions])
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
+
+
+class KernelLibrary(LoadedKernels):
+    """The compiled instances of one kernel file."""
+
+    def __init__(self, filename: str, instances: list[str], check: bool):
+        self.filename = filename
+        super().__init__(*load_library(filename, check), check)
+        self._index = {name: i for i, name in enumerate(instances)}
+        if self.count() != len(instances):
+            raise KernelError(f"the CPU build of kernels/{filename} does not hold {len(instances)} instances")
+        for name, i in self._index.items():
+            compiled = self.signature(i)
+            declared = kernel_launch.c_signature(name)
+            if compiled != declared:
+                raise KernelError(
+                    f"kernels/{filename}: {name} takes ({', '.join(compiled)}) but the launch table "
+                    f"declares ({', '.join(declared)}); update SIGNATURES in nn_cuda/kernel_launch.py"
+                )
+
+    def run(self, launch: kernel_launch.KernelLaunch) -> None:
+        kernel_launch.check_arguments(launch, lambda x: isinstance(x, np.ndarray))
+        self.launch(self._index[launch.kernel], launch, _parameter_names(launch))
 
 
 def _local_static_symbols(library: str) -> list[tuple[str, int]]:
@@ -221,13 +252,13 @@ class _GuardedCopy:
 class _CheckedBuffers:
     """Every array argument of one launch in a guarded copy (aliased arguments share one copy)."""
 
-    def __init__(self, launch: kernel_launch.KernelLaunch):
-        self.launch = launch
+    def __init__(self, launch: kernel_launch.KernelLaunch, names: list[str]):
+        self.launch, self.names = launch, names
         self.copies: dict[int, _GuardedCopy] = {}  # argument position -> copy
         self.poisoned: list[int] = []
 
     def __enter__(self):
-        launch, names = self.launch, _parameter_names(self.launch)
+        launch, names = self.launch, self.names
         arrays = {i: x for i, x in enumerate(launch.args) if isinstance(x, np.ndarray)}
         for i, array in arrays.items():
             twin = next((j for j in self.copies if _same_memory(arrays[j], array)), None)
@@ -263,7 +294,7 @@ class _CheckedBuffers:
             self.copies[i].view[...] = contents
 
     def assert_same_as(self, snapshot: dict) -> None:
-        names = _parameter_names(self.launch)
+        names = self.names
         for i, before in snapshot.items():
             now = self.copies[i].view
             differs = before.view(np.uint8).reshape(-1) != now.view(np.uint8).reshape(-1)
@@ -299,7 +330,7 @@ class _CheckedBuffers:
     def assert_no_poison_left(self) -> None:
         if not self.inputs_finite:
             return
-        names = _parameter_names(self.launch)
+        names = self.names
         for i in self.outputs:
             nan_at = np.argwhere(np.isnan(self.launch.args[i]))
             if len(nan_at):

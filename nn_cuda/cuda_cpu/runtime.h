@@ -347,6 +347,9 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
 
 // ---- the instances of one kernel file -------------------------------------------------------------
 
+// The C name of a parameter's type, as the Python side reads it (nn_cuda/cuda_cpu/arguments.py).
+// A typedef has its type's name (size_t is "unsigned long" on Linux); "?" is a type no launcher
+// passes (a struct, a reference, a vector type, a pointer to a pointer).
 template <typename T>
 const char* c_type_name()
 {
@@ -355,6 +358,16 @@ const char* c_type_name()
     if (std::is_same<T, int>::value) return "int";
     if (std::is_same<T, long long>::value) return "long long";
     if (std::is_same<T, unsigned int>::value) return "unsigned int";
+    if (std::is_same<T, bool>::value) return "bool";
+    if (std::is_same<T, char>::value) return std::is_signed<char>::value ? "char" : "char (unsigned)";
+    if (std::is_same<T, signed char>::value) return "signed char";
+    if (std::is_same<T, unsigned char>::value) return "unsigned char";
+    if (std::is_same<T, short>::value) return "short";
+    if (std::is_same<T, unsigned short>::value) return "unsigned short";
+    if (std::is_same<T, long>::value) return "long";
+    if (std::is_same<T, unsigned long>::value) return "unsigned long";
+    if (std::is_same<T, unsigned long long>::value) return "unsigned long long";
+    if (std::is_same<T, void>::value) return "void";  // as the element of void*
     return "?";
 }
 
@@ -475,7 +488,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
 
 inline void __syncthreads() { nn_cuda_cpu::barrier(); }
 
-// The instance table that follows the kernel file: NN_CUDA_CPU_INSTANCES(name expression, ...).
+// One row of the instance table that follows the kernel code: a template instance (a CuPy name
+// expression, "gemm_naive<float, false, true>") or the name of an extern "C" kernel ("saxpy").
 #define NN_CUDA_CPU_INSTANCE(...) \
     nn_cuda_cpu::Instance{&nn_cuda_cpu::run_thread<&__VA_ARGS__>, nn_cuda_cpu::signature_of(&__VA_ARGS__)}
 

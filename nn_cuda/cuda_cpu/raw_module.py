@@ -1,0 +1,179 @@
+"""CuPy's RawModule on the CPU: any CUDA C source, built by the host C++ compiler and run by the runner.
+
+    mod = RawModule(code=SOURCE, options=("-DN=4",), name_expressions=("scale<float>",))
+    kern = mod.get_function("scale<float>")  # a name expression, or an extern "C" kernel's name
+    kern((4,), (32,), (x, np.float32(2), np.int32(x.size)))  # NumPy arrays where CuPy takes CuPy arrays
+
+The module holds the instances named in `name_expressions` and every extern "C" __global__ kernel of
+the code (found in the code as the preprocessor leaves it, so one under `#if 0` is not); it is built
+at the first get_function (or compile()) through the private build cache (build.load_code), keyed
+by every file the preprocessor read. Options are NVRTC's, mapped by build.host_flags. Each argument
+is checked against the kernel's compiled C signature (arguments.py). The launch is the runner's
+(runner.LoadedKernels): a fault, or a thread that skips a barrier, raises KernelError naming the
+kernel; `check=True` (by default NN_CUDA_CPU_CHECK) runs it in the checking mode, where array
+arguments are named args[0], args[1], ... in its messages.
+
+Not supported: dynamic shared memory (shared_mem > 0, extern __shared__), cubin or PTX files
+(path=), get_global, and parameters of other types than arguments.py lists (structs, vector types).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import arguments, build
+from .runner import KernelError, LoadedKernels, check_mode_from_environment
+
+_MAX_DIMENSION = 2**31 - 1
+
+
+class RawModule:
+    """CUDA C code compiled for the CPU; keyword arguments as cupy.RawModule's, plus `check`."""
+
+    def __init__(self, *, code: str | None = None, path=None, options=(), backend: str = "nvrtc",
+                 translate_cucomplex: bool = False, enable_cooperative_groups: bool = False,
+                 name_expressions=None, jitify: bool = False, check: bool | None = None):
+        if path is not None:
+            raise ValueError("the CPU runner builds CUDA C source: pass it as code= (a cubin or PTX file, "
+                             "path=, runs on a GPU only)")
+        if not isinstance(code, str):
+            raise TypeError(f"code must be the CUDA C source as a str, got {type(code).__name__}")
+        if backend not in ("nvrtc", "nvcc"):
+            raise ValueError(f"backend must be 'nvrtc' or 'nvcc', got {backend!r}")
+        for flag, value in (("translate_cucomplex", translate_cucomplex),
+                            ("enable_cooperative_groups", enable_cooperative_groups), ("jitify", jitify)):
+            if value:
+                raise ValueError(f"{flag}=True is not supported by the CPU runner")
+        if isinstance(name_expressions, str) or not all(isinstance(n, str) for n in name_expressions or ()):
+            raise TypeError(f"name_expressions must be a tuple of strings, got {name_expressions!r}")
+        self.code = code
+        self.options = tuple(options)
+        self.name_expressions = tuple(name_expressions or ())
+        self.check = check_mode_from_environment() if check is None else bool(check)
+        self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
+        self._kernels: LoadedKernels | None = None
+        self._index: dict[str, int] = {}
+
+    def compile(self, log_stream=None) -> None:
+        """Build the module now (or load it from the cache) instead of at the first get_function."""
+        if self._kernels is not None:
+            return
+        found = extern_c_kernels(self.code, self._flags)
+        instances = list(dict.fromkeys([*self.name_expressions, *found]))
+        kernels = LoadedKernels(*build.load_code(self.code, self._flags, instances, self.check), self.check)
+        if kernels.count() != len(instances):
+            raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
+        self._index = {name: i for i, name in enumerate(instances)}
+        self._kernels = kernels
+
+    def get_function(self, name: str) -> RawKernel:
+        """The kernel `name`: one of name_expressions, or an extern "C" kernel of the code."""
+        self.compile()
+        if name not in self._index:
+            raise LookupError(
+                f"no kernel {name!r} in this RawModule; it holds {', '.join(map(repr, self._index)) or 'none'} "
+                "(a template instance must be listed in name_expressions, spelled the same)"
+            )
+        return RawKernel(name, self._index[name], self._kernels)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """What runner.LoadedKernels.launch reads of a launch (as of a kernel_launch.KernelLaunch)."""
+
+    kernel: str
+    grid: tuple
+    block: tuple
+    args: tuple
+    signature: tuple
+    write_only: tuple = ()
+
+
+class RawKernel:
+    """One kernel of a RawModule: kern(grid, block, args) launches it, as a cupy.RawKernel."""
+
+    def __init__(self, name: str, index: int, kernels: LoadedKernels):
+        self.name = name
+        self.signature = kernels.signature(index)  # the C parameter types, as runtime.h names them
+        self._index, self._kernels = index, kernels
+        bad = arguments.unsupported(self.signature)
+        if bad:
+            raise TypeError(
+                f"{name}: parameter {bad[0]} has a type the CPU runner cannot pass (a struct, a reference, a "
+                f"vector type, a pointer to a pointer): ({', '.join(self.signature)})"
+            )
+
+    def __call__(self, grid, block, args, *, shared_mem: int = 0, enable_cooperative_groups: bool = False):
+        if shared_mem:
+            raise ValueError(f"{self.name}: dynamic shared memory (shared_mem={shared_mem}) is not supported by "
+                             "the CPU runner; give the __shared__ array a fixed size")
+        if enable_cooperative_groups:
+            raise ValueError("enable_cooperative_groups=True is not supported by the CPU runner")
+        launch = _Launch(self.name, _dimensions("grid", grid), _dimensions("block", block),
+                         arguments.pack(self.name, self.signature, args), self.signature)
+        self._kernels.launch(self._index, launch, [f"args[{i}]" for i in range(len(launch.args))])
+
+
+def _dimensions(what: str, value) -> tuple:
+    """A grid or block as CuPy takes it (an int, or a tuple of 1 to 3 ints) -> (x, y, z)."""
+    shape = value if isinstance(value, (tuple, list)) else (value,)
+    if not 1 <= len(shape) <= 3:
+        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    for size in shape:
+        if isinstance(size, bool) or not hasattr(size, "__index__"):
+            raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+        if not 1 <= size <= _MAX_DIMENSION:
+            raise ValueError(f"{what} sizes must be 1 to {_MAX_DIMENSION}, got {value!r}")
+    return tuple(int(size) for size in shape) + (1,) * (3 - len(shape))
+
+
+# ---- the extern "C" kernels of a code ---------------------------------------------------------------
+
+_COMMENT_OR_TEXT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^()]*\)")
+_EXTERN_C = re.compile(r'\bextern\s*"C"\s*')
+_KERNEL = re.compile(r"\b__global__\b[^;{}()]*?\b([A-Za-z_]\w*)\s*\(")
+
+
+def extern_c_kernels(code: str, flags) -> list[str]:
+    """The names of the extern "C" __global__ kernels the code defines or declares, in order: in the
+    code as the host preprocessor leaves it with `flags` (so -D and #if count), or, when it cannot
+    preprocess it (the build will say why), in the code as written."""
+    text = _preprocessed(code, flags)
+    if text is None:
+        text = _COMMENT_OR_TEXT.sub(lambda m: m.group() if m.group()[0] in "\"'" else " ", code)
+    text = _LAUNCH_BOUNDS.sub(" ", text)
+    found: list[str] = []
+    for match in _EXTERN_C.finditer(text):
+        rest = text[match.end():]
+        # extern "C" { ... } or one declaration, up to its body or its semicolon
+        end = _closing_brace(rest) if rest.startswith("{") else len(re.split(r"[;{]", rest, maxsplit=1)[0]) + 1
+        found += [name for name in _KERNEL.findall(rest[:end]) if name not in found]
+    return found
+
+
+def _closing_brace(text: str) -> int:
+    depth = 0
+    for brace in re.finditer(r"[{}]", text):
+        depth += 1 if brace.group() == "{" else -1
+        if depth == 0:
+            return brace.end()
+    return len(text)
+
+
+def _preprocessed(code: str, flags) -> str | None:
+    """The code after the host preprocessor (runtime.h left out, so __global__ stays), or None."""
+    compiler = build.find_compiler()
+    with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
+        source = Path(work) / "raw_module.cu"
+        source.write_text(code)
+        try:
+            result = subprocess.run([compiler, "-x", "c++", "-std=c++17", *flags, "-E", "-P", str(source)],
+                                    capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    return result.stdout if result.returncode == 0 else None

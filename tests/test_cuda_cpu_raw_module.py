@@ -1,0 +1,187 @@
+"""RawModule on the CPU: any CUDA C source, run as CuPy's RawModule runs it on a GPU.
+
+Small kernels written here: an extern "C" kernel, a template instance named by a name expression,
+every scalar type, -D and -I options, arguments that do not fit the signature, a fault in the
+checking mode, and the project's own gemm_naive.cu through the public API. Each test builds into a
+cache folder of its own.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from nn_cuda import kernel_info
+from nn_cuda.cuda_cpu import KernelError, RawModule
+
+pytestmark = pytest.mark.slow  # each test builds a library (about a second)
+
+SAXPY = r"""
+extern "C" __global__ void saxpy(float* y, const float* x, float a, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = a * x[i] + y[i];
+    }
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NN_CUDA_CPU_CHECK", raising=False)
+
+
+def test_an_extern_c_kernel_runs_by_its_name():
+    kernel = RawModule(code=SAXPY).get_function("saxpy")
+    assert kernel.signature == ("float*", "const float*", "float", "int")
+    n = 70  # three blocks of 32, the last one partly outside
+    x = np.arange(n, dtype=np.float32)
+    y = np.full(n, 0.5, dtype=np.float32)
+    kernel((3,), (32,), (y, x, np.float32(2.0), np.int32(n)))
+    np.testing.assert_array_equal(y, 2 * x + 0.5)
+    # Python scalars are converted to the parameter's type; an int grid and block as in CuPy
+    kernel(3, 32, (y, x, -1.0, n))
+    np.testing.assert_array_equal(y, x + 0.5)
+
+
+def test_a_template_instance_runs_by_its_name_expression():
+    code = r"""
+    template <typename T, int TILE>
+    __global__ void reverse_tiles(const T* in, T* out, int n)
+    {
+        __shared__ T tile[TILE];
+        const int base = blockIdx.x * TILE;
+        const int t = threadIdx.x;
+        tile[t] = base + t < n ? in[base + t] : T(0);
+        __syncthreads();
+        if (base + t < n) {
+            out[base + t] = tile[TILE - 1 - t];
+        }
+    }
+    """
+    module = RawModule(code=code, name_expressions=("reverse_tiles<double, 8>", "reverse_tiles<float, 4>"))
+    values = np.arange(16, dtype=np.float64)
+    out = np.full(16, np.nan)
+    module.get_function("reverse_tiles<double, 8>")((2, 1), (8, 1, 1), (values, out, 16))
+    np.testing.assert_array_equal(out, np.concatenate([values[7::-1], values[:7:-1]]))
+    small = np.full(8, np.nan, dtype=np.float32)
+    module.get_function("reverse_tiles<float, 4>")(2, 4, (values[:8].astype(np.float32), small, 8))
+    np.testing.assert_array_equal(small, [3, 2, 1, 0, 7, 6, 5, 4])
+    with pytest.raises(LookupError, match=r"no kernel 'reverse_tiles<double,8>'.*name_expressions"):
+        module.get_function("reverse_tiles<double,8>")  # spelled otherwise: not the listed instance
+
+
+def test_every_scalar_type_reaches_the_kernel_with_its_value():
+    code = r"""
+    #include <cstddef>
+    extern "C" __global__ void scalars(double* out, unsigned char u8, signed char i8, short i16,
+                                       unsigned short u16, unsigned int u32, long long i64,
+                                       unsigned long long u64, size_t size, bool flag, float f, double d)
+    {
+        out[0] = u8; out[1] = i8; out[2] = i16; out[3] = u16; out[4] = u32; out[5] = (double)i64;
+        out[6] = (double)(u64 - 18446744073709551000ull); out[7] = (double)size; out[8] = flag ? 1.0 : -1.0;
+        out[9] = f; out[10] = d;
+    }
+    """
+    kernel = RawModule(code=code).get_function("scalars")
+    assert kernel.signature[1:] == ("unsigned char", "signed char", "short", "unsigned short", "unsigned int",
+                                    "long long", "unsigned long long", "unsigned long", "bool", "float", "double")
+    out = np.full(11, np.nan)
+    kernel(1, 1, (out, np.uint8(250), np.int8(-100), np.int16(-30000), np.uint16(60000), np.uint32(4000000000),
+                  np.int64(-2**40), np.uint64(18446744073709551615), np.uint64(2**33), np.bool_(True),
+                  np.float32(0.25), np.float64(-1e300)))
+    np.testing.assert_array_equal(out, [250, -100, -30000, 60000, 4000000000, -2**40, 615, 2**33, 1, 0.25, -1e300])
+    # the same values as Python scalars, converted to each parameter's type
+    out[:] = np.nan
+    kernel(1, 1, (out, 250, -100, -30000, 60000, 4000000000, -2**40, 18446744073709551615, 2**33, False,
+                  0.25, -1e300))
+    np.testing.assert_array_equal(out, [250, -100, -30000, 60000, 4000000000, -2**40, 615, 2**33, -1, 0.25, -1e300])
+
+
+def test_define_and_include_options_reach_the_code(tmp_path):
+    headers = tmp_path / "headers"
+    headers.mkdir()
+    (headers / "offset.cuh").write_text("#define OFFSET 100\n")
+    code = r"""
+    #include "offset.cuh"
+    #if SCALE == 3
+    extern "C" __global__ void affine(int* out) { out[threadIdx.x] = SCALE * threadIdx.x + OFFSET; }
+    #else
+    extern "C" __global__ void other(int* out) { out[threadIdx.x] = -1; }
+    #endif
+    """
+    module = RawModule(code=code, options=("-std=c++17", "-DSCALE=3", f"-I{headers}", "--use_fast_math"))
+    out = np.full(5, -7, dtype=np.int32)
+    module.get_function("affine")(1, 5, (out,))
+    np.testing.assert_array_equal(out, 3 * np.arange(5) + 100)
+    # the kernel under the #if branch not taken is not part of the module
+    with pytest.raises(LookupError, match="no kernel 'other'"):
+        module.get_function("other")
+    # an edit to the header builds again (the cache is keyed by every file the preprocessor read)
+    (headers / "offset.cuh").write_text("#define OFFSET 200\n")
+    RawModule(code=code, options=("-DSCALE=3", f"-I{headers}")).get_function("affine")(1, 5, (out,))
+    np.testing.assert_array_equal(out, 3 * np.arange(5) + 200)
+    with pytest.raises(ValueError, match=r"does not take the option '-O3'"):
+        RawModule(code=code, options=("-O3",))
+
+
+def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_parameter():
+    kernel = RawModule(code=SAXPY).get_function("saxpy")
+    y, x = np.zeros(4, np.float32), np.ones(4, np.float32)
+    with pytest.raises(TypeError, match=r"saxpy takes 4 arguments \(float\*, const float\*, float, int\), got 3"):
+        kernel(1, 4, (y, x, np.float32(1)))
+    with pytest.raises(TypeError, match=r"argument 1 \(const float\*\) takes an array of float32, got an array "
+                                        r"of float64"):
+        kernel(1, 4, (y, np.ones(4), np.float32(1), 4))
+    with pytest.raises(TypeError, match=r"argument 3 \(int\) takes a numpy.int32, got a numpy.int64"):
+        kernel(1, 4, (y, x, np.float32(1), np.int64(4)))
+    with pytest.raises(TypeError, match=r"argument 2 \(float\) takes a numpy.float32, got a numpy.float64"):
+        kernel(1, 4, (y, x, np.float64(1), 4))
+    with pytest.raises(TypeError, match=r"argument 3 \(int\): 4294967296 is outside the range of int32"):
+        kernel(1, 4, (y, x, 1.0, 2**32))
+    with pytest.raises(TypeError, match=r"argument 0 \(float\*\) takes a C-contiguous array"):
+        kernel(1, 4, (np.zeros(8, np.float32)[::2], x, 1.0, 4))
+    with pytest.raises(TypeError, match=r"argument 0 \(float\*\) takes a NumPy array, got a Python int"):
+        kernel(1, 4, (0, x, 1.0, 4))
+    assert not y.any()  # nothing ran
+    # a parameter of a type no argument can be passed to is refused when the kernel is asked for
+    struct = RawModule(code='struct Pair { int a, b; };\nextern "C" __global__ void pair(int* out, Pair p) {}\n')
+    with pytest.raises(TypeError, match=r"pair: parameter 1 has a type the CPU runner cannot pass .*\(int\*, \?\)"):
+        struct.get_function("pair")
+
+
+def test_a_write_past_the_end_in_the_checking_mode_raises_kernel_error(monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CPU_CHECK", "1")  # check=None follows the environment
+    module = RawModule(code=SAXPY)
+    assert module.check
+    kernel = module.get_function("saxpy")
+    y, x = np.zeros(40, np.float32), np.ones(64, np.float32)  # y is read: it is not poisoned
+    kernel(2, 32, (y, x, 3.0, 40))  # the correct bound: runs
+    np.testing.assert_array_equal(y, 3)
+    # n larger than y: threads 8..31 of block 1 write past its end (in a shuffled order)
+    with pytest.raises(KernelError, match=r"saxpy: an invalid memory access: an access (\d+) element\(s\) past the "
+                                          r"end of args\[0\] in thread \((\d+), 0, 0\) of block \(1, 0, 0\)") as raised:
+        kernel(2, 32, (y, x, 3.0, 64))
+    past, thread = (int(v) for v in re.search(r"an access (\d+) .* thread \((\d+),", str(raised.value)).groups())
+    assert past == 32 + thread - 40 + 1 and thread >= 8
+    np.testing.assert_array_equal(y, 3)  # a failed launch leaves the arrays as they were
+    kernel(2, 32, (y, x, 1.0, 40))  # Python survives, and the module still runs
+    np.testing.assert_array_equal(y, 4)
+
+
+def test_the_projects_naive_gemm_runs_through_raw_module():
+    filename = kernel_info.GEMM_KERNEL_FILES["naive"]
+    module = RawModule(code=kernel_info.kernel_source(filename), options=kernel_info.compile_options(),
+                       name_expressions=kernel_info.name_expressions(filename))
+    M, N, K = 19, 37, 11
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((M, K)), rng.standard_normal((N, K))  # B transposed
+    for dtype, name, tolerance in ((np.float64, "double", 1e-14), (np.float32, "float", 1e-6)):
+        kernel = module.get_function(kernel_info.gemm_kernel_name("naive", dtype, False, True))
+        assert kernel.signature[:3] == (f"const {name}*", f"const {name}*", f"{name}*")
+        C = np.full((M, N), np.nan, dtype=dtype)
+        kernel(((N + 31) // 32, (M + 7) // 8), (32, 8), (A.astype(dtype), B.astype(dtype), C, M, N, K, 1.0, 0.0))
+        reference = A @ B.T
+        assert np.linalg.norm(C - reference) / np.linalg.norm(reference) < tolerance
