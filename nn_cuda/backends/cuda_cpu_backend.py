@@ -1,8 +1,9 @@
 """The cuda-cpu backend: the CUDA C kernels of kernels/*.cu, unchanged, compiled and run on the CPU.
 
-Arrays are NumPy arrays. Each kernel file is built once for the CPU by the host C++ compiler (see
-nn_cuda/cuda_cpu/) and its kernels are launched through the same launch table as on a GPU, so this
-backend runs exactly the kernel code and launch code that the CuPy backend runs, only slower. With
+Arrays are NumPy arrays. Each kernel file is a `nn_cuda.cuda_cpu.RawModule` made of exactly what the
+CuPy backend gives `cupy.RawModule` (kernel_info.cupy_module_arguments), built once for the CPU by
+the host C++ compiler, and its kernels are launched through the same launch table as on a GPU, so
+this backend runs exactly the kernel code and launch code that the CuPy backend runs, only slower. With
 NN_CUDA_CPU_CHECK=1 in the environment every launch runs in the checking mode of
 nn_cuda/cuda_cpu/runner.py (shuffled threads, NaN-filled outputs and __shared__ memory, guarded
 buffers). The read-backs (loss, argmax) are NumPy's.
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import kernel_info
-from ..cuda_cpu.runner import KernelLibrary, check_mode_from_environment
+from .. import kernel_info, kernel_launch
+from ..cuda_cpu.raw_module import RawModule
+from ..cuda_cpu.runner import KernelError, check_mode_from_environment
 from .cuda_kernels import CudaKernelBackend
 from .numpy_backend import NumpyBackend
 
@@ -28,7 +30,8 @@ class CudaCpuBackend(CudaKernelBackend):
     def __init__(self, gemm=None, check: bool | None = None):
         super().__init__(gemm)
         self.check = check_mode_from_environment() if check is None else check
-        self._libraries: dict = {}
+        self._modules: dict = {}  # kernel file -> its RawModule
+        self._kernels: dict = {}  # name expression -> its RawKernel, its signature checked
         self._host = NumpyBackend()  # memory and read-backs are plain NumPy
 
     # ---- memory -------------------------------------------------------------------------------
@@ -58,11 +61,24 @@ class CudaCpuBackend(CudaKernelBackend):
         return x.ctypes.data
 
     def run_kernel(self, launch):
-        library = self._libraries.get(launch.file)
-        if library is None:
-            library = KernelLibrary(launch.file, kernel_info.name_expressions(launch.file), self.check)
-            self._libraries[launch.file] = library
-        library.run(launch)
+        kernel_launch.check_arguments(launch, self.is_array)  # as the CuPy backend does
+        kernel = self._kernels.get(launch.kernel) or self._kernel(launch.file, launch.kernel)
+        kernel.run_launch(launch, kernel_launch.PARAMETER_NAMES[kernel_launch.template_of(launch.kernel)])
+
+    def _kernel(self, filename: str, name: str):
+        """The kernel `name` of kernels/<filename>, once its compiled signature is the launch table's."""
+        module = self._modules.get(filename)
+        if module is None:
+            module = self._modules[filename] = kernel_module(filename, self.check)
+        kernel = module.get_function(name)
+        declared = kernel_launch.c_signature(name)
+        if kernel.signature != declared:
+            raise KernelError(
+                f"kernels/{filename}: {name} takes ({', '.join(kernel.signature)}) but the launch table "
+                f"declares ({', '.join(declared)}); update SIGNATURES in nn_cuda/kernel_launch.py"
+            )
+        self._kernels[name] = kernel
+        return kernel
 
     # ---- read-backs ----------------------------------------------------------------------------
     def cross_entropy_sum(self, P, labels):
@@ -73,3 +89,10 @@ class CudaCpuBackend(CudaKernelBackend):
 
     def argmax_rows(self, P):
         return self._host.argmax_rows(P)
+
+
+def kernel_module(filename: str, check: bool) -> RawModule:
+    """The RawModule of kernels/<filename> (or of $NN_CUDA_KERNEL_DIR's copy): what the CuPy backend
+    gives cupy.RawModule, named by the file's path in the compiler's messages."""
+    return RawModule(**kernel_info.cupy_module_arguments(filename), check=check,
+                     name=str(kernel_info.kernel_path(filename)))

@@ -1,23 +1,21 @@
-"""Building CUDA C for the CPU: the host C++ compiler, one shared library per kernel file or code.
+"""Building CUDA C for the CPU: the host C++ compiler, one shared library per code.
 
 A library holds runtime.h (the CUDA built-ins on fibers), the kernel code unchanged, and a table of
-its instances in the order given: for kernels/*.cu the template instances that
-`nn_cuda.kernel_info.name_expressions` lists (`library_path`, `load_library`); for any CUDA C code
-(RawModule, raw_module.py), its name expressions and extern "C" kernels, compiled with NVRTC-style
-options (`host_flags`, `code_library`, `load_code`). It is built once into the private build cache,
-`$NN_CUDA_CACHE_DIR/cuda_cpu` (default `~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run
-loads it at once.
+its instances in the order given: its name expressions and extern "C" kernels (RawModule,
+raw_module.py; the cuda-cpu backend builds each kernels/*.cu file that way, with the instances that
+`nn_cuda.kernel_info.name_expressions` lists). Options are NVRTC's, mapped by `host_flags`. It is
+built once into the private build cache, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default
+`~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run loads it at once.
 
 A library is named by the files it was built from, the way ccache's direct mode finds a result:
-every build writes the compiler's own list of the files its preprocessor read (-MD), the kernel
-file, every header, a header named by a macro, runtime.h and the system headers, into a manifest
-keyed by what is known before compiling (the translation unit, the compiler and its version, the
+every build writes the compiler's own list of the files its preprocessor read (-MD), the headers at
+any depth, a header named by a macro, runtime.h and the system headers, into a manifest keyed by what
+is known before compiling (the translation unit with the code, the compiler and its version, the
 flags). A lookup reads that manifest and hashes the files it lists, now: an edit to any of them gives
-another name, which is not in the cache, so the kernel is built again. The build writes temporary
-files and renames them, so concurrent ranks are safe. `load_library` loads a library only after
-checking that it is what was built, and rebuilds one that is not, saying so in one line. A code
-string is part of its translation unit, hence of the key; the compiler's messages call it
-CODE_NAME, its lines numbered from 1.
+another name, which is not in the cache, so the code is built again. The build writes temporary
+files and renames them, so concurrent ranks are safe. `load_code` loads a library only after
+checking that it is what was built, and rebuilds one that is not, saying so in one line. The
+compiler's messages call the code by the name it is given (a file's path), its lines numbered from 1.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import host_compiler, kernel_info
+from .. import host_compiler
 from ..backends.base import BackendUnavailable, KernelFailure
 from . import build_cache
 
@@ -112,19 +110,23 @@ def _unit(body: str, instances) -> str:
     )
 
 
-def translation_unit(kernel_file: Path, instances: list[str]) -> str:
-    """The C++ source of one library: the runtime, the kernel file, its instance table."""
-    return _unit(f'#include "{kernel_file.resolve().as_posix()}"\n', instances)
-
-
-#: how the compiler's messages name a RawModule's code (its lines are numbered from 1)
+#: how the compiler's messages name a RawModule's code given no name (its lines are numbered from 1)
 CODE_NAME = "(RawModule code)"
 
 
-def code_unit(code: str, instances) -> str:
-    """The C++ source of a library built from a code string: the runtime, the code, its instances."""
-    return _unit(f'#line 1 "{CODE_NAME}"\n{code}\n#line 1 "(the instance table of the RawModule code)"\n',
+def code_unit(code: str, instances, name: str | None = None) -> str:
+    """The C++ source of a library: the runtime, the code (called `name` in messages), its instances."""
+    return _unit(f"#line 1 {_quoted(name or CODE_NAME)}\n{code}\n#line 1 {_quoted(f'({_table_of(name)})')}\n",
                  instances)
+
+
+def _quoted(text: str) -> str:
+    """`text` as a C string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _table_of(name: str | None) -> str:
+    return f"the instance table of {Path(name).name if name else 'the RawModule code'}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,18 +153,10 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool)
     return _Plan(compiler, flags, unit, manifest, stem, what, table)
 
 
-def _file_plan(filename: str, check: bool) -> _Plan:
-    """The build of kernels/<filename> with every instance kernel_info lists for it."""
-    kernel_file = kernel_info.kernel_path(filename)
-    unit = translation_unit(kernel_file, kernel_info.name_expressions(filename))
-    return _plan(unit, [f"-I{kernel_file.parent}"], Path(filename).stem, f"kernels/{filename}",
-                 f"the instance table of {filename}", check)
-
-
-def _code_plan(code: str, flags, instances, check: bool) -> _Plan:
+def _code_plan(code: str, flags, instances, check: bool, name: str | None) -> _Plan:
     """The build of a code string with host compiler `flags` (see host_flags) and `instances`."""
-    return _plan(code_unit(code, instances), list(flags), "raw_module", "the RawModule code",
-                 "the instance table of the RawModule code", check)
+    return _plan(code_unit(code, instances, name), list(flags), Path(name).stem if name else "raw_module",
+                 name or "the RawModule code", _table_of(name), check)
 
 
 #: the manifest's suffix: the files the preprocessor read for one translation unit, one per line
@@ -193,30 +187,20 @@ def _built(plan: _Plan) -> Path:
     return _cached_library(plan.manifest) or _compile(plan)
 
 
-def library_path(filename: str, check: bool) -> Path:
-    """The cached shared library of kernels/<filename>, built first if missing or if a file it was
-    built from has changed since."""
-    return _built(_file_plan(filename, check))
-
-
-def code_library(code: str, flags, instances, check: bool) -> Path:
+def code_library(code: str, flags, instances, check: bool, name: str | None = None) -> Path:
     """The cached shared library of a code string (host compiler `flags`, from host_flags) holding
-    `instances`, in that order: name expressions or names of extern "C" kernels."""
-    return _built(_code_plan(code, flags, instances, check))
+    `instances`, in that order (name expressions or names of extern "C" kernels); built first if
+    missing or if a file it was built from has changed since."""
+    return _built(_code_plan(code, flags, instances, check, name))
 
 
-def load_library(filename: str, check: bool) -> tuple[ctypes.CDLL, str]:
-    """(the loaded library of kernels/<filename>, a name under which another process reads it).
+def load_code(code: str, flags, instances, check: bool, name: str | None = None) -> tuple[ctypes.CDLL, str]:
+    """(the loaded library of code_library, a name under which another process reads it).
 
-    Built first if missing; a cached library that is not what was built (build_cache.open_verified)
-    is never loaded: it is built again, and one line on stderr says why.
+    A cached library that is not what was built (build_cache.open_verified) is never loaded: it is
+    built again, and one line on stderr says why.
     """
-    return _load(_file_plan(filename, check))
-
-
-def load_code(code: str, flags, instances, check: bool) -> tuple[ctypes.CDLL, str]:
-    """load_library for a code string (see code_library)."""
-    return _load(_code_plan(code, flags, instances, check))
+    return _load(_code_plan(code, flags, instances, check, name))
 
 
 def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:

@@ -13,6 +13,8 @@ is checked against the kernel's compiled C signature (arguments.py). The launch 
 kernel; `check=True` (by default NN_CUDA_CPU_CHECK) runs it in the checking mode, where array
 arguments are named args[0], args[1], ... in its messages.
 
+The cuda-cpu backend builds each kernels/*.cu file as a RawModule too (backends/cuda_cpu_backend.py).
+
 Not supported: dynamic shared memory (shared_mem > 0, extern __shared__), cubin or PTX files
 (path=), get_global, and parameters of other types than arguments.py lists (structs, vector types).
 """
@@ -32,11 +34,14 @@ _MAX_DIMENSION = 2**31 - 1
 
 
 class RawModule:
-    """CUDA C code compiled for the CPU; keyword arguments as cupy.RawModule's, plus `check`."""
+    """CUDA C code compiled for the CPU; keyword arguments as cupy.RawModule's, plus `check` (the
+    checking mode; None: NN_CUDA_CPU_CHECK) and `name` (what the compiler's messages and the build
+    cache call the code, e.g. its file's path; None: "(RawModule code)")."""
 
     def __init__(self, *, code: str | None = None, path=None, options=(), backend: str = "nvrtc",
                  translate_cucomplex: bool = False, enable_cooperative_groups: bool = False,
-                 name_expressions=None, jitify: bool = False, check: bool | None = None):
+                 name_expressions=None, jitify: bool = False, check: bool | None = None,
+                 name: str | None = None):
         if path is not None:
             raise ValueError("the CPU runner builds CUDA C source: pass it as code= (a cubin or PTX file, "
                              "path=, runs on a GPU only)")
@@ -54,6 +59,7 @@ class RawModule:
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.check = check_mode_from_environment() if check is None else bool(check)
+        self.name = name
         self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
@@ -62,13 +68,21 @@ class RawModule:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
         if self._kernels is not None:
             return
-        found = extern_c_kernels(self.code, self._flags)
-        instances = list(dict.fromkeys([*self.name_expressions, *found]))
-        kernels = LoadedKernels(*build.load_code(self.code, self._flags, instances, self.check), self.check)
+        instances = self._instances()
+        kernels = LoadedKernels(*build.load_code(self.code, self._flags, instances, self.check, self.name),
+                                self.check)
         if kernels.count() != len(instances):
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
         self._index = {name: i for i, name in enumerate(instances)}
         self._kernels = kernels
+
+    def library_path(self) -> Path:
+        """The module's library in the build cache, built first if needed (not loaded)."""
+        return build.code_library(self.code, self._flags, self._instances(), self.check, self.name)
+
+    def _instances(self) -> list[str]:
+        """The name expressions, then the extern "C" kernels of the code."""
+        return list(dict.fromkeys([*self.name_expressions, *extern_c_kernels(self.code, self._flags)]))
 
     def get_function(self, name: str) -> RawKernel:
         """The kernel `name`: one of name_expressions, or an extern "C" kernel of the code."""
@@ -116,6 +130,12 @@ class RawKernel:
         launch = _Launch(self.name, _dimensions("grid", grid), _dimensions("block", block),
                          arguments.pack(self.name, self.signature, args), self.signature)
         self._kernels.launch(self._index, launch, [f"args[{i}]" for i in range(len(launch.args))])
+
+    def run_launch(self, launch, parameter_names) -> None:
+        """Run a launch whose arguments its launcher has already checked against this kernel's
+        signature (nn_cuda.kernel_launch's table: a KernelLaunch), with its parameter names for the
+        checking mode's messages and its `write_only` arguments NaN-filled there."""
+        self._kernels.launch(self._index, launch, list(parameter_names))
 
 
 def _dimensions(what: str, value) -> tuple:

@@ -1,10 +1,9 @@
 """Launching the CPU build of a kernel: arguments as CUDA passes them, and the checking mode.
 
-`LoadedKernels(library, tool_path, check)` runs the instances of any loaded library by their index:
-every argument is passed by address in an array of pointers, as cuLaunchKernel takes them.
-`KernelLibrary(filename, check)` is that for one kernels/*.cu file (built by `build.load_library`):
-it checks that each instance's C signature is the one `nn_cuda.kernel_launch` declares, and runs a
-`KernelLaunch`. RawModule (raw_module.py) runs any CUDA C code through LoadedKernels too.
+`LoadedKernels(library, tool_path, check)` runs the instances of a library loaded by
+`build.load_code` by their index: every argument is passed by address in an array of pointers, as
+cuLaunchKernel takes them. RawModule (raw_module.py) is how every caller gets one, the cuda-cpu
+backend included.
 
 Checking mode (`check=True`, what NN_CUDA_CPU_CHECK=1 turns on):
 - each array argument is copied into memory of its own with inaccessible pages right after its end
@@ -31,9 +30,7 @@ import subprocess
 
 import numpy as np
 
-from .. import kernel_launch
 from ..backends.base import KernelFailure
-from .build import load_library
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float,
@@ -152,29 +149,6 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
 
 
-class KernelLibrary(LoadedKernels):
-    """The compiled instances of one kernel file."""
-
-    def __init__(self, filename: str, instances: list[str], check: bool):
-        self.filename = filename
-        super().__init__(*load_library(filename, check), check)
-        self._index = {name: i for i, name in enumerate(instances)}
-        if self.count() != len(instances):
-            raise KernelError(f"the CPU build of kernels/{filename} does not hold {len(instances)} instances")
-        for name, i in self._index.items():
-            compiled = self.signature(i)
-            declared = kernel_launch.c_signature(name)
-            if compiled != declared:
-                raise KernelError(
-                    f"kernels/{filename}: {name} takes ({', '.join(compiled)}) but the launch table "
-                    f"declares ({', '.join(declared)}); update SIGNATURES in nn_cuda/kernel_launch.py"
-                )
-
-    def run(self, launch: kernel_launch.KernelLaunch) -> None:
-        kernel_launch.check_arguments(launch, lambda x: isinstance(x, np.ndarray))
-        self.launch(self._index[launch.kernel], launch, _parameter_names(launch))
-
-
 def _local_static_symbols(library: str) -> list[tuple[str, int]]:
     """(name, bytes) of the function-local static objects of a library, read with nm."""
     nm = shutil.which("nm")
@@ -252,7 +226,7 @@ class _GuardedCopy:
 class _CheckedBuffers:
     """Every array argument of one launch in a guarded copy (aliased arguments share one copy)."""
 
-    def __init__(self, launch: kernel_launch.KernelLaunch, names: list[str]):
+    def __init__(self, launch, names: list[str]):
         self.launch, self.names = launch, names
         self.copies: dict[int, _GuardedCopy] = {}  # argument position -> copy
         self.poisoned: list[int] = []
@@ -341,10 +315,6 @@ class _CheckedBuffers:
                     f"read poisoned memory ({poisoned}__shared__ memory before any thread wrote it) or "
                     "left elements unwritten"
                 )
-
-
-def _parameter_names(launch) -> list[str]:
-    return list(kernel_launch.PARAMETER_NAMES[kernel_launch.template_of(launch.kernel)])
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
