@@ -1,4 +1,5 @@
-// CUDA C on the CPU: just enough of the CUDA programming model to run kernels/*.cu unchanged.
+// CUDA C on the CPU: the CUDA programming model, enough to run kernels/*.cu and the CUDA C of
+// RawModule unchanged (device_functions.h, included at the end, adds CUDA's device functions).
 //
 // The host C++ compiler builds one shared library per kernel file: this header, then the .cu file,
 // then a table of the template instances the Python side asked for (see nn_cuda/cuda_cpu/build.py).
@@ -51,6 +52,8 @@ struct uint3 {
 };
 struct dim3 {
     unsigned int x, y, z;
+    constexpr dim3(unsigned int x = 1, unsigned int y = 1, unsigned int z = 1) : x(x), y(y), z(z) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
 };
 
 namespace nn_cuda_cpu {
@@ -63,6 +66,7 @@ struct Fiber {
     void* saved_sp = nullptr;  // where its registers were pushed when it last switched out
     uint3 thread_idx{};
     State state = State::ready;
+    unsigned votes = 0;  // how many __syncthreads_count/and/or it has passed in this block
 };
 
 extern "C" void nn_cuda_cpu_switch(void** save_sp, void* next_sp);
@@ -289,11 +293,33 @@ __attribute__((noinline)) void barrier()
     __asm__ __volatile__("" ::: "memory");
 }
 
+// __syncthreads_count: a barrier that also sums a predicate over the block. Three totals in turn:
+// a thread adds to total n % 3 and clears total (n + 1) % 3 before barrier n, and reads total n % 3
+// after it. Between two barriers, threads may still read total n - 1 (which nobody clears now) or
+// already add to total n + 1 (which was cleared before barrier n), so one barrier per vote is enough.
+static int vote_totals[3];
+
+size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
+
+int barrier_count(bool predicate)
+{
+    const unsigned n = current->votes++;
+    vote_totals[n % 3] += predicate ? 1 : 0;
+    vote_totals[(n + 1) % 3] = 0;
+    barrier();
+    return vote_totals[n % 3];
+}
+
 template <typename... Args>
 void report(const char* format, Args... args)
 {
     snprintf(launch.message, static_cast<size_t>(launch.message_size), format, args...);
 }
+
+// Ends the launch with launch.message already written (a failed device assert): status 1.
+constexpr int kReported = 2;  // what fault_exit's sigsetjmp returns then (a fault returns 1)
+
+[[noreturn]] void end_launch_reported() { siglongjmp(launch.fault_exit, kReported); }
 
 // Runs one block to its end; false (with launch.message set) when its threads disagree on barriers.
 bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
@@ -305,9 +331,11 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
         fiber.thread_idx = uint3{static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
                                  static_cast<unsigned>(t / (block.x * block.y))};
         fiber.state = State::ready;
+        fiber.votes = 0;
         fiber.saved_sp = stacks.initial_sp(t);
         order[t] = t;
     }
+    vote_totals[0] = vote_totals[1] = vote_totals[2] = 0;
     for (;;) {
         if (shuffle) {
             std::shuffle(order.begin(), order.end(), random);
@@ -451,7 +479,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     FaultHandlers handlers;
     handlers.install();
     volatile int status = 0;
-    if (sigsetjmp(launch.fault_exit, 1) == 0) {
+    switch (sigsetjmp(launch.fault_exit, 1)) {
+    case 0:
         for (unsigned z = 0; z < grid[2] && status == 0; ++z) {
             for (unsigned y = 0; y < grid[1] && status == 0; ++y) {
                 for (unsigned x = 0; x < grid[0] && status == 0; ++x) {
@@ -465,15 +494,21 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
                 }
             }
         }
-    } else {
+        break;
+    case kReported:
+        status = 1;
+        break;
+    default: {
         const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
         const long long info[8] = {fault_signal, reinterpret_cast<long long>(fault_address),
                                    thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z};
         memcpy(fault, info, sizeof(info));
         status = 2;
     }
+    }
     handlers.restore();
     current = nullptr;
+    fflush(stdout);  // the kernels' printf, written by the end of the launch as a GPU's by a sync
     return status;
 }
 
@@ -487,6 +522,21 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
 #define gridDim (::nn_cuda_cpu::grid_dim)
 
 inline void __syncthreads() { nn_cuda_cpu::barrier(); }
+
+// A failed assert() of <assert.h> or <cassert> in a kernel ends the launch with a KernelError, as a
+// GPU's device-side assert ends the kernel, instead of aborting the process. glibc's assert calls
+// __assert_fail; this library's own definition, hidden, is the one its code calls.
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
+    const char* expression, const char* file, unsigned int line, const char* function) noexcept
+{
+    const uint3 thread = nn_cuda_cpu::current != nullptr ? nn_cuda_cpu::current->thread_idx : uint3{0, 0, 0};
+    nn_cuda_cpu::report("%s: assertion `%s` failed (%s:%u, in %s) in thread (%u, %u, %u) of block (%u, %u, %u)",
+                        nn_cuda_cpu::launch.kernel, expression, file, line, function, thread.x, thread.y,
+                        thread.z, nn_cuda_cpu::block_idx.x, nn_cuda_cpu::block_idx.y, nn_cuda_cpu::block_idx.z);
+    nn_cuda_cpu::end_launch_reported();
+}
+
+#include "device_functions.h"
 
 // One row of the instance table that follows the kernel code: a template instance (a CuPy name
 // expression, "gemm_naive<float, false, true>") or the name of an extern "C" kernel ("saxpy").

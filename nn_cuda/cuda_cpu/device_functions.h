@@ -1,0 +1,194 @@
+// CUDA's device functions and types on the CPU, after runtime.h: what kernels call besides the
+// built-in variables and __syncthreads. Each one computes what the GPU computes, in the CPU's own
+// arithmetic (a fast-math intrinsic here is the exact libm function: a GPU's __expf is less exact).
+//
+// Not here yet: warp shuffles, votes and __syncwarp (a warp model), atomics, __constant__ and
+// extern __shared__. Calling one stops the build at the call with "the CPU runner does not support".
+#pragma once
+
+#include <atomic>
+#include <chrono>
+
+// ---- vector types: the layout and alignment of CUDA's -------------------------------------------
+
+#define NN_CUDA_CPU_VECTOR2(name, T, align)                                                     \
+    struct alignas(align) name {                                                                 \
+        T x, y;                                                                                  \
+    };                                                                                           \
+    inline name make_##name(T x, T y) { return name{x, y}; }
+#define NN_CUDA_CPU_VECTOR3(name, T)                                                            \
+    struct name {                                                                                \
+        T x, y, z;                                                                               \
+    };                                                                                           \
+    inline name make_##name(T x, T y, T z) { return name{x, y, z}; }
+#define NN_CUDA_CPU_VECTOR4(name, T, align)                                                     \
+    struct alignas(align) name {                                                                 \
+        T x, y, z, w;                                                                            \
+    };                                                                                           \
+    inline name make_##name(T x, T y, T z, T w) { return name{x, y, z, w}; }
+
+NN_CUDA_CPU_VECTOR2(char2, signed char, 2)
+NN_CUDA_CPU_VECTOR4(char4, signed char, 4)
+NN_CUDA_CPU_VECTOR2(uchar2, unsigned char, 2)
+NN_CUDA_CPU_VECTOR4(uchar4, unsigned char, 4)
+NN_CUDA_CPU_VECTOR2(short2, short, 4)
+NN_CUDA_CPU_VECTOR4(short4, short, 8)
+NN_CUDA_CPU_VECTOR2(ushort2, unsigned short, 4)
+NN_CUDA_CPU_VECTOR4(ushort4, unsigned short, 8)
+NN_CUDA_CPU_VECTOR2(int2, int, 8)
+NN_CUDA_CPU_VECTOR3(int3, int)
+NN_CUDA_CPU_VECTOR4(int4, int, 16)
+NN_CUDA_CPU_VECTOR2(uint2, unsigned int, 8)
+NN_CUDA_CPU_VECTOR4(uint4, unsigned int, 16)
+NN_CUDA_CPU_VECTOR2(longlong2, long long, 16)
+NN_CUDA_CPU_VECTOR2(ulonglong2, unsigned long long, 16)
+NN_CUDA_CPU_VECTOR2(float2, float, 8)
+NN_CUDA_CPU_VECTOR3(float3, float)
+NN_CUDA_CPU_VECTOR4(float4, float, 16)
+NN_CUDA_CPU_VECTOR2(double2, double, 16)
+NN_CUDA_CPU_VECTOR3(double3, double)
+NN_CUDA_CPU_VECTOR4(double4, double, 16)
+inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { return uint3{x, y, z}; }
+
+// ---- min and max: CUDA's global overloads, in the common type of the two --------------------------
+
+template <typename A, typename B>
+inline typename std::common_type<A, B>::type min(A a, B b)
+{
+    using C = typename std::common_type<A, B>::type;
+    if constexpr (std::is_floating_point<C>::value) {
+        return std::fmin(C(a), C(b));  // as fminf: a NaN loses to a number
+    } else {
+        return C(a) < C(b) ? C(a) : C(b);
+    }
+}
+
+template <typename A, typename B>
+inline typename std::common_type<A, B>::type max(A a, B b)
+{
+    using C = typename std::common_type<A, B>::type;
+    if constexpr (std::is_floating_point<C>::value) {
+        return std::fmax(C(a), C(b));
+    } else {
+        return C(a) < C(b) ? C(b) : C(a);
+    }
+}
+
+// ---- the fast-math intrinsics: here the exact functions ------------------------------------------
+
+inline float __expf(float x) { return expf(x); }
+inline float __exp10f(float x) { return powf(10.0f, x); }
+inline float __logf(float x) { return logf(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __log10f(float x) { return log10f(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline void __sincosf(float x, float* s, float* c) { *s = sinf(x), *c = cosf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __saturatef(float x) { return x != x ? 0.0f : fminf(fmaxf(x, 0.0f), 1.0f); }  // NaN -> 0
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+
+// ---- bits --------------------------------------------------------------------------------------------
+
+template <typename To, typename From>
+inline To nn_cuda_cpu_bit_cast(From value)
+{
+    static_assert(sizeof(To) == sizeof(From), "a bit cast keeps the size");
+    To result;
+    memcpy(&result, &value, sizeof(To));
+    return result;
+}
+inline int __float_as_int(float x) { return nn_cuda_cpu_bit_cast<int>(x); }
+inline unsigned int __float_as_uint(float x) { return nn_cuda_cpu_bit_cast<unsigned int>(x); }
+inline float __int_as_float(int x) { return nn_cuda_cpu_bit_cast<float>(x); }
+inline float __uint_as_float(unsigned int x) { return nn_cuda_cpu_bit_cast<float>(x); }
+inline long long __double_as_longlong(double x) { return nn_cuda_cpu_bit_cast<long long>(x); }
+inline double __longlong_as_double(long long x) { return nn_cuda_cpu_bit_cast<double>(x); }
+
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned int>(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned int __brev(unsigned int x)
+{
+    unsigned int reversed = 0;
+    for (int bit = 0; bit < 32; ++bit, x >>= 1) {
+        reversed = (reversed << 1) | (x & 1u);
+    }
+    return reversed;
+}
+inline int __mulhi(int a, int b) { return static_cast<int>((static_cast<long long>(a) * b) >> 32); }
+inline unsigned int __umulhi(unsigned int a, unsigned int b)
+{
+    return static_cast<unsigned int>((static_cast<unsigned long long>(a) * b) >> 32);
+}
+inline int nn_cuda_cpu_low24(int x) { return static_cast<int>(static_cast<unsigned int>(x) << 8) >> 8; }
+inline int __mul24(int a, int b) { return nn_cuda_cpu_low24(a) * nn_cuda_cpu_low24(b); }  // signed
+inline unsigned int __umul24(unsigned int a, unsigned int b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
+
+// ---- memory: loads, fences, a clock --------------------------------------------------------------------
+
+template <typename T>
+inline T __ldg(const T* address) { return *address; }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline long long clock64()  // nanoseconds: it only has to grow, as a GPU's cycle counter does
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---- barriers that count ---------------------------------------------------------------------------
+
+inline int __syncthreads_count(int predicate) { return nn_cuda_cpu::barrier_count(predicate != 0); }
+inline int __syncthreads_and(int predicate)
+{
+    return nn_cuda_cpu::barrier_count(predicate != 0) == static_cast<int>(nn_cuda_cpu::threads_in_block());
+}
+inline int __syncthreads_or(int predicate) { return nn_cuda_cpu::barrier_count(predicate != 0) != 0; }
+
+// ---- what the CPU runner cannot run yet: the build stops at the call, saying so --------------------------
+
+template <typename... A>
+constexpr bool nn_cuda_cpu_unsupported = false;
+#define NN_CUDA_CPU_UNSUPPORTED(function, what)                                                      \
+    template <typename... A>                                                                         \
+    inline int function(A...)                                                                        \
+    {                                                                                                \
+        static_assert(nn_cuda_cpu_unsupported<A...>, "the CPU runner does not support " #function   \
+                                                     " (" what ")");                                 \
+        return 0;                                                                                    \
+    }
+NN_CUDA_CPU_UNSUPPORTED(__shfl_sync, "warp shuffles")
+NN_CUDA_CPU_UNSUPPORTED(__shfl_up_sync, "warp shuffles")
+NN_CUDA_CPU_UNSUPPORTED(__shfl_down_sync, "warp shuffles")
+NN_CUDA_CPU_UNSUPPORTED(__shfl_xor_sync, "warp shuffles")
+NN_CUDA_CPU_UNSUPPORTED(__ballot_sync, "warp votes")
+NN_CUDA_CPU_UNSUPPORTED(__all_sync, "warp votes")
+NN_CUDA_CPU_UNSUPPORTED(__any_sync, "warp votes")
+NN_CUDA_CPU_UNSUPPORTED(__activemask, "warp votes")
+NN_CUDA_CPU_UNSUPPORTED(__syncwarp, "warp barriers")
+NN_CUDA_CPU_UNSUPPORTED(atomicAdd, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicSub, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicExch, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicMin, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicMax, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicCAS, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicAnd, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicOr, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicXor, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicInc, "atomics")
+NN_CUDA_CPU_UNSUPPORTED(atomicDec, "atomics")

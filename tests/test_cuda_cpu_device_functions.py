@@ -1,0 +1,203 @@
+"""CUDA's device functions and types on the CPU (nn_cuda/cuda_cpu/device_functions.h), each through
+RawModule against NumPy: vector types, dim3, min/max, fast-math and bit intrinsics, __ldg, fences,
+clock64, the counting barriers, device assert; and what is not supported yet stops the build naming
+it. The kernels are written here; one module holds most of them (one build)."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
+
+pytestmark = pytest.mark.slow  # each module is a build (about two seconds)
+
+FEATURES = r"""
+#include <cassert>
+
+static_assert(sizeof(float4) == 16 && alignof(float4) == 16, "float4 as CUDA lays it out");
+static_assert(sizeof(float2) == 8 && alignof(float2) == 8, "float2 as CUDA lays it out");
+static_assert(sizeof(double2) == 16 && alignof(double2) == 16, "double2 as CUDA lays it out");
+static_assert(sizeof(float3) == 12 && sizeof(int4) == 16 && sizeof(uchar4) == 4, "vector sizes");
+
+// Each thread loads one float4, scales it and stores it with make_float4; dim3 fills shape[0..5].
+extern "C" __global__ void vectors(const float* in, float* out, unsigned* shape)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float4 v = reinterpret_cast<const float4*>(in)[i];
+    reinterpret_cast<float4*>(out)[i] = make_float4(v.w, v.z * 2.0f, v.y, v.x + 1.0f);
+    if (i == 0) {
+        const dim3 one(7), two(7, 8);
+        const dim3 from_uint3(make_uint3(1, 2, 3));
+        shape[0] = one.y * 10 + one.z;
+        shape[1] = two.x * 10 + two.y;
+        shape[2] = from_uint3.z;
+        shape[3] = dim3(blockDim).x;
+    }
+}
+
+// min and max in the common type of their arguments, as CUDA's overloads.
+extern "C" __global__ void minmax(long long* out, float* fout)
+{
+    out[0] = min(-1, 2u);          // unsigned: -1 is 4294967295
+    out[1] = max(-1, 2);           // int
+    out[2] = min(-5LL, 3);         // long long
+    out[3] = max(7u, 9ull);        // unsigned long long
+    fout[0] = min(1.5f, 2);        // float
+    fout[1] = max(0.0f / 0.0f, 3.0f);  // a NaN loses, as with fmaxf
+}
+
+// One row per intrinsic: the fast-math functions, then bit casts and bit counts.
+extern "C" __global__ void intrinsics(const float* x, float* out, int* bits, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) {
+        return;
+    }
+    const float v = __ldg(x + i);
+    out[0 * n + i] = __expf(v);
+    out[1 * n + i] = __logf(v);
+    out[2 * n + i] = rsqrtf(v);
+    out[3 * n + i] = __saturatef(v - 1.0f);
+    out[4 * n + i] = __fdividef(1.0f, v);
+    out[5 * n + i] = __powf(v, 1.5f);
+    __threadfence();
+    bits[0 * n + i] = __float_as_int(v);
+    bits[1 * n + i] = __popc(static_cast<unsigned>(i) * 2654435761u);
+    bits[2 * n + i] = __clz(i);
+    bits[3 * n + i] = __ffs(i);
+    bits[4 * n + i] = static_cast<int>(__brev(static_cast<unsigned>(i)));
+    bits[5 * n + i] = __umulhi(0xFFFFFFFFu, static_cast<unsigned>(i));
+}
+
+// Three counting barriers in a row on every thread: count, and, or of threadIdx.x % k == 0.
+extern "C" __global__ void votes(int* out, int k)
+{
+    const bool p = threadIdx.x % k == 0;
+    for (int round = 0; round < 3; ++round) {
+        const int count = __syncthreads_count(p);
+        const int all = __syncthreads_and(p || round == 1);
+        const int any = __syncthreads_or(p && round == 2);
+        if (threadIdx.x == 0) {
+            out[3 * round + 0] = count;
+            out[3 * round + 1] = all;
+            out[3 * round + 2] = any;
+        }
+    }
+}
+
+// Device printf, one line per block.
+extern "C" __global__ void hello(int n)
+{
+    if (threadIdx.x == 0) {
+        printf("block %d of %d\n", blockIdx.x, n);
+    }
+}
+
+// The clock grows, and a device assert that fails on one thread.
+extern "C" __global__ void clock_and_assert(long long* ticks, int limit)
+{
+    const long long start = clock64();
+    __syncthreads();
+    ticks[threadIdx.x] = clock64() - start;
+    assert(static_cast<int>(threadIdx.x) < limit);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory):
+    import os
+
+    previous = os.environ.get("NN_CUDA_CACHE_DIR")
+    os.environ["NN_CUDA_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    try:
+        module = RawModule(code=FEATURES, check=False)
+        module.compile()
+        yield module
+    finally:
+        if previous is None:
+            del os.environ["NN_CUDA_CACHE_DIR"]
+        else:
+            os.environ["NN_CUDA_CACHE_DIR"] = previous
+
+
+def test_vector_types_and_dim3(features):
+    x = np.arange(32, dtype=np.float32)
+    out = np.full(32, np.nan, dtype=np.float32)
+    shape = np.zeros(4, dtype=np.uint32)
+    features.get_function("vectors")((2,), (4,), (x, out, shape))
+    v = x.reshape(-1, 4)
+    np.testing.assert_array_equal(out.reshape(-1, 4), np.stack([v[:, 3], 2 * v[:, 2], v[:, 1], v[:, 0] + 1], 1))
+    assert shape.tolist() == [11, 78, 3, 4]
+
+
+def test_min_and_max_take_the_common_type(features):
+    out = np.zeros(4, dtype=np.int64)
+    fout = np.full(2, np.nan, dtype=np.float32)
+    features.get_function("minmax")(1, 1, (out, fout))
+    assert out.tolist() == [2, 2, -5, 9] and fout.tolist() == [1.5, 3.0]
+
+
+def test_fast_math_and_bit_intrinsics_match_numpy(features):
+    n = 37
+    x = np.linspace(0.25, 4.0, n, dtype=np.float32)
+    out = np.full(6 * n, np.nan, dtype=np.float32)
+    bits = np.full(6 * n, -7, dtype=np.int32)
+    features.get_function("intrinsics")((2,), (32,), (x, out, bits, n))
+    x64 = x.astype(np.float64)
+    expected = [np.exp(x64), np.log(x64), 1 / np.sqrt(x64), np.clip(x64 - 1, 0, 1), 1 / x64, x64 ** 1.5]
+    for row, reference in zip(out.reshape(6, n), expected):
+        # float32 results of libm: within a few units of float32's 6e-8 of the float64 value
+        assert np.linalg.norm(row - reference) / np.linalg.norm(reference) < 1e-6
+    i = np.arange(n, dtype=np.uint64)
+    hashed = (i * 2654435761) % 2**32
+    brev = [int(f"{k:032b}"[::-1], 2) for k in range(n)]
+    expected_bits = [x.view(np.int32), [bin(h).count("1") for h in hashed],
+                     [32 - k.bit_length() for k in range(n)], [(k & -k).bit_length() for k in range(n)],
+                     np.array(brev, dtype=np.uint32).view(np.int32), ((0xFFFFFFFF * i) >> 32).astype(np.int32)]
+    for row, reference in zip(bits.reshape(6, n), expected_bits):
+        np.testing.assert_array_equal(row, np.asarray(reference, dtype=np.int32))
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_counting_barriers_count_the_block(tmp_path, monkeypatch, check):
+    # In the checking mode the threads run in shuffled orders: the totals must not depend on it.
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    kernel = RawModule(code=FEATURES, check=check).get_function("votes")
+    out = np.full(9, -1, dtype=np.int32)
+    kernel((2,), (64,), (out, np.int32(3)))
+    expected = [22, 0, 0,  22, 1, 0,  22, 0, 1]  # 22 of 64 threads have threadIdx.x % 3 == 0
+    assert out.tolist() == expected
+
+
+def test_device_printf_is_written_by_the_end_of_the_launch(features, capfd):
+    capfd.readouterr()
+    features.get_function("hello")((3,), (4,), (np.int32(3),))
+    assert capfd.readouterr().out.splitlines() == ["block 0 of 3", "block 1 of 3", "block 2 of 3"]
+
+
+def test_the_clock_grows_and_a_failed_assert_is_a_kernel_error(features):
+    kernel = features.get_function("clock_and_assert")
+    ticks = np.full(8, -1, dtype=np.int64)
+    kernel(1, 8, (ticks, np.int32(8)))  # every thread passes its assert
+    assert (ticks >= 0).all() and ticks.max() > 0
+    with pytest.raises(KernelError, match=r"clock_and_assert: assertion `static_cast<int>\(threadIdx.x\) < limit` "
+                                          r"failed \(.*:\d+, in .*\) in thread \(5, 0, 0\) of block \(0, 0, 0\)"):
+        kernel(1, 8, (ticks, np.int32(5)))
+    kernel(1, 8, (ticks, np.int32(8)))  # the process and the module go on
+
+
+@pytest.mark.parametrize("call, what", [
+    ("__shfl_down_sync(0xffffffffu, v, 1)", "__shfl_down_sync (warp shuffles)"),
+    ("atomicAdd(out, v)", "atomicAdd (atomics)"),
+    ("(__syncwarp(), v)", "__syncwarp (warp barriers)"),
+])
+def test_what_the_runner_cannot_run_stops_the_build_naming_it(tmp_path, monkeypatch, call, what):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    code = ('extern "C" __global__ void uses(float* out)\n{\n    float v = out[0];\n'
+            f"    out[1] = {call};\n}}\n")
+    with pytest.raises(KernelBuildError) as raised:
+        RawModule(code=code).get_function("uses")
+    message = str(raised.value)
+    assert f"the CPU runner does not support {what}" in message
+    assert "(RawModule code):4" in message  # the line of the call
