@@ -2,8 +2,8 @@
 // built-in variables and __syncthreads. Each one computes what the GPU computes, in the CPU's own
 // arithmetic (a fast-math intrinsic here is the exact libm function: a GPU's __expf is less exact).
 //
-// Not here yet: warp shuffles, votes and __syncwarp (a warp model), atomics, __constant__ and
-// extern __shared__. Calling one stops the build at the call with "the CPU runner does not support".
+// Not here yet: warp shuffles, votes and __syncwarp (a warp model), __constant__ and extern
+// __shared__. Calling one stops the build at the call with "the CPU runner does not support".
 #pragma once
 
 #include <atomic>
@@ -160,6 +160,83 @@ inline int __syncthreads_and(int predicate)
 }
 inline int __syncthreads_or(int predicate) { return nn_cuda_cpu::barrier_count(predicate != 0) != 0; }
 
+// ---- atomics ----------------------------------------------------------------------------------------
+// Real atomic operations (GCC's __atomic builtins), though the threads of a launch take turns on one
+// core today. A floating-point atomicAdd rounds in the order the threads come: it says so
+// (nn_cuda_cpu::float_atomics), and the checking mode then compares its two thread orders up to
+// that rounding instead of bit for bit.
+
+namespace nn_cuda_cpu {
+
+template <typename T, typename Update>
+T atomic_update(T* address, Update update)  // compare-and-swap on the value's bits until it holds
+{
+    using Bits = typename std::conditional<sizeof(T) == 8, unsigned long long, unsigned int>::type;
+    static_assert(sizeof(T) == sizeof(Bits), "atomics on 4- and 8-byte values");
+    Bits* bits = reinterpret_cast<Bits*>(address);
+    Bits expected = __atomic_load_n(bits, __ATOMIC_RELAXED);
+    for (;;) {
+        const T old = nn_cuda_cpu_bit_cast<T>(expected);
+        const Bits desired = nn_cuda_cpu_bit_cast<Bits>(static_cast<T>(update(old)));
+        if (__atomic_compare_exchange_n(bits, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            return old;
+        }
+    }
+}
+
+}  // namespace nn_cuda_cpu
+
+#define NN_CUDA_CPU_ATOMIC_INTEGER(T)                                                                 \
+    inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }              \
+    inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }              \
+    inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }                \
+    inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }              \
+    inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }            \
+    inline T atomicMin(T* a, T v) { return nn_cuda_cpu::atomic_update(a, [v](T old) { return v < old ? v : old; }); } \
+    inline T atomicMax(T* a, T v) { return nn_cuda_cpu::atomic_update(a, [v](T old) { return v > old ? v : old; }); } \
+    inline T atomicCAS(T* a, T compare, T v)                                                          \
+    {                                                                                                 \
+        __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);       \
+        return compare; /* the old value, whether or not it was swapped */                            \
+    }
+NN_CUDA_CPU_ATOMIC_INTEGER(int)
+NN_CUDA_CPU_ATOMIC_INTEGER(unsigned int)
+NN_CUDA_CPU_ATOMIC_INTEGER(unsigned long long)
+inline long long atomicMin(long long* a, long long v)
+{
+    return nn_cuda_cpu::atomic_update(a, [v](long long old) { return v < old ? v : old; });
+}
+inline long long atomicMax(long long* a, long long v)
+{
+    return nn_cuda_cpu::atomic_update(a, [v](long long old) { return v > old ? v : old; });
+}
+inline int atomicSub(int* a, int v) { return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }
+inline unsigned int atomicSub(unsigned int* a, unsigned int v) { return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }
+inline unsigned int atomicInc(unsigned int* a, unsigned int limit)  // wraps to 0 past limit
+{
+    return nn_cuda_cpu::atomic_update(a, [limit](unsigned int old) { return old >= limit ? 0u : old + 1; });
+}
+inline unsigned int atomicDec(unsigned int* a, unsigned int limit)  // wraps to limit below 0
+{
+    return nn_cuda_cpu::atomic_update(a, [limit](unsigned int old) { return old == 0 || old > limit ? limit : old - 1; });
+}
+inline float atomicAdd(float* a, float v)
+{
+    nn_cuda_cpu::float_atomics = true;
+    return nn_cuda_cpu::atomic_update(a, [v](float old) { return old + v; });
+}
+inline double atomicAdd(double* a, double v)
+{
+    nn_cuda_cpu::float_atomics = true;
+    return nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; });
+}
+inline float atomicExch(float* a, float v) { return nn_cuda_cpu::atomic_update(a, [v](float) { return v; }); }
+// The scoped variants: on one core every scope is the same.
+template <typename... A>
+inline auto atomicAdd_block(A... a) { return atomicAdd(a...); }
+template <typename... A>
+inline auto atomicAdd_system(A... a) { return atomicAdd(a...); }
+
 // ---- what the CPU runner cannot run yet: the build stops at the call, saying so --------------------------
 
 template <typename... A>
@@ -181,14 +258,3 @@ NN_CUDA_CPU_UNSUPPORTED(__all_sync, "warp votes")
 NN_CUDA_CPU_UNSUPPORTED(__any_sync, "warp votes")
 NN_CUDA_CPU_UNSUPPORTED(__activemask, "warp votes")
 NN_CUDA_CPU_UNSUPPORTED(__syncwarp, "warp barriers")
-NN_CUDA_CPU_UNSUPPORTED(atomicAdd, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicSub, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicExch, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicMin, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicMax, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicCAS, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicAnd, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicOr, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicXor, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicInc, "atomics")
-NN_CUDA_CPU_UNSUPPORTED(atomicDec, "atomics")

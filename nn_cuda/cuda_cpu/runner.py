@@ -48,6 +48,10 @@ _SIGNALS = {
     8: "an arithmetic fault (integer division by zero)",  # SIGFPE
     11: "an invalid memory access",  # SIGSEGV
 }
+#: itemsize -> how far two thread orders of a kernel with floating-point atomics may differ, relative
+#: to the array's largest magnitude: a sum of a few thousand terms in another order (float32: 2^-24
+#: per addition; float64: 2^-53)
+ROUNDING_RTOL = {4: 1e-4, 8: 1e-12}
 _GUARD_BYTES = 1 << 20  # inaccessible on each side of a checked buffer
 _MESSAGE_BYTES = 2048
 
@@ -97,13 +101,14 @@ class LoadedKernels:
         if self.check:
             with _CheckedBuffers(launch, names) as buffers:
                 # Twice, in two thread orders, from the same start: a race-free kernel writes the
-                # same bits both times (nothing here is atomic or timed).
+                # same bits both times, or, when it adds floating-point values atomically, the same
+                # values up to the rounding that depends on their order.
                 start = buffers.snapshot()
                 self._call(index, launch, buffers.pointers(), buffers.describe_fault)
                 first = buffers.snapshot()
                 buffers.restore(start)
                 self._call(index, launch, buffers.pointers(), buffers.describe_fault)
-                buffers.assert_same_as(first)
+                buffers.assert_same_as(first, rounding=bool(self._lib.nn_cuda_cpu_float_atomics()))
                 buffers.copy_back()
             buffers.assert_no_poison_left()
         else:
@@ -267,19 +272,31 @@ class _CheckedBuffers:
         for i, contents in snapshot.items():
             self.copies[i].view[...] = contents
 
-    def assert_same_as(self, snapshot: dict) -> None:
+    def assert_same_as(self, snapshot: dict, rounding: bool = False) -> None:
+        """KernelError unless every argument holds the same bits as in `snapshot`; with `rounding`
+        (the kernel added floating-point values atomically), floating-point arguments may differ
+        by what summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude."""
         names = self.names
         for i, before in snapshot.items():
             now = self.copies[i].view
-            differs = before.view(np.uint8).reshape(-1) != now.view(np.uint8).reshape(-1)
-            if differs.any():
+            if rounding and now.dtype.kind == "f":
+                scale = float(np.nanmax(np.abs(before), initial=0.0))
+                with np.errstate(invalid="ignore"):
+                    differs = ~((np.abs(before - now) <= ROUNDING_RTOL[now.dtype.itemsize] * scale)
+                                | (np.isnan(before) & np.isnan(now)))
+                differs = differs.reshape(-1)
+                flat = int(np.argmax(differs))
+            else:
+                differs = before.view(np.uint8).reshape(-1) != now.view(np.uint8).reshape(-1)
                 flat = int(np.argmax(differs)) // now.itemsize
+            if differs.any():
                 index = tuple(int(v) for v in np.unravel_index(flat, now.shape))
                 raise KernelError(
                     f"{self.launch.kernel}: the result depends on the order in which the threads of a "
                     f"block run between barriers ({names[i]}{list(index)} is {float(before[index]):.9g} in one order "
-                    f"and {float(now[index]):.9g} in another): threads race on __shared__ or global memory, "
-                    "e.g. a __syncthreads() is missing"
+                    f"and {float(now[index]):.9g} in another"
+                    + (", beyond the rounding of its floating-point atomics" if rounding else "")
+                    + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing"
                 )
 
     def pointers(self) -> list:

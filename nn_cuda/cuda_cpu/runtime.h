@@ -299,6 +299,10 @@ __attribute__((noinline)) void barrier()
 // already add to total n + 1 (which was cleared before barrier n), so one barrier per vote is enough.
 static int vote_totals[3];
 
+// Whether the launch added floating-point values atomically (device_functions.h): their sum then
+// depends on the order of the threads, within rounding.
+static bool float_atomics = false;
+
 size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
 
 int barrier_count(bool predicate)
@@ -472,6 +476,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     if (fibers.size() < threads) {
         fibers.resize(threads);
     }
+    float_atomics = false;
     block_dim = dim3{block[0], block[1], block[2]};
     grid_dim = dim3{grid[0], grid[1], grid[2]};
     std::mt19937_64 random(seed);
@@ -547,6 +552,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
 #define NN_CUDA_CPU_EXPORT(instances)                                                                   \
     extern "C" int nn_cuda_cpu_instance_count() { return sizeof(instances) / sizeof(instances[0]); }     \
     extern "C" const char* nn_cuda_cpu_signature(int i) { return instances[i].signature.c_str(); }       \
+    extern "C" int nn_cuda_cpu_float_atomics() { return nn_cuda_cpu::float_atomics; }                   \
     extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes, int n)        \
     {                                                                                                  \
         nn_cuda_cpu::shared_regions.clear();                                                           \
