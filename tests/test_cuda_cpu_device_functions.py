@@ -137,6 +137,43 @@ __global__ void column_sums(const T* x, T* sums, int rows, int cols)
     }
 }
 
+// A polynomial with coefficients in __constant__ memory; a __device__ counter of the threads.
+__constant__ float coefficients[3];
+__device__ int threads_run;
+
+extern "C" __global__ void polynomial(const float* x, float* out, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = coefficients[0] + x[i] * (coefficients[1] + x[i] * coefficients[2]);
+        atomicAdd(&threads_run, 1);
+    }
+}
+
+// Each block reverses its part of x through dynamic shared memory (shared_mem: blockDim.x floats);
+// with `skip`, the last thread leaves its element of the tile unwritten.
+extern "C" __global__ void reverse_blocks(const float* x, float* out, int skip)
+{
+    extern __shared__ float tile[];
+    const int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    if (!(skip && t == static_cast<int>(blockDim.x) - 1)) {
+        tile[t] = x[base + t];
+    }
+    __syncthreads();
+    out[base + t] = tile[blockDim.x - 1 - t];
+}
+
+// The same through raw aligned bytes, in any type.
+template <typename T>
+__global__ void reverse_bytes(const T* x, T* out)
+{
+    extern __shared__ __align__(16) unsigned char raw[];
+    T* tile = reinterpret_cast<T*>(raw);
+    tile[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}
+
 // A race the atomics do not excuse: thread 0 clears the total, the last thread reads it, no barrier.
 extern "C" __global__ void racy_total(const float* x, float* out)
 {
@@ -293,3 +330,48 @@ def test_a_race_is_still_reported_when_a_kernel_uses_float_atomics(tmp_path, mon
     with pytest.raises(KernelError, match=r"racy_total: the result depends on the order .* beyond the rounding "
                                           r"of its floating-point atomics"):
         kernel(1, 64, (np.ones(64, np.float32), out))
+
+
+def test_constant_and_device_variables_are_read_and_written_through_get_global(features):
+    coefficients = features.get_global("coefficients")
+    assert coefficients.dtype == np.uint8 and coefficients.size == 12
+    coefficients[:] = np.array([1.0, -2.0, 0.5], np.float32).view(np.uint8)
+    counter = features.get_global("threads_run").view(np.int32)
+    counter[0] = 0
+    x = np.linspace(-3, 3, 50, dtype=np.float32)
+    out = np.full(50, np.nan, np.float32)
+    features.get_function("polynomial")((2,), (32,), (x, out, np.int32(50)))
+    np.testing.assert_allclose(out, 1 - 2 * x + 0.5 * x * x, rtol=1e-6, atol=1e-6)
+    assert counter[0] == 50
+    with pytest.raises(LookupError, match="no __device__ or __constant__ variable 'missing'"):
+        features.get_global("missing")
+
+
+def test_extern_shared_memory_is_sized_by_shared_mem(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    module = RawModule(code=FEATURES, name_expressions=("reverse_bytes<double>",), check=False)
+    x = np.arange(96, dtype=np.float32)
+    out = np.full(96, np.nan, np.float32)
+    module.get_function("reverse_blocks")((3,), (32,), (x, out, np.int32(0)), shared_mem=32 * 4)
+    np.testing.assert_array_equal(out, x.reshape(3, 32)[:, ::-1].reshape(-1))
+    xd = np.arange(64, dtype=np.float64)
+    outd = np.full(64, np.nan)
+    module.get_function("reverse_bytes<double>")((2,), (32,), (xd, outd), shared_mem=32 * 8)
+    np.testing.assert_array_equal(outd, xd.reshape(2, 32)[:, ::-1].reshape(-1))
+    # a GPU's limit: 48 KiB unless the kernel's attribute raises it
+    kernel = module.get_function("reverse_blocks")
+    with pytest.raises(ValueError, match=r"shared_mem=65536 bytes is more than a block may have \(49152"):
+        kernel((3,), (32,), (x, out, np.int32(0)), shared_mem=64 * 1024)
+    kernel.max_dynamic_shared_size_bytes = 100 * 1024
+    kernel((3,), (32,), (x, out, np.int32(0)), shared_mem=64 * 1024)
+
+
+def test_an_unwritten_element_of_dynamic_shared_memory_is_caught_in_the_checking_mode(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    kernel = RawModule(code=FEATURES, check=True).get_function("reverse_blocks")
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    kernel((2,), (32,), (x, out, np.int32(0)), shared_mem=32 * 4)  # every element written: clean
+    # out[0] of each block reads the tile's unwritten last element: NaN, from NaN-free inputs
+    with pytest.raises(KernelError, match=r"2 element\(s\) of args\[1\] hold NaN after the launch \(first at index \(0,\)\)"):
+        kernel((2,), (32,), (x, out, np.int32(1)), shared_mem=32 * 4)

@@ -15,8 +15,11 @@ arguments are named args[0], args[1], ... in its messages.
 
 The cuda-cpu backend builds each kernels/*.cu file as a RawModule too (backends/cuda_cpu_backend.py).
 
-Not supported: dynamic shared memory (shared_mem > 0, extern __shared__), cubin or PTX files
-(path=), get_global, and parameters of other types than arguments.py lists (structs, vector types).
+`get_global(name)` gives the bytes of a __device__ or __constant__ variable as a writable NumPy array.
+
+`extern __shared__ T name[];` is sized by the launch's shared_mem (dynamic_shared_as_pointers).
+
+Not supported: cubin or PTX files (path=), and parameters of other types than arguments.py lists (structs, vector types).
 """
 
 from __future__ import annotations
@@ -27,10 +30,16 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from . import arguments, build
 from .runner import KernelError, LoadedKernels, check_mode_from_environment
 
 _MAX_DIMENSION = 2**31 - 1
+#: a block's dynamic shared memory on a GPU: 48 KiB unless the kernel's attribute raises it, to at
+#: most 227 KiB on sm_90 (the CPU runtime's region, runtime.h kDynamicSharedBytes)
+DEFAULT_DYNAMIC_SHARED_BYTES = 48 * 1024
+MAX_DYNAMIC_SHARED_BYTES = 227 * 1024
 
 
 class RawModule:
@@ -56,6 +65,7 @@ class RawModule:
         if isinstance(name_expressions, str) or not all(isinstance(n, str) for n in name_expressions or ()):
             raise TypeError(f"name_expressions must be a tuple of strings, got {name_expressions!r}")
         self.code = code
+        self._cpu_code = dynamic_shared_as_pointers(code)
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.check = check_mode_from_environment() if check is None else bool(check)
@@ -69,16 +79,23 @@ class RawModule:
         if self._kernels is not None:
             return
         instances = self._instances()
-        kernels = LoadedKernels(*build.load_code(self.code, self._flags, instances, self.check, self.name),
+        kernels = LoadedKernels(*build.load_code(self._cpu_code, self._flags, instances, self.check, self.name),
                                 self.check)
         if kernels.count() != len(instances):
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
         self._index = {name: i for i, name in enumerate(instances)}
         self._kernels = kernels
 
+    def get_global(self, name: str) -> np.ndarray:
+        """The bytes of the code's __device__ or __constant__ variable `name`, writable (a uint8 array
+        over the module's memory; `.view(np.float32)` reads them as floats), where cupy.RawModule's
+        get_global gives a device pointer: write them before a launch, read them after."""
+        self.compile()
+        return self._kernels.global_variable(name)
+
     def library_path(self) -> Path:
         """The module's library in the build cache, built first if needed (not loaded)."""
-        return build.code_library(self.code, self._flags, self._instances(), self.check, self.name)
+        return build.code_library(self._cpu_code, self._flags, self._instances(), self.check, self.name)
 
     def _instances(self) -> list[str]:
         """The name expressions, then the extern "C" kernels of the code."""
@@ -105,6 +122,7 @@ class _Launch:
     args: tuple
     signature: tuple
     write_only: tuple = ()
+    shared_mem: int = 0
 
 
 class RawKernel:
@@ -114,6 +132,8 @@ class RawKernel:
         self.name = name
         self.signature = kernels.signature(index)  # the C parameter types, as runtime.h names them
         self._index, self._kernels = index, kernels
+        #: the dynamic shared memory a launch may ask for, as CuPy's RawKernel attribute
+        self.max_dynamic_shared_size_bytes = DEFAULT_DYNAMIC_SHARED_BYTES
         bad = arguments.unsupported(self.signature)
         if bad:
             raise TypeError(
@@ -122,14 +142,23 @@ class RawKernel:
             )
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, enable_cooperative_groups: bool = False):
-        if shared_mem:
-            raise ValueError(f"{self.name}: dynamic shared memory (shared_mem={shared_mem}) is not supported by "
-                             "the CPU runner; give the __shared__ array a fixed size")
         if enable_cooperative_groups:
             raise ValueError("enable_cooperative_groups=True is not supported by the CPU runner")
         launch = _Launch(self.name, _dimensions("grid", grid), _dimensions("block", block),
-                         arguments.pack(self.name, self.signature, args), self.signature)
+                         arguments.pack(self.name, self.signature, args), self.signature,
+                         shared_mem=self._shared_bytes(shared_mem))
         self._kernels.launch(self._index, launch, [f"args[{i}]" for i in range(len(launch.args))])
+
+    def _shared_bytes(self, shared_mem) -> int:
+        """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless
+        raised, as with cudaFuncSetAttribute; at most MAX_DYNAMIC_SHARED_BYTES)."""
+        if isinstance(shared_mem, bool) or not hasattr(shared_mem, "__index__") or shared_mem < 0:
+            raise TypeError(f"{self.name}: shared_mem must be a number of bytes, got {shared_mem!r}")
+        limit = min(self.max_dynamic_shared_size_bytes, MAX_DYNAMIC_SHARED_BYTES)
+        if shared_mem > limit:
+            raise ValueError(f"{self.name}: shared_mem={shared_mem} bytes is more than a block may have ({limit}; "
+                             f"set max_dynamic_shared_size_bytes, up to {MAX_DYNAMIC_SHARED_BYTES}, as on a GPU)")
+        return int(shared_mem)
 
     def run_launch(self, launch, parameter_names) -> None:
         """Run a launch whose arguments its launcher has already checked against this kernel's
@@ -149,6 +178,21 @@ def _dimensions(what: str, value) -> tuple:
         if not 1 <= size <= _MAX_DIMENSION:
             raise ValueError(f"{what} sizes must be 1 to {_MAX_DIMENSION}, got {value!r}")
     return tuple(int(size) for size in shape) + (1,) * (3 - len(shape))
+
+
+# ---- extern __shared__ ------------------------------------------------------------------------------
+
+_EXTERN_SHARED = re.compile(
+    r"\bextern[ \t]+__shared__[ \t]+(?:(?:__align__|alignas)[ \t]*\([ \t]*\d+[ \t]*\)[ \t]+)?"
+    r"(?P<type>[A-Za-z_][\w: \t<>,]*?)[ \t]+(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*;")
+
+
+def dynamic_shared_as_pointers(code: str) -> str:
+    """`extern __shared__ T name[];` as a constant pointer to the CPU runtime's dynamic shared region,
+    on the same line (the compiler's line numbers stay the code's)."""
+    return _EXTERN_SHARED.sub(
+        lambda m: f"{m['type']}* const {m['name']} = reinterpret_cast<{m['type']}*>(::nn_cuda_cpu::dynamic_shared);",
+        code)
 
 
 # ---- the extern "C" kernels of a code ---------------------------------------------------------------

@@ -94,10 +94,21 @@ class LoadedKernels:
         text = self._lib.nn_cuda_cpu_signature(index).decode()
         return tuple(text.split(",")) if text else ()
 
+    def global_variable(self, name: str) -> np.ndarray:
+        """The bytes of the library's global variable `name` (a __device__ or __constant__ one at
+        global scope), writable: a uint8 view of the library's own memory. LookupError if none."""
+        sizes = dict(_data_symbols(self._tool_path, "RawModule.get_global finds variables"))
+        if name not in sizes:
+            raise LookupError(f"no __device__ or __constant__ variable {name!r} at global scope in this code")
+        address = ctypes.addressof(ctypes.c_ubyte.in_dll(self._lib, name))
+        return np.ctypeslib.as_array((ctypes.c_ubyte * sizes[name]).from_address(address))
+
     def launch(self, index: int, launch, names: list[str]) -> None:
         """Run instance `index` with `launch` (kernel, grid, block, args, signature, write_only:
         a kernel_launch.KernelLaunch or alike, its arguments already checked); `names` name its
         parameters in messages. KernelError when it faults or breaks a barrier."""
+        # the bytes of extern __shared__ (RawModule's shared_mem; the project's kernels use none)
+        self._lib.nn_cuda_cpu_set_dynamic_shared(ctypes.c_size_t(getattr(launch, "shared_mem", 0)))
         if self.check:
             with _CheckedBuffers(launch, names) as buffers:
                 # Twice, in two thread orders, from the same start: a race-free kernel writes the
@@ -154,19 +165,25 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
 
 
-def _local_static_symbols(library: str) -> list[tuple[str, int]]:
-    """(name, bytes) of the function-local static objects of a library, read with nm."""
+def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
+    """(name, bytes) of every data object a library defines, read with nm."""
     nm = shutil.which("nm")
     if nm is None:
-        raise KernelError("the checking mode finds __shared__ arrays with nm (binutils), which is missing")
+        raise KernelError(f"{purpose} with nm (binutils), which is missing")
     listing = subprocess.run([nm, "-P", "--defined-only", library], capture_output=True, text=True,
                              check=True, timeout=60).stdout
     found = []
     for line in listing.splitlines():
         fields = line.split()
-        if len(fields) == 4 and fields[0].lstrip("_").startswith("ZZ") and fields[1] in "bBdDuV":
+        if len(fields) == 4 and fields[1] in "bBdDuV":
             found.append((fields[0], int(fields[3], 16)))
     return found
+
+
+def _local_static_symbols(library: str) -> list[tuple[str, int]]:
+    """(name, bytes) of the function-local static objects of a library (__shared__ arrays among them)."""
+    return [(name, size) for name, size in _data_symbols(library, "the checking mode finds __shared__ arrays")
+            if name.lstrip("_").startswith("ZZ")]
 
 
 # ---- the checking mode's buffers --------------------------------------------------------------------

@@ -43,6 +43,9 @@
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
+// A global variable of the library: the Python side reads and writes it (RawModule.get_global).
+#define __constant__ __attribute__((used))
+#define __align__(n) alignas(n)
 // One static array per kernel instance: the blocks run one at a time, so it is the block's memory.
 // "used" keeps it (and its address) visible, so the compiler never assumes a barrier leaves it alone.
 #define __shared__ static __attribute__((used))
@@ -276,11 +279,19 @@ struct SharedRegion {
 };
 static std::vector<SharedRegion> shared_regions;  // told by the Python side (the library's symbols)
 
+// Dynamic shared memory (extern __shared__, sized by the launch's shared_mem): one fixed region,
+// since the blocks run one at a time. RawModule rewrites `extern __shared__ T name[];` into a
+// pointer to it (raw_module.py), so its address is a constant, as a GPU's shared window is.
+constexpr size_t kDynamicSharedBytes = 227 * 1024;  // the most an sm_90 GPU gives one block
+alignas(16) static unsigned char dynamic_shared[kDynamicSharedBytes];
+static size_t dynamic_shared_bytes = 0;  // the launch's shared_mem
+
 void poison_shared()
 {
     for (const SharedRegion& region : shared_regions) {
         memset(region.address, 0xFF, region.bytes);  // all-ones bytes: a NaN as float and as double
     }
+    memset(dynamic_shared, 0xFF, dynamic_shared_bytes);
 }
 
 // ---- the barrier ------------------------------------------------------------------------------------
@@ -553,6 +564,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" int nn_cuda_cpu_instance_count() { return sizeof(instances) / sizeof(instances[0]); }     \
     extern "C" const char* nn_cuda_cpu_signature(int i) { return instances[i].signature.c_str(); }       \
     extern "C" int nn_cuda_cpu_float_atomics() { return nn_cuda_cpu::float_atomics; }                   \
+    extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; } \
     extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes, int n)        \
     {                                                                                                  \
         nn_cuda_cpu::shared_regions.clear();                                                           \
