@@ -1,7 +1,8 @@
 """CUDA's device functions and types on the CPU (nn_cuda/cuda_cpu/device_functions.h), each through
 RawModule against NumPy: vector types, dim3, min/max, fast-math and bit intrinsics, __ldg, fences,
-clock64, the counting barriers, device printf and assert, atomics (in the checking mode too); and what
-is not supported yet stops the build naming it. The kernels are written here; one module holds most
+clock64, the counting barriers, device printf and assert, atomics (in the checking mode too),
+__constant__ and __device__ variables, extern __shared__; and what is not supported yet stops the build
+naming it (warps: tests/test_cuda_cpu_warps.py). The kernels are written here; one module holds most
 of them (one build)."""
 
 import numpy as np
@@ -273,9 +274,8 @@ def test_the_clock_grows_and_a_failed_assert_is_a_kernel_error(features):
 
 
 @pytest.mark.parametrize("call, what", [
-    ("__shfl_down_sync(0xffffffffu, v, 1)", "__shfl_down_sync (warp shuffles)"),
-    ("__ballot_sync(0xffffffffu, v > 0)", "__ballot_sync (warp votes)"),
-    ("(__syncwarp(), v)", "__syncwarp (warp barriers)"),
+    ("__match_any_sync(0xffffffffu, v)", "__match_any_sync (warp match)"),
+    ("__reduce_add_sync(0xffffffffu, 1)", "__reduce_add_sync (warp reductions)"),
 ])
 def test_what_the_runner_cannot_run_stops_the_build_naming_it(tmp_path, monkeypatch, call, what):
     monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))

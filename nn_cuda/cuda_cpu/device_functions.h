@@ -2,8 +2,8 @@
 // built-in variables and __syncthreads. Each one computes what the GPU computes, in the CPU's own
 // arithmetic (a fast-math intrinsic here is the exact libm function: a GPU's __expf is less exact).
 //
-// Not here yet: warp shuffles, votes and __syncwarp (a warp model), __constant__ and extern
-// __shared__. Calling one stops the build at the call with "the CPU runner does not support".
+// Not here yet: the warp-wide match and reduce functions (__match_any_sync, __reduce_add_sync, ...).
+// Calling one stops the build at the call with "the CPU runner does not support".
 #pragma once
 
 #include <atomic>
@@ -237,6 +237,56 @@ inline auto atomicAdd_block(A... a) { return atomicAdd(a...); }
 template <typename... A>
 inline auto atomicAdd_system(A... a) { return atomicAdd(a...); }
 
+// ---- warps: shuffles, votes, __syncwarp ----------------------------------------------------------------
+// The lanes of a mask meet at the call (runtime.h warp_sync) and hand their values over, as a
+// GPU's warp does in one instruction. Code that relies on a warp running in lockstep without these
+// (a legacy "warp-synchronous" reduction on volatile __shared__ memory) does not work here: its
+// lanes take turns between syncs; the checking mode reports such a race.
+
+#define warpSize 32
+
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) { nn_cuda_cpu::warp_sync(mask); }
+
+template <typename T>
+inline T __shfl_sync(unsigned mask, T var, int source, int width = warpSize)
+{
+    const unsigned lane = nn_cuda_cpu::lane_id(), group = lane & ~static_cast<unsigned>(width - 1);
+    return nn_cuda_cpu::warp_exchange(mask, var, group + (static_cast<unsigned>(source) & (width - 1)));
+}
+
+template <typename T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
+{
+    const unsigned lane = nn_cuda_cpu::lane_id();
+    return nn_cuda_cpu::warp_exchange(mask, var, lane % width >= delta ? lane - delta : lane);
+}
+
+template <typename T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize)
+{
+    const unsigned lane = nn_cuda_cpu::lane_id();
+    return nn_cuda_cpu::warp_exchange(mask, var, lane % width + delta < static_cast<unsigned>(width) ? lane + delta : lane);
+}
+
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize)
+{
+    const unsigned lane = nn_cuda_cpu::lane_id(), source = lane ^ static_cast<unsigned>(lane_mask);
+    // a lane of a later group of `width` lanes is out of reach: the caller's own value
+    return nn_cuda_cpu::warp_exchange(mask, var, source / width > lane / width ? lane : source);
+}
+
+inline unsigned __ballot_sync(unsigned mask, int predicate) { return nn_cuda_cpu::warp_ballot(mask, predicate != 0); }
+inline int __any_sync(unsigned mask, int predicate) { return nn_cuda_cpu::warp_ballot(mask, predicate != 0) != 0; }
+inline int __all_sync(unsigned mask, int predicate)
+{
+    const unsigned votes = nn_cuda_cpu::warp_ballot(mask, predicate != 0);
+    return votes == (mask & nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / 32, nn_cuda_cpu::threads_in_block()));
+}
+// The lanes of the warp that have not returned (which, between two syncs, depends on the order
+// the lanes take turns in, as on a GPU it depends on the scheduling).
+inline unsigned __activemask() { return nn_cuda_cpu::active_lanes(); }
+
 // ---- what the CPU runner cannot run yet: the build stops at the call, saying so --------------------------
 
 template <typename... A>
@@ -249,12 +299,8 @@ constexpr bool nn_cuda_cpu_unsupported = false;
                                                      " (" what ")");                                 \
         return 0;                                                                                    \
     }
-NN_CUDA_CPU_UNSUPPORTED(__shfl_sync, "warp shuffles")
-NN_CUDA_CPU_UNSUPPORTED(__shfl_up_sync, "warp shuffles")
-NN_CUDA_CPU_UNSUPPORTED(__shfl_down_sync, "warp shuffles")
-NN_CUDA_CPU_UNSUPPORTED(__shfl_xor_sync, "warp shuffles")
-NN_CUDA_CPU_UNSUPPORTED(__ballot_sync, "warp votes")
-NN_CUDA_CPU_UNSUPPORTED(__all_sync, "warp votes")
-NN_CUDA_CPU_UNSUPPORTED(__any_sync, "warp votes")
-NN_CUDA_CPU_UNSUPPORTED(__activemask, "warp votes")
-NN_CUDA_CPU_UNSUPPORTED(__syncwarp, "warp barriers")
+NN_CUDA_CPU_UNSUPPORTED(__match_any_sync, "warp match")
+NN_CUDA_CPU_UNSUPPORTED(__match_all_sync, "warp match")
+NN_CUDA_CPU_UNSUPPORTED(__reduce_add_sync, "warp reductions")
+NN_CUDA_CPU_UNSUPPORTED(__reduce_min_sync, "warp reductions")
+NN_CUDA_CPU_UNSUPPORTED(__reduce_max_sync, "warp reductions")

@@ -313,7 +313,8 @@ class _CheckedBuffers:
                     f"block run between barriers ({names[i]}{list(index)} is {float(before[index]):.9g} in one order "
                     f"and {float(now[index]):.9g} in another"
                     + (", beyond the rounding of its floating-point atomics" if rounding else "")
-                    + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing"
+                    + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing (or, "
+                    "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here)"
                 )
 
     def pointers(self) -> list:

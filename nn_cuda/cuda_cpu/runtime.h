@@ -63,13 +63,16 @@ namespace nn_cuda_cpu {
 
 // ---- fibers: a stack and a saved stack pointer per CUDA thread ---------------------------------
 
-enum class State { ready, at_barrier, done };
+enum class State { ready, at_barrier, at_warp_sync, done };
 
 struct Fiber {
     void* saved_sp = nullptr;  // where its registers were pushed when it last switched out
     uint3 thread_idx{};
     State state = State::ready;
     unsigned votes = 0;  // how many __syncthreads_count/and/or it has passed in this block
+    size_t tid = 0;  // threadIdx as one number: x + y blockDim.x + z blockDim.x blockDim.y
+    unsigned warp_mask = 0;  // at a warp sync: the lanes it waits for
+    unsigned warp_syncs = 0;  // how many warp syncs it has passed in this block
 };
 
 extern "C" void nn_cuda_cpu_switch(void** save_sp, void* next_sp);
@@ -336,6 +339,108 @@ constexpr int kReported = 2;  // what fault_exit's sigsetjmp returns then (a fau
 
 [[noreturn]] void end_launch_reported() { siglongjmp(launch.fault_exit, kReported); }
 
+// ---- warps: 32 consecutive threads that meet at __syncwarp and the *_sync shuffles and votes ----------
+
+constexpr unsigned kWarpSize = 32;
+
+// What the lanes of a warp sync hand each other: two generations (a lane may already write the
+// next one's value while others still read this one's), a 64-bit word per thread.
+static unsigned long long warp_slots[2][1024];
+
+// Waits until every lane of `mask` in this thread's warp has reached a warp sync too.
+__attribute__((noinline)) void warp_sync(unsigned mask)
+{
+    __asm__ __volatile__("" ::: "memory");
+    current->warp_mask = mask;
+    current->state = State::at_warp_sync;
+    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+// A warp sync that also hands `value` over: returns the value of lane `source` of this warp.
+template <typename T>
+T warp_exchange(unsigned mask, T value, unsigned source)
+{
+    static_assert(sizeof(T) <= sizeof(unsigned long long), "values of up to 8 bytes");
+    const unsigned generation = current->warp_syncs & 1u;
+    unsigned long long word = 0;
+    memcpy(&word, &value, sizeof(T));
+    warp_slots[generation][current->tid] = word;
+    warp_sync(mask);
+    const size_t from = (current->tid & ~static_cast<size_t>(kWarpSize - 1)) + source;
+    T result;
+    memcpy(&result, &warp_slots[generation][from], sizeof(T));
+    return result;
+}
+
+unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
+
+// The lanes of warp `warp` that exist in a block of `threads` threads (the last warp may be partial).
+unsigned lanes_of(size_t warp, size_t threads)
+{
+    const size_t count = std::min<size_t>(kWarpSize, threads - warp * kWarpSize);
+    return count == kWarpSize ? 0xFFFFFFFFu : (1u << count) - 1u;
+}
+
+// A warp sync that also hands over a flag: the lanes of `mask` (in this warp) whose flag is set.
+unsigned warp_ballot(unsigned mask, bool flag)
+{
+    const unsigned generation = current->warp_syncs & 1u;
+    warp_slots[generation][current->tid] = flag ? 1u : 0u;
+    warp_sync(mask);
+    const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
+    const size_t threads = static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z;
+    unsigned bits = 0;
+    for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
+        if ((mask >> lane) & 1u && warp_slots[generation][base + lane] != 0) {
+            bits |= 1u << lane;
+        }
+    }
+    return bits;
+}
+
+// The lanes of this thread's warp that have not returned.
+unsigned active_lanes()
+{
+    const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
+    const size_t threads = static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z;
+    unsigned bits = 0;
+    for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
+        if (fibers[base + lane].state != State::done) {
+            bits |= 1u << lane;
+        }
+    }
+    return bits;
+}
+
+// Releases the threads at a warp sync whose lanes have all arrived; how many.
+size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
+{
+    const size_t warps = (threads + kWarpSize - 1) / kWarpSize;
+    std::vector<unsigned> arrived(warps, 0u);
+    for (size_t t = 0; t < threads; ++t) {
+        if (fibers[t].state == State::at_warp_sync) {
+            arrived[t / kWarpSize] |= 1u << (t % kWarpSize);
+        }
+    }
+    for (size_t t = 0; t < threads; ++t) {
+        const Fiber& fiber = fibers[t];
+        if (fiber.state != State::at_warp_sync) {
+            continue;
+        }
+        const size_t warp = t / kWarpSize;
+        const unsigned needed = fiber.warp_mask & lanes_of(warp, threads);
+        if ((arrived[warp] & needed) == needed) {
+            released.push_back(t);
+        }
+    }
+    for (size_t t : released) {
+        fibers[t].state = State::ready;
+        ++fibers[t].warp_syncs;
+    }
+    return released.size();
+}
+
 // Runs one block to its end; false (with launch.message set) when its threads disagree on barriers.
 bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
 {
@@ -347,6 +452,8 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
                                  static_cast<unsigned>(t / (block.x * block.y))};
         fiber.state = State::ready;
         fiber.votes = 0;
+        fiber.tid = t;
+        fiber.warp_syncs = 0;
         fiber.saved_sp = stacks.initial_sp(t);
         order[t] = t;
     }
@@ -360,17 +467,41 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
             nn_cuda_cpu_switch(&launch.scheduler_sp, fibers[t].saved_sp);
         }
         current = nullptr;
+        // Warps whose lanes all reached their sync go on first; __syncthreads waits for the rest.
+        order.clear();
+        if (release_warp_syncs(threads, order) > 0) {
+            continue;
+        }
         size_t waiting = 0;
         size_t first_done = threads;
-        std::vector<size_t> still;
-        for (size_t t : order) {
+        size_t stuck = threads;  // a thread left at a warp sync that cannot complete
+        for (size_t t = 0; t < threads; ++t) {
             if (fibers[t].state == State::at_barrier) {
                 ++waiting;
-                fibers[t].state = State::ready;
-                still.push_back(t);
-            } else if (first_done == threads || t < first_done) {
+                order.push_back(t);
+            } else if (fibers[t].state == State::at_warp_sync) {
+                stuck = std::min(stuck, t);
+            } else if (first_done == threads) {
                 first_done = t;
             }
+        }
+        if (stuck != threads) {
+            const Fiber& fiber = fibers[stuck];
+            const size_t warp = stuck / kWarpSize;
+            const unsigned missing = fiber.warp_mask & lanes_of(warp, threads);
+            unsigned lane = 0;
+            while (lane < kWarpSize &&
+                   !((missing >> lane) & 1u && fibers[warp * kWarpSize + lane].state != State::at_warp_sync)) {
+                ++lane;
+            }
+            const Fiber& absent = fibers[std::min<size_t>(warp * kWarpSize + lane, threads - 1)];
+            report("%s: in block (%u, %u, %u), thread (%u, %u, %u) waits at a warp sync (__syncwarp or a *_sync "
+                   "shuffle or vote, mask 0x%08x) for lane %u of its warp, which %s; every lane of the mask must "
+                   "reach the same warp sync (on a GPU this hangs or is undefined)",
+                   launch.kernel, block_idx.x, block_idx.y, block_idx.z, fiber.thread_idx.x, fiber.thread_idx.y,
+                   fiber.thread_idx.z, fiber.warp_mask, lane,
+                   absent.state == State::done ? "returned" : "waits at __syncthreads() instead");
+            return false;
         }
         if (waiting == 0) {
             return true;
@@ -384,7 +515,9 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
                    waiting, threads, gone.x, gone.y, gone.z, threads - waiting - 1);
             return false;
         }
-        order = still;
+        for (size_t t : order) {
+            fibers[t].state = State::ready;
+        }
     }
 }
 

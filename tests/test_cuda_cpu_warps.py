@@ -1,0 +1,178 @@
+"""Warps on the CPU runner: the *_sync shuffles and votes, __syncwarp and warpSize through RawModule,
+against NumPy, in the plain and the checking mode (shuffled thread orders must not change a warp's
+result); a warp sync that a lane never reaches is a KernelError; legacy warp-synchronous code without
+__syncwarp is reported by the checking mode. The kernels are written here."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+
+pytestmark = pytest.mark.slow  # each module is a build (about two seconds)
+
+WARPS = r"""
+// Each warp sums its 32 values with a butterfly of __shfl_xor_sync: every lane ends with the sum.
+extern "C" __global__ void warp_sums(const float* x, float* out)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = x[i];
+    for (int offset = warpSize / 2; offset > 0; offset /= 2) {
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    }
+    out[i] = v;
+}
+
+// A softmax of each row of 32 values by one warp: the maximum by __shfl_down_sync, broadcast from
+// lane 0 by __shfl_sync, then the sum the same way.
+extern "C" __global__ void warp_softmax(const double* z, double* out)
+{
+    const int row = blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
+    const int lane = threadIdx.x % warpSize;
+    const double v = z[row * warpSize + lane];
+    double m = v;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        m = fmax(m, __shfl_down_sync(0xffffffffu, m, offset));
+    }
+    m = __shfl_sync(0xffffffffu, m, 0);
+    const double e = exp(v - m);
+    double sum = e;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    }
+    out[row * warpSize + lane] = e / __shfl_sync(0xffffffffu, sum, 0);
+}
+
+// An inclusive scan within each warp by __shfl_up_sync; groups of `width` lanes with width < 32:
+// xor within groups of 8, and a broadcast from lane 3 of each group of 16.
+extern "C" __global__ void scans_and_groups(const int* x, int* scan, int* xor8, int* from3)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x % warpSize;
+    int v = x[i];
+    for (int offset = 1; offset < warpSize; offset *= 2) {
+        const int up = __shfl_up_sync(0xffffffffu, v, offset);
+        if (lane >= offset) {
+            v += up;
+        }
+    }
+    scan[i] = v;
+    xor8[i] = __shfl_xor_sync(0xffffffffu, x[i], 5, 8);
+    from3[i] = __shfl_sync(0xffffffffu, x[i], 3, 16);
+}
+
+// Votes of each lane's x[i] > 0, and __syncwarp around __shared__ memory: lane l reads lane 31 - l.
+extern "C" __global__ void votes_and_syncwarp(const int* x, unsigned* ballots, int* any_all, int* mirrored)
+{
+    __shared__ int seen[64];
+    const unsigned active = __activemask();  // before any lane can have returned
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
+    const unsigned ballot = __ballot_sync(0xffffffffu, x[i] > 0);
+    const int any = __any_sync(0xffffffffu, x[i] > 0), all = __all_sync(0xffffffffu, x[i] > 0);
+    if (lane == 0) {
+        ballots[warp] = ballot;
+        any_all[2 * warp] = any;
+        any_all[2 * warp + 1] = all;
+    }
+    seen[threadIdx.x] = x[i];
+    __syncwarp();
+    mirrored[i] = seen[warp * warpSize + (warpSize - 1 - lane)];
+    if (lane == 0) {
+        ballots[2 + warp] = active;
+    }
+}
+
+// Lanes 16-31 return before the warp sync lanes 0-15 wait at with the full mask.
+extern "C" __global__ void half_warp_returns(int* out)
+{
+    if (threadIdx.x >= 16) {
+        return;
+    }
+    __syncwarp();
+    out[threadIdx.x] = 1;
+}
+
+// A legacy warp-synchronous sum: the lanes of one warp add halves of volatile __shared__ memory with
+// no __syncwarp, relying on lockstep (wrong since Volta, and here).
+extern "C" __global__ void legacy_warp_sum(const float* x, float* out)
+{
+    __shared__ float s[64];
+    const int t = threadIdx.x;
+    s[t] = x[t];
+    __syncthreads();
+    if (t < 32) {
+        volatile float* v = s;
+        v[t] += v[t + 32];
+        v[t] += v[t + 16];
+        v[t] += v[t + 8];
+        v[t] += v[t + 4];
+        v[t] += v[t + 2];
+        v[t] += v[t + 1];
+    }
+    __syncthreads();
+    if (t == 0) {
+        out[0] = s[0];
+    }
+}
+"""
+
+
+@pytest.fixture(params=[False, True], ids=["plain", "checking"])
+def warps(request, tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    return RawModule(code=WARPS, check=request.param)
+
+
+def test_shuffle_xor_sums_each_warp(warps):
+    x = np.random.default_rng(0).standard_normal(128).astype(np.float32)
+    out = np.full(128, np.nan, np.float32)
+    warps.get_function("warp_sums")((2,), (64,), (x, out))
+    expected = np.repeat(x.reshape(4, 32).astype(np.float64).sum(axis=1), 32)
+    assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6  # float32 sums of 32 terms
+
+
+def test_a_softmax_by_shuffles_matches_numpy(warps):
+    z = np.random.default_rng(1).standard_normal((6, 32)) * 5
+    out = np.full((6, 32), np.nan)
+    warps.get_function("warp_softmax")((3,), (64,), (z, out))
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    reference = e / e.sum(axis=1, keepdims=True)
+    assert np.linalg.norm(out - reference) / np.linalg.norm(reference) < 1e-14
+
+
+def test_shuffle_up_scans_and_widths_below_32(warps):
+    x = np.random.default_rng(2).integers(-50, 50, 64).astype(np.int32)
+    scan, xor8, from3 = (np.full(64, -999, np.int32) for _ in range(3))
+    warps.get_function("scans_and_groups")((1,), (64,), (x, scan, xor8, from3))
+    np.testing.assert_array_equal(scan, np.cumsum(x.reshape(2, 32), axis=1).reshape(-1))
+    lanes = np.arange(64)
+    np.testing.assert_array_equal(xor8, x[(lanes & ~7) | ((lanes & 7) ^ 5)])
+    np.testing.assert_array_equal(from3, x[(lanes & ~15) + 3])
+
+
+def test_votes_activemask_and_syncwarp(warps):
+    x = np.where(np.arange(64) % 3 == 0, 5, -5).astype(np.int32)
+    x[32:] = 7  # the second warp: every lane votes yes
+    ballots = np.zeros(4, np.uint32)
+    any_all = np.full(4, -1, np.int32)
+    mirrored = np.zeros(64, np.int32)
+    warps.get_function("votes_and_syncwarp")((1,), (64,), (x, ballots, any_all, mirrored))
+    first = sum(1 << lane for lane in range(32) if lane % 3 == 0)
+    assert ballots.tolist() == [first, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF]
+    assert any_all.tolist() == [1, 0, 1, 1]
+    np.testing.assert_array_equal(mirrored, x.reshape(2, 32)[:, ::-1].reshape(-1))
+
+
+def test_a_warp_sync_that_a_lane_never_reaches_is_a_kernel_error(warps):
+    out = np.zeros(32, np.int32)
+    with pytest.raises(KernelError, match=r"half_warp_returns: in block \(0, 0, 0\), thread \(\d+, 0, 0\) waits at a "
+                                          r"warp sync .* mask 0xffffffff\) for lane 16 of its warp, which returned"):
+        warps.get_function("half_warp_returns")(1, 32, (out,))
+
+
+def test_legacy_warp_synchronous_code_is_reported_in_the_checking_mode(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    kernel = RawModule(code=WARPS, check=True).get_function("legacy_warp_sum")
+    x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+    with pytest.raises(KernelError, match=r"legacy_warp_sum: the result depends on the order .* a __syncwarp\(\)"):
+        kernel(1, 64, (x, np.zeros(1, np.float32)))
