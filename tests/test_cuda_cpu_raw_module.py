@@ -185,3 +185,59 @@ def test_the_projects_naive_gemm_runs_through_raw_module():
         kernel(((N + 31) // 32, (M + 7) // 8), (32, 8), (A.astype(dtype), B.astype(dtype), C, M, N, K, 1.0, 0.0))
         reference = A @ B.T
         assert np.linalg.norm(C - reference) / np.linalg.norm(reference) < tolerance
+
+
+def test_an_unwritten_shared_element_is_caught_in_a_kernel_that_is_not_a_template(monkeypatch):
+    # __shared__ arrays of extern "C" and plain kernels are local symbols the library does not export:
+    # the checking mode NaN-fills them too (it used to reach template instances only).
+    code = r"""
+    extern "C" __global__ void mirror(float* out)
+    {
+        __shared__ float tile[32];
+        if (threadIdx.x != 5) {
+            tile[threadIdx.x] = 1.0f;
+        }
+        __syncthreads();
+        out[threadIdx.x] = tile[31 - threadIdx.x];
+    }
+    __global__ void plain_mirror(float* out)
+    {
+        __shared__ float tile[32];
+        if (threadIdx.x != 5) {
+            tile[threadIdx.x] = 1.0f;
+        }
+        __syncthreads();
+        out[threadIdx.x] = tile[31 - threadIdx.x];
+    }
+    """
+    module = RawModule(code=code, name_expressions=("plain_mirror",), check=True)
+    for name in ("mirror", "plain_mirror"):
+        with pytest.raises(KernelError, match=rf"{name}: 1 element\(s\) of args\[0\] hold NaN after the launch "
+                                              r"\(first at index \(26,\)\)"):
+            module.get_function(name)(1, 32, (np.zeros(32, np.float32),))
+
+
+CHAIN = r"""
+// Block b reads what block b + 1 writes: a race between blocks, whose result depends on their order.
+extern "C" __global__ void chain(int* out, int n)
+{
+    if (threadIdx.x == 0) {
+        out[blockIdx.x] = out[(blockIdx.x + 1) % n] + 1;
+    }
+}
+"""
+
+
+def test_the_checking_mode_runs_blocks_in_random_orders_so_a_race_between_blocks_shows():
+    out = np.zeros(32, np.int32)
+    RawModule(code=CHAIN, check=False).get_function("chain")(32, 32, (out, np.int32(32)))  # in order: no report
+    assert out.tolist() == [1] * 31 + [2]
+    with pytest.raises(KernelError, match=r"chain: the result depends on the order"):
+        RawModule(code=CHAIN, check=True).get_function("chain")(32, 32, (np.zeros(32, np.int32), np.int32(32)))
+
+
+@pytest.mark.parametrize("grid, block", [((1, 70000), (1,)), ((1,), (1, 1, 128)), ((1,), (2048,)),
+                                         ((1,), (64, 32))])
+def test_a_launch_beyond_a_gpus_limits_is_refused(grid, block):
+    with pytest.raises(KernelError, match=r"chain: invalid launch shape: .* a GPU takes 1 to 1024 threads a block"):
+        RawModule(code=CHAIN).get_function("chain")(grid, block, (np.zeros(4, np.int32), np.int32(4)))

@@ -152,38 +152,41 @@ class LoadedKernels:
             )
 
     def _set_shared_regions(self) -> None:
-        """Tell the library where its __shared__ arrays are (function-local statics: _ZZ symbols)."""
-        regions = []
-        for name, size in _local_static_symbols(self._tool_path):
-            try:
-                address = ctypes.addressof(ctypes.c_char.in_dll(self._lib, name))
-            except ValueError:  # not exported
-                continue
-            regions.append((address, size))
+        """Tell the library where its __shared__ arrays are (function-local statics: _ZZ symbols).
+        Those of a template instance are exported, those of other kernels are not: every one's
+        address is the library's load address plus the symbol's value."""
+        symbols = _symbol_table(self._tool_path, "the checking mode finds __shared__ arrays")
+        anchor = "nn_cuda_cpu_instance_count"  # an exported function, to find the load address
+        base = ctypes.cast(getattr(self._lib, anchor), ctypes.c_void_p).value - symbols[anchor][1]
+        regions = [(base + value, size) for name, (kind, value, size) in symbols.items()
+                   if name.lstrip("_").startswith("ZZ") and kind in _DATA_KINDS]
         addresses = (ctypes.c_void_p * max(1, len(regions)))(*[a for a, _ in regions])
         sizes = (ctypes.c_size_t * max(1, len(regions)))(*[s for _, s in regions])
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
 
 
-def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
-    """(name, bytes) of every data object a library defines, read with nm."""
+#: nm's kinds of data objects: bss, data, unique global, weak object (either case: local or global)
+_DATA_KINDS = "bBdDuV"
+
+
+def _symbol_table(library: str, purpose: str) -> dict:
+    """{name: (nm kind, value, bytes)} of every symbol a library defines, read with nm."""
     nm = shutil.which("nm")
     if nm is None:
         raise KernelError(f"{purpose} with nm (binutils), which is missing")
     listing = subprocess.run([nm, "-P", "--defined-only", library], capture_output=True, text=True,
                              check=True, timeout=60).stdout
-    found = []
+    table = {}
     for line in listing.splitlines():
         fields = line.split()
-        if len(fields) == 4 and fields[1] in "bBdDuV":
-            found.append((fields[0], int(fields[3], 16)))
-    return found
+        if len(fields) >= 3:
+            table[fields[0]] = (fields[1], int(fields[2], 16), int(fields[3], 16) if len(fields) > 3 else 0)
+    return table
 
 
-def _local_static_symbols(library: str) -> list[tuple[str, int]]:
-    """(name, bytes) of the function-local static objects of a library (__shared__ arrays among them)."""
-    return [(name, size) for name, size in _data_symbols(library, "the checking mode finds __shared__ arrays")
-            if name.lstrip("_").startswith("ZZ")]
+def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
+    """(name, bytes) of every data object a library defines."""
+    return [(name, size) for name, (kind, _, size) in _symbol_table(library, purpose).items() if kind in _DATA_KINDS]
 
 
 # ---- the checking mode's buffers --------------------------------------------------------------------

@@ -608,8 +608,11 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     launch.message = message;
     launch.message_size = message_size;
     const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
-    if (threads == 0 || threads > 1024 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0) {
-        report("%s: invalid launch shape: grid (%u, %u, %u), block (%u, %u, %u) (1 to 1024 threads)",
+    // a GPU's limits (every architecture since sm_30): a launch beyond them fails there
+    if (threads == 0 || threads > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[0] == 0 ||
+        grid[1] == 0 || grid[2] == 0 || grid[0] > 2147483647u || grid[1] > 65535 || grid[2] > 65535) {
+        report("%s: invalid launch shape: grid (%u, %u, %u), block (%u, %u, %u); a GPU takes 1 to 1024 threads "
+               "a block, at most (1024, 1024, 64) of them, and a grid of at most (2^31 - 1, 65535, 65535)",
                kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
         return 1;
     }
@@ -628,19 +631,29 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     FaultHandlers handlers;
     handlers.install();
     volatile int status = 0;
+    // The blocks in order; in the checking mode in a random order, which its two runs compare: blocks
+    // that race on global memory (one reads what another writes) then give different results.
+    const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
+    std::vector<size_t> block_order;
+    const bool shuffle_blocks = check && blocks <= (size_t{1} << 22);  // larger grids: in order
+    if (shuffle_blocks) {
+        block_order.resize(blocks);
+        for (size_t b = 0; b < blocks; ++b) {
+            block_order[b] = b;
+        }
+        std::shuffle(block_order.begin(), block_order.end(), random);
+    }
     switch (sigsetjmp(launch.fault_exit, 1)) {
     case 0:
-        for (unsigned z = 0; z < grid[2] && status == 0; ++z) {
-            for (unsigned y = 0; y < grid[1] && status == 0; ++y) {
-                for (unsigned x = 0; x < grid[0] && status == 0; ++x) {
-                    block_idx = uint3{x, y, z};
-                    if (check) {
-                        poison_shared();
-                    }
-                    if (!run_block(threads, check != 0, random)) {
-                        status = 1;
-                    }
-                }
+        for (size_t b = 0; b < blocks && status == 0; ++b) {
+            const size_t linear = shuffle_blocks ? block_order[b] : b;
+            block_idx = uint3{static_cast<unsigned>(linear % grid[0]), static_cast<unsigned>(linear / grid[0] % grid[1]),
+                              static_cast<unsigned>(linear / grid[0] / grid[1])};
+            if (check) {
+                poison_shared();
+            }
+            if (!run_block(threads, check != 0, random)) {
+                status = 1;
             }
         }
         break;
