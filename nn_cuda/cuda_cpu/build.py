@@ -37,7 +37,11 @@ RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
 
 # -O2: the kernels' loops are worth optimising; -U_FORTIFY_SOURCE: the fibers switch stacks, which
 # glibc's fortified longjmp checks would take for stack corruption; #pragma unroll is CUDA's.
-BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE", "-Wno-unknown-pragmas")
+# -fstack-clash-protection: a frame larger than a page touches each page as it grows, so a thread
+# whose locals outgrow its fiber stack hits the guard page below it (reported as such), never the
+# stack of the thread next to it.
+BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE", "-Wno-unknown-pragmas",
+              "-fstack-clash-protection")
 # The checking mode traps indices outside a fixed-size array (__shared__ tiles, c[16]) with no
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")

@@ -26,6 +26,7 @@ import itertools
 import mmap
 import os
 import shutil
+import signal
 import subprocess
 
 import numpy as np
@@ -42,7 +43,11 @@ SCALAR_CTYPES.update({
     "unsigned int": ctypes.c_uint, "long": ctypes.c_long, "unsigned long": ctypes.c_ulong,
     "unsigned long long": ctypes.c_ulonglong,
 })
+#: runtime.h's fault code for a thread that outgrew its stack (kStackOverflow)
+_STACK_OVERFLOW = 1000
 _SIGNALS = {
+    _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner): a large local "
+                      "array? Put it in __shared__ or global memory"),
     4: "an index outside a __shared__ or local array (trapped by -fsanitize=bounds)",  # SIGILL
     7: "a misaligned or invalid memory access",  # SIGBUS
     8: "an arithmetic fault (integer division by zero)",  # SIGFPE
@@ -52,6 +57,9 @@ _SIGNALS = {
 #: to the array's largest magnitude: a sum of a few thousand terms in another order (float32: 2^-24
 #: per addition; float64: 2^-53)
 ROUNDING_RTOL = {4: 1e-4, 8: 1e-12}
+#: seconds a launch may run before it is stopped (0: no limit)
+WATCHDOG_VARIABLE = "NN_CUDA_CPU_WATCHDOG"
+DEFAULT_WATCHDOG_SECONDS = 60.0
 _GUARD_BYTES = 1 << 20  # inaccessible on each side of a checked buffer
 _MESSAGE_BYTES = 2048
 
@@ -62,6 +70,21 @@ class KernelError(KernelFailure):
 
 def check_mode_from_environment() -> bool:
     return os.environ.get("NN_CUDA_CPU_CHECK", "0") not in ("", "0")
+
+
+def watchdog_from_environment() -> float:
+    """$NN_CUDA_CPU_WATCHDOG: the seconds a launch may run (DEFAULT_WATCHDOG_SECONDS; 0: no limit)."""
+    text = os.environ.get(WATCHDOG_VARIABLE, "")
+    if not text:
+        return DEFAULT_WATCHDOG_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < 1e9:
+        raise ValueError(f"{WATCHDOG_VARIABLE}={text!r} is not a number of seconds; set it to one (0: no limit) or "
+                         "unset it")
+    return seconds
 
 
 def _seed_from_environment() -> int:
@@ -82,6 +105,7 @@ class LoadedKernels:
         self._lib, self._tool_path = library, tool_path
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
+        self.watchdog = watchdog_from_environment()
         if check:
             self._set_shared_regions()
 
@@ -109,6 +133,7 @@ class LoadedKernels:
         parameters in messages. KernelError when it faults or breaks a barrier."""
         # the bytes of extern __shared__ (RawModule's shared_mem; the project's kernels use none)
         self._lib.nn_cuda_cpu_set_dynamic_shared(ctypes.c_size_t(getattr(launch, "shared_mem", 0)))
+        self._lib.nn_cuda_cpu_set_watchdog(ctypes.c_double(self.watchdog))
         if self.check:
             with _CheckedBuffers(launch, names) as buffers:
                 # Twice, in two thread orders, from the same start: a race-free kernel writes the
@@ -143,12 +168,24 @@ class LoadedKernels:
         if status == 1:
             raise KernelError(message.value.decode())
         if status == 2:
-            signal, address, tx, ty, tz, bx, by, bz = list(fault)
-            what = _SIGNALS.get(signal, f"signal {signal}")
-            where = describe_fault(address) if signal in (7, 11) else ""
+            number, address, tx, ty, tz, bx, by, bz = list(fault)
+            where = f" in thread ({tx}, {ty}, {tz}) of block ({bx}, {by}, {bz})"
+            if number == signal.SIGINT:
+                raise KeyboardInterrupt
+            if number == signal.SIGTERM:
+                signal.raise_signal(signal.SIGTERM)  # its handler, or the default: the process ends
+                raise KernelError(f"{launch.kernel}: stopped by SIGTERM{where}")
+            if number == signal.SIGALRM:
+                raise KernelError(
+                    f"{launch.kernel}: still running after {self.watchdog:g} s ({WATCHDOG_VARIABLE}){where}: a thread "
+                    "that waits for another one (a spin loop on memory another thread writes, which never comes "
+                    "here, where the threads of a block take turns between barriers), or a launch too large for "
+                    f"the CPU (set {WATCHDOG_VARIABLE}=SECONDS higher, or 0 for no limit)")
+            what = _SIGNALS.get(number, f"signal {number}")
+            described = describe_fault(address) if number in (7, 11) else ""
             raise KernelError(
-                f"{launch.kernel}: {what}{where} in thread ({tx}, {ty}, {tz}) of block ({bx}, {by}, {bz})"
-                + ("" if self.check else "; run with NN_CUDA_CPU_CHECK=1 to name the buffer")
+                f"{launch.kernel}: {what}{described}{where}"
+                + ("" if self.check or number == _STACK_OVERFLOW else "; run with NN_CUDA_CPU_CHECK=1 to name the buffer")
             )
 
     def _set_shared_regions(self) -> None:

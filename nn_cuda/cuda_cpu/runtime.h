@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -238,17 +239,37 @@ static char signal_stack[64 * 1024];
 static volatile sig_atomic_t fault_signal = 0;
 static void* volatile fault_address = nullptr;
 
+// What fault[0] reports for an access to the guard page under a thread's stack: the thread's local
+// variables outgrew kStackBytes (a large local array).
+constexpr int kStackOverflow = 1000;
+
 void on_fault(int signal_number, siginfo_t* info, void*)
 {
     fault_signal = signal_number;
     fault_address = info->si_addr;
+    const char* address = static_cast<const char*>(info->si_addr);
+    const size_t span = kStackBytes + stacks.page;
+    if ((signal_number == SIGSEGV || signal_number == SIGBUS) && stacks.base != nullptr && address >= stacks.base &&
+        address < stacks.base + stacks.count * span && static_cast<size_t>(address - stacks.base) % span < stacks.page) {
+        fault_signal = kStackOverflow;
+    }
+    siglongjmp(launch.fault_exit, 1);
+}
+
+// Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
+// Python side then raises KeyboardInterrupt, lets SIGTERM take its course, or reports the timeout.
+void on_stop(int signal_number)
+{
+    fault_signal = signal_number;
+    fault_address = nullptr;
     siglongjmp(launch.fault_exit, 1);
 }
 
 struct FaultHandlers {
-    static constexpr int kSignals[4] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
-    struct sigaction previous[4];
+    static constexpr int kSignals[7] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGINT, SIGTERM, SIGALRM};
+    struct sigaction previous[7];
     stack_t previous_stack;
+    struct itimerval previous_timer{};
 
     void install()
     {
@@ -263,13 +284,32 @@ struct FaultHandlers {
         for (int i = 0; i < 4; ++i) {
             sigaction(kSignals[i], &action, &previous[i]);
         }
+        struct sigaction stop{};
+        stop.sa_handler = on_stop;
+        stop.sa_flags = SA_ONSTACK | SA_NODEFER;
+        sigemptyset(&stop.sa_mask);
+        for (int i = 4; i < 7; ++i) {
+            sigaction(kSignals[i], &stop, &previous[i]);
+        }
+    }
+
+    // The watchdog: SIGALRM after `seconds` (none when 0); whatever timer was set is put back after.
+    void arm(double seconds)
+    {
+        struct itimerval timer{};
+        timer.it_value.tv_sec = static_cast<time_t>(seconds);
+        timer.it_value.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(timer.it_value.tv_sec)) * 1e6);
+        setitimer(ITIMER_REAL, &timer, &previous_timer);
     }
 
     void restore()
     {
-        for (int i = 0; i < 4; ++i) {
+        struct itimerval off{};
+        setitimer(ITIMER_REAL, &off, nullptr);
+        for (int i = 0; i < 7; ++i) {
             sigaction(kSignals[i], &previous[i], nullptr);
         }
+        setitimer(ITIMER_REAL, &previous_timer, nullptr);
         sigaltstack(&previous_stack, nullptr);
     }
 };
@@ -288,6 +328,7 @@ static std::vector<SharedRegion> shared_regions;  // told by the Python side (th
 constexpr size_t kDynamicSharedBytes = 227 * 1024;  // the most an sm_90 GPU gives one block
 alignas(16) static unsigned char dynamic_shared[kDynamicSharedBytes];
 static size_t dynamic_shared_bytes = 0;  // the launch's shared_mem
+static double watchdog_seconds = 0.0;  // a launch running longer is stopped (0: never)
 
 void poison_shared()
 {
@@ -552,8 +593,8 @@ std::string parameter_type()
 {
     if constexpr (std::is_pointer<P>::value) {
         using Element = typename std::remove_pointer<P>::type;
-        return std::string(std::is_const<Element>::value ? "const " : "") +
-               c_type_name<typename std::remove_const<Element>::type>() + "*";
+        return std::string(std::is_const<Element>::value ? "const " : "") +  // volatile: passed alike
+               c_type_name<typename std::remove_cv<Element>::type>() + "*";
     } else {
         return c_type_name<P>();
     }
@@ -630,6 +671,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
 
     FaultHandlers handlers;
     handlers.install();
+    handlers.arm(watchdog_seconds);
     volatile int status = 0;
     // The blocks in order; in the checking mode in a random order, which its two runs compare: blocks
     // that race on global memory (one reads what another writes) then give different results.
@@ -711,6 +753,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" const char* nn_cuda_cpu_signature(int i) { return instances[i].signature.c_str(); }       \
     extern "C" int nn_cuda_cpu_float_atomics() { return nn_cuda_cpu::float_atomics; }                   \
     extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; } \
+    extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
     extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes, int n)        \
     {                                                                                                  \
         nn_cuda_cpu::shared_regions.clear();                                                           \

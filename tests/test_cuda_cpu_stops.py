@@ -1,0 +1,101 @@
+"""A launch on the CPU runner that would not end, or would take the process down, ends with a clear
+error instead: the watchdog stops a kernel that spins for ever, Ctrl-C and SIGTERM stop a launch
+in progress, and a thread whose local variables outgrow its stack is named, where each used to hang
+the process or corrupt the stack of the thread next to it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.runner import watchdog_from_environment
+
+pytestmark = pytest.mark.slow  # builds, and processes that wait for a signal
+
+CODE = r"""
+// Thread 0 waits for a flag that thread 1 sets: on a GPU the two run at once; here thread 0 runs
+// first and thread 1 never gets its turn.
+extern "C" __global__ void spin(volatile int* flag)
+{
+    if (threadIdx.x == 0) {
+        while (flag[0] == 0) {
+        }
+    } else {
+        flag[0] = 1;
+    }
+}
+
+// 160 KB of local variables per thread: more than a fiber's stack.
+extern "C" __global__ void big_local(float* out)
+{
+    float local[40000];
+    for (int i = 0; i < 40000; ++i) {
+        local[i] = i * out[0];
+    }
+    out[threadIdx.x] = local[39999 - threadIdx.x];
+}
+"""
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_the_watchdog_stops_a_kernel_that_spins_for_ever(own_cache, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1.5")
+    kernel = RawModule(code=CODE).get_function("spin")
+    started = time.monotonic()
+    with pytest.raises(KernelError, match=r"spin: still running after 1.5 s \(NN_CUDA_CPU_WATCHDOG\) in thread "
+                                          r"\(0, 0, 0\) of block \(0, 0, 0\): a thread that waits for another"):
+        kernel(1, 2, (np.zeros(1, np.int32),))
+    assert time.monotonic() - started < 10
+    flag = np.ones(1, np.int32)  # already set: the same kernel ends at once, and the module goes on
+    kernel(1, 2, (flag,))
+
+
+def test_a_thread_whose_locals_outgrow_its_stack_is_named(own_cache):
+    with pytest.raises(KernelError, match=r"big_local: a thread's local variables outgrew its stack .* in thread "
+                                          r"\(0, 0, 0\) of block \(0, 0, 0\)"):
+        RawModule(code=CODE).get_function("big_local")(1, 2, (np.ones(2, np.float32),))
+
+
+@pytest.mark.parametrize("text", ["soon", "-1"])
+def test_a_watchdog_that_is_not_a_number_of_seconds_is_refused(monkeypatch, text):
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", text)
+    with pytest.raises(ValueError, match="NN_CUDA_CPU_WATCHDOG=.* is not a number of seconds"):
+        watchdog_from_environment()
+
+
+SPINNER = """
+import sys
+import numpy as np
+from nn_cuda.cuda_cpu import RawModule
+kernel = RawModule(code=sys.argv[1]).get_function("spin")
+print("launching", flush=True)
+try:
+    kernel(1, 2, (np.zeros(1, np.int32),))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("signal_number, returncode, said", [(signal.SIGINT, 130, "interrupted"),
+                                                             (signal.SIGTERM, -signal.SIGTERM, "")])
+def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(own_cache, signal_number, returncode, said):
+    env = {**os.environ, "NN_CUDA_CPU_WATCHDOG": "0"}  # no limit: only the signal can stop it
+    job = subprocess.Popen([sys.executable, "-c", SPINNER, CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, env=env)
+    assert job.stdout.readline().strip() == "launching"
+    time.sleep(1.0)  # inside the launch by now
+    job.send_signal(signal_number)
+    out, err = job.communicate(timeout=30)
+    assert job.returncode == returncode, err
+    assert said in out and "Traceback" not in err
