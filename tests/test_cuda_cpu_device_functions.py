@@ -191,20 +191,11 @@ extern "C" __global__ void racy_total(const float* x, float* out)
 
 
 @pytest.fixture(scope="module")
-def features(tmp_path_factory):
-    import os
-
-    previous = os.environ.get("NN_CUDA_CACHE_DIR")
-    os.environ["NN_CUDA_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
-    try:
-        module = RawModule(code=FEATURES, check=False)
-        module.compile()
-        yield module
-    finally:
-        if previous is None:
-            del os.environ["NN_CUDA_CACHE_DIR"]
-        else:
-            os.environ["NN_CUDA_CACHE_DIR"] = previous
+def features():
+    """FEATURES built once (the session's build cache, tests/conftest.py), plain mode."""
+    module = RawModule(code=FEATURES, check=False)
+    module.compile()
+    return module
 
 
 def test_vector_types_and_dim3(features):
@@ -246,9 +237,8 @@ def test_fast_math_and_bit_intrinsics_match_numpy(features):
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
-def test_counting_barriers_count_the_block(tmp_path, monkeypatch, check):
+def test_counting_barriers_count_the_block(check):
     # In the checking mode the threads run in shuffled orders: the totals must not depend on it.
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
     kernel = RawModule(code=FEATURES, check=check).get_function("votes")
     out = np.full(9, -1, dtype=np.int32)
     kernel((2,), (64,), (out, np.int32(3)))
@@ -277,8 +267,7 @@ def test_the_clock_grows_and_a_failed_assert_is_a_kernel_error(features):
     ("__match_any_sync(0xffffffffu, v)", "__match_any_sync (warp match)"),
     ("__reduce_add_sync(0xffffffffu, 1)", "__reduce_add_sync (warp reductions)"),
 ])
-def test_what_the_runner_cannot_run_stops_the_build_naming_it(tmp_path, monkeypatch, call, what):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def test_what_the_runner_cannot_run_stops_the_build_naming_it(call, what):
     code = ('extern "C" __global__ void uses(float* out)\n{\n    float v = out[0];\n'
             f"    out[1] = {call};\n}}\n")
     with pytest.raises(KernelBuildError) as raised:
@@ -289,8 +278,7 @@ def test_what_the_runner_cannot_run_stops_the_build_naming_it(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
-def test_integer_atomics_match_numpy(tmp_path, monkeypatch, check):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def test_integer_atomics_match_numpy(check):
     kernel = RawModule(code=FEATURES, check=check).get_function("integer_atomics")
     n = 100
     x = np.random.default_rng(1).integers(0, 1000, n).astype(np.int32)
@@ -309,9 +297,8 @@ def test_integer_atomics_match_numpy(tmp_path, monkeypatch, check):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_float_atomics_sum_columns_and_pass_the_checking_mode(tmp_path, monkeypatch, dtype):
+def test_float_atomics_sum_columns_and_pass_the_checking_mode(dtype):
     # The two thread orders of the checking mode add in different orders: within rounding, not a race.
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
     name = f"column_sums<{'float' if dtype == np.float32 else 'double'}>"
     kernel = RawModule(code=FEATURES, name_expressions=(name,), check=True).get_function(name)
     rows, cols = 300, 7
@@ -323,8 +310,7 @@ def test_float_atomics_sum_columns_and_pass_the_checking_mode(tmp_path, monkeypa
     assert error < (1e-5 if dtype == np.float32 else 1e-13), error  # measured 2.1e-7 and 3.9e-16
 
 
-def test_a_race_is_still_reported_when_a_kernel_uses_float_atomics(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def test_a_race_is_still_reported_when_a_kernel_uses_float_atomics():
     kernel = RawModule(code=FEATURES, check=True).get_function("racy_total")
     out = np.zeros(1, np.float32)
     with pytest.raises(KernelError, match=r"racy_total: the result depends on the order .* beyond the rounding "
@@ -347,8 +333,7 @@ def test_constant_and_device_variables_are_read_and_written_through_get_global(f
         features.get_global("missing")
 
 
-def test_extern_shared_memory_is_sized_by_shared_mem(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def test_extern_shared_memory_is_sized_by_shared_mem():
     module = RawModule(code=FEATURES, name_expressions=("reverse_bytes<double>",), check=False)
     x = np.arange(96, dtype=np.float32)
     out = np.full(96, np.nan, np.float32)
@@ -366,8 +351,7 @@ def test_extern_shared_memory_is_sized_by_shared_mem(tmp_path, monkeypatch):
     kernel((3,), (32,), (x, out, np.int32(0)), shared_mem=64 * 1024)
 
 
-def test_an_unwritten_element_of_dynamic_shared_memory_is_caught_in_the_checking_mode(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def test_an_unwritten_element_of_dynamic_shared_memory_is_caught_in_the_checking_mode():
     kernel = RawModule(code=FEATURES, check=True).get_function("reverse_blocks")
     x = np.arange(64, dtype=np.float32)
     out = np.zeros(64, np.float32)

@@ -2,8 +2,8 @@
 
 Small kernels written here: an extern "C" kernel, a template instance named by a name expression,
 every scalar type, -D and -I options, arguments that do not fit the signature, a fault in the
-checking mode, and the project's own gemm_naive.cu through the public API. Each test builds into a
-cache folder of its own.
+checking mode, and the project's own gemm_naive.cu through the public API. The builds go to the
+test session's cache (tests/conftest.py), so a code built once is loaded by the next test.
 """
 
 import re
@@ -28,8 +28,7 @@ extern "C" __global__ void saxpy(float* y, const float* x, float a, int n)
 
 
 @pytest.fixture(autouse=True)
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def plain_mode_unless_asked(monkeypatch):
     monkeypatch.delenv("NN_CUDA_CPU_CHECK", raising=False)
 
 

@@ -42,13 +42,7 @@ extern "C" __global__ void big_local(float* out)
 """
 
 
-@pytest.fixture
-def own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-def test_the_watchdog_stops_a_kernel_that_spins_for_ever(own_cache, monkeypatch):
+def test_the_watchdog_stops_a_kernel_that_spins_for_ever(monkeypatch):
     monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1.5")
     kernel = RawModule(code=CODE).get_function("spin")
     started = time.monotonic()
@@ -60,7 +54,7 @@ def test_the_watchdog_stops_a_kernel_that_spins_for_ever(own_cache, monkeypatch)
     kernel(1, 2, (flag,))
 
 
-def test_a_thread_whose_locals_outgrow_its_stack_is_named(own_cache):
+def test_a_thread_whose_locals_outgrow_its_stack_is_named():
     with pytest.raises(KernelError, match=r"big_local: a thread's local variables outgrew its stack .* in thread "
                                           r"\(0, 0, 0\) of block \(0, 0, 0\)"):
         RawModule(code=CODE).get_function("big_local")(1, 2, (np.ones(2, np.float32),))
@@ -89,7 +83,7 @@ except KeyboardInterrupt:
 
 @pytest.mark.parametrize("signal_number, returncode, said", [(signal.SIGINT, 130, "interrupted"),
                                                              (signal.SIGTERM, -signal.SIGTERM, "")])
-def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(own_cache, signal_number, returncode, said):
+def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(signal_number, returncode, said):
     env = {**os.environ, "NN_CUDA_CPU_WATCHDOG": "0"}  # no limit: only the signal can stop it
     job = subprocess.Popen([sys.executable, "-c", SPINNER, CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, env=env)

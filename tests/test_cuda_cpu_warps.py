@@ -118,8 +118,7 @@ extern "C" __global__ void legacy_warp_sum(const float* x, float* out)
 
 
 @pytest.fixture(params=[False, True], ids=["plain", "checking"])
-def warps(request, tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def warps(request):
     return RawModule(code=WARPS, check=request.param)
 
 
@@ -170,8 +169,7 @@ def test_a_warp_sync_that_a_lane_never_reaches_is_a_kernel_error(warps):
         warps.get_function("half_warp_returns")(1, 32, (out,))
 
 
-def test_legacy_warp_synchronous_code_is_reported_in_the_checking_mode(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+def test_legacy_warp_synchronous_code_is_reported_in_the_checking_mode():
     kernel = RawModule(code=WARPS, check=True).get_function("legacy_warp_sum")
     x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
     with pytest.raises(KernelError, match=r"legacy_warp_sum: the result depends on the order .* a __syncwarp\(\)"):
