@@ -281,7 +281,8 @@ inline int __any_sync(unsigned mask, int predicate) { return nn_cuda_cpu::warp_b
 inline int __all_sync(unsigned mask, int predicate)
 {
     const unsigned votes = nn_cuda_cpu::warp_ballot(mask, predicate != 0);
-    return votes == (mask & nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / 32, nn_cuda_cpu::threads_in_block()));
+    return votes == (mask & nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / nn_cuda_cpu::kWarpSize,
+                                                 nn_cuda_cpu::threads_in_block()));
 }
 // The lanes of the warp that have not returned (which, between two syncs, depends on the order
 // the lanes take turns in, as on a GPU it depends on the scheduling).

@@ -36,10 +36,9 @@ from . import arguments, build
 from .runner import KernelError, LoadedKernels, check_mode_from_environment
 
 _MAX_DIMENSION = 2**31 - 1
-#: a block's dynamic shared memory on a GPU: 48 KiB unless the kernel's attribute raises it, to at
-#: most 227 KiB on sm_90 (the CPU runtime's region, runtime.h kDynamicSharedBytes)
+#: a block's dynamic shared memory on a GPU unless the kernel's attribute raises it, to at most what
+#: sm_90 gives a block (the CPU runtime's region: runtime.h kDynamicSharedBytes, 227 KiB)
 DEFAULT_DYNAMIC_SHARED_BYTES = 48 * 1024
-MAX_DYNAMIC_SHARED_BYTES = 227 * 1024
 
 
 class RawModule:
@@ -151,13 +150,14 @@ class RawKernel:
 
     def _shared_bytes(self, shared_mem) -> int:
         """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless
-        raised, as with cudaFuncSetAttribute; at most MAX_DYNAMIC_SHARED_BYTES)."""
+        raised, as with cudaFuncSetAttribute; at most the runtime's region)."""
         if isinstance(shared_mem, bool) or not hasattr(shared_mem, "__index__") or shared_mem < 0:
             raise TypeError(f"{self.name}: shared_mem must be a number of bytes, got {shared_mem!r}")
-        limit = min(self.max_dynamic_shared_size_bytes, MAX_DYNAMIC_SHARED_BYTES)
+        capacity = self._kernels.dynamic_shared_capacity()
+        limit = min(self.max_dynamic_shared_size_bytes, capacity)
         if shared_mem > limit:
             raise ValueError(f"{self.name}: shared_mem={shared_mem} bytes is more than a block may have ({limit}; "
-                             f"set max_dynamic_shared_size_bytes, up to {MAX_DYNAMIC_SHARED_BYTES}, as on a GPU)")
+                             f"set max_dynamic_shared_size_bytes, up to {capacity}, as on a GPU)")
         return int(shared_mem)
 
     def run_launch(self, launch, parameter_names) -> None:

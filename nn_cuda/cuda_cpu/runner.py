@@ -34,15 +34,13 @@ import numpy as np
 from ..backends.base import KernelFailure
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
-SCALAR_CTYPES = {"int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float,
-                 "double": ctypes.c_double}
-# the other scalar types runtime.h names (RawModule's kernels)
-SCALAR_CTYPES.update({
+SCALAR_CTYPES = {
+    "int": ctypes.c_int32, "long long": ctypes.c_int64, "float": ctypes.c_float, "double": ctypes.c_double,
     "bool": ctypes.c_bool, "char": ctypes.c_byte, "char (unsigned)": ctypes.c_ubyte, "signed char": ctypes.c_byte,
     "unsigned char": ctypes.c_ubyte, "short": ctypes.c_short, "unsigned short": ctypes.c_ushort,
     "unsigned int": ctypes.c_uint, "long": ctypes.c_long, "unsigned long": ctypes.c_ulong,
     "unsigned long long": ctypes.c_ulonglong,
-})
+}
 #: runtime.h's fault code for a thread that outgrew its stack (kStackOverflow)
 _STACK_OVERFLOW = 1000
 _SIGNALS = {
@@ -117,6 +115,11 @@ class LoadedKernels:
         """The C parameter types of instance `index`, as runtime.h names them: ('const float*', 'int')."""
         text = self._lib.nn_cuda_cpu_signature(index).decode()
         return tuple(text.split(",")) if text else ()
+
+    def dynamic_shared_capacity(self) -> int:
+        """The bytes of the runtime's extern __shared__ region (the most a launch may ask for)."""
+        self._lib.nn_cuda_cpu_dynamic_shared_capacity.restype = ctypes.c_size_t
+        return self._lib.nn_cuda_cpu_dynamic_shared_capacity()
 
     def global_variable(self, name: str) -> np.ndarray:
         """The bytes of the library's global variable `name` (a __device__ or __constant__ one at

@@ -430,7 +430,7 @@ unsigned warp_ballot(unsigned mask, bool flag)
     warp_slots[generation][current->tid] = flag ? 1u : 0u;
     warp_sync(mask);
     const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
-    const size_t threads = static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z;
+    const size_t threads = threads_in_block();
     unsigned bits = 0;
     for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
         if ((mask >> lane) & 1u && warp_slots[generation][base + lane] != 0) {
@@ -444,7 +444,7 @@ unsigned warp_ballot(unsigned mask, bool flag)
 unsigned active_lanes()
 {
     const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
-    const size_t threads = static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z;
+    const size_t threads = threads_in_block();
     unsigned bits = 0;
     for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
         if (fibers[base + lane].state != State::done) {
@@ -753,6 +753,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" const char* nn_cuda_cpu_signature(int i) { return instances[i].signature.c_str(); }       \
     extern "C" int nn_cuda_cpu_float_atomics() { return nn_cuda_cpu::float_atomics; }                   \
     extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; } \
+    extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }      \
     extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
     extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes, int n)        \
     {                                                                                                  \
