@@ -4,7 +4,8 @@
 // Every kernel is memory-bound: it does a few flops per element loaded, so the goal is one pass over
 // memory with coalesced accesses (consecutive threads touch consecutive addresses).
 //
-// Thread mappings (the launch table in nn_cuda/kernel_launch.py uses these block shapes):
+// Thread mappings (each kernel's `// launch: block (...)` line gives its block; nn_cuda/kernel_launch.py
+// computes the grids):
 //   matrix kernels (bias_sigmoid, softmax_grad): blocks of 32 x 8 threads; threadIdx.x runs along the
 //       columns j, the y dimension along the rows i, looping over rows when the grid is capped;
 //   flat kernels (sigmoid_backward, sgd_update, pgd_step): one thread per element, 256-thread blocks, a
@@ -30,6 +31,7 @@ __device__ __forceinline__ T stable_sigmoid(T z)
 
 // out[i, j] = sigmoid(Z[i, j] + b[j]). out may be Z.
 // Thread (x, y) of the 32 x 8 block handles column j and rows i, i + stride, ...
+// launch: block (32, 8)
 template <typename T>
 __global__ void bias_sigmoid(const T* Z, const T* __restrict__ b, T* out, int rows, int cols)
 {
@@ -47,6 +49,7 @@ __global__ void bias_sigmoid(const T* Z, const T* __restrict__ b, T* out, int ro
 // out[i, :] = softmax(Z[i, :] + b), subtracting the row maximum so that exp never overflows.
 // One thread per row: the rows are the 10 class scores, too short to be worth a cooperative
 // (warp-per-row) reduction; the batch (hundreds of rows) provides the parallelism. out may be Z.
+// launch: block (256)
 template <typename T>
 __global__ void bias_softmax(const T* Z, const T* __restrict__ b, T* out, int rows, int cols)
 {
@@ -74,6 +77,7 @@ __global__ void bias_softmax(const T* Z, const T* __restrict__ b, T* out, int ro
 // out[i, j] = scale * (P[i, j] - (j == labels[i])): the gradient of the mean cross-entropy with
 // respect to the softmax input (scale = 1 / batch), without building a one-hot matrix.
 // Same 32 x 8 mapping as bias_sigmoid. out may be P.
+// launch: block (32, 8)
 template <typename T>
 __global__ void softmax_grad(const T* P, const int* __restrict__ labels, T scale, T* out,
                              int rows, int cols)
@@ -91,6 +95,7 @@ __global__ void softmax_grad(const T* P, const int* __restrict__ labels, T scale
 
 // out = dA * A * (1 - A), element-wise over n elements: the backward pass through a sigmoid whose
 // output is A. out may be dA.
+// launch: block (256)
 template <typename T>
 __global__ void sigmoid_backward(const T* dA, const T* __restrict__ A, T* out, long long n)
 {
@@ -109,6 +114,7 @@ __global__ void sigmoid_backward(const T* dA, const T* __restrict__ A, T* out, l
 constexpr int COL_SUM_COLS = 32;
 constexpr int COL_SUM_GROUPS = 32;
 
+// launch: block (COL_SUM_COLS, COL_SUM_GROUPS)
 template <typename T>
 __global__ void __launch_bounds__(COL_SUM_COLS * COL_SUM_GROUPS)
 col_sum(const T* __restrict__ M, T* __restrict__ out, int rows, int cols)
@@ -139,6 +145,7 @@ col_sum(const T* __restrict__ M, T* __restrict__ out, int rows, int cols)
 
 // param <- param - lr * (grad + decay * param), element-wise over n elements: a plain SGD step
 // with L2 weight decay (decay = 0 for biases).
+// launch: block (256)
 template <typename T>
 __global__ void sgd_update(T* __restrict__ param, const T* __restrict__ grad, T lr, T decay, long long n)
 {
@@ -155,6 +162,7 @@ __global__ void sgd_update(T* __restrict__ param, const T* __restrict__ grad, T 
 // a step up the loss, projected onto the L-infinity ball of radius eps around the clean images and
 // then onto the valid pixel range; sign(0) = 0. One thread per pixel, grid-stride loop (256-thread
 // blocks): three loads and one store for a few comparisons, so memory-bound. out may be X_adv.
+// launch: block (256)
 template <typename T>
 __global__ void pgd_step(const T* X_adv, const T* __restrict__ grad, const T* __restrict__ X_clean,
                          T alpha, T eps, T* out, long long n)

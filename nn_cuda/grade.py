@@ -9,6 +9,12 @@ compare the parameters with the course's relative errors and write
     Outputs/CpuGpuDiff.txt   one row per saved iteration (every -p steps, and the last): the errors
 
 Mode 4 is the course's GEMM test. The harness itself is nn_cuda.grading.
+
+--kernels DIR [DIR ...] grades students' kernel folders (copies of kernels/) with the checks the
+course's modes miss (nn_cuda.kernel_checks): every GEMM of the ladder and every element-wise kernel,
+on sizes that are multiples of no tile, every transpose, both dtypes, beta = 0 with C poisoned; on
+the CPU in the checking mode (races, missing barriers, out-of-bounds accesses). It writes
+Outputs/kernels.csv and Outputs/kernels.md, one row per folder.
 """
 
 from __future__ import annotations
@@ -26,14 +32,18 @@ with ends_in_one_line_while_starting("nn_cuda.grade"):
     from .config import TrainConfig
     from .data import DATASETS
     from .grading import course_config, run_grade
+    from .kernel_grading import grade_folder, write_tables
     from .training import USER_ERRORS as TRAINING_ERRORS
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m nn_cuda.grade", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", "-g", type=int, choices=(1, 2, 3, 4), required=True)
-    p.add_argument("--backend", choices=BACKENDS, default="numpy", help="the backend under test")
+    p.add_argument("--mode", "-g", type=int, choices=(1, 2, 3, 4))
+    p.add_argument("--kernels", nargs="+", type=Path, metavar="DIR",
+                   help="grade these kernel folders (copies of kernels/) instead of a mode")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="the backend under test (default: numpy for the modes, cuda-cpu for --kernels)")
     p.add_argument("--gemm", default=None, help="GEMM algorithm of the backend under test")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--dataset", choices=DATASETS, default="mnist")
@@ -61,8 +71,13 @@ USER_ERRORS = (*TRAINING_ERRORS, ImportError, RuntimeError)
 @ends_in_one_line_when_interrupted("nn_cuda.grade")
 def main(argv=None) -> int:
     with parallel.output_on_root_only():
-        args = build_parser().parse_args(argv)
-    cfg = TrainConfig(backend=args.backend, gemm=args.gemm, dtype=args.dtype, dataset=args.dataset,
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if (args.mode is None) == (args.kernels is None):
+            parser.error("give either --mode 1|2|3|4 or --kernels DIR [DIR ...]")
+    if args.kernels is not None:
+        return grade_kernel_folders(args.kernels, args.backend or "cuda-cpu", Path(args.outputs))
+    cfg = TrainConfig(backend=args.backend or "numpy", gemm=args.gemm, dtype=args.dtype, dataset=args.dataset,
                       data_dir=args.data_dir, print_every=args.print_every, seed=args.seed, quiet=True)
     if args.mode != 4:
         cfg = course_config(args.mode, cfg)
@@ -75,6 +90,23 @@ def main(argv=None) -> int:
         print(f"nn_cuda.grade: error: {exc}", file=sys.stderr)
         return 2
     return 0 if ok else 1
+
+
+def grade_kernel_folders(folders: list, backend: str, outputs: Path) -> int:
+    if backend not in ("cuda-cpu", "cupy"):
+        print(f"nn_cuda.grade: error: --kernels runs the CUDA C files: use --backend cuda-cpu (the CPU, "
+              f"checking mode) or cupy (a GPU), not {backend}", file=sys.stderr)
+        return 2
+    missing = [str(folder) for folder in folders if not folder.is_dir()]
+    if missing:
+        print(f"nn_cuda.grade: error: not a folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    grades = [grade_folder(folder, backend) for folder in folders]
+    csv_path, markdown_path = write_tables(grades, outputs)
+    passed = sum(grade.passed for grade in grades)
+    print(f"--kernels: {passed} of {len(grades)} folders pass every check on {backend}; "
+          f"table in {csv_path} and {markdown_path}")
+    return 0 if passed == len(grades) else 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from . import kernel_info
 from .backends import get_backend
 from .course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from .gpu_timer import gpu_events, is_simulated, time_calls
@@ -63,6 +64,8 @@ def run_gemm_grade(backend_name: str, gemm: str | None, dtype: str, scale: int =
     limit = THRESHOLDS[dtype]
     log(f"mode 4: C <- {ALPHA:g} A B + {BETA:g} C, {dtype}, {backend.name}/{backend.gemm_algo} against "
         f"{reference_algo or 'NumPy'} (fail above {limit:g})")
+    if backend.runs_kernel_files:
+        log(kernel_info.describe_kernel_dir())
     if emulated:
         log("the CUDA C kernels run on the CPU here (cuda-cpu): the comparison is theirs with NumPy, "
             "and 'own ms' is one emulated call, not a GPU time")

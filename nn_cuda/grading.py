@@ -16,7 +16,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import memory, model, parallel, relative_errors
+from . import kernel_info, memory, model, parallel, relative_errors
+from .backends import get_backend
 from .course import COURSE_GEMM_SIZES
 from .config import TrainConfig
 from .training import (check_memory, check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
@@ -58,9 +59,11 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
         splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
     ranks = f" on {parallel.ranks(strategy.size)}" if strategy.size > 1 else ""
-    log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}"
-        f"{'/' + cfg.gemm if cfg.gemm else ''} {cfg.dtype}{ranks}; H={hidden} lr={cfg.lr:g} "
-        f"epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
+    under_test = get_backend(cfg.backend, cfg.gemm)
+    log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}/{under_test.gemm_algo} {cfg.dtype}{ranks}; "
+        f"H={hidden} lr={cfg.lr:g} epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
+    if under_test.runs_kernel_files:
+        log(kernel_info.describe_kernel_dir())
     tested = train_with_snapshots(cfg, cfg.backend, cfg.gemm, splits, init, strategy)
     if not strategy.is_root:
         return True
@@ -73,7 +76,8 @@ def what_is_compared(mode: int, cfg: TrainConfig) -> str:
     with itself (the default backend, on a machine without a GPU)."""
     world = parallel.world_from_environment()
     on_ranks = f" on {parallel.ranks(world.size)}" if mode != 4 and world and world.size > 1 else ""
-    tested = f"{cfg.backend}{'/' + cfg.gemm if cfg.gemm else ''} {cfg.dtype}{on_ranks}"
+    gemm = "" if cfg.backend == "numpy" else "/" + (cfg.gemm or get_backend(cfg.backend).gemm_algo)
+    tested = f"{cfg.backend}{gemm} {cfg.dtype}{on_ranks}"
     reference = "cuBLAS" if mode == 4 and cfg.backend == "cupy" else "the NumPy reference"
     if cfg.backend == "numpy" and not on_ranks:
         return (f"{tested} against {reference}, that is NumPy against itself: no kernel was graded "

@@ -12,6 +12,7 @@ checks (nn_cuda.kernel_resources) all read them, so they can never disagree.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -25,12 +26,33 @@ from . import host_compiler
 
 # ---- the kernels and their instances ------------------------------------------------------------
 
+@dataclasses.dataclass(frozen=True)
+class GemmKernel:
+    """One rung of the course's GEMM ladder: its algorithm name, its file in kernels/, a one-line
+    summary. Its template is gemm_<algo> (and its Numba mirror, where there is one,
+    nn_cuda/backends/numba_kernels/gemm_<algo>.py)."""
+
+    algo: str
+    file: str
+    summary: str
+
+    @property
+    def template(self) -> str:
+        return f"gemm_{self.algo}"
+
+
+#: The hand-written GEMM kernels, simplest first. Adding a GEMM is its .cu file in kernels/ (with its
+#: `// launch:` line, see nn_cuda/kernel_geometry.py) plus one line here: every list of GEMM
+#: algorithms in the code (backends, launches, instances, compile checks, benchmarks) derives from it.
+GEMM_LADDER = (
+    GemmKernel("naive", "gemm1_naive.cu", "one thread per element of C, operands read from global memory"),
+    GemmKernel("tiled", "gemm2_tiled.cu", "square tiles of op(A) and op(B) staged in shared memory"),
+    GemmKernel("regblock", "gemm3_regblock.cu", "the course's register blocking: a row of C per thread in registers"),
+)
+#: the algorithm names of the ladder, in its order
+KERNEL_GEMMS = tuple(gemm.algo for gemm in GEMM_LADDER)
 #: GEMM algorithm -> the file that implements it
-GEMM_KERNEL_FILES = {
-    "naive": "gemm_naive.cu",
-    "tiled": "gemm_tiled.cu",
-    "regblock": "gemm_regblock.cu",
-}
+GEMM_KERNEL_FILES = {gemm.algo: gemm.file for gemm in GEMM_LADDER}
 #: the file of the element-wise and reduction kernels, and the templates it defines
 NN_OPS_FILE = "nn_ops.cu"
 NN_OPS = (
@@ -93,6 +115,11 @@ def kernel_dir() -> Path:
     chosen = os.environ.get(KERNEL_DIR_VARIABLE)
     if chosen:
         return _chosen_kernel_dir(Path(chosen))
+    return project_kernel_dir()
+
+
+def project_kernel_dir() -> Path:
+    """The project's own kernels/ (what Numba's mirrors mirror, whatever NN_CUDA_KERNEL_DIR says)."""
     path = Path(__file__).resolve().parent.parent / "kernels"
     if not path.is_dir():
         raise FileNotFoundError(
@@ -100,6 +127,13 @@ def kernel_dir() -> Path:
             "repository in editable mode (pip install -e .) so that kernels/ sits next to nn_cuda/"
         )
     return path
+
+
+def describe_kernel_dir() -> str:
+    """Which kernel files run, for the first lines of a run: 'kernels: DIR (NN_CUDA_KERNEL_DIR)'."""
+    if os.environ.get(KERNEL_DIR_VARIABLE):
+        return f"kernels: {kernel_dir()} ({KERNEL_DIR_VARIABLE})"
+    return f"kernels: {kernel_dir()} (the project's)"
 
 
 def _chosen_kernel_dir(path: Path) -> Path:

@@ -3,7 +3,8 @@
 This is the one launch table of the project. The CuPy backend (on a GPU) and the cuda-cpu backend
 (the same sources compiled for the CPU) both turn a network operation into a `KernelLaunch` here and
 differ only in how they allocate memory and call a compiled kernel. A mistake in a grid, a block or
-an argument list therefore shows on a CPU too.
+an argument list therefore shows on a CPU too. The block shapes (and the tile of C of a GEMM) are
+the kernel files' own `// launch:` lines (nn_cuda.kernel_geometry); the grids are computed here.
 
 Each template's C parameter list is written in `SIGNATURES` (with T for the element type); the
 launchers check every argument against it before a launch, because on a GPU a wrong argument type is
@@ -13,20 +14,19 @@ silent garbage, and a test checks the list against the signatures the compilers 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
-from . import kernel_info
+from . import kernel_geometry, kernel_info
 
-# ---- the kernels' C signatures and block shapes -------------------------------------------------
+# ---- the kernels' C signatures, files and block shapes -------------------------------------------
 
 _GEMM_SIGNATURE = ("const T* A", "const T* B", "T* C", "int M", "int N", "int K", "T alpha", "T beta")
 
 #: template -> its C parameter list, T standing for the element type (float or double)
 SIGNATURES = {
-    "gemm_naive": _GEMM_SIGNATURE,
-    "gemm_tiled": _GEMM_SIGNATURE,
-    "gemm_regblock": _GEMM_SIGNATURE,
+    **{gemm.template: _GEMM_SIGNATURE for gemm in kernel_info.GEMM_LADDER},
     "bias_sigmoid": ("const T* Z", "const T* b", "T* out", "int rows", "int cols"),
     "bias_softmax": ("const T* Z", "const T* b", "T* out", "int rows", "int cols"),
     "softmax_grad": ("const T* P", "const int* labels", "T scale", "T* out", "int rows", "int cols"),
@@ -38,22 +38,37 @@ SIGNATURES = {
 #: template -> its parameters' names
 PARAMETER_NAMES = {template: tuple(p.rsplit(" ", 1)[1] for p in params) for template, params in SIGNATURES.items()}
 
-#: template -> threads per block (x, y, z); the kernels' header comments explain each mapping
-BLOCKS = {
-    "gemm_naive": (32, 8, 1),  # one thread per element of C, threadIdx.x along its columns
-    "gemm_tiled": (32, 32, 1),  # one 32 x 32 tile of C per block
-    "gemm_regblock": (16, 4, 1),  # 64 threads, a 16-row x 64-column tile of C per block
-    "bias_sigmoid": (32, 8, 1),  # threadIdx.x along the columns, a loop over rows
-    "softmax_grad": (32, 8, 1),
-    "bias_softmax": (256, 1, 1),  # one thread per row
-    "sigmoid_backward": (256, 1, 1),  # one thread per element, grid-stride loop
-    "sgd_update": (256, 1, 1),
-    "pgd_step": (256, 1, 1),
-    "col_sum": (32, 32, 1),  # 32 columns per block, 32 groups of rows
-}
+def kernel_file(template: str) -> str:
+    """The file of kernels/ that defines `template`."""
+    for gemm in kernel_info.GEMM_LADDER:
+        if gemm.template == template:
+            return gemm.file
+    if template in kernel_info.NN_OPS:
+        return kernel_info.NN_OPS_FILE
+    raise ValueError(f"no kernel file defines {template!r}")
 
-#: (rows, columns) of C computed by one block of each GEMM kernel
-GEMM_TILES = {"naive": (8, 32), "tiled": (32, 32), "regblock": (16, 64)}
+
+def geometry(template: str, directory: Path | None = None) -> kernel_geometry.Geometry:
+    """The launch geometry `template`'s file declares (its `// launch:` line), read from the kernels
+    in use (NN_CUDA_KERNEL_DIR or kernels/), or from `directory`."""
+    filename = kernel_file(template)
+    path = directory / filename if directory is not None else kernel_info.kernel_path(filename)
+    return kernel_geometry.of_kernel(path, template)
+
+
+def block_of(template: str, directory: Path | None = None) -> tuple:
+    """Threads per block (x, y, z) of `template`; the kernels' header comments explain each mapping."""
+    return geometry(template, directory).block
+
+
+def gemm_tile(algo: str, directory: Path | None = None) -> tuple:
+    """(rows, columns) of C computed by one block of GEMM kernel `algo`."""
+    tile = geometry(f"gemm_{algo}", directory).tile
+    if tile is None:
+        raise kernel_geometry.GeometryError(
+            f"the launch line of gemm_{algo} has no C tile: write '// launch: block (X, Y), C tile (ROWS, COLS)'")
+    return tile
+
 
 MAX_GRID_X = 2**31 - 1
 MAX_GRID_Y = 65535
@@ -128,10 +143,10 @@ def _scalar(dtype):
 # ---- the network's operations as launches (shapes already checked by the backend) ----------------
 
 
-def gemm_grid(algo, M, N) -> tuple[int, int, int]:
-    """The grid of GEMM kernel `algo` for an M x N matrix C: one block per tile of GEMM_TILES (the CUDA C
-    kernels and their Numba mirrors both launch it)."""
-    tile_rows, tile_cols = GEMM_TILES[algo]
+def gemm_grid(algo, M, N, directory: Path | None = None) -> tuple[int, int, int]:
+    """The grid of GEMM kernel `algo` for an M x N matrix C: one block per tile of C of its launch line
+    (the CUDA C kernels and their Numba mirrors both launch it)."""
+    tile_rows, tile_cols = gemm_tile(algo, directory)
     grid = (_blocks(N, tile_cols), _blocks(M, tile_rows), 1)
     if grid[1] > MAX_GRID_Y:
         raise ValueError(
@@ -148,24 +163,24 @@ def gemm(algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> KernelLaunch:
     scalar = _scalar(C.dtype)
     args = (A, B, C, np.int32(M), np.int32(N), np.int32(K), scalar(alpha), scalar(beta))
     return KernelLaunch(
-        kernel_info.GEMM_KERNEL_FILES[algo], kernel, grid, BLOCKS[template_of(kernel)], args,
+        kernel_info.GEMM_KERNEL_FILES[algo], kernel, grid, block_of(template_of(kernel)), args,
         write_only=(2,) if beta == 0 else (),
     )
 
 
 def _nn_op(op, dtype, grid, args, write_only) -> KernelLaunch:
     kernel = kernel_info.nn_op_kernel_name(op, dtype)
-    return KernelLaunch(kernel_info.NN_OPS_FILE, kernel, grid, BLOCKS[op], args, write_only)
+    return KernelLaunch(kernel_info.NN_OPS_FILE, kernel, grid, block_of(op), args, write_only)
 
 
 def _matrix_grid(op, rows, cols):
     """threadIdx.x along the columns, a loop over the rows when the grid's y limit is reached."""
-    block = BLOCKS[op]
+    block = block_of(op)
     return (_blocks(cols, block[0]), min(_blocks(rows, block[1]), MAX_GRID_Y), 1)
 
 
 def _flat_grid(op, size):
-    return (max(1, min(_blocks(size, BLOCKS[op][0]), _FLAT_GRID_CAP)), 1, 1)
+    return (max(1, min(_blocks(size, block_of(op)[0]), _FLAT_GRID_CAP)), 1, 1)
 
 
 def bias_sigmoid(Z, b, out, rows, cols) -> KernelLaunch | None:
@@ -178,7 +193,7 @@ def bias_sigmoid(Z, b, out, rows, cols) -> KernelLaunch | None:
 def bias_softmax(Z, b, out, rows, cols) -> KernelLaunch | None:
     if rows == 0 or cols == 0:
         return None
-    grid = (min(_blocks(rows, BLOCKS["bias_softmax"][0]), MAX_GRID_X), 1, 1)
+    grid = (min(_blocks(rows, block_of("bias_softmax")[0]), MAX_GRID_X), 1, 1)
     return _nn_op("bias_softmax", Z.dtype, grid, (Z, b, out, np.int32(rows), np.int32(cols)), (2,))
 
 
@@ -197,7 +212,7 @@ def sigmoid_backward(dA, A, out) -> KernelLaunch:
 def col_sum(M, out, rows, cols) -> KernelLaunch | None:
     if cols == 0:
         return None
-    grid = (_blocks(cols, BLOCKS["col_sum"][0]), 1, 1)
+    grid = (_blocks(cols, block_of("col_sum")[0]), 1, 1)
     return _nn_op("col_sum", M.dtype, grid, (M, out, np.int32(rows), np.int32(cols)), (1,))
 
 

@@ -6,11 +6,11 @@ nvidia-cuda-nvcc wheel assembles that PTX for one GPU with -v, and its report gi
 registers, spills, stack and static shared memory:
 
     from nn_cuda.kernel_resources import compile_report
-    report = compile_report("gemm_regblock.cu", arch="sm_90")
+    report = compile_report("gemm3_regblock.cu", arch="sm_90")
     report.kernels["gemm_regblock<float, false, false>"]["registers"]
 
-`resource_table()` adds each instance's launch block (nn_cuda.kernel_launch.BLOCKS) and the
-occupancy it allows on sm_80 and sm_90. `python -m nn_cuda.kernel_resources [--json PATH]` prints
+`resource_table()` adds each instance's launch block (its `// launch:` line,
+nn_cuda.kernel_launch.block_of) and the occupancy it allows on sm_80 and sm_90. `python -m nn_cuda.kernel_resources [--json PATH]` prints
 that table and writes it for `python -m nn_cuda.report`.
 """
 
@@ -326,10 +326,7 @@ class CompileFailed(RuntimeError):
 def _launch_threads(name_expression: str) -> int:
     # nn_cuda.kernel_launch builds on this module (it imports it), so it is imported only when asked for.
 
-    template = kernel_launch.template_of(name_expression)
-    if template not in kernel_launch.BLOCKS:
-        raise ValueError(f"{template} has no launch block in nn_cuda/kernel_launch.py (BLOCKS)")
-    x, y, z = kernel_launch.BLOCKS[template]
+    x, y, z = kernel_launch.block_of(kernel_launch.template_of(name_expression))
     return x * y * z
 
 

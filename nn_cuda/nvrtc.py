@@ -9,7 +9,7 @@ project's users and CI install), and compiles CUDA C to PTX with NVRTC through c
 RawModule does on a GPU:
 
     from nn_cuda import nvrtc
-    compiled = nvrtc.compile_source(source, "gemm_tiled.cu", ["-std=c++17", "-arch=compute_80"],
+    compiled = nvrtc.compile_source(source, "gemm2_tiled.cu", ["-std=c++17", "-arch=compute_80"],
                                     ["gemm_tiled<float, false, true>"])
     compiled.ptx, compiled.log, compiled.lowered_names["gemm_tiled<float, false, true>"]
 

@@ -26,7 +26,7 @@ import numpy as np
 from . import parallel
 from .parallel.serial import Serial
 
-from . import kernel_launch, memory, model
+from . import kernel_info, kernel_launch, memory, model
 from .backends import BackendUnavailable, KernelFailure, get_backend
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import EMULATED_EVAL_LIMIT, TrainConfig
@@ -375,7 +375,7 @@ def simulated_threads_per_step(gemm: str, batch: int, hidden: int) -> int:
     grids (nn_cuda.kernel_launch), the element-wise kernels of the hidden layer and the update."""
     products = [(batch, hidden), (batch, model.N_CLASSES), (model.N_CLASSES, hidden), (batch, hidden),
                 (hidden, model.N_INPUTS)]
-    block = math.prod(kernel_launch.BLOCKS[f"gemm_{gemm}"])
+    block = math.prod(kernel_launch.block_of(f"gemm_{gemm}"))
     gemm_threads = sum(math.prod(kernel_launch.gemm_grid(gemm, M, N)) * block for M, N in products)
     n_parameters = model.parameter_count(hidden)
     return gemm_threads + 3 * batch * hidden + n_parameters
@@ -492,7 +492,8 @@ def prepare_run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> Pr
         f"epochs={cfg.epochs} {cfg.dtype} backend={backend.name} gemm={backend.gemm_algo}"
     )
     steps = cfg.max_steps or cfg.epochs * batches.steps_per_epoch
-    for line in (note, simulator_cost_note(cfg, backend, hidden, steps), strategy.describe()):
+    kernels = kernel_info.describe_kernel_dir() if backend.runs_kernel_files else None
+    for line in (kernels, note, simulator_cost_note(cfg, backend, hidden, steps), strategy.describe()):
         if line:
             log(line)
     return PreparedRun(

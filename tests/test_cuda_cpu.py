@@ -38,8 +38,8 @@ def edited_kernels(tmp_path, monkeypatch, filename, old, new):
 
 
 def naive_library(check: bool):
-    """The library the cuda-cpu backend loads for kernels/gemm_naive.cu (built first if needed)."""
-    return kernel_module("gemm_naive.cu", check).library_path()
+    """The library the cuda-cpu backend loads for kernels/gemm1_naive.cu (built first if needed)."""
+    return kernel_module("gemm1_naive.cu", check).library_path()
 
 
 def random_gemm(M, N, K, seed=0):
@@ -69,7 +69,7 @@ def reported_when_checked(algo, A, B, C, match, **options) -> None:
 def test_missing_second_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monkeypatch):
     # Without the barrier after the multiply-adds, a thread that moves on overwrites the tiles
     # while the others still read them. K = 70 spans three 32-wide tiles.
-    edited_kernels(tmp_path, monkeypatch, "gemm_tiled.cu",
+    edited_kernels(tmp_path, monkeypatch, "gemm2_tiled.cu",
                    "            acc += a_tile[ty][kk] * b_tile[kk][tx];\n        }\n        __syncthreads();\n",
                    "            acc += a_tile[ty][kk] * b_tile[kk][tx];\n        }\n")
     A, B = random_gemm(40, 36, 70)
@@ -83,7 +83,7 @@ def test_missing_second_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monk
 
 
 def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monkeypatch):
-    edited_kernels(tmp_path, monkeypatch, "gemm_tiled.cu",
+    edited_kernels(tmp_path, monkeypatch, "gemm2_tiled.cu",
                    "b_tile[b_k][b_c] = b_inside ? op_element<T, TRANS_B>(B, k0 + b_k, col0 + b_c, K, N) : T(0);\n"
                    "        __syncthreads();\n",
                    "b_tile[b_k][b_c] = b_inside ? op_element<T, TRANS_B>(B, k0 + b_k, col0 + b_c, K, N) : T(0);\n")
@@ -94,7 +94,7 @@ def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monke
 def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch):
     # `<= M` instead of `< M` when staging the slice of A: the last block of rows reads row M of A,
     # one row past its end.
-    edited_kernels(tmp_path, monkeypatch, "gemm_regblock.cu",
+    edited_kernels(tmp_path, monkeypatch, "gemm3_regblock.cu",
                    "const bool s_inside = i0 + s_i < M && k0 + s_k < K;",
                    "const bool s_inside = i0 + s_i <= M && k0 + s_k < K;")
     M, N, K = 20, 70, 9  # M is not a multiple of 16: the last block of rows reaches row M
@@ -113,7 +113,7 @@ def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch
 
 def test_reading_c_when_beta_is_zero_is_reported(tmp_path, monkeypatch):
     # beta = 0 promises that C is not read (it may hold NaN); this kernel reads it anyway.
-    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu",
+    edited_kernels(tmp_path, monkeypatch, "gemm1_naive.cu",
                    "*c = (beta == T(0)) ? alpha * acc : alpha * acc + beta * (*c);",
                    "*c = alpha * acc + beta * (*c);")
     A, B = random_gemm(9, 11, 5)
@@ -149,8 +149,8 @@ def test_a_write_to_an_input_is_reported(tmp_path, monkeypatch):
 
 
 def test_a_compile_error_names_the_file_and_line(tmp_path, monkeypatch):
-    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu", "    T acc = T(0);", "    T acc = T(0)  // missing ;")
-    with pytest.raises(build.KernelBuildError, match=r"gemm_naive\.cu:\d+") as raised:
+    edited_kernels(tmp_path, monkeypatch, "gemm1_naive.cu", "    T acc = T(0);", "    T acc = T(0)  // missing ;")
+    with pytest.raises(build.KernelBuildError, match=r"gemm1_naive\.cu:\d+") as raised:
         CudaCpuBackend("naive").gemm(np.ones((2, 2)), np.ones((2, 2)), np.zeros((2, 2)))
     # the translation unit is a temporary file, deleted by now: the message names the kernel file only
     assert "_cpu.cpp" not in str(raised.value) and "nn_cuda_cpu_" not in str(raised.value)
@@ -164,7 +164,7 @@ def test_a_missing_compiler_says_what_to_install(monkeypatch):
 
 def test_a_launch_table_that_disagrees_with_the_kernel_signature_is_refused(tmp_path, monkeypatch):
     # The kernel's N becomes a 64-bit integer: the launch would pass a 32-bit one (garbage on a GPU).
-    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu",
+    edited_kernels(tmp_path, monkeypatch, "gemm1_naive.cu",
                    "                           int M, int N, int K, T alpha, T beta)",
                    "                           int M, long long N, int K, T alpha, T beta)")
     with pytest.raises(KernelError, match=r"takes \(.*long long.*\) but the launch table declares"):
@@ -207,17 +207,17 @@ def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch)
     copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once", '#pragma once\n#include "scale.h"')
     (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
     before = naive_library(check=False)
-    code_before = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
-    assert copy / "scale.h" in kernel_info.files_read("gemm_naive.cu")
+    code_before = kernel_info.cupy_module_arguments("gemm1_naive.cu")["code"]
+    assert copy / "scale.h" in kernel_info.files_read("gemm1_naive.cu")
 
     (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 2\n")
     after = naive_library(check=False)
-    code_after = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
+    code_after = kernel_info.cupy_module_arguments("gemm1_naive.cu")["code"]
     assert after != before and code_after != code_before
     # a file of the folder that nothing includes changes neither
     (copy / "notes.h").write_text("// not included\n")
     assert naive_library(check=False) == after
-    assert kernel_info.cupy_module_arguments("gemm_naive.cu")["code"] == code_after
+    assert kernel_info.cupy_module_arguments("gemm1_naive.cu")["code"] == code_after
 
 
 def test_a_header_included_through_a_macro_is_part_of_the_key(tmp_path, monkeypatch):
@@ -227,15 +227,15 @@ def test_a_header_included_through_a_macro_is_part_of_the_key(tmp_path, monkeypa
     copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once",
                           '#pragma once\n#define SCALE_HEADER "macro_scale.h"\n#include SCALE_HEADER')
     (copy / "macro_scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
-    assert copy / "macro_scale.h" not in kernel_info.included_files(copy / "gemm_naive.cu", [copy])
+    assert copy / "macro_scale.h" not in kernel_info.included_files(copy / "gemm1_naive.cu", [copy])
     before = naive_library(check=False)
-    code_before = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
+    code_before = kernel_info.cupy_module_arguments("gemm1_naive.cu")["code"]
     assert naive_library(check=False) == before  # a lookup alone builds nothing
 
     (copy / "macro_scale.h").write_text("#define NN_CUDA_TEST_SCALE 2\n")
     after = naive_library(check=False)
     assert after != before and after.is_file()
-    assert kernel_info.cupy_module_arguments("gemm_naive.cu")["code"] != code_before
+    assert kernel_info.cupy_module_arguments("gemm1_naive.cu")["code"] != code_before
     # going back to the first contents finds the first library again, without building
     (copy / "macro_scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
     built_at = before.stat().st_mtime_ns
@@ -248,7 +248,7 @@ def test_a_header_that_is_gone_or_a_damaged_manifest_builds_again(tmp_path, monk
     copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once", '#pragma once\n#include "scale.h"')
     (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
     first = naive_library(check=False)
-    (manifest,) = first.parent.glob("gemm_naive-*.deps")
+    (manifest,) = first.parent.glob("gemm1_naive-*.deps")
     assert str(copy / "scale.h") in manifest.read_text().splitlines()
     manifest.write_bytes(b"\xff\xfe garbage")
     rebuilt = naive_library(check=False)
@@ -278,7 +278,7 @@ def private_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def built_naive(tmp_path_factory):
-    """A cache folder holding the CPU build of gemm_naive.cu, built once for the tests that tamper
+    """A cache folder holding the CPU build of gemm1_naive.cu, built once for the tests that tamper
     with a copy of it."""
     folder = tmp_path_factory.mktemp("built") / "cache"
     previous = os.environ.get("NN_CUDA_CACHE_DIR")
@@ -372,7 +372,7 @@ def test_a_planted_library_is_never_loaded(built_cache, tmp_path, capfd, plantin
     assert gemm_works()
     assert not marker.exists(), "the planted library was loaded"
     (line,) = [line for line in capfd.readouterr().err.splitlines() if line]
-    assert "gemm_naive.cu" in line and "building it again" in line
+    assert "gemm1_naive.cu" in line and "building it again" in line
     expected = {"bytes only": "is not what was built", "bytes and record, world-writable": "written by other users",
                 "bytes and record, other uid": "belongs to another user (uid 54321)"}[planting]
     assert expected in line
@@ -424,7 +424,7 @@ def test_the_check_mode_is_on_for_every_command_through_the_environment(monkeypa
 
 def test_a_kernel_fault_without_the_checking_mode_ends_in_an_error_not_a_crash(tmp_path, monkeypatch):
     # A write far outside C (a wrong row stride): the process survives and names the thread.
-    edited_kernels(tmp_path, monkeypatch, "gemm_naive.cu",
+    edited_kernels(tmp_path, monkeypatch, "gemm1_naive.cu",
                    "    T* c = C + static_cast<long long>(i) * N + j;",
                    "    T* c = C + static_cast<long long>(i) * N * 1000000000LL + j;")
     script = (
@@ -481,7 +481,7 @@ int main()
 @pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-g++") and shutil.which("qemu-aarch64")),
                     reason="needs aarch64-linux-gnu-g++ and qemu-aarch64 (apt install g++-aarch64-linux-gnu qemu-user)")
 def test_the_arm64_fiber_switch_runs_a_tiled_gemm_under_qemu(tmp_path):
-    source = KERNELS / "gemm_tiled.cu"
+    source = KERNELS / "gemm2_tiled.cu"
     unit = build.code_unit(source.read_text(), ["gemm_tiled<double, false, false>"], str(source))
     (tmp_path / "driver.cpp").write_text(unit + ARM64_DRIVER)
     compiled = subprocess.run(["aarch64-linux-gnu-g++", "-O2", "-std=c++17", "-U_FORTIFY_SOURCE",
@@ -497,8 +497,8 @@ def test_the_arm64_fiber_switch_runs_a_tiled_gemm_under_qemu(tmp_path):
 def test_without_a_host_compiler_cupys_key_scans_the_includes_and_says_so(monkeypatch, capfd):
     monkeypatch.setenv("CXX", "no-such-c++-compiler")
     kernel_info._say_once.cache_clear()
-    code = kernel_info.cupy_module_arguments("gemm_naive.cu")["code"]
-    scanned = host_compiler.files_digest(kernel_info.included_files(KERNELS / "gemm_naive.cu", [KERNELS]))
+    code = kernel_info.cupy_module_arguments("gemm1_naive.cu")["code"]
+    scanned = host_compiler.files_digest(kernel_info.included_files(KERNELS / "gemm1_naive.cu", [KERNELS]))
     assert code.rstrip().endswith(scanned)
     kernel_info.cupy_module_arguments("nn_ops.cu")
     (line,) = [line for line in capfd.readouterr().err.splitlines() if line]

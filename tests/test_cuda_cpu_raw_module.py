@@ -2,7 +2,7 @@
 
 Small kernels written here: an extern "C" kernel, a template instance named by a name expression,
 every scalar type, -D and -I options, arguments that do not fit the signature, a fault in the
-checking mode, and the project's own gemm_naive.cu through the public API. The builds go to the
+checking mode, and the project's own gemm1_naive.cu through the public API. The builds go to the
 test session's cache (tests/conftest.py), so a code built once is loaded by the next test.
 """
 

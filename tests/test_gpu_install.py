@@ -107,13 +107,13 @@ def test_an_edit_of_a_header_changes_what_cupy_loads(cupy_compile, tmp_path, mon
     copy = tmp_path / "kernels"
     shutil.copytree(kernel_info.kernel_dir(), copy)
     monkeypatch.setenv(kernel_info.KERNEL_DIR_VARIABLE, str(copy))
-    before, _ = cupy_compile("gemm_tiled.cu", "80")
-    assert cupy_compile("gemm_tiled.cu", "80")[0] == before  # the cache answers the second time
+    before, _ = cupy_compile("gemm2_tiled.cu", "80")
+    assert cupy_compile("gemm2_tiled.cu", "80")[0] == before  # the cache answers the second time
 
     header = copy / "common.cuh"
     header.write_text(header.read_text() + "\n#error common.cuh was edited\n")
     with pytest.raises(cupy_compiler.CompileException, match="common.cuh was edited"):
-        cupy_compile("gemm_tiled.cu", "80")  # compiled again: the stale binary is not loaded
+        cupy_compile("gemm2_tiled.cu", "80")  # compiled again: the stale binary is not loaded
 
 
 # ---- CuPy's argument packing against the compiled signatures ------------------------------------

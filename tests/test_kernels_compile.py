@@ -3,8 +3,8 @@
 NVRTC (nvidia-cuda-nvrtc) compiles each file with every template instance CuPy will ask for, for
 compute_75, compute_80 and compute_90, and must say nothing: an error or a warning fails. ptxas
 (nvidia-cuda-nvcc) then assembles the PTX for sm_80 and sm_90: no spills, no stack, and every
-instance's launch block (nn_cuda.kernel_launch.BLOCKS) within the per-block limits. Both wheels are
-in the `dev` extra, so nothing here is skipped.
+instance's launch block (its `// launch:` line, nn_cuda.kernel_launch.block_of) within the
+per-block limits. Both wheels are in the `dev` extra, so nothing here is skipped.
 """
 
 import json
@@ -46,7 +46,7 @@ def _report(filename, arch):
 
 
 def _threads(name_expression):
-    return math.prod(kernel_launch.BLOCKS[kernel_launch.template_of(name_expression)])
+    return math.prod(kernel_launch.block_of(kernel_launch.template_of(name_expression)))
 
 
 def test_every_kernel_file_has_an_instance_list():
@@ -200,10 +200,10 @@ def test_occupancy_follows_the_allocation_rules():
 
 @pytest.fixture
 def broken_kernel_dir(tmp_path, monkeypatch):
-    """A copy of kernels/ whose gemm_tiled.cu has a syntax error, chosen by NN_CUDA_KERNEL_DIR."""
+    """A copy of kernels/ whose gemm2_tiled.cu has a syntax error, chosen by NN_CUDA_KERNEL_DIR."""
     copy = tmp_path / "kernels"
     shutil.copytree(kernel_info.kernel_dir(), copy)
-    tiled = copy / "gemm_tiled.cu"
+    tiled = copy / "gemm2_tiled.cu"
     tiled.write_text(tiled.read_text() + "\nthis is not C++;\n")
     monkeypatch.setenv(kernel_info.KERNEL_DIR_VARIABLE, str(copy))
     return copy
@@ -212,20 +212,20 @@ def broken_kernel_dir(tmp_path, monkeypatch):
 def test_an_edited_kernel_dir_is_compiled_and_its_error_named(broken_kernel_dir):
     assert kernel_info.kernel_dir() == broken_kernel_dir.resolve()
     assert f"-I{broken_kernel_dir.resolve()}" in kernel_info.compile_options()
-    with pytest.raises(nvrtc.CompileError, match=r"gemm_tiled\.cu") as failure:
-        kernel_resources.compile_ptx("gemm_tiled.cu", "compute_80")
-    assert "gemm_tiled.cu(" in failure.value.log and "error" in failure.value.log
-    report = kernel_resources.compile_report("gemm_tiled.cu", "sm_90")
-    assert not report.ok and "gemm_tiled.cu" in report.reason and "error" in report.log
+    with pytest.raises(nvrtc.CompileError, match=r"gemm2_tiled\.cu") as failure:
+        kernel_resources.compile_ptx("gemm2_tiled.cu", "compute_80")
+    assert "gemm2_tiled.cu(" in failure.value.log and "error" in failure.value.log
+    report = kernel_resources.compile_report("gemm2_tiled.cu", "sm_90")
+    assert not report.ok and "gemm2_tiled.cu" in report.reason and "error" in report.log
     assert kernel_resources.gemm_registers("tiled", "float32", "sm_90") == {}
     # the other files of the copy still compile, common.cuh found on its include path
-    assert kernel_resources.compile_report("gemm_naive.cu", "sm_80").ok
+    assert kernel_resources.compile_report("gemm1_naive.cu", "sm_80").ok
 
 
 def test_the_command_fails_on_an_edited_kernel_dir_naming_the_file(broken_kernel_dir):
     job = subprocess.run([sys.executable, "-m", "nn_cuda.kernel_resources"], capture_output=True, text=True)
     assert job.returncode == 1
-    assert "gemm_tiled.cu" in job.stderr and "error" in job.stderr
+    assert "gemm2_tiled.cu" in job.stderr and "error" in job.stderr
 
 
 def test_kernel_dir_variable_must_name_a_directory_of_kernels(tmp_path, monkeypatch):
@@ -244,7 +244,7 @@ def test_missing_compilers_give_a_clear_result(monkeypatch):
     try:
         with pytest.raises(nvrtc.CompilerNotFound, match=re.escape("pip install -e '.[dev]'")):
             nvrtc.find_tool("ptxas")
-        report = kernel_resources.compile_report("gemm_naive.cu", "sm_80")
+        report = kernel_resources.compile_report("gemm1_naive.cu", "sm_80")
         assert not report.ok and "pip install -e '.[dev]'" in report.reason
         assert kernel_resources.gemm_registers("naive", "float32", "sm_90") == {}
     finally:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import abc
 
-GEMM_ALGOS = ("naive", "tiled", "regblock", "cublas", "numpy")
-
 
 class BackendUnavailable(RuntimeError):
     """The backend cannot run on this machine (no GPU or driver, CuPy or a CUDA library missing):
@@ -58,6 +56,8 @@ class Backend(abc.ABC):
     #: so the default GEMM is the first of the ladder (naive: no shared memory and no barriers, the
     #: cheapest to emulate) and the commands evaluate on a few images unless told otherwise
     emulated: bool = False
+    #: True when the backend compiles and runs the CUDA C files of kernels/ (or NN_CUDA_KERNEL_DIR)
+    runs_kernel_files: bool = False
 
     def __init__(self, gemm: str | None = None):
         gemm = gemm or (None if self.emulated else self.default_gemm) or self.gemm_algos[0]

@@ -22,7 +22,7 @@ from .numpy_backend import NumpyBackend
 
 class CudaCpuBackend(CudaKernelBackend):
     name = "cuda-cpu"
-    gemm_algos = ("naive", "tiled", "regblock")
+    gemm_algos = kernel_info.KERNEL_GEMMS
     on_device = False
     emulated = True
     array_kind = "a NumPy array"

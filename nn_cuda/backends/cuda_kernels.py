@@ -14,11 +14,10 @@ import abc
 
 import numpy as np
 
-from .. import kernel_launch
+from .. import kernel_info, kernel_launch
 from .base import Backend
 
 _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_KERNEL_GEMMS = ("naive", "tiled", "regblock")
 
 
 class CudaKernelBackend(Backend):
@@ -26,6 +25,7 @@ class CudaKernelBackend(Backend):
 
     #: what the arrays must be, for error messages ("a CuPy array")
     array_kind: str = "an array"
+    runs_kernel_files = True
     default_gemm = "regblock"  # the fastest of the course's hand-written kernels
 
     # ---- what a subclass supplies -------------------------------------------------------------
@@ -52,7 +52,7 @@ class CudaKernelBackend(Backend):
                 f"backend {self.name!r} has no GEMM algorithm {algo!r}; choose one of {', '.join(self.gemm_algos)}"
             )
         M, N, K = self._check_gemm(A, B, C, trans_a, trans_b)
-        if algo not in _KERNEL_GEMMS:
+        if algo not in kernel_info.KERNEL_GEMMS:
             self.vendor_gemm(A, B, C, alpha, beta, trans_a, trans_b, algo)
             return
         self.run_kernel(kernel_launch.gemm(algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K))

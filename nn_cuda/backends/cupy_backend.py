@@ -64,7 +64,7 @@ def _cublas():
 
 class CupyBackend(CudaKernelBackend):
     name = "cupy"
-    gemm_algos = ("naive", "tiled", "regblock", "cublas")
+    gemm_algos = (*kernel_info.KERNEL_GEMMS, "cublas")
     on_device = True
     array_kind = "a CuPy array"
 

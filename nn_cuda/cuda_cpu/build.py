@@ -142,8 +142,8 @@ class _Plan:
     unit: str
     manifest: Path
     stem: str  # names the generated source: "gemm_naive" -> gemm_naive_cpu.cpp
-    what: str  # "kernels/gemm_naive.cu"
-    table: str  # what the generated source file holds: "the instance table of gemm_naive.cu"
+    what: str  # "kernels/gemm1_naive.cu"
+    table: str  # what the generated source file holds: "the instance table of gemm1_naive.cu"
 
 
 def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool) -> _Plan:

@@ -7,7 +7,8 @@
 
 Every GEMM module offers `kernel(trans_a, trans_b)`, the @cuda.jit kernel for one transpose
 combination; `launch_gemm` runs it with the block and grid of its CUDA C twin
-(nn_cuda.kernel_launch: BLOCKS, gemm_grid), so both are launched by one description.
+(the twin's `// launch:` line in the project's kernels/, through nn_cuda.kernel_launch), so both are
+launched by one description.
 
 Two choices shared by all of them:
 
@@ -27,14 +28,17 @@ and contiguity before it launches them. They run on a GPU and, unchanged, in Num
 (NUMBA_ENABLE_CUDASIM=1).
 """
 
-from ... import kernel_launch
-from . import gemm_naive, gemm_regblock, gemm_tiled
+import importlib
+import importlib.util
 
-#: algorithm name -> module with `kernel(trans_a, trans_b)`
+from ... import kernel_info, kernel_launch
+
+#: algorithm name -> module with `kernel(trans_a, trans_b)`: the GEMMs of the ladder
+#: (nn_cuda.kernel_info.GEMM_LADDER) that have a mirror here, gemm_<algo>.py
 GEMM_MODULES = {
-    "naive": gemm_naive,
-    "tiled": gemm_tiled,
-    "regblock": gemm_regblock,
+    gemm.algo: importlib.import_module(f".{gemm.template}", __name__)
+    for gemm in kernel_info.GEMM_LADDER
+    if importlib.util.find_spec(f".{gemm.template}", __name__) is not None
 }
 
 
@@ -42,8 +46,9 @@ def launch_gemm(algo, A, B, C, alpha, beta, trans_a: bool, trans_b: bool) -> Non
     """C <- alpha op(A) op(B) + beta C with GEMM kernel `algo` on validated device arrays (alpha, beta
     already of C's dtype), launched as its CUDA C twin is."""
     M, N = C.shape
-    grid = kernel_launch.gemm_grid(algo, M, N)[:2]
-    block = kernel_launch.BLOCKS[f"gemm_{algo}"][:2]
+    mirrored = kernel_info.project_kernel_dir()  # the files these kernels mirror, not a student's copy
+    grid = kernel_launch.gemm_grid(algo, M, N, mirrored)[:2]
+    block = kernel_launch.block_of(f"gemm_{algo}", mirrored)[:2]
     GEMM_MODULES[algo].kernel(bool(trans_a), bool(trans_b))[grid, block](A, B, C, alpha, beta)
 
 
@@ -65,7 +70,7 @@ def kernel_cases():
     for scalar in (types.float32, types.float64):
         vector, array = types.Array(scalar, 1, "C"), types.Array(scalar, 2, "C")
         for algo, module in GEMM_MODULES.items():
-            block = kernel_launch.BLOCKS[f"gemm_{algo}"]
+            block = kernel_launch.block_of(f"gemm_{algo}", kernel_info.project_kernel_dir())
             for trans_a in (False, True):
                 for trans_b in (False, True):
                     transposes = "TN"[not trans_a] + "TN"[not trans_b]

@@ -25,6 +25,7 @@ constexpr int TILE = 32;
 
 #include "common.cuh"
 
+// launch: block (TILE, TILE), C tile (TILE, TILE)
 template <typename T, bool TRANS_A, bool TRANS_B>
 __global__ void __launch_bounds__(TILE * TILE)
 gemm_tiled(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,

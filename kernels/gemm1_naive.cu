@@ -4,8 +4,9 @@
 // op(B) is K x N (B is stored K x N, or N x K when TRANS_B).
 //
 // Thread mapping: one thread per element C[i, j]. threadIdx.x runs along the columns j (the
-// contiguous dimension of C), threadIdx.y along the rows i; the launcher picks the block shape
-// (32 x 8) and enough blocks to cover C. Threads outside C return at once.
+// contiguous dimension of C), threadIdx.y along the rows i; the launch line below gives the block
+// shape (32 x 8), and the grid covers C with tiles of that many elements. Threads outside C return
+// at once.
 //
 // What each thread does: walks the whole K dimension, reading row i of op(A) and column j of op(B)
 // straight from global memory into one accumulator, then writes alpha * acc (+ beta * C[i, j]).
@@ -18,6 +19,7 @@
 
 #include "common.cuh"
 
+// launch: block (32, 8), C tile (8, 32)
 template <typename T, bool TRANS_A, bool TRANS_B>
 __global__ void gemm_naive(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
                            int M, int N, int K, T alpha, T beta)

@@ -36,6 +36,7 @@ constexpr int RB_K = 4;                                  // step along K
 
 #include "common.cuh"
 
+// launch: block (RB_THREADS_X, RB_THREADS_Y), C tile (RB_ROWS, RB_THREADS)
 // No __launch_bounds__(64) on purpose: with it, CUDA 13.0's ptxas for sm_90 trades registers for
 // occupancy and spills 8 bytes of gemm_regblock<double, false, true>; without it nothing spills.
 template <typename T, bool TRANS_A, bool TRANS_B>
