@@ -24,6 +24,10 @@ template <typename T, bool TRANS_A, bool TRANS_B>
 __global__ void gemm_naive(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
                            int M, int N, int K, T alpha, T beta)
 {
+    // TASK naive: one thread per element C[i, j]: j from the x indices, i from the y indices; threads
+    //   outside C return. Sum op(A)[i, k] * op(B)[k, j] over k (op_element of common.cuh reads an
+    //   operand that may be stored transposed), then write alpha * acc, plus beta * C[i, j] only when
+    //   beta != 0 (C may hold garbage when beta == 0). About 10 lines.
     const int j = blockIdx.x * blockDim.x + threadIdx.x;  // column of C
     const int i = blockIdx.y * blockDim.y + threadIdx.y;  // row of C
     if (i >= M || j >= N) {
@@ -37,4 +41,5 @@ __global__ void gemm_naive(const T* __restrict__ A, const T* __restrict__ B, T* 
 
     T* c = C + static_cast<long long>(i) * N + j;
     *c = (beta == T(0)) ? alpha * acc : alpha * acc + beta * (*c);
+    // END TASK
 }

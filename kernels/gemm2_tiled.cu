@@ -31,6 +31,12 @@ __global__ void __launch_bounds__(TILE * TILE)
 gemm_tiled(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
            int M, int N, int K, T alpha, T beta)
 {
+    // TASK tiled: declare two TILE x (TILE + 1) __shared__ tiles. For each step of TILE along K: each
+    //   thread stores one element of the op(A) tile and one of the op(B) tile (zero past the edges of
+    //   the matrices), __syncthreads(), adds row ty of the A tile times column tx of the B tile into
+    //   its accumulator, __syncthreads() again. Then thread (tx, ty) writes C[TILE * blockIdx.y + ty,
+    //   TILE * blockIdx.x + tx] if that is inside C (alpha * acc, plus beta * C only when beta != 0).
+    //   About 30 lines.
     __shared__ T a_tile[TILE][TILE + 1];  // a_tile[r][kk] = op(A)[row0 + r, k0 + kk]
     __shared__ T b_tile[TILE][TILE + 1];  // b_tile[kk][c] = op(B)[k0 + kk, col0 + c]
 
@@ -66,4 +72,5 @@ gemm_tiled(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
         T* c = C + static_cast<long long>(i) * N + j;
         *c = (beta == T(0)) ? alpha * acc : alpha * acc + beta * (*c);
     }
+    // END TASK
 }

@@ -43,6 +43,13 @@ template <typename T, bool TRANS_A, bool TRANS_B>
 __global__ void gemm_regblock(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
                               int M, int N, int K, T alpha, T beta)
 {
+    // TASK regblock: thread t = RB_THREADS_X * threadIdx.y + threadIdx.x owns column j = RB_THREADS *
+    //   blockIdx.x + t of the RB_ROWS x RB_THREADS tile of C whose first row is RB_ROWS * blockIdx.y,
+    //   accumulated in T c[RB_ROWS]. Per step of RB_K along K: the block stages the RB_K x RB_ROWS
+    //   slice of op(A) in __shared__ memory (one element per thread, a_slice[kk][ii]), each thread
+    //   reads its RB_K values of column j of op(B) into registers, __syncthreads(), c[ii] += b_col[kk]
+    //   * a_slice[kk][ii] for every kk and ii, __syncthreads() again. Zeros past M, N and K; at the
+    //   end write the rows of c that lie inside C. About 45 lines.
     __shared__ T a_slice[RB_K][RB_ROWS];  // a_slice[kk][ii] = op(A)[i0 + ii, k0 + kk]
 
     const int t = threadIdx.y * RB_THREADS_X + threadIdx.x;  // 0 .. 63
@@ -93,4 +100,5 @@ __global__ void gemm_regblock(const T* __restrict__ A, const T* __restrict__ B, 
             *out = (beta == T(0)) ? alpha * c[ii] : alpha * c[ii] + beta * (*out);
         }
     }
+    // END TASK
 }

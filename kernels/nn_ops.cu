@@ -35,6 +35,9 @@ __device__ __forceinline__ T stable_sigmoid(T z)
 template <typename T>
 __global__ void bias_sigmoid(const T* Z, const T* __restrict__ b, T* out, int rows, int cols)
 {
+    // TASK bias_sigmoid: column j from the x indices (return past cols); loop over the rows i from the
+    //   y index with a stride of all the grid's y threads; out[i, j] = stable_sigmoid(Z[i, j] + b[j]).
+    //   About 10 lines.
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= cols) {
         return;
@@ -44,6 +47,7 @@ __global__ void bias_sigmoid(const T* Z, const T* __restrict__ b, T* out, int ro
         const long long ij = static_cast<long long>(i) * cols + j;
         out[ij] = stable_sigmoid(Z[ij] + bias);
     }
+    // END TASK
 }
 
 // out[i, :] = softmax(Z[i, :] + b), subtracting the row maximum so that exp never overflows.
@@ -53,6 +57,9 @@ __global__ void bias_sigmoid(const T* Z, const T* __restrict__ b, T* out, int ro
 template <typename T>
 __global__ void bias_softmax(const T* Z, const T* __restrict__ b, T* out, int rows, int cols)
 {
+    // TASK bias_softmax: one thread per row i (a grid-stride loop over the rows): find the maximum of
+    //   the row of Z + b, write exp(Z + b - maximum) into the row of out while summing it, then divide
+    //   the row by the sum. About 20 lines.
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
         const T* z = Z + static_cast<long long>(i) * cols;
         T* o = out + static_cast<long long>(i) * cols;
@@ -72,6 +79,7 @@ __global__ void bias_softmax(const T* Z, const T* __restrict__ b, T* out, int ro
             o[j] = o[j] / total;
         }
     }
+    // END TASK
 }
 
 // out[i, j] = scale * (P[i, j] - (j == labels[i])): the gradient of the mean cross-entropy with
@@ -82,6 +90,8 @@ template <typename T>
 __global__ void softmax_grad(const T* P, const int* __restrict__ labels, T scale, T* out,
                              int rows, int cols)
 {
+    // TASK softmax_grad: the mapping of bias_sigmoid: out[i, j] = scale * (P[i, j] - (labels[i] == j ?
+    //   1 : 0)). About 10 lines.
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= cols) {
         return;
@@ -91,6 +101,7 @@ __global__ void softmax_grad(const T* P, const int* __restrict__ labels, T scale
         const T target = (labels[i] == j) ? T(1) : T(0);
         out[ij] = scale * (P[ij] - target);
     }
+    // END TASK
 }
 
 // out = dA * A * (1 - A), element-wise over n elements: the backward pass through a sigmoid whose
@@ -99,12 +110,15 @@ __global__ void softmax_grad(const T* P, const int* __restrict__ labels, T scale
 template <typename T>
 __global__ void sigmoid_backward(const T* dA, const T* __restrict__ A, T* out, long long n)
 {
+    // TASK sigmoid_backward: a grid-stride loop over the n elements with a 64-bit index: out = dA * A
+    //   * (1 - A). About 7 lines.
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
          idx += stride) {
         const T a = A[idx];
         out[idx] = dA[idx] * a * (T(1) - a);
     }
+    // END TASK
 }
 
 // out[j] = sum_i M[i, j] (bias gradients). Blocks of COL_SUM_COLS x COL_SUM_GROUPS threads.
@@ -119,6 +133,10 @@ template <typename T>
 __global__ void __launch_bounds__(COL_SUM_COLS * COL_SUM_GROUPS)
 col_sum(const T* __restrict__ M, T* __restrict__ out, int rows, int cols)
 {
+    // TASK col_sum: thread (x, y) sums rows y, y + COL_SUM_GROUPS, ... of column j = COL_SUM_COLS *
+    //   blockIdx.x + x into a __shared__ T partial[COL_SUM_GROUPS][COL_SUM_COLS]; after
+    //   __syncthreads() the threads with y == 0 add the partial sums of their column and write out[j].
+    //   About 20 lines.
     __shared__ T partial[COL_SUM_GROUPS][COL_SUM_COLS];
 
     const int x = threadIdx.x;
@@ -141,6 +159,7 @@ col_sum(const T* __restrict__ M, T* __restrict__ out, int rows, int cols)
         }
         out[j] = total;
     }
+    // END TASK
 }
 
 // param <- param - lr * (grad + decay * param), element-wise over n elements: a plain SGD step
@@ -149,12 +168,15 @@ col_sum(const T* __restrict__ M, T* __restrict__ out, int rows, int cols)
 template <typename T>
 __global__ void sgd_update(T* __restrict__ param, const T* __restrict__ grad, T lr, T decay, long long n)
 {
+    // TASK sgd_update: a grid-stride loop over the n elements with a 64-bit index: param = param - lr
+    //   * (grad + decay * param). About 7 lines.
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
          idx += stride) {
         const T p = param[idx];
         param[idx] = p - lr * (grad[idx] + decay * p);
     }
+    // END TASK
 }
 
 // One signed-gradient attack step (FGSM, PGD), element-wise over n pixels:

@@ -60,6 +60,7 @@ class TrainConfig:
     model_ranks: int | None = None  # --parallel hybrid: model ranks per data group
     comm: str = "host"  # how gradients are summed: host (staged), cuda-aware MPI, nccl
     overlap: bool = False  # start the layer-2 allreduce while layer 1 is computed
+    mpi_task: str | None = None  # a student's data_parallel.py (the course's MPI task) to train with
     mpi_timeout: float = DEFAULT_TIMEOUT_SECONDS  # a collective waiting longer ends the job
 
     def __post_init__(self):
@@ -163,6 +164,9 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                      "cuda-aware (device buffers to a CUDA-aware MPI), nccl (NCCL through CuPy)")
     mpi.add_argument("--overlap", action="store_true",
                      help="start the allreduce of the layer-2 gradients while layer 1's are computed")
+    mpi.add_argument("--mpi-task", metavar="FILE.py",
+                     help="--parallel data with a student's rows_of_rank and allreduce_gradients (the course's "
+                     "MPI task, written by python -m nn_cuda.course start) in place of the project's")
     mpi.add_argument("--mpi-timeout", type=positive_float, default=d.mpi_timeout, metavar="SECONDS",
                      help=f"a collective that waits longer than this ends the job, naming the ranks that did "
                      f"not answer (default {d.mpi_timeout:g})")
@@ -176,6 +180,9 @@ def parse_args(argv=None) -> TrainConfig:
         parser.error("-d/--debug compares against the reference run: add -s/--seq")
     if args.init and tuple(args.init_scale) != DEFAULT_INIT_SCALE:
         parser.error("--init-scale sets how new weights are drawn and --init loads them instead: drop one")
+    if args.mpi_task and (args.parallel != "data" or args.overlap or args.comm != "host"):
+        parser.error("--mpi-task replaces the split and the allreduce of --parallel data with --comm host "
+                     "and no --overlap: drop the other MPI options")
     if args.model_ranks is not None and args.parallel != "hybrid":
         parser.error("--model-ranks sets the grid of --parallel hybrid: add --parallel hybrid or drop it")
     return TrainConfig(**vars(args))

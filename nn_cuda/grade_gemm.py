@@ -16,7 +16,7 @@ import numpy as np
 
 from . import kernel_info
 from .backends import get_backend
-from .course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
+from .course_gemm import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from .gpu_timer import gpu_events, is_simulated, time_calls
 from .relative_errors import relative_error
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import kernel_info, memory, model, parallel, relative_errors
 from .backends import get_backend
-from .course import COURSE_GEMM_SIZES
+from .course_gemm import COURSE_GEMM_SIZES
 from .config import TrainConfig
 from .training import (check_memory, check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
                        train_with_snapshots)

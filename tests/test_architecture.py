@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nn_cuda"
 #: the command-line modules: nothing imports them, and they never import each other
-COMMANDS = {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.adversarial.cli", "nn_cuda.adversarial.__main__",
+COMMANDS = {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.course", "nn_cuda.adversarial.cli", "nn_cuda.adversarial.__main__",
             "nn_cuda.report.__main__", "nn_cuda.bench.__main__", "nn_cuda.__main__"}
 
 
@@ -105,4 +105,5 @@ def test_python_m_nn_cuda_lists_every_command():
         assert f"python -m {module} " in output
         assert importlib.util.find_spec(module) is not None, f"{module} is listed but does not exist"
     listed = {module for module, _ in LISTED}
-    assert {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.bench", "nn_cuda.report", "nn_cuda.adversarial"} <= listed
+    assert {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.course", "nn_cuda.bench", "nn_cuda.report",
+            "nn_cuda.adversarial"} <= listed

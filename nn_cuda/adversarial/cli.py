@@ -109,7 +109,7 @@ REFUSED_TRAIN_FLAGS = {
     "profile": ("--profile", _NOT_WRITTEN),
     "pixels": ("--pixels", "attacks clip to [0, 1], the default --pixels unit"),
     "parallel": ("--parallel", _MPI), "model_ranks": ("--model-ranks", _MPI), "comm": ("--comm", _MPI),
-    "overlap": ("--overlap", _MPI),
+    "overlap": ("--overlap", _MPI), "mpi_task": ("--mpi-task", _MPI),
 }
 #: the help of nn_cuda.train's flags that do a little more, or less, here
 TRAIN_FLAGS_HELP = {

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import kernel_info, kernel_resources, memory
 from ..backends import BACKENDS, get_backend
-from ..course import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
+from ..course_gemm import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from ..gpu_timer import gpu_events, is_simulated, time_calls
 from ..records import machine_info, machine_line, write_json
 from ..relative_errors import relative_error

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from ..arguments import int_at_least, positive_int
-from ..course import COURSE_GEMM_SIZES
+from ..course_gemm import COURSE_GEMM_SIZES
 from ..gpu_timer import CupyEvents, time_calls
 from ..records import machine_info, machine_line, write_json
 from .common import host_seconds

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -50,6 +51,23 @@ def check_batch_fits(batch: int, size: int, model_ranks: int = 1) -> None:
     )
 
 
+def load_mpi_task(path: str):
+    """A student's data_parallel.py (the course's MPI task) as a module, its two functions checked."""
+    import importlib.util
+
+    file = Path(path)
+    if not file.is_file():
+        raise ParallelError(f"--mpi-task {path}: no such file (python -m nn_cuda.course start DIR writes "
+                            "DIR/data_parallel.py)")
+    spec = importlib.util.spec_from_file_location("nn_cuda_student_mpi_task", file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    missing = [name for name in ("rows_of_rank", "allreduce_gradients") if not callable(getattr(module, name, None))]
+    if missing:
+        raise ParallelError(f"--mpi-task {path} defines no {' and no '.join(missing)}")
+    return module
+
+
 class DataParallelBatches:
     """This rank's rows of every mini-batch, with the interface of train.SerialBatches.
 
@@ -67,7 +85,7 @@ class DataParallelBatches:
     """
 
     def __init__(self, backend, x: np.ndarray, y: np.ndarray, batch: int, rank: int, size: int,
-                 shuffle: bool = False, seed: int = 0):
+                 shuffle: bool = False, seed: int = 0, rows_of_rank=rank_range):
         check_batch_fits(batch, size)
         self.backend, self.batch, self.rank, self.size = backend, batch, rank, size
         self.shuffle, self.seed = shuffle, seed
@@ -75,7 +93,7 @@ class DataParallelBatches:
         positions, self.steps, local = [], [], 0
         for start in range(0, self.n, batch):
             m = min(batch, self.n - start)
-            lo, hi = rank_range(m, size, rank)
+            lo, hi = rows_of_rank(m, size, rank)
             positions.append(np.arange(start + lo, start + hi))
             self.steps.append((local, local + hi - lo, m))  # (first local row, stop, batch size)
             local += hi - lo
@@ -119,7 +137,7 @@ class DataParallel:
     name = "data"
 
     def __init__(self, comm: Communicator, backend_name: str, batch: int, comm_mode: str = "host",
-                 overlap: bool = False):
+                 overlap: bool = False, task=None):
         self.comm = comm
         self.rank, self.size = comm.rank, comm.size
         self.is_root = self.rank == 0
@@ -131,17 +149,21 @@ class DataParallel:
         self.reduce_logits = None  # the whole network lives on every rank: logits are complete
         self.after_layer2 = self._start_layer2_allreduce if overlap else None
         self._reducer, self._reducer_key, self._pending = None, None, None
+        #: a student's MPI task (nn_cuda.parallel.course_task's functions), or None for the project's
+        self.task = task
         #: seconds spent in gradient communication (staging copies included), for the benchmarks
         self.allreduce_seconds = 0.0
 
     @classmethod
     def from_config(cls, cfg) -> "DataParallel":
-        return cls(Communicator.world(cfg.mpi_timeout), cfg.backend, cfg.batch, cfg.comm, cfg.overlap)
+        task = load_mpi_task(cfg.mpi_task) if cfg.mpi_task else None
+        return cls(Communicator.world(cfg.mpi_timeout), cfg.backend, cfg.batch, cfg.comm, cfg.overlap, task)
 
     def describe(self) -> str:
         where = f", GPU {self.device} of rank 0" if self.device is not None else ""
+        task = f", the MPI task of {self.task.__file__}" if self.task else ""
         return (f"data parallel over {ranks(self.size)} (--comm {self.comm_mode}, "
-                f"overlap {'on' if self.overlap else 'off'}{where})")
+                f"overlap {'on' if self.overlap else 'off'}{where}{task})")
 
     def communicators(self) -> list:
         """The communicators whose counters hold this strategy's traffic (for the benchmarks)."""
@@ -163,7 +185,9 @@ class DataParallel:
 
     # ---- before training ----
     def make_batches(self, backend, x, y, cfg) -> DataParallelBatches:
-        return DataParallelBatches(backend, x, y, cfg.batch, self.rank, self.size, cfg.shuffle, cfg.seed)
+        rows_of_rank = self.task.rows_of_rank if self.task else rank_range
+        return DataParallelBatches(backend, x, y, cfg.batch, self.rank, self.size, cfg.shuffle, cfg.seed,
+                                   rows_of_rank)
 
     def broadcast_parameters(self, params) -> None:
         """Every rank starts from rank 0's parameters."""
@@ -176,7 +200,8 @@ class DataParallel:
     def _reducer_for(self, grads):
         key = (grads.size, grads.dtype)
         if self._reducer_key != key:
-            self._reducer = make_reducer(self.comm_mode, self.comm, grads.backend, grads.size, grads.dtype)
+            self._reducer = make_reducer(self.comm_mode, self.comm, grads.backend, grads.size, grads.dtype,
+                                         self.task.allreduce_gradients if self.task else None)
             self._reducer_key = key
         return self._reducer
 

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..interrupts import Terminated
+from .course_task import rows_of_rank
 
 #: the values of --parallel
 PARALLEL_STRATEGIES = ("data", "model", "hybrid")
@@ -137,9 +138,9 @@ def split_offsets(n: int, p: int) -> list[int]:
 
 
 def rank_range(n: int, p: int, r: int) -> tuple[int, int]:
-    """(start, stop) of rank r's items among n items split over p ranks."""
-    start = r * (n // p) + min(r, n % p)
-    return start, start + n // p + (r < n % p)
+    """(start, stop) of rank r's items among n items split over p ranks (the course's split, written
+    once in course_task.py, the student's MPI task)."""
+    return rows_of_rank(n, p, r)
 
 
 def ring_allreduce_bytes(payload_bytes: int, p: int) -> float:
@@ -432,3 +433,14 @@ def refuse_extra_ranks(prog: str, what: str, alternative: str = "") -> bool:
 def ranks(count: int) -> str:
     """'1 MPI rank', '4 MPI ranks'."""
     return f"{count} MPI rank{'' if count == 1 else 's'}"
+
+
+def find_mpiexec() -> str:
+    """mpiexec next to this Python (the `mpich` wheel installs it there), else on PATH."""
+    import shutil
+
+    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = local if os.access(local, os.X_OK) else shutil.which("mpiexec")
+    if not found:
+        raise ParallelError("no mpiexec next to Python or on PATH; install MPI with pip install -e .[mpi]")
+    return found

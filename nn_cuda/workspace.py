@@ -1,0 +1,283 @@
+"""The student's workspace of the course: the kernels and the MPI step to write, generated from the
+project's own code.
+
+Each task is a body between two markers in kernels/*.cu (or, for the MPI task, in
+nn_cuda/parallel/course_task.py with # comments), the first followed by the plan:
+
+    {
+        // TASK tiled: declare two TILE x (TILE + 1) __shared__ tiles. For each step of TILE ...
+        //   ... About 30 lines.
+        ...the reference body...
+        // END TASK
+    }
+
+`start` copies kernels/ (and course_task.py as data_parallel.py) with every task's body replaced by
+its plan and a TODO, so the header comments, the constants, the launch lines and the signatures stay,
+and the exercise can never drift from the code it comes from. `check` runs a task's checks
+(nn_cuda.kernel_checks for a kernel; the split and an Allreduce under mpiexec for the MPI task) on the
+student's files, in the course's order, and stops at the first failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from . import kernel_checks, kernel_info
+from .kernel_grading import kernels_from
+from .parallel import course_task
+from .parallel.mpi import ParallelError, find_mpiexec
+
+_TASK = re.compile(r"^(?P<indent>\s*)(?P<comment>//|#) TASK (?P<name>\w+): ")
+_PLAN = re.compile(r"^\s*(//|#)   ")
+_END = re.compile(r"^\s*(//|#) END TASK$")
+#: the text that stands for a task's body in the workspace; `check` looks for it
+TODO = "TODO (task {name})"
+#: the lines that stand for a task's body, by comment syntax (a Python body must still be a statement)
+_TODO_LINES = {
+    "//": ["// " + TODO + ": write this kernel's body, following the plan above"],
+    "#": ["# " + TODO + ": write this function's body, following the plan above",
+          'raise NotImplementedError("task {name} is not written yet")'],
+}
+#: the MPI task's file in the workspace (from nn_cuda/parallel/course_task.py)
+MPI_TASK_FILE = "data_parallel.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    name: str  # 'tiled', 'col_sum', 'mpi_rows'
+    file: str  # its file in the workspace: 'kernels/gemm2_tiled.cu', 'data_parallel.py'
+    source: Path  # the project's file it comes from
+    line: int  # the line of its TASK marker there
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.file.startswith("kernels/")
+
+    @property
+    def check(self) -> str:
+        """Its name in nn_cuda.kernel_checks ('gemm tiled', 'col_sum')."""
+        return f"gemm {self.name}" if self.name in kernel_info.KERNEL_GEMMS else self.name
+
+
+def _task_files() -> list[tuple[str, Path]]:
+    """(file in the workspace, the project's file) in the course's order: the ladder, the element-wise
+    kernels, the MPI step."""
+    kernels = kernel_info.project_kernel_dir()
+    files = [gemm.file for gemm in kernel_info.GEMM_LADDER] + [kernel_info.NN_OPS_FILE]
+    return [(f"kernels/{name}", kernels / name) for name in files] + [(MPI_TASK_FILE, Path(course_task.__file__))]
+
+
+def tasks() -> list[Task]:
+    """Every task, in the course's order."""
+    found = []
+    for file, source in _task_files():
+        lines = source.read_text().splitlines()
+        found += [Task(m.group("name"), file, source, number) for number, line in enumerate(lines, 1)
+                  if (m := _TASK.match(line))]
+    return found
+
+
+def task_named(name: str) -> Task:
+    for task in tasks():
+        if task.name == name:
+            return task
+    raise ValueError(f"no task {name!r}; the tasks are: {', '.join(t.name for t in tasks())}")
+
+
+def _blocks(lines: list[str]) -> list[tuple[int, int, int]]:
+    """(TASK line, first line of the body, END line) of every task in a file's lines."""
+    blocks = []
+    for start, line in enumerate(lines):
+        if _TASK.match(line):
+            body = start + 1
+            while body < len(lines) and _PLAN.match(lines[body]):
+                body += 1
+            end = next(i for i in range(body, len(lines)) if _END.match(lines[i]))
+            blocks.append((start, body, end))
+    return blocks
+
+
+def skeleton(source: str) -> str:
+    """`source` with every task's body (and its END marker) replaced by the TODO line."""
+    lines = source.splitlines()
+    for start, body, end in reversed(_blocks(lines)):
+        match = _TASK.match(lines[start])
+        todo = _TODO_LINES[match.group("comment")]
+        lines[body:end + 1] = [match.group("indent") + line.format(name=match.group("name")) for line in todo]
+    return "\n".join(lines) + "\n"
+
+
+def reference_body(task: Task) -> list[str]:
+    """The reference lines of a task's body (what a finished task holds in place of the TODO line)."""
+    lines = task.source.read_text().splitlines()
+    start, body, end = next(block for block in _blocks(lines) if block[0] == task.line - 1)
+    return lines[body:end]
+
+
+class WorkspaceError(ValueError):
+    """The workspace folder cannot be made or read (the message says why and what to do)."""
+
+
+def start(folder: Path) -> list[Path]:
+    """Write the workspace into `folder` (new, or empty): kernels/ and data_parallel.py with the tasks
+    to fill in."""
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise WorkspaceError(f"{folder} already exists and is not an empty folder: the course writes a new "
+                             "workspace and never overwrites one; choose another name")
+    kernels = folder / "kernels"
+    kernels.mkdir(parents=True)
+    written = []
+    for path in sorted(kernel_info.project_kernel_dir().iterdir()):
+        if path.suffix not in (".cu", ".cuh"):
+            continue
+        target = kernels / path.name
+        source = path.read_text()
+        if any(_TASK.match(line) for line in source.splitlines()):
+            target.write_text(skeleton(source))
+        else:
+            shutil.copyfile(path, target)
+        written.append(target)
+    target = folder / MPI_TASK_FILE
+    target.write_text(skeleton(Path(course_task.__file__).read_text()))
+    return [*written, target]
+
+
+def kernel_folder(folder: Path) -> Path:
+    kernels = Path(folder) / "kernels"
+    if not kernels.is_dir():
+        raise WorkspaceError(f"{folder} has no kernels/ folder: make a workspace with "
+                             f"python -m nn_cuda.course start {folder}")
+    return kernels
+
+
+def unfinished(folder: Path, task: Task) -> str | None:
+    """Where the task's TODO line still stands ('kernels/gemm2_tiled.cu:34'), or None."""
+    kernel_folder(folder)
+    path = Path(folder) / task.file
+    if not path.is_file():
+        raise WorkspaceError(f"{path} is missing: copy it from a new workspace (python -m nn_cuda.course start)")
+    todo = TODO.format(name=task.name)
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if todo in line:
+            return f"{path}:{number}"
+    return None
+
+
+@dataclasses.dataclass
+class TaskReport:
+    task: Task
+    passed: bool
+    lines: list  # what to print: the failing case with its hint, or the summary
+
+
+def check_task(folder: Path, task: Task, backend_factory: Callable, progress=None) -> TaskReport:
+    """A task's checks on the workspace's files, stopping at the first failure."""
+    where = unfinished(folder, task)
+    if where:
+        return TaskReport(task, False, [f"task {task.name}: not written yet: the TODO is at {where}"])
+    if not task.is_kernel:
+        return _check_mpi_task(Path(folder) / task.file, task)
+    with kernels_from(kernel_folder(folder).resolve()):
+        try:
+            results = kernel_checks.check(backend_factory(), task.check, stop_at_first_failure=True,
+                                          progress=progress)
+        except Exception as error:  # does not compile, a launch line missing: one clear verdict
+            return TaskReport(task, False, [f"task {task.name}: FAIL: {error}"])
+    failed = [result for result in results if not result.passed]
+    if failed:
+        return TaskReport(task, False, [f"task {task.name}: " + failed[0].line()])
+    worst = max(result.error for result in results)
+    return TaskReport(task, True, [f"task {task.name}: PASS ({len(results)} cases, relative error at most "
+                                   f"{worst:.1e})"])
+
+
+# ---- the MPI task ---------------------------------------------------------------------------------
+
+#: (batch rows, ranks) the split is checked on: batches that divide, that do not, that are short
+_SPLITS = [(rows, ranks) for ranks in (1, 2, 3, 4, 7) for rows in (0, 1, 2, 5, 10, 64, 99, 800)]
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location("nn_cuda_student_task", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check_mpi_task(path: Path, task: Task) -> TaskReport:
+    try:
+        student = _load(path)
+        if task.name == "mpi_rows":
+            for rows, ranks in _SPLITS:
+                for rank in range(ranks):
+                    got = tuple(student.rows_of_rank(rows, ranks, rank))
+                    expected = course_task.rows_of_rank(rows, ranks, rank)
+                    if got != expected:
+                        return TaskReport(task, False, [
+                            f"task mpi_rows: FAIL  rows_of_rank({rows}, {ranks}, {rank}) = {got}, expected "
+                            f"{expected}",
+                            "      hint: contiguous shares in rank order, every rank batch_rows // ranks rows "
+                            "and the first batch_rows % ranks ranks one more"])
+            return TaskReport(task, True, [f"task mpi_rows: PASS ({len(_SPLITS)} splits, every rank)"])
+        return _check_allreduce(path, task)
+    except Exception as error:  # the student's code raised: its verdict, in one line
+        return TaskReport(task, False, [f"task {task.name}: FAIL  {type(error).__name__}: {error}"])
+
+
+#: ranks the Allreduce is checked on
+ALLREDUCE_RANKS = 3
+
+
+def _check_allreduce(path: Path, task: Task) -> TaskReport:
+    """Run allreduce_probe on ALLREDUCE_RANKS ranks under mpiexec."""
+    try:
+        mpiexec = find_mpiexec()
+    except ParallelError as error:
+        return TaskReport(task, False, [f"task {task.name}: cannot run: {error}"])
+    command = [mpiexec, "-n", str(ALLREDUCE_RANKS), sys.executable, "-c",
+               f"import sys; from nn_cuda.workspace import allreduce_probe; sys.exit(allreduce_probe({str(path)!r}))"]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return TaskReport(task, False, [f"task {task.name}: FAIL  the ranks did not finish in 120 s: does every "
+                                        "rank call the collective, once?"])
+    output = run.stdout.splitlines()
+    lines = next((output[i:] for i, line in enumerate(output) if line.startswith("task ")), [])
+    if run.returncode == 0 and lines:
+        return TaskReport(task, True, lines[:1])
+    detail = lines or [f"task {task.name}: FAIL  mpiexec ended with status {run.returncode}: "
+                           + (run.stderr.strip().splitlines() or ["no output"])[-1]]
+    return TaskReport(task, False, detail)
+
+
+def allreduce_probe(path: str) -> int:
+    """On each rank under mpiexec: rank r's buffer holds (r + 1) (1, 2, ..., 7); after the student's
+    allreduce_gradients every rank must hold the sum over the ranks. Rank 0 prints the verdict."""
+    import numpy as np
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    buffer = (rank + 1) * np.arange(1, 8, dtype=np.float64)
+    _load(Path(path)).allreduce_gradients(comm, buffer)
+    expected = size * (size + 1) / 2 * np.arange(1, 8, dtype=np.float64)
+    wrong = comm.gather(None if np.array_equal(buffer, expected) else (rank, buffer.tolist()), root=0)
+    if rank != 0:
+        return 0
+    bad = [entry for entry in wrong if entry is not None]
+    if not bad:
+        print(f"task mpi_allreduce: PASS (every one of {size} ranks holds the sum)")
+        return 0
+    first_rank, values = bad[0]
+    print(f"task mpi_allreduce: FAIL  rank {first_rank} holds {values}, expected {expected.tolist()}")
+    print("      hint: every rank must end with the sum over all ranks, in the same buffer "
+          "(Allreduce with MPI.IN_PLACE and MPI.SUM)")
+    return 1

@@ -1,0 +1,141 @@
+"""The course as a student takes it (python -m nn_cuda.course): a workspace generated from the project's
+own kernels and MPI step, every task failing clearly until written, and passing once written."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nn_cuda import course, kernel_checks, kernel_info, workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL_SIZES = ((1, 1, 1), (17, 31, 33), (40, 70, 45))
+TASKS = ["naive", "tiled", "regblock", "bias_sigmoid", "bias_softmax", "softmax_grad", "sigmoid_backward",
+         "col_sum", "sgd_update", "mpi_rows", "mpi_allreduce"]
+
+
+def fill(folder: Path, name: str, edit=None) -> None:
+    """Write task `name` of the workspace with the reference body (edited by `edit` if given)."""
+    task = workspace.task_named(name)
+    path = folder / task.file
+    lines = path.read_text().splitlines()
+    todo = next(i for i, line in enumerate(lines) if workspace.TODO.format(name=name) in line)
+    stand_in = 2 if task.file.endswith(".py") else 1  # the TODO comment (and the Python raise)
+    body = "\n".join(workspace.reference_body(task))
+    lines[todo:todo + stand_in] = (edit(body) if edit else body).splitlines()
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def small_checks(monkeypatch):
+    monkeypatch.setattr(kernel_checks, "GEMM_SIZES", SMALL_SIZES)
+
+
+def test_the_tasks_are_the_ladder_the_element_wise_kernels_and_the_mpi_step():
+    assert [task.name for task in workspace.tasks()] == TASKS
+    assert workspace.task_named("tiled").file == "kernels/gemm2_tiled.cu"
+    with pytest.raises(ValueError, match="no task 'tild'; the tasks are: naive, tiled"):
+        workspace.task_named("tild")
+
+
+def test_the_workspace_is_the_reference_without_its_bodies():
+    """Filling every skeleton with the reference bodies gives the reference back (less the END
+    markers): the exercise cannot drift from the code it comes from."""
+    for file, source in workspace._task_files():
+        reference = source.read_text()
+        refilled = workspace.skeleton(reference).splitlines()
+        for task in reversed([t for t in workspace.tasks() if t.file == file]):
+            at = next(i for i, line in enumerate(refilled) if workspace.TODO.format(name=task.name) in line)
+            refilled[at:at + (2 if file.endswith(".py") else 1)] = workspace.reference_body(task)
+        assert refilled == [line for line in reference.splitlines() if not workspace._END.match(line)], file
+
+
+def test_start_writes_a_workspace_and_never_overwrites_one(tmp_path, capsys):
+    folder = tmp_path / "me"
+    assert course.main(["start", str(folder)]) == 0
+    names = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+    assert names == ["data_parallel.py", *sorted(f"kernels/{p.name}" for p in kernel_info.project_kernel_dir().iterdir()
+                                                 if p.suffix in (".cu", ".cuh"))]
+    tiled = (folder / "kernels" / "gemm2_tiled.cu").read_text()
+    code = [line for line in tiled.split("gemm_tiled(")[1].splitlines() if not line.lstrip().startswith("//")]
+    assert "__syncthreads" not in "".join(code) and "a_tile" not in "".join(code)  # the body is gone
+    assert "// TASK tiled: declare two TILE x (TILE + 1) __shared__ tiles" in tiled
+    assert "// launch: block (TILE, TILE), C tile (TILE, TILE)" in tiled
+    assert f"then: python -m nn_cuda.course check {folder}" in capsys.readouterr().out
+    assert course.main(["start", str(folder)]) == 2
+    assert "already exists and is not an empty folder" in capsys.readouterr().err
+
+
+def test_a_fresh_workspace_fails_every_task_clearly_and_a_filled_one_passes(tmp_path, capsys, small_checks):
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    for task in workspace.tasks():
+        report = workspace.check_task(folder, task, lambda: None)
+        assert not report.passed
+        assert re.fullmatch(rf"task {task.name}: not written yet: the TODO is at {re.escape(str(folder / task.file))}:\d+",
+                            report.lines[0])
+    assert course.main(["check", str(folder)]) == 1
+    assert "task naive: not written yet" in capsys.readouterr().out
+    for name in TASKS:
+        fill(folder, name)
+    assert course.main(["check", str(folder), "--backend", "cuda-cpu"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"task {name}: PASS" in out for name in TASKS) and "all 11 task(s) pass" in out
+
+
+def test_a_wrong_task_fails_with_the_case_the_element_and_a_hint(tmp_path, capsys, small_checks):
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    fill(folder, "naive")  # the later tasks still hold their TODOs: the files compile as they are
+    fill(folder, "tiled", lambda body: body.replace("if (i < M && j < N) {", "if (i < M && j < N - 1) {"))
+    assert course.main(["check", str(folder), "tiled"]) == 1
+    out = capsys.readouterr().out
+    # the smallest case shows it first: C is 1 x 1, a single partial tile whose last column is skipped
+    assert "task tiled: FAIL  gemm tiled: 1 x 1 x 1 NN, alpha 1.5, beta 0.5, float32" in out
+    assert "1 of 1 elements wrong; the first is C[0, 0]" in out and "hint: every element is wrong" in out
+    fill(folder, "mpi_rows", lambda body: body.replace("min(rank, batch_rows % ranks)", "0"))
+    assert course.main(["check", str(folder), "mpi_rows"]) == 1
+    assert "rows_of_rank(1, 2, 1) = (0, 0), expected (1, 1)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", ["comm.Reduce(MPI.IN_PLACE if comm.rank == 0 else gradients, gradients, op=MPI.SUM)",
+                                   "comm.Allreduce(MPI.IN_PLACE, gradients, op=MPI.MAX)"])
+def test_a_wrong_allreduce_fails_naming_a_rank(tmp_path, capsys, wrong):
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    fill(folder, "mpi_allreduce", lambda body: body.replace("comm.Allreduce(MPI.IN_PLACE, gradients, op=MPI.SUM)",
+                                                            wrong))
+    assert course.main(["check", str(folder), "mpi_allreduce"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"task mpi_allreduce: FAIL  rank \d holds \[", out) and "hint: every rank must end" in out
+
+
+def test_training_with_the_students_mpi_task_equals_the_projects(tmp_path):
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    fill(folder, "mpi_rows")
+    fill(folder, "mpi_allreduce")
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    saved = []
+    for extra in ([], ["--mpi-task", str(folder / "data_parallel.py")]):
+        out = tmp_path / f"run{len(saved)}.npz"
+        run = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "nn_cuda.train", "--dataset", "mnist-sample",
+                              "-n", "16", "-b", "100", "--max-steps", "4", "--dtype", "float64", "--quiet",
+                              "--save", str(out), *extra],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path, env=os.environ)
+        assert run.returncode == 0, run.stderr
+        saved.append(np.load(out))
+    for name in ("W1", "W2", "b1", "b2"):
+        assert np.array_equal(saved[0][name], saved[1][name]), name
+
+
+def test_mpi_task_is_refused_with_other_mpi_options(capsys):
+    from nn_cuda.config import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--mpi-task", "x.py", "--overlap"])
+    assert "--mpi-task replaces the split and the allreduce" in capsys.readouterr().err
