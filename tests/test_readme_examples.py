@@ -114,6 +114,10 @@ SAMPLE = f"{TRAIN} --dataset mnist-sample"
 SIMULATOR = "NUMBA_ENABLE_CUDASIM=1 python -m nn_cuda.train --backend numba --dataset mnist-sample -n 8"
 ADVERSARIAL = "python -m nn_cuda.adversarial"
 SMALL_ADVERSARIAL = "-e 1 -n 32 --eval-steps 2 --eval-limit 100"
+COURSE = "python -m nn_cuda.course"
+#: a workspace whose every task is written: the project's own kernels and MPI step copied in
+WRITTEN_WORKSPACE = (f"{{ test -d my-course || {COURSE} start my-course > /dev/null; }} && cp {REPO}/kernels/*.cu my-course/kernels/ && "
+                     f"cp {REPO}/nn_cuda/parallel/course_task.py my-course/data_parallel.py")
 
 EXAMPLES = [
     # quick start
@@ -125,6 +129,36 @@ EXAMPLES = [
             check=contains("NOTE: MNIST was not found", "data parallel over 4 MPI ranks",
                            "validation accuracy 0.6375")),
     Example("pytest", "test", why="this test is part of the suite it would run"),
+    # the student's page
+    Example(f"{COURSE} start my-course", "writes my-course/kernels/ and my-course/data_parallel.py",
+            run=f"{COURSE} start my-course", check=contains("wrote 6 files into my-course; 11 tasks to write")),
+    Example(f"{COURSE} check my-course", "every task fails until written", run=f"{COURSE} check my-course; test $? = 1",
+            why="it ends with exit status 1 on a fresh workspace, as it says",
+            check=contains("task naive: not written yet: the TODO is at my-course/kernels/gemm1_naive.cu:")),
+    Example(f"{COURSE} tasks", "the tasks, in order", run=f"{COURSE} tasks",
+            check=contains("naive              kernels/gemm1_naive.cu", "mpi_allreduce      data_parallel.py")),
+    Example(f"{COURSE} check my-course naive", "one task: the case, the first wrong element, a hint",
+            run=f"{WRITTEN_WORKSPACE} && {COURSE} check my-course naive",
+            why="in a new workspace whose tasks are written (the project's own files copied in)",
+            check=contains("task naive: PASS (80 cases")),
+    Example(f"NN_CUDA_KERNEL_DIR=my-course/kernels {TRAIN} --backend cuda-cpu --gemm tiled -e 1", "your kernels",
+            run=f"{WRITTEN_WORKSPACE} && NN_CUDA_KERNEL_DIR=my-course/kernels {TRAIN} --backend cuda-cpu --gemm tiled "
+            "-e 1 -n 16 --max-steps 2",
+            why="a written workspace; 2 steps at H = 16 instead of an epoch at H = 1000",
+            check=contains("my-course/kernels (NN_CUDA_KERNEL_DIR)", "gemm=tiled")),
+    Example(f"mpirun -n 4 {TRAIN} --mpi-task my-course/data_parallel.py", "your MPI step",
+            run=f"{WRITTEN_WORKSPACE} && mpirun -n 4 {TRAIN} --mpi-task my-course/data_parallel.py -e 1",
+            why="a written workspace; 1 epoch instead of 20",
+            check=contains("the MPI task of ", "my-course/data_parallel.py)", "validation accuracy 0.6375")),
+    Example(f"NN_CUDA_KERNEL_DIR=my-course/kernels python -m nn_cuda.grade --mode 3 --backend cuda-cpu --gemm tiled",
+            "vs NumPy",
+            run=f"{WRITTEN_WORKSPACE} && NN_CUDA_KERNEL_DIR=my-course/kernels python -m nn_cuda.grade --mode 3 "
+            "--backend cuda-cpu --gemm tiled --max-steps 2",
+            why="a written workspace; 2 steps of mode 3 instead of its epoch",
+            check=contains("under test: cuda-cpu/tiled", "mode 3: PASS")),
+    Example("python -m nn_cuda.grade --kernels my-course/kernels", "every check of every kernel",
+            run=f"{WRITTEN_WORKSPACE} && python -m nn_cuda.grade --kernels my-course/kernels",
+            why="a written workspace", check=contains("1 of 1 folders pass every check on cuda-cpu")),
     # checkpoints
     Example(f"{SAMPLE} -e 10 --save a.npz", "validation 0.890, test 0.898", run=f"{SAMPLE} -e 10 --save a.npz",
             check=all_of(accuracies_are(0.890, 0.898), wrote("a.npz"))),
