@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 
 from .arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from .backends import BACKENDS
+from .kernel_info import KERNEL_GEMMS
 from .data import DATASETS
 from .model import COURSE_INIT_SCALE, DEFAULT_INIT_SCALE
 from .parallel import COMM_MODES, PARALLEL_STRATEGIES
@@ -25,6 +26,22 @@ UNIT_PIXELS_LR = 0.5
 #: validation and test images evaluated by default on an emulated backend (Backend.emulated: the
 #: simulator runs one Python thread per CUDA thread, so 100 images take seconds, 1,400 take minutes)
 EMULATED_EVAL_LIMIT = 100
+
+#: the environment variables the project reads, for --help (a test checks that every NN_CUDA_* name
+#: in the package is here)
+ENVIRONMENT = (
+    ("NN_CUDA_KERNEL_DIR=DIR", "a copy of kernels/ to compile and run instead (cupy, cuda-cpu)"),
+    ("NN_CUDA_CPU_CHECK=1", "cuda-cpu: the checking mode (races, out-of-bounds accesses, poisoned memory)"),
+    ("NN_CUDA_CPU_SEED=N", "cuda-cpu: the seed of the checking mode's thread and block orders"),
+    ("NN_CUDA_CPU_WATCHDOG=SECONDS", "cuda-cpu: stop a launch running longer (default 60, 0: never)"),
+    ("NN_CUDA_CACHE_DIR=DIR", "where downloads and compiled kernels are cached"),
+    ("NN_CUDA_DATA=DIR", "a folder holding mnist/ and fashion-mnist/"),
+    ("NN_CUDA_OFFLINE=1", "never download: use the bundled sample when MNIST is absent"),
+    ("NN_CUDA_ASSUME_CUDA_AWARE_MPI=1", "--comm cuda-aware: trust MPI to be CUDA-aware without asking it"),
+    ("NN_CUDA_BENCH_DIR=DIR", "where ./run.sh and python -m nn_cuda.report keep the benchmarks' records "
+     "(default runs/)"),
+    ("NUMBA_ENABLE_CUDASIM=1", "Numba's CPU simulator (what --backend numba-sim sets)"),
+)
 
 
 @dataclass
@@ -72,9 +89,9 @@ class TrainConfig:
         return TrainConfig(**values)
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """--help shows each flag's default, except where there is none to show: an unset option (None)
-    or an off switch (False)."""
+    or an off switch (False); the description and the list of environment variables keep their lines."""
 
     def _get_help_string(self, action):
         if action.default is None or action.default is False:
@@ -90,10 +107,16 @@ def reword_help(parser: argparse.ArgumentParser, helps: dict) -> None:
         parser._option_string_actions[flag].help = text
 
 
+def environment_help() -> str:
+    """The environment variables, for the end of a command's --help."""
+    return "environment variables:\n" + "\n".join(f"  {name:33s} {what}" for name, what in ENVIRONMENT)
+
+
 def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
         description="Train the CME 213 two-layer network (784 -> H sigmoid -> 10 softmax) on MNIST.",
+        epilog=environment_help(),
         formatter_class=HelpFormatter,
     )
     d = TrainConfig()
@@ -120,10 +143,12 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                       help="mnist falls back to the bundled mnist-sample when absent and offline")
     more.add_argument("--data-dir", default=d.data_dir, help="folder holding the four IDX files")
     more.add_argument("--backend", choices=BACKENDS, default=d.backend,
-                      help="numpy: the CPU reference; cupy: the CUDA C kernels; numba: the Numba ones "
-                      "(numba-sim: in Numba's CPU simulator)")
-    more.add_argument("--gemm", default=d.gemm, help="GEMM algorithm: naive|tiled|regblock|cublas "
-                      "(GPU backends; default: the backend's fastest hand-written one)")
+                      help="numpy: the CPU reference; cupy: the CUDA C kernels of kernels/ on a GPU; cuda-cpu: "
+                      "the same kernels on the CPU; numba: the Numba kernels on a GPU; numba-sim: the Numba "
+                      "kernels in Numba's CPU simulator")
+    more.add_argument("--gemm", default=d.gemm,
+                      help=f"GEMM algorithm of the kernel backends: {'|'.join(KERNEL_GEMMS)}, or cublas with cupy "
+                      "(default: regblock on a GPU; naive, the cheapest to emulate, on cuda-cpu and numba-sim)")
     more.add_argument("--dtype", choices=("float32", "float64"), default=d.dtype,
                       help="floating-point type of the parameters, activations and data")
     more.add_argument("--seed", type=non_negative_int, default=d.seed,

@@ -29,7 +29,7 @@ with ends_in_one_line_while_starting("nn_cuda.grade"):
     from . import parallel
     from .arguments import non_negative_int, positive_int
     from .backends import BACKENDS
-    from .config import TrainConfig
+    from .config import TrainConfig, environment_help
     from .data import DATASETS
     from .grading import course_config, run_grade
     from .kernel_grading import grade_folder, write_tables
@@ -37,7 +37,7 @@ with ends_in_one_line_while_starting("nn_cuda.grade"):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m nn_cuda.grade", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m nn_cuda.grade", description=__doc__, epilog=environment_help(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", "-g", type=int, choices=(1, 2, 3, 4))
     p.add_argument("--kernels", nargs="+", type=Path, metavar="DIR",

@@ -64,10 +64,10 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
         f"H={hidden} lr={cfg.lr:g} epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
     if under_test.runs_kernel_files:
         log(kernel_info.describe_kernel_dir())
-    tested = train_with_snapshots(cfg, cfg.backend, cfg.gemm, splits, init, strategy)
+    tested = train_with_snapshots(cfg, cfg.backend, cfg.gemm, splits, init, strategy, progress="under test")
     if not strategy.is_root:
         return True
-    reference = train_with_snapshots(cfg, "numpy", None, splits, init)
+    reference = train_with_snapshots(cfg, "numpy", None, splits, init, progress="reference")
     return relative_errors.report_comparison(cfg, tested, reference, outputs, log)
 
 

@@ -107,3 +107,18 @@ def test_python_m_nn_cuda_lists_every_command():
     listed = {module for module, _ in LISTED}
     assert {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.course", "nn_cuda.bench", "nn_cuda.report",
             "nn_cuda.adversarial"} <= listed
+
+
+def test_every_environment_variable_the_package_reads_is_in_the_help():
+    import re
+
+    from nn_cuda.config import ENVIRONMENT
+
+    listed = {name.split("=")[0] for name, _ in ENVIRONMENT}
+    read = set()
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        read |= set(re.findall(r"environ(?:\.get\(|\[)\s*\"(NN_CUDA_\w+)\"", text))
+        read |= set(re.findall(r"_VARIABLE = \"(NN_CUDA_\w+)\"", text))
+    assert {"NN_CUDA_KERNEL_DIR", "NN_CUDA_CPU_CHECK", "NN_CUDA_OFFLINE"} <= read
+    assert read - listed == set(), "add them to ENVIRONMENT in nn_cuda/config.py"
