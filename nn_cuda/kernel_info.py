@@ -73,12 +73,14 @@ def _cuda_type(dtype) -> str:
         ) from None
 
 
+@functools.lru_cache(maxsize=None)
 def gemm_kernel_name(algo: str, dtype, trans_a: bool, trans_b: bool) -> str:
     """The template instance, e.g. 'gemm_tiled<float, false, true>' (a CuPy name expression)."""
     flag = {False: "false", True: "true"}
     return f"gemm_{algo}<{_cuda_type(dtype)}, {flag[bool(trans_a)]}, {flag[bool(trans_b)]}>"
 
 
+@functools.lru_cache(maxsize=None)
 def nn_op_kernel_name(op: str, dtype) -> str:
     """The template instance of an element-wise or reduction kernel, e.g. 'col_sum<double>'."""
     return f"{op}<{_cuda_type(dtype)}>"

@@ -14,6 +14,7 @@ silent garbage, and a test checks the list against the signatures the compilers 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,20 @@ def geometry(template: str, directory: Path | None = None) -> kernel_geometry.Ge
     return kernel_geometry.of_kernel(path, template)
 
 
+class GeometryTable(dict):
+    """template -> its Geometry, each file's launch line read at the first launch of its kernels and
+    kept: a backend holds one for as long as it holds the modules compiled from the same files, and a
+    launch looks its kernel up without touching the file system."""
+
+    def __init__(self, directory: Path | None = None):
+        super().__init__()
+        self.directory = directory  # None: the kernels in use (NN_CUDA_KERNEL_DIR or kernels/)
+
+    def __missing__(self, template: str) -> kernel_geometry.Geometry:
+        found = self[template] = geometry(template, self.directory)
+        return found
+
+
 def block_of(template: str, directory: Path | None = None) -> tuple:
     """Threads per block (x, y, z) of `template`; the kernels' header comments explain each mapping."""
     return geometry(template, directory).block
@@ -83,6 +98,7 @@ def template_of(name_expression: str) -> str:
     return name_expression.split("<", 1)[0]
 
 
+@functools.lru_cache(maxsize=None)
 def c_signature(name_expression: str) -> tuple:
     """The C parameter types of a template instance, T replaced: ('const float*', ..., 'float')."""
     element = name_expression.split("<", 1)[1].split(",")[0].rstrip(">").strip()
@@ -136,17 +152,14 @@ def _blocks(n: int, per_block: int) -> int:
     return (n + per_block - 1) // per_block
 
 
-def _scalar(dtype):
-    return np.dtype(dtype).type
-
-
 # ---- the network's operations as launches (shapes already checked by the backend) ----------------
 
 
-def gemm_grid(algo, M, N, directory: Path | None = None) -> tuple[int, int, int]:
+def gemm_grid(algo, M, N, geometries: GeometryTable | None = None) -> tuple[int, int, int]:
     """The grid of GEMM kernel `algo` for an M x N matrix C: one block per tile of C of its launch line
     (the CUDA C kernels and their Numba mirrors both launch it)."""
-    tile_rows, tile_cols = gemm_tile(algo, directory)
+    tile = geometries[f"gemm_{algo}"].tile if geometries is not None else None
+    tile_rows, tile_cols = tile or gemm_tile(algo)
     grid = (_blocks(N, tile_cols), _blocks(M, tile_rows), 1)
     if grid[1] > MAX_GRID_Y:
         raise ValueError(
@@ -156,73 +169,76 @@ def gemm_grid(algo, M, N, directory: Path | None = None) -> tuple[int, int, int]
     return grid
 
 
-def gemm(algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> KernelLaunch:
-    """C <- alpha op(A) op(B) + beta C with the course's kernel `algo` (naive, tiled, regblock)."""
-    grid = gemm_grid(algo, M, N)
+def gemm(geometries, algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> KernelLaunch:
+    """C <- alpha op(A) op(B) + beta C with the course's kernel `algo` (naive, tiled, regblock), the
+    launch shapes from `geometries` (the backend's GeometryTable)."""
     kernel = kernel_info.gemm_kernel_name(algo, C.dtype, trans_a, trans_b)
-    scalar = _scalar(C.dtype)
+    shape = geometries[f"gemm_{algo}"]
+    tile_rows, tile_cols = shape.tile
+    grid = ((N + tile_cols - 1) // tile_cols, (M + tile_rows - 1) // tile_rows, 1)
+    if grid[1] > MAX_GRID_Y:
+        gemm_grid(algo, M, N, geometries)  # says why
+    scalar = C.dtype.type
     args = (A, B, C, np.int32(M), np.int32(N), np.int32(K), scalar(alpha), scalar(beta))
-    return KernelLaunch(
-        kernel_info.GEMM_KERNEL_FILES[algo], kernel, grid, block_of(template_of(kernel)), args,
-        write_only=(2,) if beta == 0 else (),
-    )
+    return KernelLaunch(kernel_info.GEMM_KERNEL_FILES[algo], kernel, grid, shape.block, args,
+                        write_only=(2,) if beta == 0 else ())
 
 
-def _nn_op(op, dtype, grid, args, write_only) -> KernelLaunch:
+def _nn_op(geometries, op, dtype, grid, args, write_only) -> KernelLaunch:
     kernel = kernel_info.nn_op_kernel_name(op, dtype)
-    return KernelLaunch(kernel_info.NN_OPS_FILE, kernel, grid, block_of(op), args, write_only)
+    return KernelLaunch(kernel_info.NN_OPS_FILE, kernel, grid, geometries[op].block, args, write_only)
 
 
-def _matrix_grid(op, rows, cols):
+def _matrix_grid(geometries, op, rows, cols):
     """threadIdx.x along the columns, a loop over the rows when the grid's y limit is reached."""
-    block = block_of(op)
+    block = geometries[op].block
     return (_blocks(cols, block[0]), min(_blocks(rows, block[1]), MAX_GRID_Y), 1)
 
 
-def _flat_grid(op, size):
-    return (max(1, min(_blocks(size, block_of(op)[0]), _FLAT_GRID_CAP)), 1, 1)
+def _flat_grid(geometries, op, size):
+    return (max(1, min(_blocks(size, geometries[op].block[0]), _FLAT_GRID_CAP)), 1, 1)
 
 
-def bias_sigmoid(Z, b, out, rows, cols) -> KernelLaunch | None:
+def bias_sigmoid(geometries, Z, b, out, rows, cols) -> KernelLaunch | None:
     if rows == 0 or cols == 0:  # nothing to write (an empty launch is invalid)
         return None
     args = (Z, b, out, np.int32(rows), np.int32(cols))
-    return _nn_op("bias_sigmoid", Z.dtype, _matrix_grid("bias_sigmoid", rows, cols), args, (2,))
+    return _nn_op(geometries, "bias_sigmoid", Z.dtype, _matrix_grid(geometries, "bias_sigmoid", rows, cols), args, (2,))
 
 
-def bias_softmax(Z, b, out, rows, cols) -> KernelLaunch | None:
+def bias_softmax(geometries, Z, b, out, rows, cols) -> KernelLaunch | None:
     if rows == 0 or cols == 0:
         return None
-    grid = (min(_blocks(rows, block_of("bias_softmax")[0]), MAX_GRID_X), 1, 1)
-    return _nn_op("bias_softmax", Z.dtype, grid, (Z, b, out, np.int32(rows), np.int32(cols)), (2,))
+    grid = (min(_blocks(rows, geometries["bias_softmax"].block[0]), MAX_GRID_X), 1, 1)
+    return _nn_op(geometries, "bias_softmax", Z.dtype, grid, (Z, b, out, np.int32(rows), np.int32(cols)), (2,))
 
 
-def softmax_grad(P, labels, scale, out, rows, cols) -> KernelLaunch | None:
+def softmax_grad(geometries, P, labels, scale, out, rows, cols) -> KernelLaunch | None:
     if rows == 0 or cols == 0:
         return None
-    args = (P, labels, _scalar(P.dtype)(scale), out, np.int32(rows), np.int32(cols))
-    return _nn_op("softmax_grad", P.dtype, _matrix_grid("softmax_grad", rows, cols), args, (3,))
+    args = (P, labels, P.dtype.type(scale), out, np.int32(rows), np.int32(cols))
+    return _nn_op(geometries, "softmax_grad", P.dtype, _matrix_grid(geometries, "softmax_grad", rows, cols), args, (3,))
 
 
-def sigmoid_backward(dA, A, out) -> KernelLaunch:
+def sigmoid_backward(geometries, dA, A, out) -> KernelLaunch:
     args = (dA, A, out, np.int64(A.size))
-    return _nn_op("sigmoid_backward", A.dtype, _flat_grid("sigmoid_backward", A.size), args, (2,))
+    return _nn_op(geometries, "sigmoid_backward", A.dtype, _flat_grid(geometries, "sigmoid_backward", A.size), args, (2,))
 
 
-def col_sum(M, out, rows, cols) -> KernelLaunch | None:
+def col_sum(geometries, M, out, rows, cols) -> KernelLaunch | None:
     if cols == 0:
         return None
-    grid = (_blocks(cols, block_of("col_sum")[0]), 1, 1)
-    return _nn_op("col_sum", M.dtype, grid, (M, out, np.int32(rows), np.int32(cols)), (1,))
+    grid = (_blocks(cols, geometries["col_sum"].block[0]), 1, 1)
+    return _nn_op(geometries, "col_sum", M.dtype, grid, (M, out, np.int32(rows), np.int32(cols)), (1,))
 
 
-def sgd_update(param, grad, lr, decay) -> KernelLaunch:
-    scalar = _scalar(param.dtype)
+def sgd_update(geometries, param, grad, lr, decay) -> KernelLaunch:
+    scalar = param.dtype.type
     args = (param, grad, scalar(lr), scalar(decay), np.int64(param.size))
-    return _nn_op("sgd_update", param.dtype, _flat_grid("sgd_update", param.size), args, ())
+    return _nn_op(geometries, "sgd_update", param.dtype, _flat_grid(geometries, "sgd_update", param.size), args, ())
 
 
-def pgd_step(X_adv, grad, X_clean, alpha, eps, out) -> KernelLaunch:
-    scalar = _scalar(out.dtype)
+def pgd_step(geometries, X_adv, grad, X_clean, alpha, eps, out) -> KernelLaunch:
+    scalar = out.dtype.type
     args = (X_adv, grad, X_clean, scalar(alpha), scalar(eps), out, np.int64(out.size))
-    return _nn_op("pgd_step", out.dtype, _flat_grid("pgd_step", out.size), args, (5,))
+    return _nn_op(geometries, "pgd_step", out.dtype, _flat_grid(geometries, "pgd_step", out.size), args, (5,))

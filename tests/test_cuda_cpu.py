@@ -175,7 +175,7 @@ def test_arguments_are_checked_against_the_c_signature():
     from nn_cuda import kernel_launch
 
     A = np.ones((2, 2), np.float32)
-    launch = kernel_launch.gemm("naive", A, A, np.zeros((2, 2), np.float32), 1.0, 0.0, False, False, 2, 2, 2)
+    launch = kernel_launch.gemm(kernel_launch.GeometryTable(), "naive", A, A, np.zeros((2, 2), np.float32), 1.0, 0.0, False, False, 2, 2, 2)
     is_array = lambda x: isinstance(x, np.ndarray)  # noqa: E731
     kernel_launch.check_arguments(launch, is_array)  # the table's own launch passes
     wrong_width = launch.args[:3] + (np.int64(2),) + launch.args[4:]

@@ -26,12 +26,13 @@ class CudaCpuBackend(CudaKernelBackend):
     on_device = False
     emulated = True
     array_kind = "a NumPy array"
+    array_type = np.ndarray
 
     def __init__(self, gemm=None, check: bool | None = None):
         super().__init__(gemm)
         self.check = check_mode_from_environment() if check is None else check
         self._modules: dict = {}  # kernel file -> its RawModule
-        self._kernels: dict = {}  # name expression -> its RawKernel, its signature checked
+        self._kernels: dict = {}  # name expression -> (its RawKernel, its parameters' names), signature checked
         self._host = NumpyBackend()  # memory and read-backs are plain NumPy
 
     # ---- memory -------------------------------------------------------------------------------
@@ -54,19 +55,22 @@ class CudaCpuBackend(CudaKernelBackend):
         self._host.take_rows(src, rows, out)
 
     # ---- kernels -------------------------------------------------------------------------------
-    def is_array(self, x) -> bool:
-        return isinstance(x, np.ndarray)
-
     def address(self, x) -> int:
-        return x.ctypes.data
+        return x.__array_interface__["data"][0]  # ndarray.ctypes would build two Python objects
 
     def run_kernel(self, launch):
-        kernel_launch.check_arguments(launch, self.is_array)  # as the CuPy backend does
-        kernel = self._kernels.get(launch.kernel) or self._kernel(launch.file, launch.kernel)
-        kernel.run_launch(launch, kernel_launch.PARAMETER_NAMES[kernel_launch.template_of(launch.kernel)])
+        found = self._kernels.get(launch.kernel)
+        if found is None:
+            found = self._kernel(launch)
+        kernel, parameter_names = found
+        kernel.run_launch(launch, parameter_names)
 
-    def _kernel(self, filename: str, name: str):
-        """The kernel `name` of kernels/<filename>, once its compiled signature is the launch table's."""
+    def _kernel(self, launch) -> tuple:
+        """(the kernel of a launch, its parameters' names), at its first launch: its arguments checked
+        against the launch table's signature (as the CuPy backend does), and that signature against
+        the compiled one."""
+        kernel_launch.check_arguments(launch, self.is_array)
+        filename, name = launch.file, launch.kernel
         module = self._modules.get(filename)
         if module is None:
             module = self._modules[filename] = kernel_module(filename, self.check)
@@ -77,8 +81,8 @@ class CudaCpuBackend(CudaKernelBackend):
                 f"kernels/{filename}: {name} takes ({', '.join(kernel.signature)}) but the launch table "
                 f"declares ({', '.join(declared)}); update SIGNATURES in nn_cuda/kernel_launch.py"
             )
-        self._kernels[name] = kernel
-        return kernel
+        found = self._kernels[name] = (kernel, kernel_launch.PARAMETER_NAMES[kernel_launch.template_of(name)])
+        return found
 
     # ---- read-backs ----------------------------------------------------------------------------
     def cross_entropy_sum(self, P, labels):

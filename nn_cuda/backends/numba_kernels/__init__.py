@@ -28,6 +28,7 @@ and contiguity before it launches them. They run on a GPU and, unchanged, in Num
 (NUMBA_ENABLE_CUDASIM=1).
 """
 
+import functools
 import importlib
 import importlib.util
 
@@ -42,13 +43,19 @@ GEMM_MODULES = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _mirrored_geometries() -> kernel_launch.GeometryTable:
+    """The launch lines of the files these kernels mirror: the project's kernels/, not a student's copy."""
+    return kernel_launch.GeometryTable(kernel_info.project_kernel_dir())
+
+
 def launch_gemm(algo, A, B, C, alpha, beta, trans_a: bool, trans_b: bool) -> None:
     """C <- alpha op(A) op(B) + beta C with GEMM kernel `algo` on validated device arrays (alpha, beta
     already of C's dtype), launched as its CUDA C twin is."""
     M, N = C.shape
-    mirrored = kernel_info.project_kernel_dir()  # the files these kernels mirror, not a student's copy
-    grid = kernel_launch.gemm_grid(algo, M, N, mirrored)[:2]
-    block = kernel_launch.block_of(f"gemm_{algo}", mirrored)[:2]
+    geometries = _mirrored_geometries()
+    grid = kernel_launch.gemm_grid(algo, M, N, geometries)[:2]
+    block = geometries[f"gemm_{algo}"].block[:2]
     GEMM_MODULES[algo].kernel(bool(trans_a), bool(trans_b))[grid, block](A, B, C, alpha, beta)
 
 
@@ -70,7 +77,7 @@ def kernel_cases():
     for scalar in (types.float32, types.float64):
         vector, array = types.Array(scalar, 1, "C"), types.Array(scalar, 2, "C")
         for algo, module in GEMM_MODULES.items():
-            block = kernel_launch.block_of(f"gemm_{algo}", kernel_info.project_kernel_dir())
+            block = _mirrored_geometries()[f"gemm_{algo}"].block
             for trans_a in (False, True):
                 for trans_b in (False, True):
                     transposes = "TN"[not trans_a] + "TN"[not trans_b]
