@@ -64,7 +64,7 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
         f"H={hidden} lr={cfg.lr:g} epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
     if under_test.runs_kernel_files:
         log(kernel_info.describe_kernel_dir())
-    tested = train_with_snapshots(cfg, cfg.backend, cfg.gemm, splits, init, strategy, progress="under test")
+    tested = train_with_snapshots(cfg, under_test, None, splits, init, strategy, progress="under test")
     if not strategy.is_root:
         return True
     reference = train_with_snapshots(cfg, "numpy", None, splits, init, progress="reference")

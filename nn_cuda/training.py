@@ -266,16 +266,17 @@ def snapshot_interval(cfg: TrainConfig, steps_per_epoch: int) -> int:
     return cfg.print_every or cfg.epochs * steps_per_epoch
 
 
-def train_with_snapshots(cfg: TrainConfig, backend_name: str, gemm, splits, init: dict,
+def train_with_snapshots(cfg: TrainConfig, backend, gemm, splits, init: dict,
                          strategy=None, progress: bool | str = False) -> Run:
-    """Train from `init` on one backend (under `strategy`: serial by default), keeping snapshots.
+    """Train from `init` on one backend (a Backend, or a backend's name with `gemm`; under `strategy`:
+    serial by default), keeping snapshots.
 
     Snapshots are taken at step 0, every cfg.print_every steps and at the last step. On the ranks
     other than the root of a parallel run, the validation accuracy is NaN and the parameters
     are None (the root reports).
     """
     strategy = strategy or Serial()
-    backend = get_backend(backend_name, gemm)
+    backend = get_backend(backend, gemm) if isinstance(backend, str) else backend
     params = strategy.local_parameters(backend, init, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(backend, splits.x_train, splits.y_train, cfg)

@@ -96,9 +96,9 @@ def test_a_wrong_backend_fails_the_grade(tmp_path, monkeypatch, capsys):
     def skewed(self, param, grad, lr, decay):
         original(self, param, grad, lr * 1.01, decay)
 
-    import nn_cuda.training as training_module
+    import nn_cuda.grading as grading_module
 
-    real_get_backend = training_module.get_backend
+    real_get_backend = grading_module.get_backend
 
     def get_backend(name, gemm=None):
         backend = real_get_backend("numpy" if name == "numba-sim" else name, gemm)
@@ -106,7 +106,7 @@ def test_a_wrong_backend_fails_the_grade(tmp_path, monkeypatch, capsys):
             backend.sgd_update = skewed.__get__(backend)
         return backend
 
-    monkeypatch.setattr(training_module, "get_backend", get_backend)
+    monkeypatch.setattr(grading_module, "get_backend", get_backend)
     rc = grade.main(["--mode", "3", "--backend", "numba-sim", "--dataset", "mnist-sample",
                      "--outputs", str(tmp_path)])
     assert rc == 1
