@@ -37,7 +37,7 @@ ENVIRONMENT = (
     ("NN_CUDA_CACHE_DIR=DIR", "where downloads and compiled kernels are cached"),
     ("NN_CUDA_DATA=DIR", "a folder holding mnist/ and fashion-mnist/"),
     ("NN_CUDA_OFFLINE=1", "never download: use the bundled sample when MNIST is absent"),
-    ("NN_CUDA_ASSUME_CUDA_AWARE_MPI=1", "the cuda-aware gradient allreduce: trust MPI to be CUDA-aware without asking it"),
+    ("NN_CUDA_ASSUME_CUDA_AWARE_MPI=1", "the cuda-aware gradient allreduce: trust MPI to be CUDA-aware, unasked"),
     ("NN_CUDA_BENCH_DIR=DIR", "where ./run.sh and python -m nn_cuda.report keep the benchmarks' records "
      "(default runs/)"),
     ("NUMBA_ENABLE_CUDASIM=1", "Numba's CPU simulator (what --backend numba-sim sets)"),

@@ -66,6 +66,8 @@ def run_gemm_grade(backend_name: str, gemm: str | None, dtype: str, scale: int =
         f"{reference_algo or 'NumPy'} (fail above {limit:g})")
     if backend.runs_kernel_files:
         log(kernel_info.describe_kernel_dir())
+    if backend.grading_note:
+        log(backend.grading_note)
     if emulated:
         log("the CUDA C kernels run on the CPU here (cuda-cpu): the comparison is theirs with NumPy, "
             "and 'own ms' is one emulated call, not a GPU time")

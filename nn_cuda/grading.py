@@ -64,6 +64,8 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
         f"H={hidden} lr={cfg.lr:g} epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
     if under_test.runs_kernel_files:
         log(kernel_info.describe_kernel_dir())
+    if under_test.grading_note:
+        log(under_test.grading_note)
     tested = train_with_snapshots(cfg, under_test, None, splits, init, strategy, progress="under test")
     if not strategy.is_root:
         return True

@@ -222,7 +222,8 @@ def softmax_grad(geometries, P, labels, scale, out, rows, cols) -> KernelLaunch 
 
 def sigmoid_backward(geometries, dA, A, out) -> KernelLaunch:
     args = (dA, A, out, np.int64(A.size))
-    return _nn_op(geometries, "sigmoid_backward", A.dtype, _flat_grid(geometries, "sigmoid_backward", A.size), args, (2,))
+    grid = _flat_grid(geometries, "sigmoid_backward", A.size)
+    return _nn_op(geometries, "sigmoid_backward", A.dtype, grid, args, (2,))
 
 
 def col_sum(geometries, M, out, rows, cols) -> KernelLaunch | None:

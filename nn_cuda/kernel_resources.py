@@ -10,8 +10,9 @@ registers, spills, stack and static shared memory:
     report.kernels["gemm_regblock<float, false, false>"]["registers"]
 
 `resource_table()` adds each instance's launch block (its `// launch:` line,
-nn_cuda.kernel_launch.block_of) and the occupancy it allows on sm_80 and sm_90. `python -m nn_cuda.kernel_resources [--json PATH]` prints
-that table and writes it for `python -m nn_cuda.report`.
+nn_cuda.kernel_launch.block_of) and the occupancy it allows on sm_80 and sm_90.
+`python -m nn_cuda.kernel_resources [--json PATH]` prints that table and writes it for
+`python -m nn_cuda.report`.
 """
 
 from __future__ import annotations

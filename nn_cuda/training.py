@@ -191,47 +191,47 @@ def train_loop(backend, params, batches, cfg: TrainConfig, strategy=None, *, x_v
     from tqdm.auto import tqdm
 
     for epoch in range(epochs):
-        bar = tqdm(total=min(batches.steps_per_epoch, max_steps - history.steps),
-                   desc=f"{label}epoch {epoch + 1}/{epochs}", unit="step", disable=not show, leave=not label)
-        backend.synchronize()
-        started = time.perf_counter()
-        last_loss = float("nan")
-        for X, labels, n_global in batches.batches(epoch):
-            if timer is None:
-                Yhat = model.training_step(backend, params, grads, workspace, X, labels, 1.0 / n_global, cfg.lr,
-                                           cfg.reg, strategy)
-            else:
-                Yhat = timed_step(timer, model, step_backend, params, grads, workspace, X, labels, 1.0 / n_global,
-                                  cfg.lr, cfg.reg, step_strategy)
-            history.steps += 1
-            history.samples += n_global
-            bar.update(1)
-            if history.steps % check_every == 0 or history.steps == max_steps:
-                weights_sq = weights_squared(backend, params, strategy)
-                last_loss = batch_loss(backend, Yhat, labels, n_global, cfg.reg, strategy, weights_sq)
-                biases = strategy.sum_over_hidden(backend.sum_squares(params.biases))  # NaN on any rank
-                diverged = watch.check(history.steps, last_loss, math.sqrt(weights_sq / n_weights),
-                                       finite=math.isfinite(biases))
-                if diverged:
-                    bar.close()
-                    backend.copy(last_good.flat, params.flat)
-                    raise Diverged(diverged)
-                if watch.healthy:  # what --save writes if the run diverges later
-                    backend.copy(params.flat, last_good.flat)
-                bar.set_postfix(loss=f"{last_loss:.4f}")
-            if snapshot_every and history.steps % snapshot_every == 0:
-                history.snapshots.append((history.steps, strategy.gather_parameters(params)))
-            if history.steps >= max_steps:
-                break
-        backend.synchronize()
-        history.train_seconds += time.perf_counter() - started
-        record = {"epoch": epoch + 1, "loss": last_loss}
-        if x_val is not None and strategy.evaluates:
-            record["val_acc"] = accuracy(backend, params, workspace, x_val, y_val, strategy.reduce_logits)
-            bar.set_postfix(loss=f"{last_loss:.4f}", val_acc=f"{record['val_acc']:.4f}")
-        if x_test is not None and strategy.evaluates:
-            record["test_acc"] = accuracy(backend, params, workspace, x_test, y_test, strategy.reduce_logits)
-        bar.close()
+        # closed on the way out, an error included: the error's line then starts a line of its own
+        with tqdm(total=min(batches.steps_per_epoch, max_steps - history.steps),
+                  desc=f"{label}epoch {epoch + 1}/{epochs}", unit="step", disable=not show,
+                  leave=not label) as bar:
+            backend.synchronize()
+            started = time.perf_counter()
+            last_loss = float("nan")
+            for X, labels, n_global in batches.batches(epoch):
+                if timer is None:
+                    Yhat = model.training_step(backend, params, grads, workspace, X, labels, 1.0 / n_global,
+                                               cfg.lr, cfg.reg, strategy)
+                else:
+                    Yhat = timed_step(timer, model, step_backend, params, grads, workspace, X, labels,
+                                      1.0 / n_global, cfg.lr, cfg.reg, step_strategy)
+                history.steps += 1
+                history.samples += n_global
+                bar.update(1)
+                if history.steps % check_every == 0 or history.steps == max_steps:
+                    weights_sq = weights_squared(backend, params, strategy)
+                    last_loss = batch_loss(backend, Yhat, labels, n_global, cfg.reg, strategy, weights_sq)
+                    biases = strategy.sum_over_hidden(backend.sum_squares(params.biases))  # NaN on any rank
+                    diverged = watch.check(history.steps, last_loss, math.sqrt(weights_sq / n_weights),
+                                           finite=math.isfinite(biases))
+                    if diverged:
+                        backend.copy(last_good.flat, params.flat)
+                        raise Diverged(diverged)
+                    if watch.healthy:  # what --save writes if the run diverges later
+                        backend.copy(params.flat, last_good.flat)
+                    bar.set_postfix(loss=f"{last_loss:.4f}")
+                if snapshot_every and history.steps % snapshot_every == 0:
+                    history.snapshots.append((history.steps, strategy.gather_parameters(params)))
+                if history.steps >= max_steps:
+                    break
+            backend.synchronize()
+            history.train_seconds += time.perf_counter() - started
+            record = {"epoch": epoch + 1, "loss": last_loss}
+            if x_val is not None and strategy.evaluates:
+                record["val_acc"] = accuracy(backend, params, workspace, x_val, y_val, strategy.reduce_logits)
+                bar.set_postfix(loss=f"{last_loss:.4f}", val_acc=f"{record['val_acc']:.4f}")
+            if x_test is not None and strategy.evaluates:
+                record["test_acc"] = accuracy(backend, params, workspace, x_test, y_test, strategy.reduce_logits)
         history.epochs.append(record)
         if history.steps >= max_steps:
             break

@@ -58,6 +58,8 @@ class Backend(abc.ABC):
     emulated: bool = False
     #: True when the backend compiles and runs the CUDA C files of kernels/ (or NN_CUDA_KERNEL_DIR)
     runs_kernel_files: bool = False
+    #: what a grade on this backend cannot see, for the grading harness to say (None: nothing)
+    grading_note: str | None = None
 
     def __init__(self, gemm: str | None = None):
         gemm = gemm or (None if self.emulated else self.default_gemm) or self.gemm_algos[0]

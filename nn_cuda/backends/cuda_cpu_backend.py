@@ -34,6 +34,10 @@ class CudaCpuBackend(CudaKernelBackend):
         self._modules: dict = {}  # kernel file -> its RawModule
         self._kernels: dict = {}  # name expression -> (its RawKernel, its parameters' names), signature checked
         self._host = NumpyBackend()  # memory and read-backs are plain NumPy
+        if not self.check:
+            self.grading_note = ("NOTE: the CPU runner is not in its checking mode, so a kernel that reads or "
+                                 "writes past an array is not caught and may still PASS: set NN_CUDA_CPU_CHECK=1, "
+                                 "or run python -m nn_cuda.grade --kernels DIR")
 
     # ---- memory -------------------------------------------------------------------------------
     def empty(self, shape, dtype):

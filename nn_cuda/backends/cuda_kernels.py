@@ -152,7 +152,8 @@ class CudaKernelBackend(Backend):
 
     def _check_row_vector(self, op, b, cols, dtype):
         """A bias-like vector: `cols` entries, shape (cols,) or (1, cols), C-contiguous, of `dtype`."""
-        if isinstance(b, self.array_type) and b.flags.c_contiguous and b.dtype == dtype and b.shape in ((cols,), (1, cols)):
+        usual = isinstance(b, self.array_type) and b.flags.c_contiguous and b.dtype == dtype
+        if usual and b.shape in ((cols,), (1, cols)):
             return
         self._check_array(op, "the vector", b)
         if b.shape not in ((cols,), (1, cols)):
