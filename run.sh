@@ -131,6 +131,7 @@ bench_emulated() {
         --history "$OUT/emulated_numpy.json"
     NUMBA_ENABLE_CUDASIM=1 "$PY" -m nn_cuda.train --quiet --backend numba --dataset mnist-sample -n 8 -b 32 \
         --max-steps 2 --history "$OUT/emulated_numba-sim.json"
+    "$PY" -m nn_cuda.bench launch --json "$OUT/launch_cuda-cpu.json"
 }
 
 bench_lr() {

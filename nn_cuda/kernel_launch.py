@@ -191,12 +191,13 @@ def _nn_op(geometries, op, dtype, grid, args, write_only) -> KernelLaunch:
 
 def _matrix_grid(geometries, op, rows, cols):
     """threadIdx.x along the columns, a loop over the rows when the grid's y limit is reached."""
-    block = geometries[op].block
-    return (_blocks(cols, block[0]), min(_blocks(rows, block[1]), MAX_GRID_Y), 1)
+    x, y, _ = geometries[op].block
+    return ((cols + x - 1) // x, min((rows + y - 1) // y, MAX_GRID_Y), 1)
 
 
 def _flat_grid(geometries, op, size):
-    return (max(1, min(_blocks(size, geometries[op].block[0]), _FLAT_GRID_CAP)), 1, 1)
+    x = geometries[op].block[0]
+    return (max(1, min((size + x - 1) // x, _FLAT_GRID_CAP)), 1, 1)
 
 
 def bias_sigmoid(geometries, Z, b, out, rows, cols) -> KernelLaunch | None:

@@ -162,6 +162,9 @@ class CudaKernelBackend(Backend):
             raise ValueError(f"{op}: the vector is {b.dtype} but the matrix is {dtype}; use one dtype")
 
     def _check_labels(self, op, labels, rows):
+        if (isinstance(labels, self.array_type) and labels.flags.c_contiguous and labels.dtype == np.int32
+                and labels.shape == (rows,)):
+            return
         self._check_array(op, "labels", labels)
         if labels.dtype != np.int32:
             raise ValueError(

@@ -12,6 +12,7 @@ with ends_in_one_line_while_starting("nn_cuda.bench"):
 
 BENCHMARKS = {
     "gemm": ("nn_cuda.bench.gemm", "GEMM kernels against NumPy float64 and cuBLAS"),
+    "launch": ("nn_cuda.bench.launch", "what one kernel launch costs the host: Python calls and time"),
     "train": ("nn_cuda.bench.train", "training step throughput (and a PyTorch loop when installed)"),
     "scaling": ("nn_cuda.bench.scaling", "data-parallel scaling over MPI ranks (mpiexec -n 1..4)"),
     "roofline": ("nn_cuda.bench.roofline", "the machine's copy bandwidth and vendor GEMM rate"),

@@ -95,6 +95,10 @@ def _seed_from_environment() -> int:
                          "checking mode's thread orders) or unset it") from None
 
 
+def _nothing_to_describe(address: int) -> str:
+    return ""
+
+
 class LoadedKernels:
     """The instances of one loaded library, launched by their index in its instance table."""
 
@@ -104,6 +108,10 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
+        # what every launch passes, made once: the instances' signatures, the fault record, the message
+        self._signatures = [self.signature(index) for index in range(self.count())]
+        self._fault = (ctypes.c_longlong * 8)()
+        self._message = ctypes.create_string_buffer(_MESSAGE_BYTES)
         if check:
             self._set_shared_regions()
 
@@ -151,19 +159,23 @@ class LoadedKernels:
                 buffers.copy_back()
             buffers.assert_no_poison_left()
         else:
-            pointers = [x.ctypes.data if isinstance(x, np.ndarray) else None for x in launch.args]
-            self._call(index, launch, pointers, lambda address: "")
+            self._call(index, launch, None, _nothing_to_describe)
 
     def _call(self, index, launch, pointers, describe_fault) -> None:
-        values = [
-            ctypes.c_void_p(pointer) if pointer is not None else SCALAR_CTYPES[c_type](value)
-            for value, pointer, c_type in zip(launch.args, pointers, launch.signature)
-        ]
-        args = (ctypes.c_void_p * len(values))(*[ctypes.addressof(value) for value in values])
+        """One run of the instance: `pointers` replace the arrays' addresses (the checking mode's
+        guarded copies), None passes the arrays themselves. The plain launch's whole path in Python
+        is this function and one comprehension (a launch's cost: docs/kernels.md)."""
+        signature = self._signatures[index]
+        if pointers is None:
+            values = [ctypes.c_void_p(value.__array_interface__["data"][0]) if isinstance(value, np.ndarray)
+                      else SCALAR_CTYPES[c_type](value) for value, c_type in zip(launch.args, signature)]
+        else:
+            values = [ctypes.c_void_p(pointer) if pointer is not None else SCALAR_CTYPES[c_type](value)
+                      for value, pointer, c_type in zip(launch.args, pointers, signature)]
+        args = (ctypes.c_void_p * len(values))(*map(ctypes.addressof, values))
         grid = (ctypes.c_uint * 3)(*launch.grid)
         block = (ctypes.c_uint * 3)(*launch.block)
-        fault = (ctypes.c_longlong * 8)()
-        message = ctypes.create_string_buffer(_MESSAGE_BYTES)
+        fault, message = self._fault, self._message
         status = self._lib.nn_cuda_cpu_launch(
             index, grid, block, args, launch.kernel.encode(), int(self.check),
             ctypes.c_ulonglong(next(self._seeds)), fault, message, _MESSAGE_BYTES,

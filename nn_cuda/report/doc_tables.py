@@ -131,6 +131,7 @@ TABLES = {
     "scaling": TableKind("scaling", _scaling),
     "adversarial": TableKind("adversarial", _each(markdown.adversarial_tables)),
     "resources": TableKind("resources", _each(markdown.resources_table)),
+    "launch": TableKind("launch", _each(markdown.launch_table)),
 }
 
 

@@ -26,6 +26,7 @@ KINDS = {
     "history": ("python -m nn_cuda.train --history PATH", "learning curves"),
     "lr": ("python -m nn_cuda.bench lr", "test accuracy as the learning rate varies"),
     "adversarial": ("python -m nn_cuda.bench adversarial", "asynchronous adversarial training"),
+    "launch": ("python -m nn_cuda.bench launch", "what one kernel launch costs the host"),
 }
 MACHINE_KEYS = ("date", "command", "cpu")
 
@@ -82,7 +83,7 @@ def check(data) -> str | None:
         return "no machine record (date, command, cpu)"
     needed = {"gemm": "results", "train": "results", "scaling": "results", "diff": "results",
               "roofline": "bandwidth_bytes_per_s", "profile": "profile", "history": "epochs",
-              "lr": "results", "adversarial": "results", "resources": "results"}[kind]
+              "lr": "results", "adversarial": "results", "resources": "results", "launch": "results"}[kind]
     if needed not in data:
         return f"no {needed!r} field"
     return None

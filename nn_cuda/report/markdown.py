@@ -120,6 +120,13 @@ def _gemm_error_table(rows) -> list[str]:
     return table(["M x N x K op", *(f"{a} rel. error" for a in algos), "tolerance", "all pass"], rows_out)
 
 
+def launch_table(result) -> list[str]:
+    """One `bench launch` run: per operation, its Python calls and its smallest launch against NumPy's."""
+    rows = [[f"`{row['operation']}`", row["python_calls"], f"{row['launch_us']:.1f} us", f"{row['numpy_us']:.1f} us",
+             f"{row['launch_us'] / row['numpy_us']:.1f}x"] for row in result.data["results"]]
+    return table(["operation", "Python calls", f"{result.data['backend']} launch", "NumPy", "ratio"], rows) + [""]
+
+
 def gemm_table(result) -> list[str]:
     """One GEMM benchmark run: GFLOP/s and % of cuBLAS where timed, else each algorithm's error."""
     data = result.data
@@ -156,7 +163,15 @@ def gemm_section(results, figures, out_dir) -> list[str]:
                   "fit in a cache can run above the slanted roof."]
         lines += [""] + _sources([result]) + [""]
     lines += _figure(figures.get("roofline"), "Roofline", out_dir)
-    return lines + resources_section(results)
+    return lines + resources_section(results) + launch_section(results)
+
+
+def launch_section(results) -> list[str]:
+    """What one launch costs the host on the CPU runner: Python calls and time, against NumPy."""
+    lines, found = _opening(results, "### The cost of one launch", "launch")
+    for result in found[-1:]:
+        lines += launch_table(result) + _sources([result]) + [""]
+    return lines
 
 
 def resources_section(results) -> list[str]:

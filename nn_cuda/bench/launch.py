@@ -1,0 +1,49 @@
+"""`python -m nn_cuda.bench launch`: what one kernel launch costs the host, per network operation.
+
+For each operation at its smallest size (one element: the launch is all there is), the Python calls
+from the operation to the compiled kernel, and the median time of a launch on the backend, against
+the same operation on the NumPy backend in the same run (nn_cuda.launch_cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..arguments import positive_int
+from ..backends import get_backend
+from ..launch_cost import median_microseconds, operations, python_calls
+from ..records import machine_info, machine_line, write_json
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench launch", description=__doc__)
+    p.add_argument("--backend", choices=("cuda-cpu", "cupy"), default="cuda-cpu")
+    p.add_argument("--repeat", type=positive_int, default=2000, help="launches timed per operation")
+    p.add_argument("--json", metavar="PATH", help="write the results here")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    backend, numpy = get_backend(args.backend), get_backend("numpy")
+    ops, baseline = operations(backend), operations(numpy)
+    info = machine_info()
+    print(f"one launch of each operation at its smallest size on {args.backend} ({args.repeat} launches, "
+          f"median); machine: {machine_line(info)}")
+    rows = []
+    for name, call in ops.items():
+        row = {"operation": name, "python_calls": python_calls(call),
+               "launch_us": median_microseconds(call, args.repeat),
+               "numpy_us": median_microseconds(baseline[name], args.repeat)}
+        rows.append(row)
+        print(f"  {name:17s} {row['python_calls']:3d} Python calls  {row['launch_us']:8.1f} us  "
+              f"(NumPy {row['numpy_us']:.1f} us)", flush=True)
+    if args.json:
+        write_json(args.json, {"benchmark": "launch", "machine": info, "backend": args.backend,
+                               "config": vars(args), "results": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
