@@ -122,3 +122,10 @@ def test_every_environment_variable_the_package_reads_is_in_the_help():
         read |= set(re.findall(r"_VARIABLE = \"(NN_CUDA_\w+)\"", text))
     assert {"NN_CUDA_KERNEL_DIR", "NN_CUDA_CPU_CHECK", "NN_CUDA_OFFLINE"} <= read
     assert read - listed == set(), "add them to ENVIRONMENT in nn_cuda/config.py"
+
+
+def test_the_cpu_runner_does_not_import_the_backends():
+    """nn_cuda.cuda_cpu is a leaf the backends use: its errors come from nn_cuda.errors."""
+    graph = import_graph()
+    runner = {module for module in graph if module.startswith("nn_cuda.cuda_cpu")}
+    assert runner and all(not any(t.startswith("nn_cuda.backends") for t in graph[m]) for m in runner)

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import abc
 
-
-class BackendUnavailable(RuntimeError):
-    """The backend cannot run on this machine (no GPU or driver, CuPy or a CUDA library missing):
-    the user's to fix, so the command-line tools report it in one line instead of a traceback."""
+from ..errors import BackendUnavailable, KernelFailure
 
 
 def check_cuda_wheels() -> None:
@@ -35,11 +32,6 @@ def check_cuda_wheels() -> None:
 #: the end of a GPU backend's "no GPU here" error: the backends that run the kernels without one
 WITHOUT_A_GPU = ("without a GPU use --backend cuda-cpu (the CUDA C kernels on the CPU), numba-sim "
                  "(the Numba kernels in Numba's simulator, tiny sizes only) or numpy (the reference)")
-
-
-class KernelFailure(RuntimeError):
-    """A kernel file did not compile, or a kernel launch failed or broke a rule (the cuda-cpu
-    backend's checks): a bug in the kernels or their launch, reported in one message."""
 
 
 class Backend(abc.ABC):

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from .. import host_compiler
-from ..backends.base import BackendUnavailable, KernelFailure
+from ..errors import BackendUnavailable, KernelFailure
 from . import build_cache
 
 RUNTIME_HEADER = Path(__file__).with_name("runtime.h")

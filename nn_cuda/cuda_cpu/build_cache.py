@@ -24,7 +24,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..backends.base import BackendUnavailable
+from ..errors import BackendUnavailable
 from ..cache import cache_dir
 
 #: the folder of the builds inside the cache directory

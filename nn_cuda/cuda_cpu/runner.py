@@ -31,7 +31,7 @@ import subprocess
 
 import numpy as np
 
-from ..backends.base import KernelFailure
+from ..errors import KernelFailure
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
