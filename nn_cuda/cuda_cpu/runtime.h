@@ -162,10 +162,21 @@ struct Launch {
 };
 static Launch launch;
 
+// How many threads of the running block reached a __syncthreads, a warp sync, or their end during
+// the current phase: when every thread waits at __syncthreads (the usual case) the scheduler starts
+// the next phase at once, without looking at each thread.
+struct PhaseCounts {
+    size_t at_barrier = 0;
+    size_t at_warp_sync = 0;
+    size_t done = 0;
+};
+static PhaseCounts phase;
+
 [[noreturn]] void fiber_main()
 {
     launch.thread_body(launch.args);
     current->state = State::done;
+    ++phase.done;
     nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
     __builtin_trap();  // a finished fiber is never resumed
 }
@@ -173,6 +184,8 @@ static Launch launch;
 // ---- stacks ---------------------------------------------------------------------------------------
 
 constexpr size_t kStackBytes = 64 * 1024;  // the kernels keep a few hundred bytes per thread
+constexpr size_t kCacheLine = 64;
+constexpr size_t kStackColors = 64;  // 64 offsets of a cache line: 4 KiB, one page, at most
 
 struct StackPool {
     char* base = nullptr;
@@ -212,7 +225,9 @@ struct StackPool {
     // The initial stack pointer of thread i: registers to restore (zero) under fiber_main's address.
     void* initial_sp(size_t i) const
     {
-        char* top = base + (i + 1) * (kStackBytes + page);
+        // Each stack starts at another offset within its page (cache coloring): stacks a page-size
+        // multiple apart would put every thread's hot top-of-stack lines in the same few cache sets.
+        char* top = base + (i + 1) * (kStackBytes + page) - (i % kStackColors) * kCacheLine;
         void** sp = reinterpret_cast<void**>(top);
 #if defined(__x86_64__)
         *--sp = nullptr;                                    // fiber_main's return address: never used
@@ -344,6 +359,7 @@ __attribute__((noinline)) void barrier()
 {
     __asm__ __volatile__("" ::: "memory");
     current->state = State::at_barrier;
+    ++phase.at_barrier;
     nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
     __asm__ __volatile__("" ::: "memory");
 }
@@ -394,6 +410,7 @@ __attribute__((noinline)) void warp_sync(unsigned mask)
     __asm__ __volatile__("" ::: "memory");
     current->warp_mask = mask;
     current->state = State::at_warp_sync;
+    ++phase.at_warp_sync;
     nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
     __asm__ __volatile__("" ::: "memory");
 }
@@ -503,11 +520,16 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
         if (shuffle) {
             std::shuffle(order.begin(), order.end(), random);
         }
+        phase = PhaseCounts{};
         for (size_t t : order) {
             current = &fibers[t];
+            current->state = State::ready;  // released from the barrier it waited at, if any
             nn_cuda_cpu_switch(&launch.scheduler_sp, fibers[t].saved_sp);
         }
         current = nullptr;
+        if (phase.at_barrier == threads) {
+            continue;  // every thread waits at __syncthreads: the same threads run the next phase
+        }
         // Warps whose lanes all reached their sync go on first; __syncthreads waits for the rest.
         order.clear();
         if (release_warp_syncs(threads, order) > 0) {
