@@ -371,8 +371,9 @@ def test_a_planted_library_is_never_loaded(built_cache, tmp_path, capfd, plantin
     capfd.readouterr()
     assert gemm_works()
     assert not marker.exists(), "the planted library was loaded"
-    (line,) = [line for line in capfd.readouterr().err.splitlines() if line]
+    line, compiling = [line for line in capfd.readouterr().err.splitlines() if line]
     assert "gemm1_naive.cu" in line and "building it again" in line
+    assert compiling.startswith("nn_cuda: compiling ") and "gemm1_naive.cu for the CPU" in compiling
     expected = {"bytes only": "is not what was built", "bytes and record, world-writable": "written by other users",
                 "bytes and record, other uid": "belongs to another user (uid 54321)"}[planting]
     assert expected in line
@@ -389,7 +390,7 @@ def test_a_damaged_cached_library_is_rebuilt_saying_so_in_one_line(built_cache, 
     capfd.readouterr()
     assert gemm_works()
     lines = [line for line in capfd.readouterr().err.splitlines() if line]
-    assert len(lines) == 1 and "building it again" in lines[0], lines
+    assert len(lines) == 2 and "building it again" in lines[0] and "for the CPU (once" in lines[1], lines
     descriptor, problem = build_cache.open_verified(target)
     assert descriptor is not None, problem
     os.close(descriptor)

@@ -233,6 +233,8 @@ def _compile(plan: _Plan) -> Path:
     """Build the library, then store it under the name of the files it was built from, and the list
     of those files as the manifest; return the library's path."""
     manifest, what = plan.manifest, plan.what
+    # A build takes seconds: say so, once per library (the next runs load it from the cache).
+    print(f"nn_cuda: compiling {what} for the CPU (once: cached in {manifest.parent})", file=sys.stderr, flush=True)
     # Built under a name of this process's, then renamed: another rank may build the same library.
     temporary = manifest.with_name(f".{manifest.stem}.{os.getpid()}.part")
     with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
