@@ -118,8 +118,9 @@ bench_accuracy() {
 
 bench_emulated() {
     # The emulated backends on the CPU: one epoch of the sample through the CUDA C kernels
-    # (--backend cuda-cpu), per GEMM kernel and in the checking mode, against NumPy (docs/kernels.md);
-    # and the Numba simulator example of docs/training.md.
+    # (--backend cuda-cpu), per GEMM kernel and in the checking mode, against NumPy, the cost of one
+    # launch and one course-sized GEMM per kernel (docs/kernels.md); and the Numba simulator example
+    # of docs/training.md.
     local gemm
     for gemm in naive tiled regblock; do
         "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm "$gemm" --dataset mnist-sample -e 1 \
@@ -132,6 +133,8 @@ bench_emulated() {
     NUMBA_ENABLE_CUDASIM=1 "$PY" -m nn_cuda.train --quiet --backend numba --dataset mnist-sample -n 8 -b 32 \
         --max-steps 2 --history "$OUT/emulated_numba-sim.json"
     "$PY" -m nn_cuda.bench launch --json "$OUT/launch_cuda-cpu.json"
+    "$PY" -m nn_cuda.bench gemm --backend cuda-cpu --sizes 800x1000x784 --trans NN \
+        --json "$OUT/gemm_cuda-cpu_float32.json"
 }
 
 bench_lr() {

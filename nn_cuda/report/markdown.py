@@ -117,7 +117,13 @@ def _gemm_error_table(rows) -> list[str]:
         passed = all(r["passed"] for r in mine.values())
         rows_out.append([case, *errors, fmt(next(iter(mine.values()))["tolerance"], ".1e"),
                       "yes" if passed else "**no**"])
-    return table(["M x N x K op", *(f"{a} rel. error" for a in algos), "tolerance", "all pass"], rows_out)
+    lines = table(["M x N x K op", *(f"{a} rel. error" for a in algos), "tolerance", "all pass"], rows_out)
+    emulated = [r for r in rows if "emulated_ms" in r and "numpy_ms" in r]
+    if emulated:  # the CPU runner's calls, timed by the host clock against NumPy's in the same run
+        lines += [""] + table(["algorithm", "M x N x K op", "one emulated call", "NumPy (BLAS)", "ratio"],
+                              [[r["algo"], numbers.gemm_case(r), f"{r['emulated_ms']:.0f} ms", f"{r['numpy_ms']:.1f} ms",
+                                f"{r['emulated_ms'] / r['numpy_ms']:.0f}x"] for r in emulated])
+    return lines
 
 
 def launch_table(result) -> list[str]:
@@ -131,10 +137,15 @@ def gemm_table(result) -> list[str]:
     """One GEMM benchmark run: GFLOP/s and % of cuBLAS where timed, else each algorithm's error."""
     data = result.data
     dtype = data.get("config", {}).get("dtype", "?")
-    lines = [f"**{data['backend']} {dtype}** (`{result.path.name}`): "
-             + ("times by CUDA events, median of each algorithm's calls." if data.get("timed") else
-                "correctness only; the simulator runs one Python thread per CUDA thread, so its "
-                "times say nothing about a GPU and none are taken."), ""]
+    if data.get("timed"):
+        how = "times by CUDA events, median of each algorithm's calls."
+    elif data.get("emulated"):
+        how = ("the CUDA C kernels on the CPU runner: errors, and one call of each timed by the host clock "
+               "against NumPy's BLAS (not GPU times).")
+    else:
+        how = ("correctness only; the simulator runs one Python thread per CUDA thread, so its times say "
+               "nothing about a GPU and none are taken.")
+    lines = [f"**{data['backend']} {dtype}** (`{result.path.name}`): {how}", ""]
     return lines + (_gemm_timed_table(data["results"]) if data.get("timed") else
                     _gemm_error_table(data["results"]))
 
