@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from . import kernel_info
 from .backends import get_backend
+from .kernel_grading import what_is_graded
 from .course_gemm import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from .gpu_timer import gpu_events, is_simulated, time_calls
 from .relative_errors import relative_error
@@ -64,10 +64,8 @@ def run_gemm_grade(backend_name: str, gemm: str | None, dtype: str, scale: int =
     limit = THRESHOLDS[dtype]
     log(f"mode 4: C <- {ALPHA:g} A B + {BETA:g} C, {dtype}, {backend.name}/{backend.gemm_algo} against "
         f"{reference_algo or 'NumPy'} (fail above {limit:g})")
-    if backend.runs_kernel_files:
-        log(kernel_info.describe_kernel_dir())
-    if backend.grading_note:
-        log(backend.grading_note)
+    for line in what_is_graded(backend):
+        log(line)
     if emulated:
         log("the CUDA C kernels run on the CPU here (cuda-cpu): the comparison is theirs with NumPy, "
             "and 'own ms' is one emulated call, not a GPU time")

@@ -16,8 +16,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import kernel_info, memory, model, parallel, relative_errors
+from . import memory, model, parallel, relative_errors
 from .backends import get_backend
+from .kernel_grading import what_is_graded
 from .course_gemm import COURSE_GEMM_SIZES
 from .config import TrainConfig
 from .training import (check_memory, check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
@@ -62,10 +63,8 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     under_test = get_backend(cfg.backend, cfg.gemm)
     log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}/{under_test.gemm_algo} {cfg.dtype}{ranks}; "
         f"H={hidden} lr={cfg.lr:g} epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
-    if under_test.runs_kernel_files:
-        log(kernel_info.describe_kernel_dir())
-    if under_test.grading_note:
-        log(under_test.grading_note)
+    for line in what_is_graded(under_test):
+        log(line)
     tested = train_with_snapshots(cfg, under_test, None, splits, init, strategy, progress="under test")
     if not strategy.is_root:
         return True

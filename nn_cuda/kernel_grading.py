@@ -46,6 +46,13 @@ def kernels_from(folder: Path):
             os.environ[kernel_info.KERNEL_DIR_VARIABLE] = previous
 
 
+def what_is_graded(backend) -> list[str]:
+    """The lines a grade prints before it starts about the kernels it grades: their folder, and what
+    the backend cannot catch."""
+    lines = [kernel_info.describe_kernel_dir()] if backend.runs_kernel_files else []
+    return lines + ([backend.grading_note] if backend.grading_note else [])
+
+
 def make_backend(backend_name: str):
     """The backend the checks run on: the CPU runner in its checking mode for cuda-cpu."""
     if backend_name == "cuda-cpu":

@@ -10,9 +10,7 @@ most MAX_PYTHON_CALLS.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -59,13 +57,3 @@ def python_calls(call: Callable[[], None]) -> int:
         sys.setprofile(None)
     return calls - 1
 
-
-def median_microseconds(call: Callable[[], None], repeat: int) -> float:
-    """The median host time of `repeat` calls, in microseconds (after one warm-up call)."""
-    call()
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - started)
-    return 1e6 * statistics.median(samples)

@@ -17,6 +17,7 @@ import pytest
 
 from nn_cuda import kernel_checks, kernel_geometry, kernel_grading, kernel_info, kernel_launch
 from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
+from test_cuda_cpu import edited_kernels as edited_copy  # a copy of kernels/ with one edit (not a test)
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
@@ -56,11 +57,7 @@ def test_a_wrong_launch_line_is_named(line, message):
 
 
 def test_a_kernel_without_a_launch_line_is_named(tmp_path, monkeypatch):
-    copy = tmp_path / "kernels"
-    shutil.copytree(KERNELS, copy)
-    source = (copy / "gemm2_tiled.cu").read_text()
-    (copy / "gemm2_tiled.cu").write_text(source.replace("// launch: block (TILE, TILE), C tile (TILE, TILE)\n", ""))
-    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(copy))
+    edited_copy(tmp_path, monkeypatch, "gemm2_tiled.cu", "// launch: block (TILE, TILE), C tile (TILE, TILE)\n", "")
     with pytest.raises(kernel_geometry.GeometryError, match="declares no launch geometry for gemm_tiled"):
         kernel_launch.gemm_grid("tiled", 64, 64)
 
@@ -120,12 +117,7 @@ PLANTED = {  # name: (the edit of gemm2_tiled.cu, what the failure must say)
 @pytest.mark.parametrize("bug", PLANTED)
 def test_a_planted_bug_fails_with_its_case_and_hint(bug, tmp_path, monkeypatch):
     old, new, detail, hint = PLANTED[bug]
-    copy = tmp_path / "kernels"
-    shutil.copytree(KERNELS, copy)
-    source = (copy / "gemm2_tiled.cu").read_text()
-    assert source.count(old) == 1
-    (copy / "gemm2_tiled.cu").write_text(source.replace(old, new))
-    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(copy))
+    edited_copy(tmp_path, monkeypatch, "gemm2_tiled.cu", old, new)
     results = kernel_checks.check_gemm(CudaCpuBackend(check=True), "tiled", stop_at_first_failure=True,
                                        sizes=SMALL_SIZES)
     failure = results[-1]
@@ -135,25 +127,16 @@ def test_a_planted_bug_fails_with_its_case_and_hint(bug, tmp_path, monkeypatch):
 
 
 def test_an_edge_bug_that_writes_in_bounds_is_found_in_the_last_tile(tmp_path, monkeypatch):
-    copy = tmp_path / "kernels"
-    shutil.copytree(KERNELS, copy)
-    source = (copy / "gemm2_tiled.cu").read_text()
-    old = "const bool b_inside = k0 + b_k < K && col0 + b_c < N;"
-    (copy / "gemm2_tiled.cu").write_text(source.replace(old, "const bool b_inside = k0 + b_k < K && col0 + b_c < N - 1;"))
-    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(copy))
+    edited_copy(tmp_path, monkeypatch, "gemm2_tiled.cu", "const bool b_inside = k0 + b_k < K && col0 + b_c < N;",
+                "const bool b_inside = k0 + b_k < K && col0 + b_c < N - 1;")
     failure = kernel_checks.check_gemm(CudaCpuBackend(check=True), "tiled", True, sizes=((40, 70, 45),))[-1]
     assert not failure.passed and "only the last, partial tiles of C are wrong" in failure.hint
     assert "the first is C[0, 69]" in failure.detail
 
 
 def test_an_unwritten_element_of_an_element_wise_kernel_is_named(tmp_path, monkeypatch):
-    copy = tmp_path / "kernels"
-    shutil.copytree(KERNELS, copy)
-    source = (copy / "nn_ops.cu").read_text()
-    old = "    const int j = blockIdx.x * COL_SUM_COLS + x;"
-    assert source.count(old) == 1
-    (copy / "nn_ops.cu").write_text(source.replace(old, "    const int j = blockIdx.x * COL_SUM_COLS + x + 1;"))
-    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(copy))
+    edited_copy(tmp_path, monkeypatch, "nn_ops.cu", "    const int j = blockIdx.x * COL_SUM_COLS + x;",
+                "    const int j = blockIdx.x * COL_SUM_COLS + x + 1;")
     failure = kernel_checks.check_op(CudaCpuBackend(check=True), "col_sum", stop_at_first_failure=True)[-1]
     assert not failure.passed and "of out hold NaN after the launch (first at index (0,))" in failure.detail
     assert "never written" in failure.hint
@@ -185,11 +168,7 @@ def test_grade_kernels_writes_one_row_per_folder(tmp_path, monkeypatch):
 
 
 def test_a_copy_with_tile_16_trains_and_grades(tmp_path, monkeypatch):
-    copy = tmp_path / "kernels"
-    shutil.copytree(KERNELS, copy)
-    source = (copy / "gemm2_tiled.cu").read_text()
-    (copy / "gemm2_tiled.cu").write_text(source.replace("constexpr int TILE = 32;", "constexpr int TILE = 16;"))
-    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(copy))
+    copy = edited_copy(tmp_path, monkeypatch, "gemm2_tiled.cu", "constexpr int TILE = 32;", "constexpr int TILE = 16;")
     assert kernel_launch.gemm_grid("tiled", 40, 70) == (5, 3, 1)  # 16 x 16 tiles of C
     results = kernel_checks.check_gemm(CudaCpuBackend(check=True), "tiled", sizes=SMALL_SIZES)
     assert all(r.passed for r in results), [r.line() for r in results if not r.passed]

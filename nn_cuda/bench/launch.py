@@ -8,12 +8,18 @@ the same operation on the NumPy backend in the same run (nn_cuda.launch_cost).
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 
 from ..arguments import positive_int
 from ..backends import get_backend
-from ..launch_cost import median_microseconds, operations, python_calls
+from ..launch_cost import operations, python_calls
 from ..records import machine_info, machine_line, write_json
+from .common import host_seconds
+
+
+def median_microseconds(call, repeat: int) -> float:
+    return 1e6 * statistics.median(host_seconds(call, repeat))
 
 
 def build_parser() -> argparse.ArgumentParser:
