@@ -122,7 +122,7 @@ bench_emulated() {
     # launch and one course-sized GEMM per kernel (docs/kernels.md); and the Numba simulator example
     # of docs/training.md.
     local gemm
-    for gemm in naive tiled regblock; do
+    for gemm in $("$PY" -c "from nn_cuda.kernel_info import KERNEL_GEMMS; print(*KERNEL_GEMMS)"); do
         "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm "$gemm" --dataset mnist-sample -e 1 \
             --history "$OUT/emulated_cuda-cpu_$gemm.json"
     done
