@@ -160,7 +160,7 @@ def gemm_grid(algo, M, N, geometries: GeometryTable | None = None) -> tuple[int,
     (the CUDA C kernels and their Numba mirrors both launch it)."""
     tile = geometries[f"gemm_{algo}"].tile if geometries is not None else None
     tile_rows, tile_cols = tile or gemm_tile(algo)
-    grid = (_blocks(N, tile_cols), _blocks(M, tile_rows), 1)
+    grid = ((N + tile_cols - 1) // tile_cols, (M + tile_rows - 1) // tile_rows, 1)  # no calls: a launch's cost
     if grid[1] > MAX_GRID_Y:
         raise ValueError(
             f"gemm algorithm {algo!r} handles at most {MAX_GRID_Y * tile_rows} rows of C "
@@ -173,14 +173,10 @@ def gemm(geometries, algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K) -> K
     """C <- alpha op(A) op(B) + beta C with the course's kernel `algo` (naive, tiled, regblock), the
     launch shapes from `geometries` (the backend's GeometryTable)."""
     kernel = kernel_info.gemm_kernel_name(algo, C.dtype, trans_a, trans_b)
-    shape = geometries[f"gemm_{algo}"]
-    tile_rows, tile_cols = shape.tile
-    grid = ((N + tile_cols - 1) // tile_cols, (M + tile_rows - 1) // tile_rows, 1)
-    if grid[1] > MAX_GRID_Y:
-        gemm_grid(algo, M, N, geometries)  # says why
+    grid = gemm_grid(algo, M, N, geometries)
     scalar = C.dtype.type
     args = (A, B, C, np.int32(M), np.int32(N), np.int32(K), scalar(alpha), scalar(beta))
-    return KernelLaunch(kernel_info.GEMM_KERNEL_FILES[algo], kernel, grid, shape.block, args,
+    return KernelLaunch(kernel_info.GEMM_KERNEL_FILES[algo], kernel, grid, geometries[f"gemm_{algo}"].block, args,
                         write_only=(2,) if beta == 0 else ())
 
 
@@ -204,7 +200,8 @@ def bias_sigmoid(geometries, Z, b, out, rows, cols) -> KernelLaunch | None:
     if rows == 0 or cols == 0:  # nothing to write (an empty launch is invalid)
         return None
     args = (Z, b, out, np.int32(rows), np.int32(cols))
-    return _nn_op(geometries, "bias_sigmoid", Z.dtype, _matrix_grid(geometries, "bias_sigmoid", rows, cols), args, (2,))
+    grid = _matrix_grid(geometries, "bias_sigmoid", rows, cols)
+    return _nn_op(geometries, "bias_sigmoid", Z.dtype, grid, args, (2,))
 
 
 def bias_softmax(geometries, Z, b, out, rows, cols) -> KernelLaunch | None:
@@ -218,7 +215,8 @@ def softmax_grad(geometries, P, labels, scale, out, rows, cols) -> KernelLaunch 
     if rows == 0 or cols == 0:
         return None
     args = (P, labels, P.dtype.type(scale), out, np.int32(rows), np.int32(cols))
-    return _nn_op(geometries, "softmax_grad", P.dtype, _matrix_grid(geometries, "softmax_grad", rows, cols), args, (3,))
+    grid = _matrix_grid(geometries, "softmax_grad", rows, cols)
+    return _nn_op(geometries, "softmax_grad", P.dtype, grid, args, (3,))
 
 
 def sigmoid_backward(geometries, dA, A, out) -> KernelLaunch:
@@ -237,10 +235,12 @@ def col_sum(geometries, M, out, rows, cols) -> KernelLaunch | None:
 def sgd_update(geometries, param, grad, lr, decay) -> KernelLaunch:
     scalar = param.dtype.type
     args = (param, grad, scalar(lr), scalar(decay), np.int64(param.size))
-    return _nn_op(geometries, "sgd_update", param.dtype, _flat_grid(geometries, "sgd_update", param.size), args, ())
+    grid = _flat_grid(geometries, "sgd_update", param.size)
+    return _nn_op(geometries, "sgd_update", param.dtype, grid, args, ())
 
 
 def pgd_step(geometries, X_adv, grad, X_clean, alpha, eps, out) -> KernelLaunch:
     scalar = out.dtype.type
     args = (X_adv, grad, X_clean, scalar(alpha), scalar(eps), out, np.int64(out.size))
-    return _nn_op(geometries, "pgd_step", out.dtype, _flat_grid(geometries, "pgd_step", out.size), args, (5,))
+    grid = _flat_grid(geometries, "pgd_step", out.size)
+    return _nn_op(geometries, "pgd_step", out.dtype, grid, args, (5,))

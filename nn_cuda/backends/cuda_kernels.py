@@ -26,15 +26,14 @@ class CudaKernelBackend(Backend):
     #: what the arrays must be, for error messages ("a CuPy array")
     array_kind: str = "an array"
     runs_kernel_files = True
+    default_gemm = "regblock"  # the fastest of the course's hand-written kernels
+    #: the class of this backend's arrays (numpy.ndarray, cupy.ndarray)
+    array_type: type = type(None)
 
     def __init__(self, gemm=None):
         super().__init__(gemm)
         #: each kernel's launch line, read once, for as long as this backend keeps its compiled modules
         self.geometries = kernel_launch.GeometryTable()
-    default_gemm = "regblock"  # the fastest of the course's hand-written kernels
-
-    #: the class of this backend's arrays (numpy.ndarray, cupy.ndarray)
-    array_type: type = type(None)
 
     # ---- what a subclass supplies -------------------------------------------------------------
     def is_array(self, x) -> bool:
@@ -66,7 +65,8 @@ class CudaKernelBackend(Backend):
         if algo not in kernel_info.KERNEL_GEMMS:
             self.vendor_gemm(A, B, C, alpha, beta, trans_a, trans_b, algo)
             return
-        self.run_kernel(kernel_launch.gemm(self.geometries, algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K))
+        launch = kernel_launch.gemm(self.geometries, algo, A, B, C, alpha, beta, trans_a, trans_b, M, N, K)
+        self.run_kernel(launch)
 
     # ---- fused element-wise and reduction operations ------------------------------------------
     def bias_sigmoid(self, Z, b, out):
@@ -178,7 +178,8 @@ class CudaKernelBackend(Backend):
         contiguous matrices of one float dtype) is tested in one expression, the launch path's cost;
         anything else goes through the checks that name the mistake."""
         kind = self.array_type
-        usual = (isinstance(A, kind) and isinstance(B, kind) and isinstance(C, kind) and A.ndim == B.ndim == C.ndim == 2
+        usual = (isinstance(A, kind) and isinstance(B, kind) and isinstance(C, kind)
+                 and A.ndim == B.ndim == C.ndim == 2
                  and A.flags.c_contiguous and B.flags.c_contiguous and C.flags.c_contiguous
                  and A.dtype == B.dtype == C.dtype and C.dtype in _FLOAT_DTYPES)
         if not usual:
