@@ -47,51 +47,59 @@ except Exception:
 PYEOF
 }
 
+TARGET=${1:-}
+STEP=0
+step() {  # one command of a target: say which, and how long the target has run, then run it
+    STEP=$((STEP + 1))
+    echo "run.sh $TARGET, command $STEP ($SECONDS s so far): $*" >&2
+    "$@"
+}
+
 bench_gemm() {
     if have_gpu; then
         for dtype in float32 float64; do
-            "$PY" -m nn_cuda.bench gemm --backend cupy --dtype "$dtype" --json "$OUT/gemm_cupy_$dtype.json"
+            step "$PY" -m nn_cuda.bench gemm --backend cupy --dtype "$dtype" --json "$OUT/gemm_cupy_$dtype.json"
         done
-        "$PY" -m nn_cuda.bench gemm --backend numba --json "$OUT/gemm_numba_float32.json"
+        step "$PY" -m nn_cuda.bench gemm --backend numba --json "$OUT/gemm_numba_float32.json"
     else
         echo "no GPU: checking every GEMM kernel in the Numba simulator at small sizes (timing needs a GPU)"
-        "$PY" -m nn_cuda.bench gemm --backend numba-sim --trans NN,NT,TN,TT --json "$OUT/gemm_numba-sim_float32.json"
-        "$PY" -m nn_cuda.bench gemm --backend numba-sim --dtype float64 --json "$OUT/gemm_numba-sim_float64.json"
+        step "$PY" -m nn_cuda.bench gemm --backend numba-sim --trans NN,NT,TN,TT --json "$OUT/gemm_numba-sim_float32.json"
+        step "$PY" -m nn_cuda.bench gemm --backend numba-sim --dtype float64 --json "$OUT/gemm_numba-sim_float64.json"
     fi
 }
 
 bench_resources() {
-    "$PY" -m nn_cuda.kernel_resources --json "$OUT/resources.json"
+    step "$PY" -m nn_cuda.kernel_resources --json "$OUT/resources.json"
 }
 
 bench_train() {
-    "$PY" -m nn_cuda.bench train --backend numpy --json "$OUT/train_numpy.json"
+    step "$PY" -m nn_cuda.bench train --backend numpy --json "$OUT/train_numpy.json"
     if have_gpu; then
-        "$PY" -m nn_cuda.bench train --backend cupy --gemm naive,tiled,regblock,cublas --json "$OUT/train_cupy.json"
+        step "$PY" -m nn_cuda.bench train --backend cupy --gemm naive,tiled,regblock,cublas --json "$OUT/train_cupy.json"
     fi
 }
 
 bench_scaling() {
-    "$PY" -m nn_cuda.bench scaling --overlap both --epochs 2 --rounds 3 --json "$OUT/scaling.json"
-    "$PY" -m nn_cuda.bench scaling --parallel model --epochs 2 --rounds 3 --json "$OUT/scaling_model.json"
+    step "$PY" -m nn_cuda.bench scaling --overlap both --epochs 2 --rounds 3 --json "$OUT/scaling.json"
+    step "$PY" -m nn_cuda.bench scaling --parallel model --epochs 2 --rounds 3 --json "$OUT/scaling_model.json"
 }
 
 bench_adversarial() {
-    "$PY" -m nn_cuda.bench adversarial --ranks 2,3,4 --epochs 5 --json "$OUT/adversarial.json"
+    step "$PY" -m nn_cuda.bench adversarial --ranks 2,3,4 --epochs 5 --json "$OUT/adversarial.json"
 }
 
 bench_roofline() {
-    "$PY" -m nn_cuda.bench roofline --json "$OUT/roofline.json"
+    step "$PY" -m nn_cuda.bench roofline --json "$OUT/roofline.json"
 }
 
 bench_diff() {
-    "$PY" -m nn_cuda.bench diff --dataset mnist-sample --json "$OUT/diff.json"
+    step "$PY" -m nn_cuda.bench diff --dataset mnist-sample --json "$OUT/diff.json"
 }
 
 bench_curves() {
     local backend=numpy
     if have_gpu; then backend=cupy; fi
-    "$PY" -m nn_cuda.train --backend "$backend" --quiet \
+    step "$PY" -m nn_cuda.train --backend "$backend" --quiet \
         --history "$OUT/history_$backend.json" --profile "$OUT/profile_$backend.json"
 }
 
@@ -100,17 +108,17 @@ bench_accuracy() {
     # the loss and accuracies of every epoch, the training time and the machine): the default run
     # on the sample and on Fashion-MNIST for init seeds 0-2 (seed 0 is the default), in parallel,
     # and a single epoch.
-    train() { local name=$1; shift; "$PY" -m nn_cuda.train --quiet "$@" --history "$OUT/accuracy_$name.json"; }
+    train() { local name=$1; shift; step "$PY" -m nn_cuda.train --quiet "$@" --history "$OUT/accuracy_$name.json"; }
     train sample_e1 --dataset mnist-sample -e 1
     train sample_e20 --dataset mnist-sample
     train sample_e20_seed1 --dataset mnist-sample --seed 1
     train sample_e20_seed2 --dataset mnist-sample --seed 2
-    mpirun -n 4 "$PY" -m nn_cuda.train --quiet --dataset mnist-sample --history "$OUT/accuracy_sample_e20_4ranks.json"
+    step mpirun -n 4 "$PY" -m nn_cuda.train --quiet --dataset mnist-sample --history "$OUT/accuracy_sample_e20_4ranks.json"
     if "$PY" -m nn_cuda.data info fashion-mnist | grep -q "images from"; then
         train fashion_e20 --dataset fashion-mnist
         train fashion_e20_seed1 --dataset fashion-mnist --seed 1
         train fashion_e20_seed2 --dataset fashion-mnist --seed 2
-        mpirun -n 2 "$PY" -m nn_cuda.train --quiet --dataset fashion-mnist --history "$OUT/accuracy_fashion_e20_2ranks.json"
+        step mpirun -n 2 "$PY" -m nn_cuda.train --quiet --dataset fashion-mnist --history "$OUT/accuracy_fashion_e20_2ranks.json"
     else
         echo "no Fashion-MNIST files: skipping its runs (python -m nn_cuda.data fetch fashion-mnist)"
     fi
@@ -123,17 +131,17 @@ bench_emulated() {
     # of docs/training.md.
     local gemm
     for gemm in $("$PY" -c "from nn_cuda.kernel_info import KERNEL_GEMMS; print(*KERNEL_GEMMS)"); do
-        "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm "$gemm" --dataset mnist-sample -e 1 \
+        step "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm "$gemm" --dataset mnist-sample -e 1 \
             --history "$OUT/emulated_cuda-cpu_$gemm.json"
     done
-    NN_CUDA_CPU_CHECK=1 "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm regblock \
+    step env NN_CUDA_CPU_CHECK=1 "$PY" -m nn_cuda.train --quiet --backend cuda-cpu --gemm regblock \
         --dataset mnist-sample -e 1 --history "$OUT/emulated_cuda-cpu_regblock_checked.json"
-    "$PY" -m nn_cuda.train --quiet --backend numpy --dataset mnist-sample -e 1 --eval-limit 100 \
+    step "$PY" -m nn_cuda.train --quiet --backend numpy --dataset mnist-sample -e 1 --eval-limit 100 \
         --history "$OUT/emulated_numpy.json"
-    NUMBA_ENABLE_CUDASIM=1 "$PY" -m nn_cuda.train --quiet --backend numba --dataset mnist-sample -n 8 -b 32 \
+    step env NUMBA_ENABLE_CUDASIM=1 "$PY" -m nn_cuda.train --quiet --backend numba --dataset mnist-sample -n 8 -b 32 \
         --max-steps 2 --history "$OUT/emulated_numba-sim.json"
-    "$PY" -m nn_cuda.bench launch --json "$OUT/launch_cuda-cpu.json"
-    "$PY" -m nn_cuda.bench gemm --backend cuda-cpu --sizes 800x1000x784 --trans NN \
+    step "$PY" -m nn_cuda.bench launch --json "$OUT/launch_cuda-cpu.json"
+    step "$PY" -m nn_cuda.bench gemm --backend cuda-cpu --sizes 800x1000x784 --trans NN \
         --json "$OUT/gemm_cuda-cpu_float32.json"
 }
 
@@ -144,31 +152,31 @@ bench_lr() {
     if "$PY" -m nn_cuda.data info fashion-mnist | grep -q "images from"; then fashion=yes; fi
     # The default run (raw pixels, W1 ~ 0.003 N(0, 1), W2 ~ 0.01 N(0, 1)) as lr varies: the scan
     # behind the default lr, on the sample and on Fashion-MNIST.
-    "$PY" -m nn_cuda.bench lr --lr 0.005,0.01,0.02,0.05,0.1 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
+    step "$PY" -m nn_cuda.bench lr --lr 0.005,0.01,0.02,0.05,0.1 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
         --json "$OUT/lr_default.json"
     # The course's initialisation (0.01 N(0, 1) for both) on the course's raw pixels.
-    "$PY" -m nn_cuda.bench lr --init-scale 0.01 0.01 \
+    step "$PY" -m nn_cuda.bench lr --init-scale 0.01 0.01 \
         --lr 0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1,0.2,0.3,0.5,1.0 --seeds 0,1,2 \
         ${torch[@]+"${torch[@]}"} --json "$OUT/lr_raw.json"
     if [ "$fashion" = yes ]; then
-        "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --lr 0.01,0.02,0.05 --seeds 0,1,2 \
+        step "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --lr 0.01,0.02,0.05 --seeds 0,1,2 \
             --json "$OUT/lr_default_fashion.json"
-        "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --init-scale 0.01 0.01 --lr 0.01,0.02,0.05 \
+        step "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --init-scale 0.01 0.01 --lr 0.01,0.02,0.05 \
             --seeds 0,1,2 --json "$OUT/lr_raw_fashion.json"
     else
         echo "no Fashion-MNIST files: skipping its scans (python -m nn_cuda.data fetch fashion-mnist)"
     fi
     # Pixels in [0, 1] with the course's initialisation (adversarial training's input), and larger
     # constant rates there.
-    "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 \
+    step "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 \
         --lr 0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.5,2.0 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
         --json "$OUT/lr_unit.json"
-    "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 --lr 5,6,7,8,9,10,11 --seeds 0,1,2 \
+    step "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 --lr 5,6,7,8,9,10,11 --seeds 0,1,2 \
         --json "$OUT/lr_unit_large.json"
 }
 
 bench_gpu_check() {
-    "$PY" -m nn_cuda.bench gpu-check --out "$OUT"
+    step "$PY" -m nn_cuda.bench gpu-check --out "$OUT"
 }
 
 case "$1" in
@@ -185,6 +193,9 @@ case "$1" in
     lr) bench_lr ;;
     gpu-check) bench_gpu_check ;;
     -h|--help) usage; exit 0 ;;
-    all) bench_roofline; bench_train; bench_scaling; bench_adversarial; bench_accuracy; bench_emulated; bench_gemm; bench_resources; bench_diff; bench_curves; bench_lr ;;
+    all)
+        for TARGET in roofline train scaling adversarial accuracy emulated gemm resources diff curves lr; do
+            "bench_${TARGET}"
+        done ;;
     *) echo "usage: ./run.sh [--update] gemm|train|scaling|adversarial|roofline|diff|curves|accuracy|emulated|lr|resources|gpu-check|all" >&2; exit 2 ;;
 esac

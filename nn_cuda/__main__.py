@@ -2,6 +2,8 @@
 
 import sys
 
+from .interrupts import ends_in_one_line_when_interrupted
+
 COMMANDS = (
     ("nn_cuda.course", "the course for a student: start DIR writes the tasks, check DIR checks them"),
     ("nn_cuda.train", "train the network; under mpirun -n P data or model parallel"),
@@ -14,6 +16,7 @@ COMMANDS = (
 )
 
 
+@ends_in_one_line_when_interrupted("nn_cuda")
 def main() -> int:
     print("nn_cuda: the CME 213 two-layer MNIST network with hand-written GPU kernels and MPI. Commands:\n")
     for module, what in COMMANDS:

@@ -23,6 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .errors import failed
 from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("nn_cuda.grade"):
@@ -86,9 +87,8 @@ def main(argv=None) -> int:
     try:
         with parallel.abort_on_error("nn_cuda.grade", USER_ERRORS):
             ok = run_grade(args.mode, cfg, Path(args.outputs), args.limit_rows, args.scale)
-    except USER_ERRORS as exc:
-        print(f"nn_cuda.grade: error: {exc}", file=sys.stderr)
-        return 2
+    except USER_ERRORS as exc:  # a kernel's fault fails the grade, in one line
+        return failed("nn_cuda.grade", exc)
     return 0 if ok else 1
 
 

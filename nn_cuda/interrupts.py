@@ -7,12 +7,15 @@ does: every `finally` and clean-up runs (nn_cuda.outputs removes the temporary f
 progress). The interruption then ends the command with one line, "PROG: interrupted (SIGINT)", and
 the exit status a shell gives a process killed by the signal: 128 + its number (130 for Ctrl-C, 143
 for SIGTERM). Under MPI, nn_cuda.parallel.abort_on_error ends the whole job first, in the same way.
+A reader that closes the command's output pipe (`python -m nn_cuda.course tasks | head -1`) ends it
+silently with 141, as SIGPIPE ends other Unix tools.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import signal
 import sys
 import threading
@@ -35,10 +38,21 @@ def ends_in_one_line_when_interrupted(prog: str):
                     received = signal.SIGTERM if isinstance(interruption, Terminated) else signal.SIGINT
                     print(f"{prog}: interrupted ({received.name})", file=sys.stderr)
                     return 128 + received
+                except BrokenPipeError:
+                    return _reader_gone()
 
         return main_ending_in_one_line
 
     return decorate
+
+
+def _reader_gone() -> int:
+    """Standard output was a pipe whose reader has closed it (`... | head`): end silently, as a
+    program killed by SIGPIPE does (status 128 + 13), with no traceback from the final flush."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .errors import failed
 from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("nn_cuda.train"):
@@ -31,8 +32,7 @@ def main(argv=None) -> int:
                 return 0 if run_grade(cfg.grade, graded, Path("Outputs")) else 1
             run(cfg)
     except USER_ERRORS as exc:
-        print(f"nn_cuda.train: error: {exc}", file=sys.stderr)
-        return 1
+        return failed("nn_cuda.train", exc)
     return 0
 
 

@@ -10,6 +10,7 @@ import importlib
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -141,6 +142,11 @@ with open(os.environ["FAKE_LOG"], "a") as log:
 
 
 def run_sh_commands(tmp_path, target, gpu, torch) -> list[list[str]]:
+    return run_sh(tmp_path, target, gpu, torch)[0]
+
+
+def run_sh(tmp_path, target, gpu, torch) -> tuple[list[list[str]], str]:
+    """(the command lines ./run.sh TARGET gives python, its stderr), with python faked."""
     fake = tmp_path / "python"
     fake.write_text(f"#!{sys.executable}\n{FAKE_PYTHON}")
     fake.chmod(0o755)
@@ -149,7 +155,7 @@ def run_sh_commands(tmp_path, target, gpu, torch) -> list[list[str]]:
            "FAKE_TORCH": "1" if torch else "0", "NN_CUDA_BENCH_DIR": str(tmp_path / "results")}
     job = subprocess.run(["bash", str(REPO / "run.sh"), target], env=env, capture_output=True, text=True)
     assert job.returncode == 0, job.stderr
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    return [json.loads(line) for line in log.read_text().splitlines()], job.stderr
 
 
 @pytest.mark.parametrize("gpu, torch", [(False, False), (True, True)], ids=["cpu", "gpu+torch"])
@@ -180,6 +186,21 @@ def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(t
     flat = [" ".join(c) for c in commands]
     assert any("--backend cupy" in c for c in flat) == gpu
     assert any("--torch" in c for c in flat) == torch
+
+
+def test_run_sh_says_which_command_of_which_target_runs(tmp_path):
+    # ./run.sh all runs for hours: before each command, one line with its target, its number and the
+    # time so far.
+    commands, stderr = run_sh(tmp_path, "all", gpu=False, torch=False)
+    said = re.findall(r"^run\.sh ([\w-]+), command (\d+) \((\d+) s so far\): (.+)$", stderr, re.MULTILINE)
+    assert [int(number) for _, number, _, _ in said] == list(range(1, len(said) + 1))
+    targets = list(dict.fromkeys(target for target, _, _, _ in said))
+    assert targets == ["roofline", "train", "scaling", "adversarial", "accuracy", "emulated", "gemm", "resources",
+                       "diff", "curves", "lr"]
+    # every benchmark and training command is announced (not the probes: GPU, torch, Fashion-MNIST)
+    announced = [line for _, _, _, line in said]
+    run = [command for command in commands if command[1] != "nn_cuda.data"]
+    assert len(announced) <= len(run) and all(any(" ".join(c) in line for line in announced) for c in run)
 
 
 def test_run_sh_gpu_check_writes_into_the_results_folder(tmp_path):

@@ -49,3 +49,12 @@ def test_bad_base_is_a_usage_error(capsys):
         diff.main(["--base", "momentum=0.9"])
     assert exit_info.value.code == 2
     assert "unknown 'momentum'" in capsys.readouterr().err
+
+
+def test_a_terminal_sees_one_bar_over_the_comparisons(capsys, monkeypatch):
+    # Each comparison is two trainings: on a terminal, one bar counts them as they end.
+    monkeypatch.setattr(diff.sys.stderr, "isatty", lambda: True)
+    assert diff.main(["--backend", "numpy", "--lr", "0.5", "--epochs", "1", "--hidden", "8", "--batch", "800",
+                      "--base", "lr=0.5,epochs=1,hidden=8,batch=800", "--modes", ""]) == 0
+    err = capsys.readouterr().err
+    assert "diff: 100%" in err and "4/4 [" in err  # lr, epochs, hidden, batch

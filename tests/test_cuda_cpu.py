@@ -94,9 +94,9 @@ def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monke
 def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch):
     # `<= M` instead of `< M` when staging the slice of A: the last block of rows reads row M of A,
     # one row past its end.
-    edited_kernels(tmp_path, monkeypatch, "gemm3_regblock.cu",
-                   "const bool s_inside = i0 + s_i < M && k0 + s_k < K;",
-                   "const bool s_inside = i0 + s_i <= M && k0 + s_k < K;")
+    copy = edited_kernels(tmp_path, monkeypatch, "gemm3_regblock.cu",
+                          "const bool s_inside = i0 + s_i < M && k0 + s_k < K;",
+                          "const bool s_inside = i0 + s_i <= M && k0 + s_k < K;")
     M, N, K = 20, 70, 9  # M is not a multiple of 16: the last block of rows reaches row M
     A, B = random_gemm(M, N, K)
 
@@ -106,9 +106,17 @@ def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch
     padded[:M] = A
     assert unchecked_error("regblock", padded[:M], B, np.zeros((M, N))) < 1e-12
 
-    # With it, the read past the end of A faults and is named.
-    reported_when_checked("regblock", A, B, np.zeros((M, N)),
-                          r"past the end of A in thread \(\d+, \d+, 0\) of block \(\d+, 1, 0\)")
+    # With it, the read past the end of A faults and is named, at the line of the kernel file that
+    # loads from A (the library's line tables, read by addr2line).
+    with pytest.raises(KernelError, match=r"past the end of A in thread \(\d+, \d+, 0\) of block "
+                                          r"\(\d+, 1, 0\) at (.+):(\d+)$") as fault:
+        CudaCpuBackend("regblock", check=True).gemm(A, B, np.zeros((M, N)))
+    # "at common.cuh:13, called from gemm3_regblock.cu:LINE": the load inlined from op_element
+    frames = [frame.rsplit(":", 1) for frame in str(fault.value).rsplit(" at ", 1)[1].split(", called from ")]
+    (inner, inner_line), (outer, outer_line) = frames[0], frames[-1]
+    assert Path(inner) == copy / "common.cuh" and Path(outer) == copy / "gemm3_regblock.cu"
+    assert "(A, " in Path(outer).read_text().splitlines()[int(outer_line) - 1]
+    assert "X[" in Path(inner).read_text().splitlines()[int(inner_line) - 1]
 
 
 def test_reading_c_when_beta_is_zero_is_reported(tmp_path, monkeypatch):

@@ -23,6 +23,7 @@ from ..arguments import comma_separated, non_negative_int, pixel_radius, positiv
 from ..config import EMULATED_EVAL_LIMIT, UNIT_PIXELS_LR, HelpFormatter, TrainConfig, build_parser, reword_help
 from ..data import DATASETS
 from ..divergence import likely_cause
+from ..errors import failed
 from ..interrupts import ends_in_one_line_when_interrupted
 from ..parallel.serial import SerialBatches
 from ..training import (USER_ERRORS, Diverged, check_memory, check_output_paths,
@@ -407,6 +408,5 @@ def main(argv=None) -> int:
             else:
                 run_train_serial(cfg, adversarial_args)
     except USER_ERRORS as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
+        return failed(PROG, exc)
     return 0

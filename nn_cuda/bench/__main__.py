@@ -3,6 +3,7 @@
 import importlib
 import sys
 
+from ..errors import failed
 from ..interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("nn_cuda.bench"):
@@ -48,8 +49,7 @@ def main(argv=None) -> int:
     try:
         return module.main(argv[1:]) or 0
     except USER_ERRORS as error:  # a missing dataset, a size a kernel cannot take, --json unwritable...
-        print(f"nn_cuda.bench {argv[0]}: error: {error}", file=sys.stderr)
-        return 1
+        return failed(f"nn_cuda.bench {argv[0]}", error)
 
 
 def _flag_value(arguments: list, flag: str):

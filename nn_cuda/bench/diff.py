@@ -28,6 +28,8 @@ import argparse
 import math
 import sys
 
+from tqdm import tqdm
+
 from .. import relative_errors
 from ..backends import BACKENDS
 from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
@@ -107,6 +109,7 @@ class Comparison:
         self.base_cfg = TrainConfig(dataset=dataset, data_dir=data_dir, seed=seed, quiet=True, pixels="unit",
                                     init_scale=COURSE_INIT_SCALE)
         self._splits = {}
+        self.progress = tqdm(disable=True)  # main's bar, updated after each comparison
 
     def splits(self, cfg):
         from ..training import load_splits
@@ -132,6 +135,8 @@ class Comparison:
             tested = train_with_snapshots(cfg32, self.backend, self.gemm, self.splits(cfg32), init)
         except Diverged as error:
             return [{"diverged": str(error)}]
+        finally:
+            self.progress.update(1)
         points = []
         for (step, ref), (step_t, other) in zip(reference.snapshots, tested.snapshots):
             assert step == step_t, "the two runs saved different steps"
@@ -172,51 +177,55 @@ def main(argv=None) -> int:
     print(f"machine: {machine_line(info)}")
     print(f"{'vary':7s} {'value':>8s} {'steps':>6s} " + " ".join(f"{n + ' l2':>10s}" for n in relative_errors.COLUMN_ORDER)
           + f" {'worst':>10s}")
-    rows = []
+    comparisons = len(args.lr) + 1 + len(args.hidden) + len(args.batch) + len(args.modes)
+    # one bar over the comparisons (each trains twice: float64 NumPy, float32 under test)
+    with tqdm(total=comparisons, desc="diff", unit="comparison", disable=not sys.stderr.isatty()) as bar:
+        comparison.progress = bar
+        rows = []
 
-    def record(axis, value, cfg, point):
-        row = {"vary": axis, "value": value, "lr": cfg.lr, "epochs": cfg.epochs if axis != "epochs" else value,
-               "hidden": cfg.hidden, "batch": cfg.batch, "pixels": cfg.pixels, **point}
-        rows.append(row)
-        if "errors" in point:
-            print(f"{axis:7s} {value:8g} {point['step']:6d} "
-                  + " ".join(f"{point['errors'][n][1]:10.2e}" for n in relative_errors.COLUMN_ORDER)
-                  + f" {_worst(point):10.2e}")
-        else:
-            print(f"{axis:7s} {value:8g} diverged")
+        def record(axis, value, cfg, point):
+            row = {"vary": axis, "value": value, "lr": cfg.lr, "epochs": cfg.epochs if axis != "epochs" else value,
+                   "hidden": cfg.hidden, "batch": cfg.batch, "pixels": cfg.pixels, **point}
+            rows.append(row)
+            if "errors" in point:
+                tqdm.write(f"{axis:7s} {value:8g} {point['step']:6d} "
+                           + " ".join(f"{point['errors'][n][1]:10.2e}" for n in relative_errors.COLUMN_ORDER)
+                           + f" {_worst(point):10.2e}")
+            else:
+                tqdm.write(f"{axis:7s} {value:8g} diverged")
 
-    for lr in args.lr:
-        cfg = _config(comparison, base, lr=lr)
-        record("lr", lr, cfg, comparison.run(cfg)[-1])
-    cfg = _config(comparison, base, epochs=max(args.epochs))
-    per_epoch = comparison.run(cfg)
-    for epochs in args.epochs:
-        found = [p for p in per_epoch if p.get("epoch") == epochs] or per_epoch[-1:]
-        record("epochs", epochs, cfg, found[0])
-    for hidden in args.hidden:
-        cfg = _config(comparison, base, hidden=hidden)
-        record("hidden", hidden, cfg, comparison.run(cfg)[-1])
-    for batch in args.batch:
-        cfg = _config(comparison, base, batch=batch)
-        record("batch", batch, cfg, comparison.run(cfg)[-1])
+        for lr in args.lr:
+            cfg = _config(comparison, base, lr=lr)
+            record("lr", lr, cfg, comparison.run(cfg)[-1])
+        cfg = _config(comparison, base, epochs=max(args.epochs))
+        per_epoch = comparison.run(cfg)
+        for epochs in args.epochs:
+            found = [p for p in per_epoch if p.get("epoch") == epochs] or per_epoch[-1:]
+            record("epochs", epochs, cfg, found[0])
+        for hidden in args.hidden:
+            cfg = _config(comparison, base, hidden=hidden)
+            record("hidden", hidden, cfg, comparison.run(cfg)[-1])
+        for batch in args.batch:
+            cfg = _config(comparison, base, batch=batch)
+            record("batch", batch, cfg, comparison.run(cfg)[-1])
 
-    modes = []
-    if args.modes:
-        from ..grading import COURSE_MODES, course_config
+        modes = []
+        if args.modes:
+            from ..grading import COURSE_MODES, course_config
 
-        print(f"course grading modes, float32 settings (raw pixels, H=100), threshold "
-              f"{relative_errors.THRESHOLDS['float32']:g}")
-        for mode in args.modes:
-            cfg = course_config(mode, comparison.base_cfg.replace(dtype="float32"))
-            if args.mode_epochs is not None:
-                cfg = cfg.replace(epochs=min(cfg.epochs, args.mode_epochs))
-            point = comparison.run(cfg)[-1]
-            lr64, epochs64 = COURSE_MODES[mode]["float64"]
-            modes.append({"mode": mode, "lr": cfg.lr, "epochs": cfg.epochs, "hidden": cfg.hidden,
-                          "batch": cfg.batch, "pixels": cfg.pixels, "course_float64_lr": lr64,
-                          "course_float64_epochs": epochs64, **point})
-            print(f"mode {mode}: lr {cfg.lr:g}, {cfg.epochs} epochs: worst relative error {_worst(point):.2e} "
-                  f"({'PASS' if point.get('passes_float32') else 'FAIL'})")
+            tqdm.write(f"course grading modes, float32 settings (raw pixels, H=100), threshold "
+                       f"{relative_errors.THRESHOLDS['float32']:g}")
+            for mode in args.modes:
+                cfg = course_config(mode, comparison.base_cfg.replace(dtype="float32"))
+                if args.mode_epochs is not None:
+                    cfg = cfg.replace(epochs=min(cfg.epochs, args.mode_epochs))
+                point = comparison.run(cfg)[-1]
+                lr64, epochs64 = COURSE_MODES[mode]["float64"]
+                modes.append({"mode": mode, "lr": cfg.lr, "epochs": cfg.epochs, "hidden": cfg.hidden,
+                              "batch": cfg.batch, "pixels": cfg.pixels, "course_float64_lr": lr64,
+                              "course_float64_epochs": epochs64, **point})
+                tqdm.write(f"mode {mode}: lr {cfg.lr:g}, {cfg.epochs} epochs: worst relative error "
+                           f"{_worst(point):.2e} ({'PASS' if point.get('passes_float32') else 'FAIL'})")
     if args.json:
         write_json(args.json, {"benchmark": "diff", "machine": info,
                                "config": {"backend": backend, "gemm": args.gemm, "dataset": args.dataset,

@@ -40,8 +40,11 @@ RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
 # -fstack-clash-protection: a frame larger than a page touches each page as it grows, so a thread
 # whose locals outgrow its fiber stack hits the guard page below it (reported as such), never the
 # stack of the thread next to it.
-BASE_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE", "-Wno-unknown-pragmas",
-              "-fstack-clash-protection")
+# -g1: line tables only, so that a fault is reported at its kernel's file:line (runner.source_at);
+# DWARF 4, whose line tables name the file of a #line directive where binutils 2.40 reads DWARF 5's
+# as the generated .cpp.
+BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE",
+              "-Wno-unknown-pragmas", "-fstack-clash-protection")
 # The checking mode traps indices outside a fixed-size array (__shared__ tiles, c[16]) with no
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")

@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import subprocess
+from pathlib import Path
 
 import numpy as np
 
@@ -110,7 +111,7 @@ class LoadedKernels:
         self.watchdog = watchdog_from_environment()
         # what every launch passes, made once: the instances' signatures, the fault record, the message
         self._signatures = [self.signature(index) for index in range(self.count())]
-        self._fault = (ctypes.c_longlong * 8)()
+        self._fault = (ctypes.c_longlong * 9)()
         self._message = ctypes.create_string_buffer(_MESSAGE_BYTES)
         if check:
             self._set_shared_regions()
@@ -183,8 +184,8 @@ class LoadedKernels:
         if status == 1:
             raise KernelError(message.value.decode())
         if status == 2:
-            number, address, tx, ty, tz, bx, by, bz = list(fault)
-            where = f" in thread ({tx}, {ty}, {tz}) of block ({bx}, {by}, {bz})"
+            number, address, tx, ty, tz, bx, by, bz, pc = list(fault)
+            where = f" in thread ({tx}, {ty}, {tz}) of block ({bx}, {by}, {bz}){self.source_at(pc)}"
             if number == signal.SIGINT:
                 raise KeyboardInterrupt
             if number == signal.SIGTERM:
@@ -203,13 +204,41 @@ class LoadedKernels:
                 + ("" if self.check or number == _STACK_OVERFLOW else "; run with NN_CUDA_CPU_CHECK=1 to name the buffer")
             )
 
+    def source_at(self, pc: int) -> str:
+        """' at FILE:LINE' of the kernel code at address `pc` (the library's line tables, read by
+        addr2line), with the lines that called it when it was inlined: '' where not known (no
+        addr2line, an address in the runtime or outside the library)."""
+        tool = shutil.which("addr2line") or shutil.which("llvm-addr2line")
+        if not pc or tool is None or shutil.which("nm") is None:
+            return ""
+        offset = pc - self._load_address(_symbol_table(self._tool_path, "a fault's file:line"))
+        try:
+            found = subprocess.run([tool, "-i", "-e", self._tool_path, hex(offset)], capture_output=True,
+                                   text=True, timeout=30).stdout.splitlines()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        frames = [_source_frame(line) for line in found]
+        frames = [frame for frame in frames if frame is not None]
+        if not frames:
+            return ""
+        # the line that faulted, and the kernel file's line that led there when it is another file's
+        # (a header's function inlined into the kernel)
+        inner, outer = frames[0], frames[-1]
+        if outer[0] == inner[0]:
+            return f" at {inner[0]}:{inner[1]}"
+        return f" at {inner[0]}:{inner[1]}, called from {outer[0]}:{outer[1]}"
+
+    def _load_address(self, symbols: dict) -> int:
+        """Where the library is loaded: an exported function's address less its symbol's value."""
+        anchor = "nn_cuda_cpu_instance_count"
+        return ctypes.cast(getattr(self._lib, anchor), ctypes.c_void_p).value - symbols[anchor][1]
+
     def _set_shared_regions(self) -> None:
         """Tell the library where its __shared__ arrays are (function-local statics: _ZZ symbols).
         Those of a template instance are exported, those of other kernels are not: every one's
         address is the library's load address plus the symbol's value."""
         symbols = _symbol_table(self._tool_path, "the checking mode finds __shared__ arrays")
-        anchor = "nn_cuda_cpu_instance_count"  # an exported function, to find the load address
-        base = ctypes.cast(getattr(self._lib, anchor), ctypes.c_void_p).value - symbols[anchor][1]
+        base = self._load_address(symbols)
         regions = [(base + value, size) for name, (kind, value, size) in symbols.items()
                    if name.lstrip("_").startswith("ZZ") and kind in _DATA_KINDS]
         addresses = (ctypes.c_void_p * max(1, len(regions)))(*[a for a, _ in regions])
@@ -217,6 +246,20 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
 
 
+def _source_frame(line: str) -> tuple[str, str] | None:
+    """(file, line) of one line of addr2line's answer; None for the runner's own code (its headers,
+    the generated instance table) or an unknown place. A name in brackets, such as RawModule code's
+    "(RawModule code)", is shown without the build folder addr2line puts in front of it."""
+    place, _, number = line.split(" (discriminator")[0].rpartition(":")
+    name = Path(place).name
+    if place.startswith("?") or not number.isdigit() or name.endswith(_RUNTIME_FILES) \
+            or name.startswith("(the instance table"):
+        return None
+    return (name if name.startswith("(") else place), number
+
+
+#: the runner's own headers, which a fault's file:line skips to the kernel's code
+_RUNTIME_FILES = ("runtime.h", "device_functions.h")
 #: nm's kinds of data objects: bss, data, unique global, weak object (either case: local or global)
 _DATA_KINDS = "bBdDuV"
 

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -253,15 +254,32 @@ static std::vector<Fiber> fibers;
 static char signal_stack[64 * 1024];
 static volatile sig_atomic_t fault_signal = 0;
 static void* volatile fault_address = nullptr;
+// The instruction the thread was at when the signal came: the launcher turns it into the kernel's
+// file:line (the build keeps line tables, -g1). 0 where the platform is not known here.
+static volatile uintptr_t fault_pc = 0;
+
+uintptr_t program_counter(void* context)
+{
+    const ucontext_t* registers = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+    return static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+    return static_cast<uintptr_t>(registers->uc_mcontext.pc);
+#else
+    (void)registers;
+    return 0;
+#endif
+}
 
 // What fault[0] reports for an access to the guard page under a thread's stack: the thread's local
 // variables outgrew kStackBytes (a large local array).
 constexpr int kStackOverflow = 1000;
 
-void on_fault(int signal_number, siginfo_t* info, void*)
+void on_fault(int signal_number, siginfo_t* info, void* context)
 {
     fault_signal = signal_number;
     fault_address = info->si_addr;
+    fault_pc = program_counter(context);
     const char* address = static_cast<const char*>(info->si_addr);
     const size_t span = kStackBytes + stacks.page;
     if ((signal_number == SIGSEGV || signal_number == SIGBUS) && stacks.base != nullptr && address >= stacks.base &&
@@ -273,10 +291,11 @@ void on_fault(int signal_number, siginfo_t* info, void*)
 
 // Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
 // Python side then raises KeyboardInterrupt, lets SIGTERM take its course, or reports the timeout.
-void on_stop(int signal_number)
+void on_stop(int signal_number, siginfo_t*, void* context)
 {
     fault_signal = signal_number;
     fault_address = nullptr;
+    fault_pc = program_counter(context);  // where a kernel that never ends was spinning
     siglongjmp(launch.fault_exit, 1);
 }
 
@@ -300,8 +319,8 @@ struct FaultHandlers {
             sigaction(kSignals[i], &action, &previous[i]);
         }
         struct sigaction stop{};
-        stop.sa_handler = on_stop;
-        stop.sa_flags = SA_ONSTACK | SA_NODEFER;
+        stop.sa_sigaction = on_stop;
+        stop.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
         sigemptyset(&stop.sa_mask);
         for (int i = 4; i < 7; ++i) {
             sigaction(kSignals[i], &stop, &previous[i]);
@@ -660,7 +679,8 @@ struct Instance {
 
 // ---- one launch ------------------------------------------------------------------------------------
 
-// fault[0..7] on a fault: signal, address, the thread's x, y, z and the block's x, y, z.
+// fault[0..8] on a fault: signal, address, the thread's x, y, z, the block's x, y, z, and the
+// program counter.
 int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned* block, void** args,
                   const char* kernel, int check, unsigned long long seed, long long* fault,
                   char* message, int message_size)
@@ -726,8 +746,9 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         break;
     default: {
         const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
-        const long long info[8] = {fault_signal, reinterpret_cast<long long>(fault_address),
-                                   thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z};
+        const long long info[9] = {fault_signal, reinterpret_cast<long long>(fault_address),
+                                   thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z,
+                                   static_cast<long long>(fault_pc)};
         memcpy(fault, info, sizeof(info));
         status = 2;
     }

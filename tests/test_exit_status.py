@@ -1,0 +1,73 @@
+"""A kernel's fault ends every command the same way: exit status 1 (nn_cuda.errors.FAILED), one line
+naming the kernel, its thread and its file:line, and no traceback.
+
+The kernel is a copy of the naive GEMM whose bound check lets row M through: on sizes that are not
+a multiple of the block, a thread reads one row past the end of A. The checking mode
+(NN_CUDA_CPU_CHECK=1) traps the read; the runner names the line of the kernel file that made it.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from nn_cuda.errors import FAILED
+from test_cuda_cpu import edited_kernels  # a copy of kernels/ with one edit (not a test)
+
+COMMANDS = {
+    "train": ["nn_cuda.train", "--backend", "cuda-cpu", "--gemm", "naive", "--epochs", "1", "--max-steps", "1"],
+    "grade": ["nn_cuda.grade", "--mode", "1", "--backend", "cuda-cpu", "--gemm", "naive", "--max-steps", "1"],
+    "bench": ["nn_cuda.bench", "gemm", "--backend", "cuda-cpu", "--algo", "naive", "--sizes", "33x17x65"],
+}
+
+
+@pytest.fixture
+def faulting_naive_gemm(tmp_path, monkeypatch):
+    copy = edited_kernels(tmp_path, monkeypatch, "gemm1_naive.cu", "if (i >= M || j >= N) {", "if (i > M || j >= N) {")
+    monkeypatch.setenv("NN_CUDA_CPU_CHECK", "1")
+    source = (copy / "gemm1_naive.cu").read_text().splitlines()
+    # the line that reads A (through op_element, inlined)
+    line = next(number for number, text in enumerate(source, 1) if "op_element<T, TRANS_A>(A" in text)
+    return copy / "gemm1_naive.cu", line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_kernel_fault_ends_every_command_in_one_line_with_status_1(command, faulting_naive_gemm, tmp_path):
+    kernel_file, line = faulting_naive_gemm
+    prog = " ".join(COMMANDS[command][:2]) if command == "bench" else COMMANDS[command][0]
+    result = subprocess.run([sys.executable, "-m", *COMMANDS[command]], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=300)
+    assert result.returncode == FAILED, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1].split("\r")[-1]  # after a progress bar's last redraw
+    assert re.fullmatch(rf"{re.escape(prog)}: error: gemm_naive<\w+, \w+, \w+>: an invalid memory access: an "
+                        rf"access 1 element\(s\) past the end of A in thread \(\d+, \d+, 0\) of block "
+                        rf"\(\d+, \d+, 0\) at .*{re.escape(str(kernel_file))}:{line}", last), last
+
+
+def test_course_check_fails_the_task_with_status_1_and_the_line(faulting_naive_gemm, tmp_path):
+    kernel_file, line = faulting_naive_gemm
+    workspace = tmp_path / "student"
+    subprocess.run([sys.executable, "-m", "nn_cuda.course", "start", str(workspace)], check=True,
+                   capture_output=True, timeout=120)
+    (workspace / "kernels" / "gemm1_naive.cu").write_text(kernel_file.read_text())
+    result = subprocess.run([sys.executable, "-m", "nn_cuda.course", "check", str(workspace), "naive"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == FAILED, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert f"{workspace / 'kernels' / 'gemm1_naive.cu'}:{line}" in result.stdout
+
+
+@pytest.mark.parametrize("command", [["nn_cuda.course", "tasks"], ["nn_cuda.bench"], ["nn_cuda"]])
+def test_a_reader_that_closes_the_pipe_ends_the_command_silently(command):
+    # `python -m nn_cuda.course tasks | head -1`: the output's reader is gone before the first write.
+    # The command ends as SIGPIPE ends a Unix tool (141), with nothing on stderr, not a traceback.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    job = subprocess.Popen([sys.executable, "-m", *command], stdout=write_end, stderr=subprocess.PIPE, text=True)
+    os.close(write_end)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode == 128 + signal.SIGPIPE and stderr == ""
