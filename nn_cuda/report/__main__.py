@@ -8,10 +8,9 @@ pandoc is installed. A user's runs thus never rewrite the repository: --update (
 report/, after ./run.sh --update) and --docs are the explicit ways to do so. Inputs that
 are missing or unreadable are listed at the top of the report and on the terminal.
 
-Only what the inputs support is rewritten: a figure whose inputs are absent is left as it is, and
-so is each part of an existing REPORT.md that the inputs do not replace (nn_cuda.report.keep); the
-terminal says what was written and what was kept, and why. A folder with no usable result changes
-nothing.
+The report is written from its inputs alone, never from its own previous output: a section whose
+inputs are absent says which command measures them, and a figure without inputs is removed. A folder
+with no usable result changes nothing.
 """
 
 from __future__ import annotations
@@ -78,7 +77,7 @@ def update_docs(root: Path, write: bool) -> int:
 
 
 def draw_figures(results, figure_dir: Path) -> dict:
-    """{name: path, or None where its inputs are absent (an existing PNG of that name is kept)}."""
+    """{name: path, or None where its inputs are absent}."""
     return {
         "gemm_ladder": figures.gemm_ladder(results.of("gemm"), figure_dir),
         "roofline": figures.roofline(results.of("roofline"), results.of("gemm"), figure_dir),
@@ -134,7 +133,7 @@ def main(argv=None) -> int:
     try:
         drawn = draw_figures(results, out_dir / "figures")
         command = "python -m nn_cuda.report" + (" --update" if args.update else "")
-        path, decisions = write_report(results, drawn, out_dir, command)
+        path = write_report(results, drawn, out_dir, command)
     except OutputError as error:
         print(f"nn_cuda.report: error: {error}", file=sys.stderr)
         return 1
@@ -144,10 +143,9 @@ def main(argv=None) -> int:
         old = out_dir / "figures" / f"{name}.png"
         if figure is not None:
             print(f"drew {figure}")
-        elif old.exists():
-            print(f"kept {old}: no input for it in {results_dir}")
-    for decision in decisions:
-        print(f"{'kept' if decision.kept else 'wrote'} {decision.heading.lstrip('# ')} ({decision.why})")
+        elif old.exists():  # an earlier run's figure, which this report does not show
+            old.unlink()
+            print(f"removed {old}: no input for it in {results_dir}")
     print(f"wrote {path} and {sum(p is not None for p in drawn.values())} figures in {out_dir / 'figures'}")
     if not args.no_pdf:
         print(convert_to_pdf(path))

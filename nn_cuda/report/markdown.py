@@ -16,8 +16,9 @@ from ..profiling import PHASES
 from . import numbers
 from .figures import provenance
 from .inputs import KINDS
-from .keep import NOT_MEASURED, compose
 
+#: how a section says that its input is absent
+NOT_MEASURED = "*Not measured:*"
 GPU_SECTIONS = (
     "GEMM GFLOP/s and % of cuBLAS (`python -m nn_cuda.bench gemm --backend cupy`)",
     "the roofline of the GPU (`python -m nn_cuda.bench roofline` on a GPU machine)",
@@ -558,13 +559,12 @@ def adversarial_section(results, figures, out_dir) -> list[str]:
 
 
 def write_report(results, figures: dict, out_dir, generated_by: str):
-    """Write OUT/REPORT.md, keeping the parts of the previous one that `results` do not replace
-    (nn_cuda.report.keep); returns its path and what was done with each part."""
+    """Write OUT/REPORT.md from `results` and the `figures` drawn of them, and nothing else (a
+    section whose input is absent says so); returns its path."""
     path = out_dir / "REPORT.md"
-    previous = path.read_text() if path.is_file() else None
-    sections = [lambda reads, section=section: section(reads, figures, out_dir)
-                for section in (gemm_section, train_section, scaling_section, correctness_section,
-                                learning_section, adversarial_section)]
-    lines, decisions = compose(results, header(results, generated_by), sections, previous)
+    lines = header(results, generated_by)
+    for section in (gemm_section, train_section, scaling_section, correctness_section, learning_section,
+                    adversarial_section):
+        lines += section(results, figures, out_dir)
     write_text(path, "\n".join(lines).rstrip() + "\n")
-    return path, decisions
+    return path
