@@ -7,7 +7,9 @@ instance in the checking mode).
 """
 
 import hashlib
+import mmap
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -117,6 +119,52 @@ def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch
     assert Path(inner) == copy / "common.cuh" and Path(outer) == copy / "gemm3_regblock.cu"
     assert "(A, " in Path(outer).read_text().splitlines()[int(outer_line) - 1]
     assert "X[" in Path(inner).read_text().splitlines()[int(inner_line) - 1]
+
+
+def test_a_store_past_c_stops_the_launch_outside_the_checking_mode_too(tmp_path, monkeypatch):
+    # `i > M`: the threads of row M store into the row after C. The backend's arrays are in the
+    # runner's device memory, each followed by an inaccessible page, so the store faults and the
+    # launch ends naming the thread and the line of the store; after a NumPy array the same store
+    # overwrote the heap, and Python died later, in free().
+    copy = edited_kernels(tmp_path, monkeypatch, "gemm1_naive.cu", "if (i >= M || j >= N) {", "if (i > M || j >= N) {")
+    store = next(number for number, text in enumerate((copy / "gemm1_naive.cu").read_text().splitlines(), 1)
+                 if text.strip().startswith("*c = "))
+    backend = CudaCpuBackend("naive", check=False)
+    M, N, K = 20, 70, 9  # a row of C (560 bytes) is longer than the 255 bytes of alignment before the guard
+    A, B = random_gemm(M, N, K)
+    C = backend.to_device(np.zeros((M, N)))
+    with pytest.raises(KernelError, match=rf"gemm_naive<double, false, false>: an invalid memory access in thread "
+                                          rf"\(\d+, \d+, 0\) of block \(\d+, \d+, 0\) at "
+                                          rf"{re.escape(str(copy / 'gemm1_naive.cu'))}:{store}; run with "
+                                          r"NN_CUDA_CPU_CHECK=1 to name the buffer"):
+        backend.gemm(backend.to_device(A), backend.to_device(B), C)
+
+
+def page_permissions(address: int) -> str:
+    """This process's permissions on the page holding `address` ("rw-p", "---p"), from /proc/self/maps."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        span, permissions = line.split()[:2]
+        low, high = (int(bound, 16) for bound in span.split("-"))
+        if low <= address < high:
+            return permissions
+    return "unmapped"
+
+
+def test_device_memory_is_aligned_and_guarded_on_both_sides():
+    from nn_cuda.cuda_cpu import device_memory
+
+    for shape, dtype in (((3, 5), np.float32), ((0,), np.float64), (7, np.int32), ((1000, 800), np.float32)):
+        array = device_memory.empty(shape, dtype)
+        start = array.__array_interface__["data"][0]
+        assert array.shape == (shape if isinstance(shape, tuple) else (shape,)) and array.dtype == dtype
+        assert start % device_memory.ALIGNMENT == 0 and array.flags.c_contiguous and array.flags.writeable
+        # the page below the array's first page and the one after its end rounded up to 256 bytes:
+        # no access
+        end = start + -(-max(array.nbytes, 1) // device_memory.ALIGNMENT) * device_memory.ALIGNMENT
+        below = start // mmap.PAGESIZE * mmap.PAGESIZE - 1
+        assert page_permissions(start).startswith("rw") and page_permissions(end - 1).startswith("rw")
+        assert page_permissions(below).startswith("---") and page_permissions(end).startswith("---")
+    assert np.array_equal(device_memory.to_device(np.arange(6.0).reshape(2, 3)), np.arange(6.0).reshape(2, 3))
 
 
 def test_reading_c_when_beta_is_zero_is_reported(tmp_path, monkeypatch):

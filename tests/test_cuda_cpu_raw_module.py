@@ -240,3 +240,23 @@ def test_the_checking_mode_runs_blocks_in_random_orders_so_a_race_between_blocks
 def test_a_launch_beyond_a_gpus_limits_is_refused(grid, block):
     with pytest.raises(KernelError, match=r"chain: invalid launch shape: .* a GPU takes 1 to 1024 threads a block"):
         RawModule(code=CHAIN).get_function("chain")(grid, block, (np.zeros(4, np.int32), np.int32(4)))
+
+
+def test_more_than_48_kib_of_static_shared_memory_is_refused_as_ptxas_refuses_it():
+    # 64 KiB of static __shared__ fails in ptxas on every GPU; 48 KiB is the most a block declares.
+    code = """
+    extern "C" __global__ void big(float* out)
+    {
+        __shared__ float tile[SIZE];
+        tile[threadIdx.x] = threadIdx.x;
+        tile[SIZE - 1 - threadIdx.x] = 0;  // the array's last elements: the whole size is used
+        __syncthreads();
+        out[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x] + tile[SIZE - 1 - threadIdx.x];
+    }
+    """
+    with pytest.raises(KernelError, match=r"big declares 65536 bytes of __shared__ memory, more than the 49152 "
+                                          r"\(48 KiB\) a GPU allows statically"):
+        RawModule(code=code, options=("-DSIZE=16384",)).get_function("big")
+    out = np.full(32, np.nan, np.float32)
+    RawModule(code=code, options=("-DSIZE=12288",)).get_function("big")((1,), (32,), (out,))  # 48 KiB: runs
+    assert np.array_equal(out, np.arange(31, -1, -1, dtype=np.float32))

@@ -1,12 +1,14 @@
 """The cuda-cpu backend: the CUDA C kernels of kernels/*.cu, unchanged, compiled and run on the CPU.
 
-Arrays are NumPy arrays. Each kernel file is a `nn_cuda.cuda_cpu.RawModule` made of exactly what the
-CuPy backend gives `cupy.RawModule` (kernel_info.cupy_module_arguments), built once for the CPU by
-the host C++ compiler, and its kernels are launched through the same launch table as on a GPU, so
-this backend runs exactly the kernel code and launch code that the CuPy backend runs, only slower. With
-NN_CUDA_CPU_CHECK=1 in the environment every launch runs in the checking mode of
-nn_cuda/cuda_cpu/runner.py (shuffled threads, NaN-filled outputs and __shared__ memory, guarded
-buffers). The read-backs (loss, argmax) are NumPy's.
+Arrays are NumPy arrays in the CPU runner's device memory (cuda_cpu.device_memory: each between two
+inaccessible pages, so a kernel that writes past one is stopped, checking mode or not). Each kernel
+file is a `nn_cuda.cuda_cpu.RawModule` made of exactly what the CuPy backend gives `cupy.RawModule`
+(kernel_info.cupy_module_arguments), built once for the CPU by the host C++ compiler, and its
+kernels are launched through the same launch table as on a GPU, so this backend runs exactly the
+kernel code and launch code that the CuPy backend runs, only slower. With NN_CUDA_CPU_CHECK=1 in the
+environment every launch runs in the checking mode of nn_cuda/cuda_cpu/runner.py (shuffled threads,
+NaN-filled outputs and __shared__ memory, buffers with exact bounds). The read-backs (loss, argmax)
+are NumPy's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernel_info, kernel_launch
+from ..cuda_cpu import device_memory
 from ..cuda_cpu.raw_module import RawModule
 from ..cuda_cpu.runner import KernelError, check_mode_from_environment
 from .cuda_kernels import CudaKernelBackend
@@ -33,7 +36,7 @@ class CudaCpuBackend(CudaKernelBackend):
         self.check = check_mode_from_environment() if check is None else check
         self._modules: dict = {}  # kernel file -> its RawModule
         self._kernels: dict = {}  # name expression -> (its RawKernel, its parameters' names), signature checked
-        self._host = NumpyBackend()  # memory and read-backs are plain NumPy
+        self._host = NumpyBackend()  # copies and read-backs are plain NumPy's
         if not self.check:
             self.grading_note = ("NOTE: the CPU runner is not in its checking mode, so a kernel that reads or "
                                  "writes past an array is not caught and may still PASS: set NN_CUDA_CPU_CHECK=1, "
@@ -41,13 +44,13 @@ class CudaCpuBackend(CudaKernelBackend):
 
     # ---- memory -------------------------------------------------------------------------------
     def empty(self, shape, dtype):
-        return self._host.empty(shape, dtype)
+        return device_memory.empty(shape, dtype)
 
     def fill(self, out, value):
         self._host.fill(out, value)
 
     def to_device(self, host_array):
-        return self._host.to_device(host_array)
+        return device_memory.to_device(host_array)
 
     def to_host(self, array):
         return self._host.to_host(array)

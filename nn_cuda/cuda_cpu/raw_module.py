@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from . import arguments, build
-from .runner import KernelError, LoadedKernels, check_mode_from_environment
+from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment,
+                     static_shared_bytes)
 
 _MAX_DIMENSION = 2**31 - 1
 #: a block's dynamic shared memory on a GPU unless the kernel's attribute raises it, to at most what
@@ -82,6 +83,7 @@ class RawModule:
                                 self.check)
         if kernels.count() != len(instances):
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
+        _refuse_too_much_static_shared(kernels.tool_path, self.name or build.CODE_NAME)
         self._index = {name: i for i, name in enumerate(instances)}
         self._kernels = kernels
 
@@ -109,6 +111,18 @@ class RawModule:
                 "(a template instance must be listed in name_expressions, spelled the same)"
             )
         return RawKernel(name, self._index[name], self._kernels)
+
+
+def _refuse_too_much_static_shared(library: str, name: str) -> None:
+    """A function whose __shared__ arrays pass a GPU's 48 KiB fails to compile there (ptxas: "uses
+    too much shared data"): here too, at the same moment."""
+    for function, size in static_shared_bytes(library).items():
+        if size > STATIC_SHARED_LIMIT:
+            raise KernelError(
+                f"{name}: {function} declares {size} bytes of __shared__ memory, more than the "
+                f"{STATIC_SHARED_LIMIT} (48 KiB) a GPU allows statically; ptxas refuses it there. Declare "
+                "the array `extern __shared__` and give its size as the launch's shared_mem (up to 227 KiB "
+                "after cudaFuncSetAttribute on sm_90)")
 
 
 @dataclasses.dataclass(frozen=True)

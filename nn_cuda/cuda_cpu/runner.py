@@ -105,7 +105,8 @@ class LoadedKernels:
 
     def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool):
         self.check = check
-        self._lib, self._tool_path = library, tool_path
+        self._lib = library
+        self.tool_path = tool_path  # the library as another process (nm, addr2line) reads it
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
@@ -133,7 +134,7 @@ class LoadedKernels:
     def global_variable(self, name: str) -> np.ndarray:
         """The bytes of the library's global variable `name` (a __device__ or __constant__ one at
         global scope), writable: a uint8 view of the library's own memory. LookupError if none."""
-        sizes = dict(_data_symbols(self._tool_path, "RawModule.get_global finds variables"))
+        sizes = dict(_data_symbols(self.tool_path, "RawModule.get_global finds variables"))
         if name not in sizes:
             raise LookupError(f"no __device__ or __constant__ variable {name!r} at global scope in this code")
         address = ctypes.addressof(ctypes.c_ubyte.in_dll(self._lib, name))
@@ -211,9 +212,9 @@ class LoadedKernels:
         tool = shutil.which("addr2line") or shutil.which("llvm-addr2line")
         if not pc or tool is None or shutil.which("nm") is None:
             return ""
-        offset = pc - self._load_address(_symbol_table(self._tool_path, "a fault's file:line"))
+        offset = pc - self._load_address(_symbol_table(self.tool_path, "a fault's file:line"))
         try:
-            found = subprocess.run([tool, "-i", "-e", self._tool_path, hex(offset)], capture_output=True,
+            found = subprocess.run([tool, "-i", "-e", self.tool_path, hex(offset)], capture_output=True,
                                    text=True, timeout=30).stdout.splitlines()
         except (OSError, subprocess.SubprocessError):
             return ""
@@ -237,7 +238,7 @@ class LoadedKernels:
         """Tell the library where its __shared__ arrays are (function-local statics: _ZZ symbols).
         Those of a template instance are exported, those of other kernels are not: every one's
         address is the library's load address plus the symbol's value."""
-        symbols = _symbol_table(self._tool_path, "the checking mode finds __shared__ arrays")
+        symbols = _symbol_table(self.tool_path, "the checking mode finds __shared__ arrays")
         base = self._load_address(symbols)
         regions = [(base + value, size) for name, (kind, value, size) in symbols.items()
                    if name.lstrip("_").startswith("ZZ") and kind in _DATA_KINDS]
@@ -277,6 +278,28 @@ def _symbol_table(library: str, purpose: str) -> dict:
         if len(fields) >= 3:
             table[fields[0]] = (fields[1], int(fields[2], 16), int(fields[3], 16) if len(fields) > 3 else 0)
     return table
+
+
+#: the static __shared__ memory a GPU gives one block (a kernel declaring more fails in ptxas)
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def static_shared_bytes(library: str) -> dict[str, int]:
+    """{function: bytes of its __shared__ arrays} of a library: the function-local statics that
+    runtime.h makes of __shared__ declarations, read with nm (demangled), per declaring function."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return {}
+    listing = subprocess.run([nm, "-C", "-S", "--defined-only", library], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    found: dict[str, int] = {}
+    for line in listing.splitlines():
+        fields = line.split(maxsplit=3)
+        if len(fields) == 4 and fields[2] in _DATA_KINDS and "::" in fields[3] \
+                and not fields[3].startswith(("guard variable", "nn_cuda_cpu::")):
+            function = fields[3].rsplit("::", 1)[0]
+            found[function] = found.get(function, 0) + int(fields[1], 16)
+    return found
 
 
 def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
