@@ -37,6 +37,7 @@ def ends_in_one_line_when_interrupted(prog: str):
                 except KeyboardInterrupt as interruption:
                     received = signal.SIGTERM if isinstance(interruption, Terminated) else signal.SIGINT
                     print(f"{prog}: interrupted ({received.name})", file=sys.stderr)
+                    _end_now_if_threads_remain(128 + received)
                     return 128 + received
                 except BrokenPipeError:
                     return _reader_gone()
@@ -44,6 +45,18 @@ def ends_in_one_line_when_interrupted(prog: str):
         return main_ending_in_one_line
 
     return decorate
+
+
+def _end_now_if_threads_remain(status: int) -> None:
+    """Python's exit waits for every thread; Numba's simulator runs a kernel's threads as Python
+    threads, and one that spins (on a flag another thread never sets) never ends. So when threads
+    other than daemons remain after an interruption, end the process now, once its output is out."""
+    others = [thread for thread in threading.enumerate()
+              if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon]
+    if others:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
 
 
 def _reader_gone() -> int:

@@ -99,3 +99,42 @@ def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(signal_number, returncode,
     assert time.monotonic() - sent < 1.0
     assert job.returncode == returncode, err
     assert said in out and "Traceback" not in err
+
+
+# Numba's simulator runs a kernel's threads as Python threads. Before, Ctrl-C reached the main thread
+# but Python's exit then waited for the spinning thread for ever.
+NUMBA_SPINNER = """
+import os, sys
+os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+import numpy as np
+from numba import cuda
+from nn_cuda.interrupts import ends_in_one_line_when_interrupted
+
+@cuda.jit
+def spin(flag):
+    while flag[0] == 0:
+        pass
+
+@ends_in_one_line_when_interrupted("spin")
+def main():
+    print("launching", flush=True)
+    spin[1, 2](np.zeros(1, np.int32))
+    return 0
+
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_stop_a_spinning_kernel_in_numbas_simulator(signal_number):
+    job = subprocess.Popen([sys.executable, "-c", NUMBA_SPINNER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    assert job.stdout.readline().strip() == "launching"
+    time.sleep(1.0)  # the simulator's threads spin by now
+    job.send_signal(signal_number)
+    sent = time.monotonic()
+    _, err = job.communicate(timeout=30)
+    # measured: about 0.5-0.7 s on the 2-core machine (the simulator checks for the signal between steps)
+    assert time.monotonic() - sent < 1.5
+    assert job.returncode == 128 + signal_number
+    assert err.strip().splitlines()[-1] == f"spin: interrupted ({signal.Signals(signal_number).name})"
