@@ -17,7 +17,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 
 def test_the_simulator_tests_pass_when_numba_starts_without_the_simulator():
     environment = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_numba_sim.py",
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "tests/test_numba_sim.py",
                "tests/test_grade.py", "-k", "numba_simulator_matches or wrong_backend"]
     result = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=REPOSITORY,
                             timeout=600)
