@@ -20,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .errors import USAGE
 from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("nn_cuda.course"):
@@ -87,7 +88,7 @@ def main(argv=None) -> int:
         return run_check(args.folder, args.task, args.backend)
     except (workspace.WorkspaceError, ValueError) as error:
         print(f"nn_cuda.course: error: {error}", file=sys.stderr)
-        return 2
+        return USAGE
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 A leaf module: the CPU runner (nn_cuda.cuda_cpu) raises them without importing the backends.
 """
 
+import sys
+
 
 class BackendUnavailable(RuntimeError):
     """The backend cannot run on this machine (no GPU or driver, CuPy or a CUDA library missing):
@@ -24,7 +26,5 @@ USAGE = 2
 
 def failed(prog: str, error) -> int:
     """Print `error` as the command's one line on stderr; return FAILED, its exit status."""
-    import sys
-
     print(f"{prog}: error: {error}", file=sys.stderr)
     return FAILED

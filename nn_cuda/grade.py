@@ -23,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import failed
+from .errors import USAGE, failed
 from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("nn_cuda.grade"):
@@ -96,11 +96,11 @@ def grade_kernel_folders(folders: list, backend: str, outputs: Path) -> int:
     if backend not in ("cuda-cpu", "cupy"):
         print(f"nn_cuda.grade: error: --kernels runs the CUDA C files: use --backend cuda-cpu (the CPU, "
               f"checking mode) or cupy (a GPU), not {backend}", file=sys.stderr)
-        return 2
+        return USAGE
     missing = [str(folder) for folder in folders if not folder.is_dir()]
     if missing:
         print(f"nn_cuda.grade: error: not a folder: {', '.join(missing)}", file=sys.stderr)
-        return 2
+        return USAGE
     grades = [grade_folder(folder, backend) for folder in folders]
     csv_path, markdown_path = write_tables(grades, outputs)
     passed = sum(grade.passed for grade in grades)

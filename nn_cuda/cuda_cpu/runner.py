@@ -247,6 +247,10 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
 
 
+#: the runner's own headers, which a fault's file:line skips to the kernel's code
+_RUNTIME_FILES = ("runtime.h", "device_functions.h")
+
+
 def _source_frame(line: str) -> tuple[str, str] | None:
     """(file, line) of one line of addr2line's answer; None for the runner's own code (its headers,
     the generated instance table) or an unknown place. A name in brackets, such as RawModule code's
@@ -259,8 +263,6 @@ def _source_frame(line: str) -> tuple[str, str] | None:
     return (name if name.startswith("(") else place), number
 
 
-#: the runner's own headers, which a fault's file:line skips to the kernel's code
-_RUNTIME_FILES = ("runtime.h", "device_functions.h")
 #: nm's kinds of data objects: bss, data, unique global, weak object (either case: local or global)
 _DATA_KINDS = "bBdDuV"
 
