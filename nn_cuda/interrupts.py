@@ -71,30 +71,82 @@ def _reader_gone() -> int:
 @contextlib.contextmanager
 def ends_in_one_line_while_starting(prog: str, running: bool = True):
     """For a command's own imports (numpy and the rest take a few tenths of a second): Ctrl-C there
-    ends the command with the same one line and status as later, not a traceback of the import.
-    `running`: False in a library module that is a command only as __main__ (nothing changes then)."""
+    ends the command with the same one line and status as later, not a traceback of the import,
+    also when the import turned the interruption into another error (numpy's C code reports an
+    import it could not finish as ImportError). `running`: False in a library module that is a
+    command only as __main__ (nothing changes then)."""
+    global _pending
+    main_thread = threading.current_thread() is threading.main_thread()
+    if not running or not main_thread:
+        yield
+        return
+    _pending = None
+    previous, previous_hook = signal.signal(signal.SIGINT, _raise_interruption), sys.unraisablehook
+    sys.unraisablehook = _remembered_interruptions_are_quiet
     try:
         yield
-    except KeyboardInterrupt:
-        if not running:
+    except BaseException:
+        if _pending is None:
             raise
-        print(f"{prog}: interrupted ({signal.SIGINT.name})", file=sys.stderr)
-        raise SystemExit(128 + signal.SIGINT) from None
+        _interrupted_while_starting(prog)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous_hook
+    if _pending is not None:  # raised where Python ignored it (a finalizer): it still ends the command
+        _interrupted_while_starting(prog)
+
+
+def _interrupted_while_starting(prog: str):
+    print(f"{prog}: interrupted ({signal.SIGINT.name})", file=sys.stderr)
+    raise SystemExit(128 + signal.SIGINT) from None
 
 
 @contextlib.contextmanager
 def _sigterm_raises_terminated():
-    """SIGTERM raises Terminated inside the with-block (signal handlers belong to the main thread:
-    elsewhere nothing changes)."""
+    """SIGTERM raises Terminated and Ctrl-C KeyboardInterrupt inside the with-block, and either is
+    remembered until it ends the command (signal handlers belong to the main thread: elsewhere
+    nothing changes)."""
+    global _pending
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    _pending = None
+    previous = {number: signal.signal(number, _raise_interruption) for number in (signal.SIGTERM, signal.SIGINT)}
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _remembered_interruptions_are_quiet
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        _pending = None
+        sys.unraisablehook = previous_hook
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
-def _raise_terminated(signum, frame):
-    raise Terminated()
+#: the signal that interrupted the command, until the command ends
+_pending = None
+
+
+def _raise_interruption(signum, frame):
+    global _pending
+    _pending = signum
+    raise _interruption(signum)
+
+
+def _interruption(signum) -> KeyboardInterrupt:
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _remembered_interruptions_are_quiet(unraisable) -> None:
+    """sys.unraisablehook: an interruption raised in a finalizer is remembered (_pending) and ends
+    the command later in its one line, so Python's "Exception ignored" traceback is not printed."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _pending is not None:
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def raise_if_interrupted() -> None:
+    """Raise again an interruption that was lost: a signal that arrives while Python runs a
+    finalizer or a weakref callback (an import's lock, a freed array) raises there, where Python
+    prints "Exception ignored" and goes on. Long loops call this once per step."""
+    if _pending is not None:
+        raise _interruption(_pending)

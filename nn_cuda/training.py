@@ -32,6 +32,7 @@ from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .config import EMULATED_EVAL_LIMIT, TrainConfig
 from .data import DataError, load_dataset, split_dataset
 from .divergence import DivergenceWatch
+from .interrupts import raise_if_interrupted
 from .profiling import PhaseTimer, timed_step
 from .outputs import OutputError, atomic_file, check_output_paths
 
@@ -199,6 +200,7 @@ def train_loop(backend, params, batches, cfg: TrainConfig, strategy=None, *, x_v
             started = time.perf_counter()
             last_loss = float("nan")
             for X, labels, n_global in batches.batches(epoch):
+                raise_if_interrupted()  # a Ctrl-C that landed in a finalizer, where Python ignores it
                 if timer is None:
                     Yhat = model.training_step(backend, params, grads, workspace, X, labels, 1.0 / n_global,
                                                cfg.lr, cfg.reg, strategy)
