@@ -29,6 +29,7 @@ published release (by SHA-256); files that are another dataset's published ones 
 
 from __future__ import annotations
 
+from .errors import failed
 from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("python -m nn_cuda.data", running=__name__ == "__main__"):
@@ -564,8 +565,7 @@ def main(argv=None) -> int:
             for name in [args.name] if args.name else DATASETS:
                 print(_describe_dataset(name, args.data_dir))
     except (DataError, OutputError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return failed("python -m nn_cuda.data", error)
     return 0
 
 

@@ -75,23 +75,16 @@ def ends_in_one_line_while_starting(prog: str, running: bool = True):
     also when the import turned the interruption into another error (numpy's C code reports an
     import it could not finish as ImportError). `running`: False in a library module that is a
     command only as __main__ (nothing changes then)."""
-    global _pending
-    main_thread = threading.current_thread() is threading.main_thread()
-    if not running or not main_thread:
+    if not running or threading.current_thread() is not threading.main_thread():
         yield
         return
-    _pending = None
-    previous, previous_hook = signal.signal(signal.SIGINT, _raise_interruption), sys.unraisablehook
-    sys.unraisablehook = _remembered_interruptions_are_quiet
     try:
-        yield
+        with _interruptions_remembered((signal.SIGINT,)):
+            yield
     except BaseException:
         if _pending is None:
             raise
         _interrupted_while_starting(prog)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        sys.unraisablehook = previous_hook
     if _pending is not None:  # raised where Python ignored it (a finalizer): it still ends the command
         _interrupted_while_starting(prog)
 
@@ -110,13 +103,25 @@ def _sigterm_raises_terminated():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    try:
+        with _interruptions_remembered((signal.SIGTERM, signal.SIGINT)):
+            yield
+    finally:
+        _pending = None  # it has ended the command
+
+
+@contextlib.contextmanager
+def _interruptions_remembered(signals):
+    """Inside the with-block each of `signals` raises its interruption where the program is and is
+    remembered in _pending (forgotten on entry), and Python's "Exception ignored" report of one
+    raised in a finalizer is left out; the previous handlers and hook are put back after."""
+    global _pending
     _pending = None
-    previous = {number: signal.signal(number, _raise_interruption) for number in (signal.SIGTERM, signal.SIGINT)}
+    previous = {number: signal.signal(number, _raise_interruption) for number in signals}
     previous_hook, sys.unraisablehook = sys.unraisablehook, _remembered_interruptions_are_quiet
     try:
         yield
     finally:
-        _pending = None
         sys.unraisablehook = previous_hook
         for number, handler in previous.items():
             signal.signal(number, handler)

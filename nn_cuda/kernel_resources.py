@@ -17,6 +17,7 @@ nn_cuda.kernel_launch.block_of) and the occupancy it allows on sm_80 and sm_90.
 
 from __future__ import annotations
 
+from .errors import failed
 from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("nn_cuda.kernel_resources", running=__name__ == "__main__"):
@@ -441,15 +442,13 @@ def main(argv=None) -> int:
     try:
         rows = resource_table()
     except (CompileFailed, FileNotFoundError, ValueError) as error:
-        print(f"nn_cuda.kernel_resources: error: {error}", file=sys.stderr)
-        return 1
+        return failed("nn_cuda.kernel_resources", error)
     print(format_table(rows))
     if args.json:
         try:
             write_resources_json(args.json, rows, " ".join(["python", "-m", "nn_cuda.kernel_resources", *given]))
         except OutputError as error:
-            print(f"nn_cuda.kernel_resources: error: {error}", file=sys.stderr)
-            return 1
+            return failed("nn_cuda.kernel_resources", error)
         print(f"wrote {args.json}")
     return 0
 

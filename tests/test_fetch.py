@@ -268,7 +268,7 @@ def test_fetch_command(server, tiny_mnist, tmp_path, monkeypatch, capsys):
     assert data.main(["fetch", "mnist", "--dest", str(tmp_path / "other"), "--quiet"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("error: could not download MNIST file")
+    assert captured.err.startswith("python -m nn_cuda.data: error: could not download MNIST file")
     assert captured.err.count("\n") == 1
 
 

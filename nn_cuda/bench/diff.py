@@ -103,13 +103,13 @@ def parse_base(text: str) -> dict:
 class Comparison:
     """Trains float64 NumPy and float32 `backend` from the same weights; caches the data splits."""
 
-    def __init__(self, backend, gemm, dataset, data_dir, seed):
+    def __init__(self, backend, gemm, dataset, data_dir, seed, progress):
         self.backend, self.gemm, self.seed = backend, gemm, seed
+        self.progress = progress  # a tqdm bar, updated after each comparison
         # pixels in [0, 1] with the course's initialisation: the base run these sweeps were built around
         self.base_cfg = TrainConfig(dataset=dataset, data_dir=data_dir, seed=seed, quiet=True, pixels="unit",
                                     init_scale=COURSE_INIT_SCALE)
         self._splits = {}
-        self.progress = tqdm(disable=True)  # main's bar, updated after each comparison
 
     def splits(self, cfg):
         from ..training import load_splits
@@ -172,7 +172,6 @@ def main(argv=None) -> int:
     backend = args.backend or default_backend()
     backend_or_usage_error(parser, backend, args.gemm)  # before any training
     info = machine_info()
-    comparison = Comparison(backend, args.gemm, args.dataset, args.data_dir, args.seed)
     print(f"float32 {backend} against float64 numpy, final weights, {args.dataset}; base {base}")
     print(f"machine: {machine_line(info)}")
     print(f"{'vary':7s} {'value':>8s} {'steps':>6s} " + " ".join(f"{n + ' l2':>10s}" for n in relative_errors.COLUMN_ORDER)
@@ -180,7 +179,7 @@ def main(argv=None) -> int:
     comparisons = len(args.lr) + 1 + len(args.hidden) + len(args.batch) + len(args.modes)
     # one bar over the comparisons (each trains twice: float64 NumPy, float32 under test)
     with tqdm(total=comparisons, desc="diff", unit="comparison", disable=not sys.stderr.isatty()) as bar:
-        comparison.progress = bar
+        comparison = Comparison(backend, args.gemm, args.dataset, args.data_dir, args.seed, bar)
         rows = []
 
         def record(axis, value, cfg, point):

@@ -19,17 +19,22 @@ import numpy as np
 
 #: where an array starts: cudaMalloc's alignment
 ALIGNMENT = 256
-_PROT_NONE = 0  # mprotect: no access
+PROT_NONE = 0  # mprotect: no access (the mmap module names the others)
 
 _libc = None
 
 
-def _mprotect():
+def libc():
+    """The C library's mmap, mprotect and munmap, typed for ctypes (loaded once)."""
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.mmap.restype = ctypes.c_void_p
+        _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_long]
         _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return _libc.mprotect
+        _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return _libc
 
 
 def empty(shape, dtype) -> np.ndarray:
@@ -43,8 +48,8 @@ def empty(shape, dtype) -> np.ndarray:
     memory = mmap.mmap(-1, page + data + page)  # guard, data, guard
     array = np.frombuffer(memory, dtype=dtype, count=count, offset=page + data - span).reshape(shape)
     base = array.__array_interface__["data"][0] - (page + data - span)
-    protect = _mprotect()
-    if protect(base, page, _PROT_NONE) != 0 or protect(base + page + data, page, _PROT_NONE) != 0:
+    protect = libc().mprotect
+    if protect(base, page, PROT_NONE) != 0 or protect(base + page + data, page, PROT_NONE) != 0:
         raise MemoryError(f"could not protect the guard pages of a {shape} {dtype} array "
                           f"(errno {ctypes.get_errno()})")
     return array

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KernelFailure
+from . import device_memory
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
@@ -311,26 +312,12 @@ def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
 
 # ---- the checking mode's buffers --------------------------------------------------------------------
 
-_libc = None
-
-
-def _libc_calls():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.mmap.restype = ctypes.c_void_p
-        _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                               ctypes.c_long]
-        _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    return _libc
-
 
 class _GuardedCopy:
     """An array's copy whose last byte sits right before an inaccessible page."""
 
     def __init__(self, array: np.ndarray, names: list[str], read_only: bool):
-        libc = _libc_calls()
+        libc = device_memory.libc()
         self.array, self.names, self.read_only = array, names, read_only
         page = mmap.PAGESIZE
         data_pages = max(1, -(-array.nbytes // page)) * page
@@ -341,8 +328,8 @@ class _GuardedCopy:
             raise MemoryError(f"could not map {self.length} bytes for a checked buffer")
         self.start = self.base + _GUARD_BYTES + data_pages - array.nbytes
         self.end = self.start + array.nbytes
-        libc.mprotect(self.base, _GUARD_BYTES, 0)
-        libc.mprotect(self.base + _GUARD_BYTES + data_pages, _GUARD_BYTES, 0)
+        libc.mprotect(self.base, _GUARD_BYTES, device_memory.PROT_NONE)
+        libc.mprotect(self.base + _GUARD_BYTES + data_pages, _GUARD_BYTES, device_memory.PROT_NONE)
         self.view = np.ctypeslib.as_array((ctypes.c_char * max(1, array.nbytes)).from_address(self.start))
         self.view = self.view[: array.nbytes].view(array.dtype).reshape(array.shape)
         self.view[...] = array
@@ -350,11 +337,11 @@ class _GuardedCopy:
 
     def protect(self) -> None:
         if self.read_only:
-            _libc_calls().mprotect(self.base + _GUARD_BYTES, self._data_pages, mmap.PROT_READ)
+            device_memory.libc().mprotect(self.base + _GUARD_BYTES, self._data_pages, mmap.PROT_READ)
 
     def release(self) -> None:
         self.view = None
-        _libc_calls().munmap(self.base, self.length)
+        device_memory.libc().munmap(self.base, self.length)
 
     def describe(self, address: int) -> str | None:
         name = " / ".join(self.names)

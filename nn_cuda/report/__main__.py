@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..errors import failed
 from ..interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_while_starting
 
 with ends_in_one_line_while_starting("nn_cuda.report"):
@@ -55,14 +56,12 @@ def build_parser():
 def update_docs(root: Path, write: bool) -> int:
     """--docs / --check-docs: the generated tables of the documents under `root`."""
     if not (root / "README.md").is_file():
-        print(f"nn_cuda.report: error: no README.md in {root}; run it from the repository's root "
-              "(or give --root DIR)", file=sys.stderr)
-        return 1
+        return failed("nn_cuda.report", f"no README.md in {root}; run it from the repository's root "
+                      "(or give --root DIR)")
     try:
         stale = doc_tables.refresh(root, write)
     except (doc_tables.DocTableError, OutputError) as error:
-        print(f"nn_cuda.report: error: {error}", file=sys.stderr)
-        return 1
+        return failed("nn_cuda.report", error)
     names = ", ".join(str(path.relative_to(root)) for path in stale)
     if write:
         print(f"rewrote the result tables of {names}" if stale else "every result table was up to date")
@@ -119,24 +118,20 @@ def main(argv=None) -> int:
     results_dir = Path("results" if args.update else args.results or runs)
     out_dir = Path("report" if args.update else args.out or Path(runs) / "report")
     if not results_dir.is_dir():
-        print(f"nn_cuda.report: error: no results folder {results_dir}; run ./run.sh all first "
-              "(or give --results DIR)", file=sys.stderr)
-        return 1
+        return failed("nn_cuda.report", f"no results folder {results_dir}; run ./run.sh all first "
+                      "(or give --results DIR)")
     results = load_results(results_dir)
     for bad, reason in results.rejected:
         print(f"not used: {bad}: {reason}")
     if len(results.missing()) == len(KINDS):
-        print(f"nn_cuda.report: error: no usable benchmark result in {results_dir}, so nothing was "
-              f"written ({out_dir} is as it was); run ./run.sh all first (or give --results DIR)",
-              file=sys.stderr)
-        return 1
+        return failed("nn_cuda.report", f"no usable benchmark result in {results_dir}, so nothing was "
+                      f"written ({out_dir} is as it was); run ./run.sh all first (or give --results DIR)")
     try:
         drawn = draw_figures(results, out_dir / "figures")
         command = "python -m nn_cuda.report" + (" --update" if args.update else "")
         path = write_report(results, drawn, out_dir, command)
     except OutputError as error:
-        print(f"nn_cuda.report: error: {error}", file=sys.stderr)
-        return 1
+        return failed("nn_cuda.report", error)
     for kind in results.missing():
         print(f"missing input: {kind} ({KINDS[kind][0]})")
     for name, figure in drawn.items():
