@@ -89,11 +89,11 @@ bench_adversarial() {
 }
 
 bench_roofline() {
-    step "$PY" -m nn_cuda.bench roofline --json "$OUT/roofline.json"
+    step "$PY" scripts/bench_roofline.py --json "$OUT/roofline.json"
 }
 
 bench_diff() {
-    step "$PY" -m nn_cuda.bench diff --dataset mnist-sample --json "$OUT/diff.json"
+    step "$PY" scripts/bench_diff.py --dataset mnist-sample --json "$OUT/diff.json"
 }
 
 bench_curves() {
@@ -152,31 +152,31 @@ bench_lr() {
     if "$PY" -m nn_cuda.data info fashion-mnist | grep -q "images from"; then fashion=yes; fi
     # The default run (raw pixels, W1 ~ 0.003 N(0, 1), W2 ~ 0.01 N(0, 1)) as lr varies: the scan
     # behind the default lr, on the sample and on Fashion-MNIST.
-    step "$PY" -m nn_cuda.bench lr --lr 0.005,0.01,0.02,0.05,0.1 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
+    step "$PY" scripts/bench_lr.py --lr 0.005,0.01,0.02,0.05,0.1 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
         --json "$OUT/lr_default.json"
     # The course's initialisation (0.01 N(0, 1) for both) on the course's raw pixels.
-    step "$PY" -m nn_cuda.bench lr --init-scale 0.01 0.01 \
+    step "$PY" scripts/bench_lr.py --init-scale 0.01 0.01 \
         --lr 0.0005,0.001,0.002,0.005,0.01,0.02,0.05,0.1,0.2,0.3,0.5,1.0 --seeds 0,1,2 \
         ${torch[@]+"${torch[@]}"} --json "$OUT/lr_raw.json"
     if [ "$fashion" = yes ]; then
-        step "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --lr 0.01,0.02,0.05 --seeds 0,1,2 \
+        step "$PY" scripts/bench_lr.py --dataset fashion-mnist --lr 0.01,0.02,0.05 --seeds 0,1,2 \
             --json "$OUT/lr_default_fashion.json"
-        step "$PY" -m nn_cuda.bench lr --dataset fashion-mnist --init-scale 0.01 0.01 --lr 0.01,0.02,0.05 \
+        step "$PY" scripts/bench_lr.py --dataset fashion-mnist --init-scale 0.01 0.01 --lr 0.01,0.02,0.05 \
             --seeds 0,1,2 --json "$OUT/lr_raw_fashion.json"
     else
         echo "no Fashion-MNIST files: skipping its scans (python -m nn_cuda.data fetch fashion-mnist)"
     fi
     # Pixels in [0, 1] with the course's initialisation (adversarial training's input), and larger
     # constant rates there.
-    step "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 \
+    step "$PY" scripts/bench_lr.py --pixels unit --init-scale 0.01 0.01 \
         --lr 0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.5,2.0 --seeds 0,1,2 ${torch[@]+"${torch[@]}"} \
         --json "$OUT/lr_unit.json"
-    step "$PY" -m nn_cuda.bench lr --pixels unit --init-scale 0.01 0.01 --lr 5,6,7,8,9,10,11 --seeds 0,1,2 \
+    step "$PY" scripts/bench_lr.py --pixels unit --init-scale 0.01 0.01 --lr 5,6,7,8,9,10,11 --seeds 0,1,2 \
         --json "$OUT/lr_unit_large.json"
 }
 
 bench_gpu_check() {
-    step "$PY" -m nn_cuda.bench gpu-check --out "$OUT"
+    step "$PY" scripts/gpu_check.py --out "$OUT"
 }
 
 case "$1" in

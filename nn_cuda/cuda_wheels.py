@@ -4,7 +4,7 @@ One environment must hold the libraries of one CUDA major version. With CUDA 12 
 side by side, cuda-pathfinder loads whichever NVRTC it finds first: CuPy and Numba then compile with
 one release and link or load with the other (nvJitLink refuses PTX of a newer release), and every
 Numba kernel fails on a GPU. The project installs CUDA 12 everywhere (setup.cfg); a GPU backend and
-`bench gpu-check` call `check_one_major()` first and stop with one line naming the wheels.
+`scripts/gpu_check.py` call `check_one_major()` first and stop with one line naming the wheels.
 
 A wheel's major version is read from its name where it carries one (cupy-cuda12x, nvidia-*-cu12)
 and from its version where the version is CUDA's own (cuda-toolkit, cuda-bindings, cuda-python, and

@@ -36,12 +36,21 @@ def gpu_name() -> str | None:
         return None
 
 
+def benchmark_command() -> str:
+    """This benchmark's command line as typed: `python -m nn_cuda.bench gemm ...`, or
+    `python scripts/bench_lr.py ...` for a study of scripts/ (commands that are not benchmarks put
+    their own line in the record)."""
+    script = Path(sys.argv[0])
+    started = [f"scripts/{script.name}"] if script.parent.name == "scripts" else ["-m", "nn_cuda.bench"]
+    return " ".join([Path(sys.executable).name, *started, *sys.argv[1:]])
+
+
 def machine_info() -> dict:
     import numpy as np
 
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, "-m", "nn_cuda.bench", *sys.argv[1:]]),
+        "command": benchmark_command(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -51,9 +60,14 @@ def machine_info() -> dict:
     }
 
 
+def machine_name(info: dict) -> str:
+    """"AMD EPYC (2 cores), no GPU": the machine of a record, as every table and figure names it."""
+    gpu = f"GPU {info['gpu']}" if info.get("gpu") else "no GPU"
+    return f"{info['cpu']} ({info.get('cores', '?')} cores), {gpu}"
+
+
 def machine_line(info: dict) -> str:
-    gpu = f", GPU {info['gpu']}" if info.get("gpu") else ", no GPU"
-    return f"{info['cpu']} ({info['cores']} cores){gpu}; {info['date']}"
+    return f"{machine_name(info)}; {info['date']}"
 
 
 def write_json(path, payload) -> None:

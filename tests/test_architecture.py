@@ -88,6 +88,21 @@ def test_commands_sit_on_top():
         assert not imported_commands, f"{module} imports the command(s) {sorted(imported_commands)}"
 
 
+def test_the_scripts_sit_above_the_package():
+    # scripts/ imports the library; a module of the package that imported a script would work only
+    # where scripts/ happens to be on the path (as in these tests)
+    scripts = {path.stem for path in (PACKAGE.parent / "scripts").glob("*.py")}
+    assert {"bench_lr", "bench_diff", "bench_roofline", "gpu_check"} <= scripts
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            assert not {name.split(".")[0] for name in names} & scripts, f"{path} imports a script"
+    for script in scripts:
+        text = (PACKAGE.parent / "scripts" / f"{script}.py").read_text()
+        assert "from ." not in text and 'if __name__ == "__main__":' in text, script
+
+
 def test_no_import_waits_for_a_side_effect():
     offenders = [str(path) for path in PACKAGE.rglob("*.py") if "noqa: E402" in path.read_text()]
     assert offenders == []

@@ -1,5 +1,6 @@
-"""The benchmarks' command lines: `python -m nn_cuda.bench NAME`, the flags ./run.sh passes, and the
-two benchmarks with no test of their own elsewhere (roofline, adversarial) on tiny settings.
+"""The benchmarks' command lines: `python -m nn_cuda.bench NAME` and the studies of scripts/
+(`python scripts/bench_lr.py`...), the flags ./run.sh passes, and the two benchmarks with no test of
+their own elsewhere (roofline, adversarial) on tiny settings.
 
 A wrong value ends with argparse's one error line naming the flag (exit status 2) before any work is
 done: a benchmark that ran with --ranks 0 or --repeat 0 used to print a table of NaN or a traceback.
@@ -20,11 +21,27 @@ import pytest
 
 from nn_cuda import kernel_resources
 from nn_cuda.arguments import comma_separated, int_at_least, one_of, pixel_radius, positive_int
-from nn_cuda.bench import gpu_check, roofline
-from nn_cuda.bench.__main__ import BENCHMARKS, main as bench_main
+import bench_roofline as roofline
+import gpu_check
+from nn_cuda.bench.__main__ import BENCHMARKS, MOVED, main as bench_main
+from nn_cuda.bench.common import run_benchmark
+from nn_cuda.report.numbers import intensity
 from nn_cuda.config import build_parser as train_parser
 
 REPO = Path(__file__).resolve().parent.parent
+#: the studies of scripts/, by the name `python -m nn_cuda.bench` had for them
+SCRIPTS = {name: Path(path).stem for name, path in MOVED.items()}
+
+
+def prog_of(name: str) -> str:
+    return f"python {MOVED[name]}" if name in MOVED else f"python -m nn_cuda.bench {name}"
+
+
+def run_command(name: str, argv: list[str]) -> int:
+    """`python -m nn_cuda.bench NAME ARGV`, or the script NAME became, in this process."""
+    if name not in SCRIPTS:
+        return bench_main([name, *argv])
+    return run_benchmark(f"scripts/{SCRIPTS[name]}.py", importlib.import_module(SCRIPTS[name]).main, argv)
 
 
 # ---- flag types -------------------------------------------------------------------------------
@@ -66,11 +83,21 @@ def test_the_dispatcher_lists_the_benchmarks_and_rejects_an_unknown_one(capsys):
     assert "unknown benchmark 'bogus'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+@pytest.mark.parametrize("name", sorted([*BENCHMARKS, *MOVED]))
 def test_every_listed_benchmark_has_a_parser_and_a_main(name):
-    module = importlib.import_module(BENCHMARKS[name][0])
+    module = importlib.import_module(SCRIPTS[name] if name in SCRIPTS else BENCHMARKS[name][0])
     assert callable(module.main)
-    assert module.build_parser().prog == f"python -m nn_cuda.bench {name}"
+    assert module.build_parser().prog == prog_of(name)
+
+
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_a_benchmark_that_became_a_script_names_the_script(name, capsys):
+    # the committed records of these studies name `python -m nn_cuda.bench NAME`
+    assert bench_main([name, "--json", "x.json"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (f"python -m nn_cuda.bench: error: {name} is now a script: python {MOVED[name]} "
+                     "(the same options, from the repository's root)")
+    assert (REPO / MOVED[name]).is_file()
 
 
 BAD_FLAGS = [
@@ -107,15 +134,16 @@ BAD_FLAGS = [
 @pytest.mark.parametrize("name, flags, flag", BAD_FLAGS, ids=[" ".join([n, *f]) for n, f, _ in BAD_FLAGS])
 def test_a_wrong_value_ends_with_one_error_line_naming_the_flag(name, flags, flag, capsys):
     with pytest.raises(SystemExit) as stop:
-        bench_main([name, *flags])
+        run_command(name, flags)
     assert stop.value.code == 2
     last_line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last_line.startswith(f"python -m nn_cuda.bench {name}: error: ")
+    assert last_line.startswith(f"{prog_of(name)}: error: ")
     assert flag in last_line
 
 
 def test_lists_reach_the_benchmarks_as_lists():
-    from nn_cuda.bench import adversarial, diff, scaling
+    import bench_diff as diff
+    from nn_cuda.bench import adversarial, scaling
 
     args = scaling.build_parser().parse_args(["--ranks", "1,2", "--parallel", "data,model"])
     assert args.ranks == [1, 2] and args.parallel == ["data", "model"]
@@ -163,6 +191,9 @@ def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(t
     commands = run_sh_commands(tmp_path, "all", gpu, torch)
     benchmarks_run = set()
     for command in commands:
+        if command[0].startswith("scripts/"):
+            command = ["-m", "nn_cuda.bench", next(n for n, path in MOVED.items() if path == command[0]),
+                       *command[1:]]
         assert command[0] == "-m", command
         if command[1] == "nn_cuda.train":
             args = train_parser().parse_args(command[2:])
@@ -177,11 +208,12 @@ def test_every_command_of_run_sh_all_parses_and_writes_into_the_results_folder(t
             assert command[1] == "nn_cuda.bench", command
             name = command[2]
             benchmarks_run.add(name)
-            args = importlib.import_module(BENCHMARKS[name][0]).build_parser().parse_args(command[3:])
+            module = SCRIPTS[name] if name in SCRIPTS else BENCHMARKS[name][0]
+            args = importlib.import_module(module).build_parser().parse_args(command[3:])
             outputs = [args.json]
         for path in outputs:
             assert Path(path).parent == tmp_path / "results", command
-    assert benchmarks_run == set(BENCHMARKS) - {"gpu-check"}, "./run.sh all must run every benchmark"
+    assert benchmarks_run == {*BENCHMARKS, *MOVED} - {"gpu-check"}, "./run.sh all must run every benchmark"
     assert ["-m", "nn_cuda.kernel_resources", "--json", str(tmp_path / "results" / "resources.json")] in commands
     flat = [" ".join(c) for c in commands]
     assert any("--backend cupy" in c for c in flat) == gpu
@@ -199,14 +231,14 @@ def test_run_sh_says_which_command_of_which_target_runs(tmp_path):
                        "diff", "curves", "lr"]
     # every benchmark and training command is announced (not the probes: GPU, torch, Fashion-MNIST)
     announced = [line for _, _, _, line in said]
-    run = [command for command in commands if command[1] != "nn_cuda.data"]
+    run = [command for command in commands if command[1:2] != ["nn_cuda.data"]]
     assert len(announced) <= len(run) and all(any(" ".join(c) in line for line in announced) for c in run)
 
 
 def test_run_sh_gpu_check_writes_into_the_results_folder(tmp_path):
     [command] = run_sh_commands(tmp_path, "gpu-check", gpu=True, torch=False)
-    assert command[:4] == ["-m", "nn_cuda.bench", "gpu-check", "--out"]
-    assert Path(gpu_check.build_parser().parse_args(command[3:]).out) == tmp_path / "results"
+    assert command[:2] == ["scripts/gpu_check.py", "--out"]
+    assert Path(gpu_check.build_parser().parse_args(command[1:]).out) == tmp_path / "results"
 
 
 def test_gpu_check_refuses_to_run_without_a_gpu(tmp_path, capsys, monkeypatch):
@@ -259,8 +291,8 @@ def test_run_sh_rejects_an_unknown_target(tmp_path):
 
 def test_arithmetic_intensity_by_hand():
     # 2x2x2: 16 FLOP; A, B read (4 + 4 elements), C read and written (8) -> 16 x 4 bytes
-    assert roofline.arithmetic_intensity(2, 2, 2, 4) == pytest.approx(16 / 64)
-    assert roofline.arithmetic_intensity(2, 2, 2, 4, beta_nonzero=False) == pytest.approx(16 / 48)
+    assert intensity(2, 2, 2, 4) == pytest.approx(16 / 64)
+    assert intensity(2, 2, 2, 4, beta_nonzero=False) == pytest.approx(16 / 48)
 
 
 def test_roofline_measures_the_squares_and_the_course_sizes(tmp_path, capsys):
@@ -269,12 +301,12 @@ def test_roofline_measures_the_squares_and_the_course_sizes(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["benchmark"] == "roofline" and data["device"] == "numpy (CPU)"
     assert [row["M"] for row in data["squares"]] == [512]  # 1024 is above --max-size
-    assert [(r["M"], r["N"], r["K"]) for r in data["course_sizes"]] == roofline.COURSE_SIZES
+    assert [(r["M"], r["N"], r["K"]) for r in data["course_sizes"]] == roofline.COURSE_GEMM_SIZES
     rows = data["squares"] + data["course_sizes"]
     assert data["peak_gflops"] == max(row["gflops"] for row in rows) > 0
     assert data["bandwidth_bytes_per_s"] > 0
     for row in rows:
-        assert row["intensity"] == roofline.arithmetic_intensity(row["M"], row["N"], row["K"], 4)
+        assert row["intensity"] == intensity(row["M"], row["N"], row["K"], 4)
     assert "copy bandwidth" in capsys.readouterr().out
 
 

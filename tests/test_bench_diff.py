@@ -1,11 +1,11 @@
-"""python -m nn_cuda.bench diff: float32 against float64 final weights, on the bundled sample."""
+"""python scripts/bench_diff.py: float32 against float64 final weights, on the bundled sample."""
 
 import json
 import math
 
 import pytest
 
-from nn_cuda.bench import diff
+import bench_diff as diff
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,11 @@
-"""`python -m nn_cuda.bench lr`: the learning-rate scan, and its PyTorch cross-check."""
+"""`python scripts/bench_lr.py`: the learning-rate scan, and its PyTorch cross-check."""
 
 import json
 
 import numpy as np
 import pytest
 
-from nn_cuda.bench import lr as bench_lr
+import bench_lr
 from nn_cuda.checkpoint import load_checkpoint
 from nn_cuda.config import TrainConfig
 from nn_cuda.model import COURSE_INIT_SCALE

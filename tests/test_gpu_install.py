@@ -216,18 +216,19 @@ REFUSED = [
     ["nn_cuda.train", "--backend", "cupy", "--dataset", "mnist-sample", "-e", "1"],
     ["nn_cuda.grade", "--mode", "4", "--backend", "cupy"],
     ["nn_cuda.bench", "gemm", "--backend", "cupy"],
-    ["nn_cuda.bench", "gpu-check", "--out", "{tmp}"],
+    ["{repo}/scripts/gpu_check.py", "--out", "{tmp}"],
     ["nn_cuda.train", "--backend", "numba", "--dataset", "mnist-sample", "-e", "1"],
 ]
 
 
-@pytest.mark.parametrize("command", REFUSED, ids=[" ".join(c[:2]) for c in REFUSED])
+@pytest.mark.parametrize("command", REFUSED, ids=[" ".join(c[:2]).replace("{repo}/", "") for c in REFUSED])
 def test_without_a_gpu_a_gpu_backend_is_refused_in_one_line(command, tmp_path):
     if not _no_gpu():
         pytest.skip("this machine has a GPU")
-    arguments = [part.replace("{tmp}", str(tmp_path)) for part in command]
+    arguments = [part.replace("{tmp}", str(tmp_path)).replace("{repo}", str(REPOSITORY)) for part in command]
     environment = {**os.environ, "NN_CUDA_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-m", *arguments], capture_output=True, text=True, cwd=tmp_path,
+    started = [] if arguments[0].endswith(".py") else ["-m"]
+    result = subprocess.run([sys.executable, *started, *arguments], capture_output=True, text=True, cwd=tmp_path,
                             env=environment, timeout=300)
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode != 0, result.stdout + result.stderr

@@ -104,7 +104,8 @@ def test_the_scaling_benchmarks_step_runs_the_step(counted_steps):
 @pytest.mark.slow
 def test_the_asynchronous_adversarial_pipeline_runs_the_step(tmp_path):
     # Rank 0 of `--async` updates the weights: under mpiexec, with the step counted on that rank.
-    from nn_cuda.bench.common import find_mpiexec, mpi_child_environment
+    from nn_cuda.bench.common import mpi_child_environment
+    from nn_cuda.parallel.mpi import find_mpiexec
 
     driver = tmp_path / "driver.py"
     driver.write_text(
@@ -122,7 +123,7 @@ def test_the_asynchronous_adversarial_pipeline_runs_the_step(tmp_path):
         "if MPI.COMM_WORLD.rank == 0:\n"
         "    print('steps on rank 0:', len(calls))\n"
         "sys.exit(status)\n")
-    command = [find_mpiexec("test"), "-n", "2", sys.executable, str(driver), "train", "--async", "--quiet",
+    command = [find_mpiexec(), "-n", "2", sys.executable, str(driver), "train", "--async", "--quiet",
                "--dataset", "mnist-sample", "-n", "8", "-b", "100", "-e", "1", "--limit-rows", "300",
                "--eval-limit", "50", "--steps", "1"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,

@@ -337,10 +337,18 @@ def one_error_line(status, err: str, *phrases) -> str:
 
 
 def run_bench(argv, capsys):
-    from nn_cuda.bench.__main__ import main as bench_main
+    """`python -m nn_cuda.bench ARGV`, or `python scripts/bench_NAME.py` for the studies there."""
+    import importlib
+
+    from nn_cuda.bench.__main__ import MOVED, main as bench_main
+    from nn_cuda.bench.common import run_benchmark
 
     try:
-        status = bench_main(argv)
+        if argv[0] in MOVED:
+            script = MOVED[argv[0]]
+            status = run_benchmark(script, importlib.import_module(script[8:-3]).main, argv[1:])
+        else:
+            status = bench_main(argv)
     except SystemExit as stop:
         status = stop.code
     return status, capsys.readouterr().err
@@ -363,7 +371,7 @@ def test_bench_gemm_on_the_cpu_runner_beyond_the_grid_limit(capsys):
 def test_bench_json_is_checked_before_the_work(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     line = one_error_line(*run_bench(["lr", "--json", str(tmp_path / "file" / "lr.json")], capsys), "--json")
-    assert "nn_cuda.bench lr" in line
+    assert "scripts/bench_lr.py" in line
 
 
 def test_data_info_with_a_300_character_folder_name(capsys):
@@ -440,7 +448,7 @@ def test_a_simulator_run_of_hours_says_so_before_it_starts():
 @pytest.mark.parametrize("command", [
     ["nn_cuda.train", "--dataset", "mnist-sample", "-e", "200", "--quiet"],
     ["nn_cuda.grade", "--mode", "1", "--dataset", "mnist-sample"],
-    ["nn_cuda.bench", "lr", "--lr", "0.1,0.2"],
+    ["nn_cuda.bench", "train", "--rounds", "50"],
     ["nn_cuda.data", "info"],
 ], ids=["train", "grade", "bench", "data"])
 def test_ctrl_c_in_the_first_second_ends_in_one_line(command, tmp_path):

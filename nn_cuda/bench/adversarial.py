@@ -28,8 +28,10 @@ from ..backends import BACKENDS
 from ..arguments import comma_separated, int_at_least, pixel_radius, positive_float, positive_int
 from ..config import UNIT_PIXELS_LR, HelpFormatter
 from ..data import DATASETS
+from ..parallel.mpi import find_mpiexec
 from ..records import machine_info, machine_line, write_json
-from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment, run_child
+from ..report.markdown import adversarial_tables, printed
+from .common import backend_or_usage_error, mpi_child_environment, run_child
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -101,7 +103,7 @@ def main(argv=None) -> int:
     backend_or_usage_error(parser, args.backend)  # before any subprocess starts
     env = mpi_child_environment(args.threads)
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    mpiexec = find_mpiexec("adversarial")
+    mpiexec = find_mpiexec()
     info = machine_info()
     load_before = os.getloadavg()[0]
     rows = []
@@ -144,43 +146,9 @@ def main(argv=None) -> int:
     load = {"load_average_before": load_before, "load_average_after": os.getloadavg()[0]}
     payload = {"benchmark": "adversarial", "machine": {**info, **load}, "settings": vars(args), "plain": plain, "results": rows}
     write_json(args.json, payload)
-    print(format_report(payload))
+    printed("adversarial", payload, adversarial_tables)
     print(f"\nwrote {args.json}")
     return 0
-
-
-def _accuracies(table: list, key: str) -> str:
-    return " / ".join(f"{row[key]:.3f}" for row in table)
-
-
-def format_report(payload: dict) -> str:
-    s = payload["settings"]
-    m = payload["machine"]
-    lines = [f"Machine: {machine_line(m)}; load average {m['load_average_before']:.1f} before, "
-             f"{m['load_average_after']:.1f} after (1-minute)",
-             f"Settings: {s['dataset']}, H={s['hidden']}, batch {s['batch']}, {s['epochs']} epochs, "
-             f"lr {s['lr']}, train eps {s['eps']}, backend {s['backend']} {s['dtype']}, "
-             f"{s['threads']} BLAS thread(s) per process; fastest of {s['repeats']} runs",
-             "",
-             "| P | k = P-1 | serial (s) | async (s) | speedup | staleness: count |",
-             "|---|---|---|---|---|---|"]
-    for r in payload["results"]:
-        histogram = ", ".join(f"{k}: {v}" for k, v in r["staleness_histogram"].items())
-        lines.append(f"| {r['ranks']} | {r['k']} | {r['serial_seconds']:.2f} | {r['async_seconds']:.2f} | "
-                     f"{r['speedup']:.2f} | {histogram} |")
-    eps_values = [row["eps"] for row in payload["plain"]["robustness"]]
-    header = " | ".join(f"eps {e:g}: FGSM / PGD" for e in eps_values)
-    lines += ["", f"| model | clean | {header} |", "|---|---|" + "---|" * len(eps_values)]
-
-    def line(name, table):
-        cells = " | ".join(f"{row['fgsm']:.3f} / {row['pgd']:.3f}" for row in table)
-        return f"| {name} | {table[0]['clean']:.3f} | {cells} |"
-
-    lines.append(line("plain SGD", payload["plain"]["robustness"]))
-    for r in payload["results"]:
-        lines.append(line(f"serial PGD, k={r['k']}", r["serial_robustness"]))
-        lines.append(line(f"async PGD, P={r['ranks']}, k={r['k']}", r["async_robustness"]))
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

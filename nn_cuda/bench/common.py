@@ -1,17 +1,57 @@
-"""What the benchmarks share: the default backend, flag checks, mpiexec and its environment, ratios.
-(The machine record and the JSON writer every run uses are in nn_cuda.records.)"""
+"""What the benchmarks share: how a benchmark command runs, the default backend, flag checks, the
+mpiexec jobs' environment, ratios. (The machine record and the JSON writer every run uses are in
+nn_cuda.records; the studies in scripts/ run through `run_benchmark` too.)"""
 
 from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
 from ..parallel.mpi import BLAS_THREAD_VARIABLES
+
+
+def run_benchmark(prog: str, main, argv: list[str]) -> int:
+    """What every benchmark command does around its `main(argv)`: it runs on one rank (the MPI
+    benchmarks start their own mpiexec jobs), --json is checked before minutes of work, and a user's
+    error (a missing dataset, a size a kernel cannot take...) ends in one line with status 1."""
+    from ..errors import USAGE, failed
+    from ..outputs import OutputError, check_output_paths
+    from ..parallel import refuse_extra_ranks
+    from ..training import USER_ERRORS
+
+    if refuse_extra_ranks(prog, prog.removeprefix("nn_cuda."), " (bench scaling and bench adversarial start their own mpiexec jobs)"):
+        return 1
+    try:
+        check_output_paths({"--json": flag_value(argv, "--json")})
+    except OutputError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return USAGE
+    try:
+        return main(argv) or 0
+    except USER_ERRORS as error:
+        return failed(prog, error)
+
+
+def run_script(prog: str, main) -> int:
+    """A study of scripts/ as a command: run_benchmark on its command line, an interruption ending it
+    in one line as it ends every command."""
+    from ..interrupts import ends_in_one_line_when_interrupted
+
+    return ends_in_one_line_when_interrupted(prog)(run_benchmark)(prog, main, sys.argv[1:])
+
+
+def flag_value(arguments: list, flag: str):
+    """The value given to `flag` (as "FLAG VALUE" or "FLAG=VALUE"), or None."""
+    for position, argument in enumerate(arguments):
+        if argument == flag and position + 1 < len(arguments):
+            return arguments[position + 1]
+        if argument.startswith(flag + "="):
+            return argument[len(flag) + 1:]
+    return None
 
 
 def default_backend() -> str:
@@ -34,16 +74,6 @@ def backend_or_usage_error(parser, name: str, gemm: str | None = None):
         return get_backend(name, gemm)
     except (ImportError, RuntimeError, ValueError) as error:
         parser.error(f"--backend {name}" + (f" --gemm {gemm}" if gemm else "") + f": {error}")
-
-
-def find_mpiexec(benchmark: str) -> str:
-    """mpiexec next to this Python (the `mpich` wheel installs it there), else on PATH."""
-    local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    found = local if os.access(local, os.X_OK) else shutil.which("mpiexec")
-    if not found:
-        raise SystemExit(f"nn_cuda.bench {benchmark}: error: no mpiexec next to Python or on PATH; "
-                         "install MPI with pip install -e .[mpi]")
-    return found
 
 
 def _die_with_parent() -> None:
@@ -74,13 +104,6 @@ def mpi_child_environment(threads: int) -> dict:
     for variable in BLAS_THREAD_VARIABLES:
         env[variable] = str(threads)
     return env
-
-
-def format_ratio(summary) -> str:
-    """A ratio measured round by round ({median, min, max}): "1.23x [1.10-1.40]", or "-" without one."""
-    if not summary:
-        return "-"
-    return f"{summary['median']:.2f}x [{summary['min']:.2f}-{summary['max']:.2f}]"
 
 
 def host_seconds(call, repeat: int) -> list[float]:

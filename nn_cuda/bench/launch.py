@@ -11,10 +11,13 @@ import argparse
 import statistics
 import sys
 
+from tqdm import tqdm
+
 from ..arguments import positive_int
 from ..backends import get_backend
 from ..launch_cost import operations, python_calls
 from ..records import machine_info, machine_line, write_json
+from ..report.markdown import launch_table, printed
 from .common import host_seconds
 
 
@@ -37,17 +40,15 @@ def main(argv=None) -> int:
     info = machine_info()
     print(f"one launch of each operation at its smallest size on {args.backend} ({args.repeat} launches, "
           f"median); machine: {machine_line(info)}")
-    rows = []
-    for name, call in ops.items():
-        row = {"operation": name, "python_calls": python_calls(call),
-               "launch_us": median_microseconds(call, args.repeat),
-               "numpy_us": median_microseconds(baseline[name], args.repeat)}
-        rows.append(row)
-        print(f"  {name:17s} {row['python_calls']:3d} Python calls  {row['launch_us']:8.1f} us  "
-              f"(NumPy {row['numpy_us']:.1f} us)", flush=True)
+    rows = [{"operation": name, "python_calls": python_calls(call),
+             "launch_us": median_microseconds(call, args.repeat),
+             "numpy_us": median_microseconds(baseline[name], args.repeat)}
+            for name, call in tqdm(ops.items(), unit="operation", disable=not sys.stderr.isatty())]
+    payload = {"benchmark": "launch", "machine": info, "backend": args.backend, "config": vars(args),
+               "results": rows}
+    printed("launch", payload, launch_table)
     if args.json:
-        write_json(args.json, {"benchmark": "launch", "machine": info, "backend": args.backend,
-                               "config": vars(args), "results": rows})
+        write_json(args.json, payload)
     return 0
 
 

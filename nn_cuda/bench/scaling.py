@@ -38,8 +38,11 @@ from tqdm import tqdm
 from ..backends import BACKENDS
 from ..config import TrainConfig
 from ..arguments import comma_separated, non_negative_int, one_of, positive_int
+from ..parallel.mpi import find_mpiexec
 from ..records import machine_info, machine_line, write_json
-from .common import backend_or_usage_error, find_mpiexec, mpi_child_environment, run_child
+from ..report.markdown import printed, scaling_table
+from ..report.numbers import scaling_series
+from .common import backend_or_usage_error, mpi_child_environment, run_child
 
 MNIST_TRAIN_ROWS = 54_000
 STRATEGIES = ("data", "model", "hybrid")
@@ -90,7 +93,7 @@ def worker_flags(args, overlap: bool, strategy: str) -> list[str]:
 def run_job(args, ranks: int, overlap: bool, strategy: str) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         result_path = os.path.join(folder, "result.json")
-        command = [find_mpiexec("scaling"), "-n", str(ranks), sys.executable, "-m", "nn_cuda.bench.scaling",
+        command = [find_mpiexec(), "-n", str(ranks), sys.executable, "-m", "nn_cuda.bench.scaling",
                    "--worker", result_path, *worker_flags(args, overlap, strategy)]
         job = run_child(command, mpi_child_environment(args.threads))
         if job.returncode != 0 or not os.path.exists(result_path):
@@ -129,10 +132,6 @@ def main(argv=None) -> int:
           f"backend={args.backend} --comm {args.comm}, {args.samples} samples per epoch, "
           f"{args.threads} BLAS thread(s) per rank")
     print(f"machine: {machine_line(info)}")
-    header = (f"{'parallel':>8s} {'ranks':>5s} {'overlap':>7s} {'s/epoch':>8s} {'samples/s':>10s} "
-              f"{'speedup':>8s} {'eff.':>5s} {'compute':>8s} {'comm.':>8s} {'(wait)':>7s} {'other':>7s} "
-              f"{'msgs':>5s} "
-              f"{'KB/step':>9s} {'model KB':>9s} {'wire KB':>9s}")
     jobs = {config: [] for config in configs}
     # One mpiexec job at a time; a sweep takes minutes, so a terminal shows which job runs.
     with tqdm(total=args.rounds * len(jobs), unit="job", disable=not sys.stderr.isatty()) as bar:
@@ -142,7 +141,6 @@ def main(argv=None) -> int:
                                     + (" overlap" if overlap else ""))
                 jobs[strategy, overlap, p].append(run_job(args, p, overlap, strategy))
                 bar.update()
-    print(header)
     rows, base = [], {}
     for (strategy, overlap, p), runs in jobs.items():
         row = min(runs, key=lambda job: job["seconds_per_epoch"])
@@ -153,22 +151,16 @@ def main(argv=None) -> int:
             row["speedup"] = row["samples_per_second"] / base[strategy, overlap]["samples_per_second"]
             row["efficiency"] = row["speedup"] / p
         rows.append(row)
-        split = row["split"]
-        print(f"{strategy:>8s} {p:5d} {'on' if overlap else 'off':>7s} {row['seconds_per_epoch']:8.3f} "
-              f"{row['samples_per_second']:10,.0f} {row.get('speedup', float('nan')):7.2f}x "
-              f"{row.get('efficiency', float('nan')):5.2f} {split['compute']:7.3f}s "
-              f"{split['allreduce']:7.3f}s {row['allreduce_wait']:6.3f}s {split['other']:6.3f}s "
-              f"{row['allreduce_calls_per_step']:5.2f} {row['payload_bytes_per_step'] / 1e3:9.1f} "
-              f"{row['modelled_payload_bytes_per_step'] / 1e3:9.1f} "
-              f"{row['wire_bytes_per_step'] / 1e3:9.1f}")
-    print("split: seconds per epoch, mean over ranks; comm. is all communication (the logits allreduce "
-          "of model parallelism\nincluded) and includes (wait), the time spent waiting for the slowest rank;\n"
-          "msgs and KB: allreduce calls and payload per step of rank 0, counted (KB/step) and from the cost "
-          "model (model KB), averaged over the epoch\n(its last batch is short); wire = 2 (k-1)/k x payload, "
-          "a ring allreduce on k ranks")
+    config = {k: v for k, v in vars(args).items() if k != "worker"}
+    payload = {"benchmark": "scaling", "machine": info, "config": config, "results": rows}
+    printed("scaling", payload, lambda result: [line for series in scaling_series([result])
+                                                for line in scaling_table(series)])
+    print("compute, allreduce: seconds per epoch, mean over ranks; allreduce is all communication (the "
+          "logits allreduce of model parallelism included) and includes the waiting for the slowest rank; "
+          "messages and MB: allreduce calls and payload per step of rank 0, counted and from the cost model, "
+          "averaged over the epoch (its last batch is short); ring wire = 2 (k-1)/k x payload on k ranks")
     if args.json:
-        config = {k: v for k, v in vars(args).items() if k != "worker"}
-        write_json(args.json, {"benchmark": "scaling", "machine": info, "config": config, "results": rows})
+        write_json(args.json, payload)
     return 0
 
 

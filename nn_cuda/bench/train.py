@@ -33,10 +33,12 @@ from tqdm import tqdm
 
 from .. import model
 from ..arguments import non_negative_int, positive_int
-from ..profiling import PHASES, PhaseTimer, timed_step
+from ..profiling import PhaseTimer, timed_step
 from ..backends import BACKENDS
 from ..records import machine_info, machine_line, write_json
-from .common import backend_or_usage_error, format_ratio, host_seconds
+from ..report.markdown import phases_table, printed, train_table
+from ..report.numbers import phase_bars
+from .common import backend_or_usage_error, host_seconds
 
 
 def flop_per_step(batch: int, hidden: int, n_in: int = 784, n_out: int = 10) -> int:
@@ -265,27 +267,12 @@ def main(argv=None) -> int:
         if r["backend"] != "torch" and args.phase_steps > 0:
             r["phases"] = timers[r["name"]].phases(args.phase_steps)
 
-    print(f"training step, H={args.hidden} batch={args.batch} {args.dtype}: {args.rounds} rounds of "
-          f"{args.steps} steps of each run, timed in turn; ms/step is the median of the round medians, "
-          "each ratio the median of its per-round ratios [min-max over rounds]")
-    print(f"machine: {machine_line(info)}")
-    print(f"{'':34s} {'ms/step':>9s} {'samples/s':>11s} {'GFLOP/s':>8s} {'vs torch':>20s} {'vs floor':>20s}")
-    for r in rows:
-        print(f"{r['name']:34s} {r['ms_per_step']:9.2f} {r['samples_per_s']:11,.0f} {r['gflops']:8.1f} "
-              f"{format_ratio(r.get('vs_torch')):>20s} {format_ratio(r.get('vs_floor')):>20s}")
-    phased = [r for r in rows if "phases" in r]
-    if phased:
-        print(f"phases, ms/step ({phased[0]['phases']['clock']}, {args.phase_steps} steps, timed apart):")
-        print(f"{'':34s} " + " ".join(f"{phase[:13]:>13s}" for phase in PHASES))
-        for r in phased:
-            ms = r["phases"]["ms_per_step"]
-            print(f"{r['name']:34s} " + " ".join(f"{ms[phase]:13.3f}" for phase in PHASES))
-    if baseline:
-        print(f"GEMM floor (the step's 5 GEMMs alone through NumPy): {baseline['gemm_floor_ms']:.2f} ms "
-              f"= {baseline['numpy_gemm_gflops']:.1f} GFLOP/s")
+    payload = {"benchmark": "train", "machine": info, "config": vars(args), "flop_per_step": flop,
+               "baseline": baseline, "results": rows}
+    print(f"training step; machine: {machine_line(info)}")
+    printed("train", payload, lambda result: train_table(result) + phases_table(phase_bars([result], [])))
     if args.json:
-        write_json(args.json, {"benchmark": "train", "machine": info, "config": vars(args),
-                               "flop_per_step": flop, "baseline": baseline, "results": rows})
+        write_json(args.json, payload)
     return 0
 
 

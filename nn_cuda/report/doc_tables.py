@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..outputs import write_text
+from ..records import machine_name
 from . import markdown, numbers
 from .inputs import Result, check
 
@@ -70,9 +71,7 @@ def measured_on(results, with_command: bool) -> str:
     """One line: the machines and days of `results`, and their command when there is one."""
     machines = {}
     for result in results:
-        machine = result.machine
-        name = f"{machine['cpu']} ({machine.get('cores', '?')} cores), {machine.get('gpu') or 'no GPU'}"
-        machines.setdefault(name, set()).add(machine["date"][:10])
+        machines.setdefault(machine_name(result.machine), set()).add(result.machine["date"][:10])
     where = "; ".join(f"{name}, {' to '.join(sorted({min(days), max(days)}))}" for name, days in machines.items())
     line = f"Measured on {where}"
     commands = list(dict.fromkeys(result.machine["command"] for result in results))

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 from ..outputs import atomic_file
+from ..records import machine_line
 from . import numbers
 
 WEIGHTS = ("W1", "W2", "b1", "b2")
@@ -31,9 +32,7 @@ def provenance(results) -> list[str]:
     """One line per distinct (machine, date, command) of `results`."""
     lines = []
     for result in results:
-        machine = result.machine
-        gpu = f", GPU {machine['gpu']}" if machine.get("gpu") else ", no GPU"
-        line = f"{machine['cpu']} ({machine.get('cores', '?')} cores){gpu}; {machine['date']}; $ {machine['command']}"
+        line = f"{machine_line(result.machine)}; $ {result.machine['command']}"
         if line not in lines:
             lines.append(line)
     return lines

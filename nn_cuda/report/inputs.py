@@ -1,6 +1,6 @@
 """Finding and checking the benchmark JSON files the report is made of.
 
-Every benchmark of nn_cuda.bench (and `nn_cuda.train --profile / --history`, `nn_cuda.kernel_resources
+Every benchmark of nn_cuda.bench and scripts/ (and `nn_cuda.train --profile / --history`, `nn_cuda.kernel_resources
 --json`) writes one JSON object with a "benchmark" kind and a "machine" record
 (nn_cuda.records.machine_info: date, command, CPU, GPU). `load_results(folder)` reads every
 *.json file of the folder, keeps those it understands and lists the others with the reason, so that
@@ -17,14 +17,14 @@ from pathlib import Path
 #: kind -> (what produces it, what the report makes of it)
 KINDS = {
     "gemm": ("python -m nn_cuda.bench gemm", "GEMM ladder and roofline"),
-    "roofline": ("python -m nn_cuda.bench roofline", "the machine's bandwidth and GEMM rate"),
+    "roofline": ("python scripts/bench_roofline.py", "the machine's bandwidth and GEMM rate"),
     "resources": ("python -m nn_cuda.kernel_resources --json PATH", "the kernels' registers, shared memory and occupancy"),
     "train": ("python -m nn_cuda.bench train", "training step and its phases"),
     "profile": ("python -m nn_cuda.train --profile PATH", "phases of a real training run"),
     "scaling": ("python -m nn_cuda.bench scaling", "MPI scaling and bytes per step"),
-    "diff": ("python -m nn_cuda.bench diff", "float32 against float64"),
+    "diff": ("python scripts/bench_diff.py", "float32 against float64"),
     "history": ("python -m nn_cuda.train --history PATH", "learning curves"),
-    "lr": ("python -m nn_cuda.bench lr", "test accuracy as the learning rate varies"),
+    "lr": ("python scripts/bench_lr.py", "test accuracy as the learning rate varies"),
     "adversarial": ("python -m nn_cuda.bench adversarial", "asynchronous adversarial training"),
     "launch": ("python -m nn_cuda.bench launch", "what one kernel launch costs the host"),
 }
@@ -33,7 +33,7 @@ MACHINE_KEYS = ("date", "command", "cpu")
 
 @dataclass
 class Result:
-    path: Path
+    path: Path | None  # None: a record a benchmark has just measured, drawn before (or without) saving it
     kind: str
     data: dict
 

@@ -9,38 +9,56 @@ from __future__ import annotations
 import math
 
 from .. import relative_errors
-from ..bench.common import format_ratio
 from ..model import COURSE_INIT_SCALE
 from ..outputs import write_text
+from ..records import machine_name
 from ..profiling import PHASES
 from . import numbers
 from .figures import provenance
-from .inputs import KINDS
+from .inputs import KINDS, Result
 
 #: how a section says that its input is absent
 NOT_MEASURED = "*Not measured:*"
 GPU_SECTIONS = (
     "GEMM GFLOP/s and % of cuBLAS (`python -m nn_cuda.bench gemm --backend cupy`)",
-    "the roofline of the GPU (`python -m nn_cuda.bench roofline` on a GPU machine)",
+    "the roofline of the GPU (`python scripts/bench_roofline.py` on a GPU machine)",
     "the training step of the CuPy and Numba backends, with its phases timed by CUDA events "
     "(`python -m nn_cuda.bench train --backend cupy --gemm naive,tiled,regblock,cublas`)",
     "scaling over GPUs (`python -m nn_cuda.bench scaling --backend cupy`, `--comm cuda-aware|nccl`)",
-    "float32 on the GPU against the float64 reference (`python -m nn_cuda.bench diff`, which picks CuPy)",
+    "float32 on the GPU against the float64 reference (`python scripts/bench_diff.py`, which picks CuPy)",
 )
 
 
 def fmt(value, spec=".3g") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if spec == ".3g" and float(value).is_integer():
+    if spec == ".3g" and float(value).is_integer() and abs(value) < 1e6:
         return str(int(value))
     return format(value, spec)
+
+
+def format_ratio(summary) -> str:
+    """A ratio measured round by round ({median, min, max}): "1.23x [1.10-1.40]", or "-" without one."""
+    if not summary:
+        return "-"
+    return f"{summary['median']:.2f}x [{summary['min']:.2f}-{summary['max']:.2f}]"
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return lines
+
+
+def _file(result) -> str:
+    """" (`name.json`)": the file a table was drawn from, when it was read from one."""
+    return f" (`{result.path.name}`)" if result.path else ""
+
+
+def printed(kind: str, data: dict, draw) -> None:
+    """Print the table `draw` makes of a benchmark's record `data` (of `kind`): a benchmark shows on
+    the terminal the table the report and the docs draw of its JSON file."""
+    print("\n".join(draw(Result(None, kind, data))).rstrip())
 
 
 def _figure(path, title, out_dir) -> list[str]:
@@ -77,7 +95,7 @@ def header(results, generated_by: str) -> list[str]:
     if files:
         lines += ["## Inputs", ""]
         lines += table(["file", "kind", "machine", "date", "command"],
-                        [[f"`{r.path.name}`", r.kind, _machine(r.machine), r.machine["date"],
+                        [[f"`{r.path.name}`", r.kind, machine_name(r.machine), r.machine["date"],
                           f"`{r.machine['command']}`"] for r in files])
         lines.append("")
     missing = results.missing()
@@ -93,11 +111,6 @@ def header(results, generated_by: str) -> list[str]:
         lines += [f"- {section}" for section in GPU_SECTIONS]
         lines.append("")
     return lines
-
-
-def _machine(machine) -> str:
-    gpu = machine.get("gpu") or "no GPU"
-    return f"{machine['cpu']} ({machine.get('cores', '?')} cores), {gpu}"
 
 
 def _gemm_timed_table(rows) -> list[str]:
@@ -147,7 +160,7 @@ def gemm_table(result) -> list[str]:
     else:
         how = ("correctness only; the simulator runs one Python thread per CUDA thread, so its times say "
                "nothing about a GPU and none are taken.")
-    lines = [f"**{data['backend']} {dtype}** (`{result.path.name}`): {how}", ""]
+    lines = [f"**{data['backend']} {dtype}**{_file(result)}: {how}", ""]
     return lines + (_gemm_timed_table(data["results"]) if data.get("timed") else
                     _gemm_error_table(data["results"]))
 
@@ -288,8 +301,7 @@ def train_table(result) -> list[str]:
               "ms/step is the median of the round medians and each ratio the median of the same "
               "rounds' ratios [min-max]" if "rounds" in config else f"median of {config.get('steps')} steps")
     lines += [f"H = {config.get('hidden')}, batch {config.get('batch')}, {config.get('dtype')}, "
-              f"{data.get('flop_per_step', 0) / 1e9:.2f} GFLOP per step, {timing} "
-              f"(`{result.path.name}`).", ""]
+              f"{data.get('flop_per_step', 0) / 1e9:.2f} GFLOP per step, {timing}{_file(result)}.", ""]
     rows = [[r["name"], fmt(r["ms_per_step"], ".2f"), fmt(r["samples_per_s"], ",.0f"), fmt(r["gflops"], ".1f"),
              format_ratio(r.get("vs_torch")), format_ratio(r.get("vs_floor"))]
             for r in data["results"]]
@@ -302,6 +314,17 @@ def train_table(result) -> list[str]:
     return lines
 
 
+def phases_table(bars) -> list[str]:
+    """The phases of each run of numbers.phase_bars, in ms per step (nothing without one)."""
+    if not bars:
+        return []
+    rows = [[bar["label"]] + [fmt(bar["ms"][p], ".3f") for p in PHASES] + [fmt(bar["plain_ms"], ".2f")]
+            for bar in bars]
+    return (["Phases, ms per step (timed in a separate run, every call timed: by CUDA events on a GPU, "
+             "by the host clock after a synchronize on the CPU):", ""]
+            + table(["run", *PHASES, "untimed ms/step"], rows) + [""])
+
+
 def train_section(results, figures, out_dir) -> list[str]:
     lines, train = _opening(results, "## 2. Training step", "train")
     profile = results.of("profile")
@@ -309,11 +332,7 @@ def train_section(results, figures, out_dir) -> list[str]:
         lines += train_table(result) + _sources([result]) + [""]
     bars = numbers.phase_bars(train, profile)
     if bars:
-        lines += ["Phases, ms per step (timed in a separate run, every call timed: by CUDA events on a GPU, "
-                  "by the host clock after a synchronize on the CPU):", ""]
-        rows = [[bar["label"]] + [fmt(bar["ms"][p], ".3f") for p in PHASES] + [fmt(bar["plain_ms"], ".2f")]
-                for bar in bars]
-        lines += table(["run", *PHASES, "untimed ms/step"], rows) + [""]
+        lines += phases_table(bars)
         for bar in bars:
             total, plain = sum(bar["ms"].values()), bar["plain_ms"]
             if plain and abs(total - plain) > 0.25 * plain:
@@ -336,7 +355,7 @@ def scaling_table(s) -> list[str]:
     config = s["source"].data.get("config", {})
     lines += [f"**{s['label']}**: H = {config.get('hidden')}, batch {config.get('batch')}, "
               f"{config.get('samples')} samples per epoch, {config.get('threads')} BLAS thread(s) per rank, "
-              f"--comm {config.get('comm')} (`{s['source'].path.name}`).", ""]
+              f"--comm {config.get('comm')}{_file(s['source'])}.", ""]
     rows = []
     for i, p in enumerate(s["ranks"]):
         split = s["split"][i]
@@ -424,7 +443,7 @@ def correctness_section(results, figures, out_dir) -> list[str]:
               "compare the backend under test with the CPU reference in the same precision; a run passes "
               f"when every relative error is at most {relative_errors.THRESHOLDS['float32']:g} (float32) or "
               f"{relative_errors.THRESHOLDS['float64']:g} (float64). Mode 4 is the GEMM test. The last column is "
-              "measured: float32 at the mode's settings against float64 (`python -m nn_cuda.bench diff`).", ""]
+              "measured: float32 at the mode's settings against float64 (`python scripts/bench_diff.py`).", ""]
     measured = {m["mode"]: m for m in (diff[-1].data.get("modes", []) if diff else [])}
     rows = []
     for mode, settings in COURSE_MODES.items():
@@ -480,6 +499,7 @@ def lr_table(result) -> list[str]:
     with_torch = any("torch" in r for r in data["results"])
     lines += [f"Test accuracy on `{config['dataset']}`, H = {config['hidden']}, batch {config['batch']}, "
               f"{config['epochs']} epochs ({steps} steps), {config['dtype']}, "
+              + ("batches shuffled every epoch, " if config.get("shuffle") else "")
               + ("raw 0-255 pixels (the course's input)" if config.get("pixels") == "raw" else "pixels in [0, 1]")
               + init_scale_text(config.get("init_scale")) + ", one run per learning rate "
               "and init seed" + ("; in brackets the same run by a plain PyTorch loop (same initial "

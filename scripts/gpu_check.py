@@ -1,4 +1,4 @@
-"""`python -m nn_cuda.bench gpu-check` (`./run.sh gpu-check`): the acceptance run on a machine with a GPU.
+"""`python scripts/gpu_check.py` (`./run.sh gpu-check`): the acceptance run on a machine with a GPU.
 
 It first checks that the NVIDIA wheels installed are of one CUDA major version, then runs, each as
 its own process, with its output kept, for both GPU libraries (CuPy with the CUDA C kernels, Numba
@@ -24,12 +24,12 @@ import sys
 import time
 from pathlib import Path
 
-from ..cuda_wheels import MixedCudaVersions, check_one_major, installed_majors
-from ..outputs import write_text
-from ..records import gpu_name, machine_info, machine_line, write_json
-from .common import run_child
+from nn_cuda.cuda_wheels import MixedCudaVersions, check_one_major, installed_majors
+from nn_cuda.outputs import write_text
+from nn_cuda.records import gpu_name, machine_info, machine_line, write_json
+from nn_cuda.bench.common import run_child, run_script
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 def steps(out: Path) -> list[dict]:
@@ -110,7 +110,7 @@ def summary_markdown(info: dict, records: list[dict]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m nn_cuda.bench gpu-check", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python scripts/gpu_check.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs", help="folder of gpu_check.json, gpu_check.md and the steps' files")
     return parser
@@ -149,4 +149,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("scripts/gpu_check.py", main))

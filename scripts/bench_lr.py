@@ -1,4 +1,4 @@
-"""`python -m nn_cuda.bench lr`: test accuracy of the default run as the learning rate and seed vary.
+"""`python scripts/bench_lr.py`: test accuracy of the default run as the learning rate and seed vary.
 
 This is the scan behind the default learning rate (docs/training.md, "The default run"). For each lr
 and init seed it trains `python -m nn_cuda.train` with the other flags at their defaults (or as
@@ -21,17 +21,19 @@ import sys
 
 from tqdm import tqdm
 
-from .. import model
-from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
-from ..config import DEFAULT_LR, TrainConfig
-from ..model import DEFAULT_INIT_SCALE
-from ..data import DATASETS, epoch_order
-from ..training import Diverged, load_splits, run, silent
-from ..records import machine_info, machine_line, write_json
+from nn_cuda import model
+from nn_cuda.arguments import comma_separated, non_negative_int, positive_float, positive_int
+from nn_cuda.config import DEFAULT_LR, TrainConfig
+from nn_cuda.model import DEFAULT_INIT_SCALE
+from nn_cuda.data import DATASETS, epoch_order
+from nn_cuda.training import Diverged, load_splits, run, silent
+from nn_cuda.bench.common import run_script
+from nn_cuda.records import machine_info, machine_line, write_json
+from nn_cuda.report.markdown import lr_table, printed
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench lr", description=__doc__,
+    p = argparse.ArgumentParser(prog="python scripts/bench_lr.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lr", type=comma_separated(positive_float),
                    default=[DEFAULT_LR / 4, DEFAULT_LR / 2, DEFAULT_LR, DEFAULT_LR * 2.5, DEFAULT_LR * 5],
@@ -102,10 +104,6 @@ def torch_run(torch, cfg: TrainConfig, splits) -> dict:
             "diverged": False, "params": params}
 
 
-def _cell(acc) -> str:
-    return "diverged" if acc is None else f"{acc:.3f}"
-
-
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     torch = None
@@ -113,7 +111,7 @@ def main(argv=None) -> int:
         try:
             import torch
         except Exception as error:  # an optional comparison: say why it cannot run, do not skip it silently
-            raise SystemExit(f"nn_cuda.bench lr: error: --torch needs PyTorch ({error})") from None
+            raise SystemExit(f"scripts/bench_lr.py: error: --torch needs PyTorch ({error})") from None
     base = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, hidden=args.hidden, epochs=args.epochs,
                        batch=args.batch, dtype=args.dtype, shuffle=args.shuffle,
                        pixels=args.pixels, init_scale=args.init_scale)
@@ -131,28 +129,14 @@ def main(argv=None) -> int:
             row["torch"] = {key: reference[key] for key in ("val_acc", "test_acc", "diverged")}
         results.append(row)
 
-    steps = max((r["steps"] for r in results if "steps" in r), default="?")
-    print(f"test accuracy, {splits.dataset}, H={args.hidden} batch={args.batch} {args.epochs} epochs "
-          f"({steps} steps) {args.dtype}" + (" --shuffle" if args.shuffle else ", file order")
-          + (", raw 0-255 pixels" if args.pixels == "raw" else ", pixels in [0, 1]")
-          + f", W1 ~ {args.init_scale[0]:g} N(0, 1), W2 ~ {args.init_scale[1]:g} N(0, 1)"
-          + ("; (PyTorch loop)" if torch is not None else ""))
-    print(f"machine: {machine_line(info)}")
-    print(f"{'lr':>8s} " + " ".join(f"{'seed ' + str(s):>18s}" for s in args.seeds))
-    for lr in args.lr:
-        cells = []
-        for seed in args.seeds:
-            row = next(r for r in results if r["lr"] == lr and r["seed"] == seed)
-            cell = _cell(row["test_acc"])
-            if "torch" in row:
-                cell += f" ({_cell(row['torch']['test_acc'])})"
-            cells.append(f"{cell:>18s}")
-        print(f"{lr:8g} " + " ".join(cells))
+    payload = {"benchmark": "lr", "machine": info, "config": {**vars(args), "dataset": splits.dataset},
+               "results": results}
+    print(f"machine: {machine_line(info)}" + ("; in brackets: the PyTorch loop" if torch is not None else ""))
+    printed("lr", payload, lr_table)
     if args.json:
-        write_json(args.json, {"benchmark": "lr", "machine": info, "config": {**vars(args), "dataset": splits.dataset},
-                               "results": results})
+        write_json(args.json, payload)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("scripts/bench_lr.py", main))

@@ -1,4 +1,4 @@
-"""`python -m nn_cuda.bench diff`: how far float32 training drifts from the float64 reference.
+"""`python scripts/bench_diff.py`: how far float32 training drifts from the float64 reference.
 
 Trains the network twice from the same initial weights and on the same batches: once in float64 with
 the NumPy reference, once in float32 on the backend under test (CuPy on a GPU, else NumPy float32),
@@ -30,14 +30,14 @@ import sys
 
 from tqdm import tqdm
 
-from .. import relative_errors
-from ..backends import BACKENDS
-from ..arguments import comma_separated, non_negative_int, positive_float, positive_int
-from ..config import TrainConfig
-from ..data import DATASETS
-from ..model import COURSE_INIT_SCALE
-from ..records import machine_info, machine_line, write_json
-from .common import backend_or_usage_error, default_backend
+from nn_cuda import relative_errors
+from nn_cuda.backends import BACKENDS
+from nn_cuda.arguments import comma_separated, non_negative_int, positive_float, positive_int
+from nn_cuda.config import TrainConfig
+from nn_cuda.data import DATASETS
+from nn_cuda.model import COURSE_INIT_SCALE
+from nn_cuda.records import machine_info, machine_line, write_json
+from nn_cuda.bench.common import backend_or_usage_error, default_backend, run_script
 
 BASE = {"lr": 0.5, "epochs": 4, "hidden": 100, "batch": 800}
 SWEEPS = {
@@ -58,7 +58,7 @@ def _training_mode(text: str) -> int:
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench diff", description=__doc__,
+    p = argparse.ArgumentParser(prog="python scripts/bench_diff.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="the float32 backend under test (default: cupy on a GPU, else numpy)")
@@ -112,7 +112,7 @@ class Comparison:
         self._splits = {}
 
     def splits(self, cfg):
-        from ..training import load_splits
+        from nn_cuda.training import load_splits
 
         key = (cfg.dtype, cfg.pixels)
         if key not in self._splits:
@@ -121,9 +121,9 @@ class Comparison:
 
     def run(self, cfg: TrainConfig) -> list[dict]:
         """[{step, epoch, errors}] after every epoch of cfg (errors: {name: [max-norm, l2]})."""
-        from .. import model
-        from ..training import train_with_snapshots
-        from ..training import Diverged
+        from nn_cuda import model
+        from nn_cuda.training import train_with_snapshots
+        from nn_cuda.training import Diverged
 
         init = model.init_parameters(cfg.hidden, cfg.seed, scale=cfg.init_scale)
         cfg64, cfg32 = cfg.replace(dtype="float64"), cfg.replace(dtype="float32")
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
 
         modes = []
         if args.modes:
-            from ..grading import COURSE_MODES, course_config
+            from nn_cuda.grading import COURSE_MODES, course_config
 
             tqdm.write(f"course grading modes, float32 settings (raw pixels, H=100), threshold "
                        f"{relative_errors.THRESHOLDS['float32']:g}")
@@ -237,4 +237,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("scripts/bench_diff.py", main))

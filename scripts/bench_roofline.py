@@ -1,4 +1,4 @@
-"""`python -m nn_cuda.bench roofline`: the machine's measured memory bandwidth and GEMM rate.
+"""`python scripts/bench_roofline.py`: the machine's measured memory bandwidth and GEMM rate.
 
 The roofline of the report needs two numbers of the machine, measured rather than taken from a data
 sheet:
@@ -20,20 +20,14 @@ import sys
 
 import numpy as np
 
-from ..arguments import int_at_least, positive_int
-from ..course_gemm import COURSE_GEMM_SIZES
-from ..gpu_timer import CupyEvents, time_calls
-from ..records import machine_info, machine_line, write_json
-from .common import host_seconds
+from nn_cuda.arguments import int_at_least, positive_int
+from nn_cuda.course_gemm import COURSE_GEMM_SIZES
+from nn_cuda.gpu_timer import CupyEvents, time_calls
+from nn_cuda.records import machine_info, machine_line, write_json
+from nn_cuda.report.numbers import intensity
+from nn_cuda.bench.common import host_seconds, run_script
 
-COURSE_SIZES = COURSE_GEMM_SIZES
 SMALLEST_SQUARE = 512  # the squares measured are 512, 1024, ... up to --max-size
-
-
-def arithmetic_intensity(M, N, K, itemsize, beta_nonzero=True) -> float:
-    """FLOP per byte of C <- alpha A B + beta C, each matrix moved once (C read when beta != 0)."""
-    moved = M * K + K * N + M * N * (2 if beta_nonzero else 1)
-    return 2.0 * M * N * K / (moved * itemsize)
 
 
 class _Host:
@@ -70,7 +64,7 @@ def _device():
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench roofline", description=__doc__,
+    p = argparse.ArgumentParser(prog="python scripts/bench_roofline.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--copy-mib", type=positive_int, default=256, help="size of the copied array (MiB)")
@@ -106,10 +100,10 @@ def main(argv=None) -> int:
     size = SMALLEST_SQUARE
     while size <= largest:
         squares.append({"M": size, "N": size, "K": size, "gflops": gemm_rate(size, size, size),
-                        "intensity": arithmetic_intensity(size, size, size, dtype.itemsize)})
+                        "intensity": intensity(size, size, size, dtype.itemsize)})
         size *= 2
     course = [{"M": M, "N": N, "K": K, "gflops": gemm_rate(M, N, K),
-               "intensity": arithmetic_intensity(M, N, K, dtype.itemsize)} for M, N, K in COURSE_SIZES]
+               "intensity": intensity(M, N, K, dtype.itemsize)} for M, N, K in COURSE_GEMM_SIZES]
     peak = max(row["gflops"] for row in squares + course)
     print(f"roofline of {device.name}, {args.dtype}; machine: {machine_line(info)}")
     print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s, best GEMM {peak:.1f} GFLOP/s "
@@ -125,4 +119,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("scripts/bench_roofline.py", main))
