@@ -93,6 +93,19 @@ def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monke
     reported_when_checked("tiled", A, B, np.zeros((33, 33)), "depends on the order|hold NaN")
 
 
+def test_a_tile_element_never_written_is_named_by_its_array(tmp_path, monkeypatch):
+    # Zeros past the edge of A are no longer stored: with K = 20, columns 20-31 of a_tile are never
+    # written, and each is multiplied by a zero of b_tile (on a GPU: whatever the memory held, which
+    # NaN or infinity turns into NaN; here NaN, as the checking mode fills the tiles with it).
+    edited_kernels(tmp_path, monkeypatch, "gemm2_tiled.cu",
+                   "a_tile[a_r][a_k] = a_inside ? op_element<T, TRANS_A>(A, row0 + a_r, k0 + a_k, M, K) : T(0);",
+                   "if (a_inside) a_tile[a_r][a_k] = op_element<T, TRANS_A>(A, row0 + a_r, k0 + a_k, M, K);")
+    A, B = random_gemm(33, 33, 20)
+    reported_when_checked("tiled", A, B, np.zeros((33, 33)),
+                          r"of C hold NaN after the launch .* the kernel read __shared__ `a_tile` "
+                          r"\(in gemm_tiled<double, false, false>\) where no thread of the block had written it")
+
+
 def test_off_by_one_bound_in_the_regblock_gemm_is_reported(tmp_path, monkeypatch):
     # `<= M` instead of `< M` when staging the slice of A: the last block of rows reads row M of A,
     # one row past its end.

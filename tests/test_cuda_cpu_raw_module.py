@@ -211,8 +211,11 @@ def test_an_unwritten_shared_element_is_caught_in_a_kernel_that_is_not_a_templat
     """
     module = RawModule(code=code, name_expressions=("plain_mirror",), check=True)
     for name in ("mirror", "plain_mirror"):
+        # the array is named: the launch runs again with one __shared__ array NaN-filled at a time
         with pytest.raises(KernelError, match=rf"{name}: 1 element\(s\) of args\[0\] hold NaN after the launch "
-                                              r"\(first at index \(26,\)\)"):
+                                              r"\(first at index \(26,\)\) though no input did: the kernel read "
+                                              rf"__shared__ `tile` \(in {name}\) where no thread of the block had "
+                                              r"written it"):
             module.get_function(name)(1, 32, (np.zeros(32, np.float32),))
 
 

@@ -82,6 +82,38 @@ extern "C" __global__ void votes_and_syncwarp(const int* x, unsigned* ballots, i
     }
 }
 
+// Match and reduce: each lane's group of equal keys (and whether the whole warp agrees), and the warp's
+// sum, minimum, maximum, and, or and xor, over every lane and over the even lanes alone.
+extern "C" __global__ void match_and_reduce(const int* key, const double* real, const unsigned* bits,
+                                            unsigned* groups, int* agreed, int* sums, unsigned* logic)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x % warpSize;
+    const int warp = i / warpSize;
+    groups[i] = __match_any_sync(0xffffffffu, key[i]);
+    groups[64 + i] = __match_any_sync(0xffffffffu, real[i]);
+    int all = -1;
+    const unsigned whole = __match_all_sync(0xffffffffu, key[i] / 100, &all);
+    if (lane == 0) {
+        agreed[2 * warp] = all;
+        agreed[2 * warp + 1] = static_cast<int>(whole);
+    }
+    const int sum = __reduce_add_sync(0xffffffffu, key[i]), low = __reduce_min_sync(0xffffffffu, key[i]);
+    const int high = __reduce_max_sync(0xffffffffu, key[i]);
+    const unsigned u_sum = __reduce_add_sync(0xffffffffu, bits[i]), u_max = __reduce_max_sync(0xffffffffu, bits[i]);
+    const unsigned both = __reduce_and_sync(0xffffffffu, bits[i]), either = __reduce_or_sync(0xffffffffu, bits[i]);
+    const unsigned odd = __reduce_xor_sync(0xffffffffu, bits[i]);
+    int even_sum = -1;
+    if (lane % 2 == 0) {
+        even_sum = __reduce_add_sync(0x55555555u, key[i]);
+    }
+    if (lane == 0) {
+        int* mine = sums + 4 * warp;
+        mine[0] = sum, mine[1] = low, mine[2] = high, mine[3] = even_sum;
+        unsigned* out = logic + 5 * warp;
+        out[0] = u_sum, out[1] = u_max, out[2] = both, out[3] = either, out[4] = odd;
+    }
+}
+
 // Lanes 16-31 return before the warp sync lanes 0-15 wait at with the full mask.
 extern "C" __global__ void half_warp_returns(int* out)
 {
@@ -160,6 +192,33 @@ def test_votes_activemask_and_syncwarp(warps):
     assert ballots.tolist() == [first, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF]
     assert any_all.tolist() == [1, 0, 1, 1]
     np.testing.assert_array_equal(mirrored, x.reshape(2, 32)[:, ::-1].reshape(-1))
+
+
+def test_match_and_reduce_match_numpy(warps):
+    rng = np.random.default_rng(5)
+    key = rng.integers(-3, 4, 64).astype(np.int32) * 7  # key / 100 is 0 in every lane of the first warp
+    key[32:] += 690  # the second's: 6 or 7
+    real = rng.choice([0.5, -0.0, 0.0, 2.0], 64)  # -0.0 and 0.0: equal numbers, different bits
+    bits = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    groups = np.zeros(128, np.uint32)
+    agreed = np.full(4, -7, np.int32)
+    sums = np.full(8, -7, np.int32)
+    logic = np.zeros(10, np.uint32)
+    warps.get_function("match_and_reduce")((2,), (32,), (key, real, bits, groups, agreed, sums, logic))
+
+    def same_bits(values):
+        raw = values.view(np.uint64 if values.itemsize == 8 else np.uint32).reshape(2, 32)
+        return [sum(1 << m for m in range(32) if raw[w, m] == raw[w, lane]) for w in range(2) for lane in range(32)]
+
+    assert groups[:64].tolist() == same_bits(key) and groups[64:].tolist() == same_bits(real)
+    assert agreed.tolist() == [1, -1, 0, 0]  # warp 0 agrees (-1: the full mask, as an int), warp 1 not
+    assert len(set((key[:32] / 100).astype(int))) == 1 and len(set((key[32:] / 100).astype(int))) == 2
+    for warp, k in enumerate(key.reshape(2, 32)):
+        assert sums[4 * warp: 4 * warp + 4].tolist() == [k.sum(), k.min(), k.max(), k[::2].sum()]
+        b = bits.reshape(2, 32)[warp].astype(np.uint64)
+        expected = [int(b.sum()) % 2**32, int(b.max()), int(np.bitwise_and.reduce(b)),
+                    int(np.bitwise_or.reduce(b)), int(np.bitwise_xor.reduce(b))]
+        assert logic[5 * warp: 5 * warp + 5].tolist() == expected
 
 
 def test_a_warp_sync_that_a_lane_never_reaches_is_a_kernel_error(warps):

@@ -2,8 +2,8 @@
 // built-in variables and __syncthreads. Each one computes what the GPU computes, in the CPU's own
 // arithmetic (a fast-math intrinsic here is the exact libm function: a GPU's __expf is less exact).
 //
-// Not here yet: the warp-wide match and reduce functions (__match_any_sync, __reduce_add_sync, ...).
-// Calling one stops the build at the call with "the CPU runner does not support".
+// A function the runner lacks stops the build at the call with "the CPU runner does not support"
+// (NN_CUDA_CPU_UNSUPPORTED, at the end).
 #pragma once
 
 #include <atomic>
@@ -288,6 +288,51 @@ inline int __all_sync(unsigned mask, int predicate)
 // the lanes take turns in, as on a GPU it depends on the scheduling).
 inline unsigned __activemask() { return nn_cuda_cpu::active_lanes(); }
 
+// Match (sm_70 and later): the lanes of `mask` whose value has the same bits as this lane's; or all
+// of `mask` when every lane's value is the same (and *pred says which).
+template <typename T>
+inline unsigned __match_any_sync(unsigned mask, T value)
+{
+    static_assert(std::is_arithmetic<T>::value && sizeof(T) >= 4, "a 32- or 64-bit value, as on a GPU");
+    unsigned same = 0;
+    nn_cuda_cpu::warp_gather(mask, value, [&](unsigned lane, T other) {
+        same |= memcmp(&other, &value, sizeof(T)) == 0 ? 1u << lane : 0u;
+    });
+    return same;
+}
+
+template <typename T>
+inline unsigned __match_all_sync(unsigned mask, T value, int* pred)
+{
+    const unsigned same = __match_any_sync(mask, value);
+    *pred = same == (mask & nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / nn_cuda_cpu::kWarpSize,
+                                                   nn_cuda_cpu::threads_in_block()));
+    return *pred ? same : 0u;
+}
+
+// Reduce (sm_80 and later): every lane of `mask` gets the sum, minimum, maximum, and, or or xor of
+// the lanes' values; add, min and max take int or unsigned, and, or and xor unsigned, as on a GPU.
+template <typename T, typename Combine>
+inline T nn_cuda_cpu_warp_reduce(unsigned mask, T value, Combine combine)
+{
+    bool first = true;
+    T total = value;
+    nn_cuda_cpu::warp_gather(mask, value, [&](unsigned, T other) {
+        total = first ? other : combine(total, other);
+        first = false;
+    });
+    return total;
+}
+inline unsigned __reduce_add_sync(unsigned mask, unsigned v) { return nn_cuda_cpu_warp_reduce(mask, v, [](unsigned a, unsigned b) { return a + b; }); }
+inline int __reduce_add_sync(unsigned mask, int v) { return static_cast<int>(__reduce_add_sync(mask, static_cast<unsigned>(v))); }
+inline unsigned __reduce_min_sync(unsigned mask, unsigned v) { return nn_cuda_cpu_warp_reduce(mask, v, [](unsigned a, unsigned b) { return a < b ? a : b; }); }
+inline int __reduce_min_sync(unsigned mask, int v) { return nn_cuda_cpu_warp_reduce(mask, v, [](int a, int b) { return a < b ? a : b; }); }
+inline unsigned __reduce_max_sync(unsigned mask, unsigned v) { return nn_cuda_cpu_warp_reduce(mask, v, [](unsigned a, unsigned b) { return a > b ? a : b; }); }
+inline int __reduce_max_sync(unsigned mask, int v) { return nn_cuda_cpu_warp_reduce(mask, v, [](int a, int b) { return a > b ? a : b; }); }
+inline unsigned __reduce_and_sync(unsigned mask, unsigned v) { return nn_cuda_cpu_warp_reduce(mask, v, [](unsigned a, unsigned b) { return a & b; }); }
+inline unsigned __reduce_or_sync(unsigned mask, unsigned v) { return nn_cuda_cpu_warp_reduce(mask, v, [](unsigned a, unsigned b) { return a | b; }); }
+inline unsigned __reduce_xor_sync(unsigned mask, unsigned v) { return nn_cuda_cpu_warp_reduce(mask, v, [](unsigned a, unsigned b) { return a ^ b; }); }
+
 // ---- what the CPU runner cannot run yet: the build stops at the call, saying so --------------------------
 
 template <typename... A>
@@ -300,8 +345,10 @@ constexpr bool nn_cuda_cpu_unsupported = false;
                                                      " (" what ")");                                 \
         return 0;                                                                                    \
     }
-NN_CUDA_CPU_UNSUPPORTED(__match_any_sync, "warp match")
-NN_CUDA_CPU_UNSUPPORTED(__match_all_sync, "warp match")
-NN_CUDA_CPU_UNSUPPORTED(__reduce_add_sync, "warp reductions")
-NN_CUDA_CPU_UNSUPPORTED(__reduce_min_sync, "warp reductions")
-NN_CUDA_CPU_UNSUPPORTED(__reduce_max_sync, "warp reductions")
+// A lane that sleeps while it waits for another lane or block would wait forever: here the lanes of
+// a warp take turns only at syncs, and the blocks run one after another.
+NN_CUDA_CPU_UNSUPPORTED(__nanosleep, "a thread that waits for another")
+NN_CUDA_CPU_UNSUPPORTED(__isGlobal, "address space queries")
+NN_CUDA_CPU_UNSUPPORTED(__isShared, "address space queries")
+NN_CUDA_CPU_UNSUPPORTED(__isLocal, "address space queries")
+NN_CUDA_CPU_UNSUPPORTED(__isConstant, "address space queries")

@@ -12,7 +12,8 @@ Checking mode (`check=True`, what NN_CUDA_CPU_CHECK=1 turns on):
   reported with the kernel, block, thread and the argument it missed;
 - outputs the kernel must not read (`KernelLaunch.write_only`: C when beta == 0, `out` arrays) and
   every __shared__ array are filled with NaN first; an output that still holds NaN afterwards, from
-  inputs without NaN, means the kernel read poisoned memory or left an element unwritten;
+  inputs without NaN, means the kernel read poisoned memory or left an element unwritten; the launch
+  then runs again with one __shared__ array NaN-filled at a time, to name the array it came from;
 - the threads of a block run in a random (seeded) order between barriers, and every launch runs
   twice, in two such orders, from the same inputs: if the outputs differ in any bit, the kernel has
   a race (threads of a block touching the same memory between two barriers, as when a
@@ -160,7 +161,10 @@ class LoadedKernels:
                 self._call(index, launch, buffers.pointers(), buffers.describe_fault)
                 buffers.assert_same_as(first, rounding=bool(self._lib.nn_cuda_cpu_float_atomics()))
                 buffers.copy_back()
-            buffers.assert_no_poison_left()
+                unwritten = []
+                if buffers.inputs_finite and buffers.nan_in_outputs():
+                    unwritten = self._shared_read_unwritten(index, launch, buffers, start)
+            buffers.assert_no_poison_left(unwritten)
         else:
             self._call(index, launch, None, _nothing_to_describe)
 
@@ -241,11 +245,44 @@ class LoadedKernels:
         address is the library's load address plus the symbol's value."""
         symbols = _symbol_table(self.tool_path, "the checking mode finds __shared__ arrays")
         base = self._load_address(symbols)
-        regions = [(base + value, size) for name, (kind, value, size) in symbols.items()
-                   if name.lstrip("_").startswith("ZZ") and kind in _DATA_KINDS]
-        addresses = (ctypes.c_void_p * max(1, len(regions)))(*[a for a, _ in regions])
-        sizes = (ctypes.c_size_t * max(1, len(regions)))(*[s for _, s in regions])
-        self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, len(regions))
+        self._shared = [(base + value, size, name) for name, (kind, value, size) in symbols.items()
+                        if name.lstrip("_").startswith("ZZ") and kind in _DATA_KINDS]
+        self._fill_shared(poisoned=range(len(self._shared)), dynamic=True)
+
+    def _fill_shared(self, poisoned, dynamic: bool) -> None:
+        """Fill the __shared__ arrays of `poisoned` (indices into self._shared), and extern __shared__
+        memory when `dynamic`, with NaN before every block; the others with zeros."""
+        count, poisoned = len(self._shared), set(poisoned)
+        addresses = (ctypes.c_void_p * max(1, count))(*[address for address, _, _ in self._shared])
+        sizes = (ctypes.c_size_t * max(1, count))(*[size for _, size, _ in self._shared])
+        fills = (ctypes.c_ubyte * max(1, count))(*[0xFF if i in poisoned else 0 for i in range(count)])
+        self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, fills, count, 0xFF if dynamic else 0)
+
+    def _shared_read_unwritten(self, index, launch, buffers, start) -> list[str]:
+        """The __shared__ arrays whose NaN fill reaches the outputs: the launch runs again from `start`
+        with every shared array filled with zeros, then with one of them (and extern __shared__
+        memory, when the launch has some) filled with NaN at a time. Nothing when NaN shows with
+        zeros everywhere: then an output element was left unwritten (or an output the kernel must
+        not read was read)."""
+        candidates = [([i], False, name) for i, name in enumerate(_demangled(n for _, _, n in self._shared))]
+        if getattr(launch, "shared_mem", 0):
+            candidates.append(([], True, f"extern __shared__ memory ({launch.shared_mem} bytes)"))
+        found = []
+        try:
+            for poisoned, dynamic, name in [([], False, None), *candidates]:
+                self._fill_shared(poisoned, dynamic)
+                buffers.restore(start)
+                try:
+                    self._call(index, launch, buffers.pointers(), buffers.describe_fault)
+                except KernelError:  # zeros where it read NaN took the kernel elsewhere: no answer
+                    return []
+                if buffers.nan_in_outputs():
+                    if name is None:
+                        return []
+                    found.append(name)
+        finally:
+            self._fill_shared(range(len(self._shared)), dynamic=True)
+        return found
 
 
 #: the runner's own headers, which a fault's file:line skips to the kernel's code
@@ -262,6 +299,26 @@ def _source_frame(line: str) -> tuple[str, str] | None:
             or name.startswith("(the instance table"):
         return None
     return (name if name.startswith("(") else place), number
+
+
+def _demangled(symbols) -> list[str]:
+    """"__shared__ `tile` (in mirror)" for each __shared__ array's symbol (a function-local static, demangled by
+    c++filt as "mirror::tile" or "void k<float>(float*)::tile"); the symbol itself without c++filt."""
+    symbols = list(symbols)
+    tool = shutil.which("c++filt")
+    try:
+        plain = subprocess.run([tool], input="\n".join(symbols), capture_output=True, text=True, timeout=30,
+                               check=True).stdout.splitlines() if tool else symbols
+    except (OSError, subprocess.SubprocessError):
+        plain = symbols
+    if len(plain) != len(symbols):
+        plain = symbols
+    named = []
+    for text in plain:
+        function, _, array = text.rpartition("::")
+        function = function.split("(")[0].removeprefix("void ").strip()
+        named.append(f"__shared__ `{array}` (in {function})" if function and array else f"__shared__ `{text}`")
+    return named
 
 
 #: nm's kinds of data objects: bss, data, unique global, weak object (either case: local or global)
@@ -446,7 +503,14 @@ class _CheckedBuffers:
             copy.release()
         return False
 
-    def assert_no_poison_left(self) -> None:
+    def nan_in_outputs(self) -> bool:
+        """Whether a floating-point output (the guarded copy) holds NaN now."""
+        return any(self.copies[i].view.dtype.kind == "f" and np.isnan(self.copies[i].view).any()
+                   for i in self.outputs)
+
+    def assert_no_poison_left(self, shared_read_unwritten: list[str]) -> None:
+        """KernelError when an output holds NaN from NaN-free inputs, naming the __shared__ arrays
+        found to carry their fill into it (LoadedKernels._shared_read_unwritten) where there are some."""
         if not self.inputs_finite:
             return
         names = self.names
@@ -454,11 +518,14 @@ class _CheckedBuffers:
             nan_at = np.argwhere(np.isnan(self.launch.args[i]))
             if len(nan_at):
                 poisoned = f"{names[i]} (filled with NaN before the launch), " if i in self.poisoned else ""
+                found = (f"the kernel read {' and '.join(shared_read_unwritten)} where no thread of the "
+                         "block had written it (the arrays are filled with NaN before every block)"
+                         if shared_read_unwritten else
+                         f"the kernel read poisoned memory ({poisoned}__shared__ memory before any thread wrote "
+                         "it) or left elements unwritten")
                 raise KernelError(
                     f"{self.launch.kernel}: {len(nan_at)} element(s) of {names[i]} hold NaN after the launch "
-                    f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: the kernel "
-                    f"read poisoned memory ({poisoned}__shared__ memory before any thread wrote it) or "
-                    "left elements unwritten"
+                    f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: {found}"
                 )
 
 

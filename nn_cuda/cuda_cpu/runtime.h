@@ -10,7 +10,8 @@
 // on a GPU, but the threads between two barriers run one after another, never at the same time.
 //
 // Checking mode (check != 0 in nn_cuda_cpu_launch): the threads of each phase run in a random order
-// (seeded), __shared__ memory is filled with NaN bytes before every block, and faults (a read or
+// (seeded), __shared__ memory is filled with NaN bytes before every block (with zeros, array by
+// array, when the Python side looks for the array read before it was written), and faults (a read or
 // write outside a buffer, which the Python side surrounds with inaccessible pages; an index out of
 // the bounds of a __shared__ or local array, trapped by -fsanitize=bounds) end the launch with a
 // message naming the kernel, the block and the thread instead of killing the process.
@@ -353,6 +354,7 @@ struct FaultHandlers {
 struct SharedRegion {
     void* address;
     size_t bytes;
+    unsigned char fill;  // 0xFF, all-ones bytes: a NaN as float and as double; 0 when a rerun asks
 };
 static std::vector<SharedRegion> shared_regions;  // told by the Python side (the library's symbols)
 
@@ -362,14 +364,15 @@ static std::vector<SharedRegion> shared_regions;  // told by the Python side (th
 constexpr size_t kDynamicSharedBytes = 227 * 1024;  // the most an sm_90 GPU gives one block
 alignas(16) static unsigned char dynamic_shared[kDynamicSharedBytes];
 static size_t dynamic_shared_bytes = 0;  // the launch's shared_mem
+static unsigned char dynamic_shared_fill = 0xFF;
 static double watchdog_seconds = 0.0;  // a launch running longer is stopped (0: never)
 
 void poison_shared()
 {
     for (const SharedRegion& region : shared_regions) {
-        memset(region.address, 0xFF, region.bytes);  // all-ones bytes: a NaN as float and as double
+        memset(region.address, region.fill, region.bytes);
     }
-    memset(dynamic_shared, 0xFF, dynamic_shared_bytes);
+    memset(dynamic_shared, dynamic_shared_fill, dynamic_shared_bytes);
 }
 
 // ---- the barrier ------------------------------------------------------------------------------------
@@ -459,20 +462,33 @@ unsigned lanes_of(size_t warp, size_t threads)
     return count == kWarpSize ? 0xFFFFFFFFu : (1u << count) - 1u;
 }
 
-// A warp sync that also hands over a flag: the lanes of `mask` (in this warp) whose flag is set.
-unsigned warp_ballot(unsigned mask, bool flag)
+// A warp sync that hands every lane's `value` to every lane: calls visit(lane, value of that lane)
+// for each lane of `mask` in this warp (the match, reduce and vote functions are built on it).
+template <typename T, typename Visit>
+void warp_gather(unsigned mask, T value, Visit visit)
 {
+    static_assert(sizeof(T) <= sizeof(unsigned long long), "values of up to 8 bytes");
     const unsigned generation = current->warp_syncs & 1u;
-    warp_slots[generation][current->tid] = flag ? 1u : 0u;
+    unsigned long long word = 0;
+    memcpy(&word, &value, sizeof(T));
+    warp_slots[generation][current->tid] = word;
     warp_sync(mask);
     const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
     const size_t threads = threads_in_block();
-    unsigned bits = 0;
     for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
-        if ((mask >> lane) & 1u && warp_slots[generation][base + lane] != 0) {
-            bits |= 1u << lane;
+        if ((mask >> lane) & 1u) {
+            T other;
+            memcpy(&other, &warp_slots[generation][base + lane], sizeof(T));
+            visit(lane, other);
         }
     }
+}
+
+// A warp sync that also hands over a flag: the lanes of `mask` (in this warp) whose flag is set.
+unsigned warp_ballot(unsigned mask, bool flag)
+{
+    unsigned bits = 0;
+    warp_gather(mask, flag, [&](unsigned lane, bool set) { bits |= set ? 1u << lane : 0u; });
     return bits;
 }
 
@@ -798,12 +814,14 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; } \
     extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }      \
     extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
-    extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes, int n)        \
+    extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes,              \
+                                                   const unsigned char* fills, int n, int dynamic_fill) \
     {                                                                                                  \
         nn_cuda_cpu::shared_regions.clear();                                                           \
         for (int i = 0; i < n; ++i) {                                                                  \
-            nn_cuda_cpu::shared_regions.push_back(nn_cuda_cpu::SharedRegion{addresses[i], bytes[i]});   \
+            nn_cuda_cpu::shared_regions.push_back(nn_cuda_cpu::SharedRegion{addresses[i], bytes[i], fills[i]}); \
         }                                                                                              \
+        nn_cuda_cpu::dynamic_shared_fill = static_cast<unsigned char>(dynamic_fill);                   \
     }                                                                                                  \
     extern "C" int nn_cuda_cpu_launch(int i, const unsigned* grid, const unsigned* block, void** args, \
                                       const char* kernel, int check, unsigned long long seed,          \
