@@ -1,5 +1,5 @@
 """What the benchmarks share: how a benchmark command runs, the default backend, flag checks, the
-mpiexec jobs' environment, ratios. (The machine record and the JSON writer every run uses are in
+mpiexec jobs' environment, the host clock. (The machine record and the JSON writer every run uses are in
 nn_cuda.records; the studies in scripts/ run through `run_benchmark` too.)"""
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def run_benchmark(prog: str, main, argv: list[str]) -> int:
     from ..parallel import refuse_extra_ranks
     from ..training import USER_ERRORS
 
-    if refuse_extra_ranks(prog, prog.removeprefix("nn_cuda."), " (bench scaling and bench adversarial start their own mpiexec jobs)"):
+    started_by_themselves = " (bench scaling and bench adversarial start their own mpiexec jobs)"
+    if refuse_extra_ranks(prog, prog.removeprefix("nn_cuda."), started_by_themselves):
         return 1
     try:
         check_output_paths({"--json": flag_value(argv, "--json")})
