@@ -97,10 +97,13 @@ def test_a_tile_element_never_written_is_named_by_its_array(tmp_path, monkeypatc
     # Zeros past the edge of A are no longer stored: with K = 20, columns 20-31 of a_tile are never
     # written, and each is multiplied by a zero of b_tile (on a GPU: whatever the memory held, which
     # NaN or infinity turns into NaN; here NaN, as the checking mode fills the tiles with it).
+    # The project's own tiled GEMM is loaded first: the copy must fill its own tiles, not those
+    # (GCC's STB_GNU_UNIQUE symbols made the two libraries share one a_tile, left unfilled).
+    A, B = random_gemm(33, 33, 20)
+    CudaCpuBackend("tiled", check=True).gemm(A, B, np.zeros((33, 33)))
     edited_kernels(tmp_path, monkeypatch, "gemm2_tiled.cu",
                    "a_tile[a_r][a_k] = a_inside ? op_element<T, TRANS_A>(A, row0 + a_r, k0 + a_k, M, K) : T(0);",
                    "if (a_inside) a_tile[a_r][a_k] = op_element<T, TRANS_A>(A, row0 + a_r, k0 + a_k, M, K);")
-    A, B = random_gemm(33, 33, 20)
     reported_when_checked("tiled", A, B, np.zeros((33, 33)),
                           r"of C hold NaN after the launch .* the kernel read __shared__ `a_tile` "
                           r"\(in gemm_tiled<double, false, false>\) where no thread of the block had written it")

@@ -45,6 +45,12 @@ RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
 # as the generated .cpp.
 BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE",
               "-Wno-unknown-pragmas", "-fstack-clash-protection")
+# GCC gives the __shared__ arrays of a template kernel (function-local statics of a template) the
+# binding STB_GNU_UNIQUE, which the dynamic linker makes one object across every library of the
+# process: a second build of the same kernel (a student's edited copy beside the project's) would
+# then use the first one's arrays, and the checking mode would fill the wrong ones with NaN.
+# -fno-gnu-unique makes them ordinary weak symbols, each library's own (clang never makes them unique).
+GCC_ONLY_FLAGS = ("-fno-gnu-unique",)
 # The checking mode traps indices outside a fixed-size array (__shared__ tiles, c[16]) with no
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
@@ -151,9 +157,11 @@ class _Plan:
 
 def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool) -> _Plan:
     compiler = find_compiler()
-    flags = [*BASE_FLAGS, *(CHECK_FLAGS if check else ()), *extra_flags]
+    version = host_compiler.compiler_version(compiler)
+    gcc = "Free Software Foundation" in version and "clang" not in version
+    flags = [*BASE_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()), *(CHECK_FLAGS if check else ()), *extra_flags]
     key = hashlib.sha256()
-    for part in (unit, compiler, host_compiler.compiler_version(compiler), " ".join(flags)):
+    for part in (unit, compiler, version, " ".join(flags)):
         key.update(part.encode())
         key.update(b"\0")
     manifest = build_cache.folder() / f"{stem}-{key.hexdigest()[:16]}{_MANIFEST}"
