@@ -12,10 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from nn_cuda import kernel_checks, kernel_geometry, kernel_grading, kernel_info, kernel_launch
+from nn_cuda import kernel_checks, kernel_geometry, kernel_info, kernel_launch
 from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
 from test_cuda_cpu import edited_kernels as edited_copy  # a copy of kernels/ with one edit (not a test)
 

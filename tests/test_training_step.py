@@ -3,7 +3,6 @@ training-step and scaling benchmarks, and the asynchronous adversarial pipeline.
 shows in each of them, and no module writes the step again."""
 
 import ast
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -346,7 +346,7 @@ def run_bench(argv, capsys):
     try:
         if argv[0] in MOVED:
             script = MOVED[argv[0]]
-            status = run_benchmark(script, importlib.import_module(script[8:-3]).main, argv[1:])
+            status = run_benchmark(script, importlib.import_module(Path(script).stem).main, argv[1:])
         else:
             status = bench_main(argv)
     except SystemExit as stop:

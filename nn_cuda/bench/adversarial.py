@@ -29,7 +29,7 @@ from ..arguments import comma_separated, int_at_least, pixel_radius, positive_fl
 from ..config import UNIT_PIXELS_LR, HelpFormatter
 from ..data import DATASETS
 from ..parallel.mpi import find_mpiexec
-from ..records import machine_info, machine_line, write_json
+from ..records import machine_info, write_json
 from ..report.markdown import adversarial_tables, printed
 from .common import backend_or_usage_error, mpi_child_environment, run_child
 

@@ -161,10 +161,7 @@ class LoadedKernels:
                 self._call(index, launch, buffers.pointers(), buffers.describe_fault)
                 buffers.assert_same_as(first, rounding=bool(self._lib.nn_cuda_cpu_float_atomics()))
                 buffers.copy_back()
-                unwritten = []
-                if buffers.inputs_finite and buffers.nan_in_outputs():
-                    unwritten = self._shared_read_unwritten(index, launch, buffers, start)
-            buffers.assert_no_poison_left(unwritten)
+                buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, start))
         else:
             self._call(index, launch, None, _nothing_to_describe)
 
@@ -508,25 +505,28 @@ class _CheckedBuffers:
         return any(self.copies[i].view.dtype.kind == "f" and np.isnan(self.copies[i].view).any()
                    for i in self.outputs)
 
-    def assert_no_poison_left(self, shared_read_unwritten: list[str]) -> None:
+    def assert_no_poison_left(self, find_shared_read_unwritten) -> None:
         """KernelError when an output holds NaN from NaN-free inputs, naming the __shared__ arrays
-        found to carry their fill into it (LoadedKernels._shared_read_unwritten) where there are some."""
+        that `find_shared_read_unwritten()` (LoadedKernels._shared_read_unwritten, which runs the
+        launch again, so only then) finds to carry their fill into it, where there are some."""
         if not self.inputs_finite:
             return
         names = self.names
         for i in self.outputs:
-            nan_at = np.argwhere(np.isnan(self.launch.args[i]))
-            if len(nan_at):
-                poisoned = f"{names[i]} (filled with NaN before the launch), " if i in self.poisoned else ""
-                found = (f"the kernel read {' and '.join(shared_read_unwritten)} where no thread of the "
-                         "block had written it (the arrays are filled with NaN before every block)"
-                         if shared_read_unwritten else
-                         f"the kernel read poisoned memory ({poisoned}__shared__ memory before any thread wrote "
-                         "it) or left elements unwritten")
-                raise KernelError(
-                    f"{self.launch.kernel}: {len(nan_at)} element(s) of {names[i]} hold NaN after the launch "
-                    f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: {found}"
-                )
+            view = self.copies[i].view
+            if view.dtype.kind != "f" or not np.isnan(view).any():
+                continue
+            nan_at = np.argwhere(np.isnan(view))  # before the reruns overwrite the copy
+            shared = find_shared_read_unwritten()
+            poisoned = f"{names[i]} (filled with NaN before the launch), " if i in self.poisoned else ""
+            found = (f"the kernel read {' and '.join(shared)} where no thread of the block had written it "
+                     "(the arrays are filled with NaN before every block)" if shared else
+                     f"the kernel read poisoned memory ({poisoned}__shared__ memory before any thread wrote "
+                     "it) or left elements unwritten")
+            raise KernelError(
+                f"{self.launch.kernel}: {len(nan_at)} element(s) of {names[i]} hold NaN after the launch "
+                f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: {found}"
+            )
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
