@@ -175,6 +175,20 @@ __global__ void reverse_bytes(const T* x, T* out)
     out[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
 }
 
+// The same in the other orders CUDA allows for the words of the declaration, over two lines, with
+// a second dynamic array that aliases the first (both start at the block's dynamic memory).
+template <typename T>
+__global__ void reverse_any_order(const T* x, T* out, int* check)
+{
+    extern T __shared__
+        tile[];
+    __shared__ extern __align__(8) int also_tile[];
+    tile[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+    check[blockIdx.x * blockDim.x + threadIdx.x] = reinterpret_cast<T*>(also_tile) == tile ? __LINE__ : -1;
+}
+
 // A race the atomics do not excuse: thread 0 clears the total, the last thread reads it, no barrier.
 extern "C" __global__ void racy_total(const float* x, float* out)
 {
@@ -343,6 +357,13 @@ def test_extern_shared_memory_is_sized_by_shared_mem():
     outd = np.full(64, np.nan)
     module.get_function("reverse_bytes<double>")((2,), (32,), (xd, outd), shared_mem=32 * 8)
     np.testing.assert_array_equal(outd, xd.reshape(2, 32)[:, ::-1].reshape(-1))
+    # `extern T __shared__ name[]` and `__shared__ extern ...` too, on the lines where they are written
+    xf = np.arange(32, dtype=np.float32)
+    outf, lines = np.full(32, np.nan, np.float32), np.zeros(32, np.int32)
+    any_order = RawModule(code=FEATURES, name_expressions=("reverse_any_order<float>",), check=False)
+    any_order.get_function("reverse_any_order<float>")((1,), (32,), (xf, outf, lines), shared_mem=32 * 4)
+    np.testing.assert_array_equal(outf, xf[::-1])
+    assert set(lines.tolist()) == {FEATURES[:FEATURES.index("? __LINE__")].count("\n") + 1}
     # a GPU's limit: 48 KiB unless the kernel's attribute raises it
     kernel = module.get_function("reverse_blocks")
     with pytest.raises(ValueError, match=r"shared_mem=65536 bytes is more than a block may have \(49152"):

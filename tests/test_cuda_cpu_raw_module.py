@@ -238,6 +238,59 @@ def test_the_checking_mode_runs_blocks_in_random_orders_so_a_race_between_blocks
         RawModule(code=CHAIN, check=True).get_function("chain")(32, 32, (np.zeros(32, np.int32), np.int32(32)))
 
 
+SCRATCH = r"""
+// Each block reverses its 32 values of x through one global scratch array that all blocks share (the
+// bug: it should be __shared__, or indexed by block). One block at a time, as the plain mode runs
+// them, it gives the right result in any order of the blocks.
+__device__ float scratch[32];
+extern "C" __global__ void reverse_through_global(const float* x, float* out)
+{
+    const int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    scratch[t] = x[base + t];
+    __syncthreads();
+    out[base + t] = scratch[blockDim.x - 1 - t];
+}
+
+// The same through a __shared__ array declared at file scope, which is each block's own; with
+// `skip`, thread 0 leaves its element unwritten.
+__shared__ float file_tile[32];
+extern "C" __global__ void reverse_through_file_shared(const float* x, float* out, int skip)
+{
+    const int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    if (!(skip && t == 0)) {
+        file_tile[t] = x[base + t];
+    }
+    __syncthreads();
+    out[base + t] = file_tile[blockDim.x - 1 - t];
+}
+"""
+
+
+def test_blocks_take_turns_in_the_checking_mode_so_global_scratch_shared_by_blocks_shows():
+    x = np.arange(8 * 32, dtype=np.float32)
+    reversed_blocks = x.reshape(8, 32)[:, ::-1].reshape(-1)
+    out = np.full_like(x, np.nan)
+    RawModule(code=SCRATCH, check=False).get_function("reverse_through_global")(8, 32, (x, out))
+    np.testing.assert_array_equal(out, reversed_blocks)  # one block at a time: the bug cannot show
+    # in the checking mode up to 4 blocks are resident and take turns barrier to barrier, as on a GPU
+    with pytest.raises(KernelError, match=r"reverse_through_global: the result depends on the order .* or blocks "
+                                          r"share global memory that one of them writes"):
+        RawModule(code=SCRATCH, check=True).get_function("reverse_through_global")(8, 32, (x, out))
+
+
+def test_a_file_scope_shared_array_is_each_blocks_own_and_filled_with_nan_in_the_checking_mode():
+    module = RawModule(code=SCRATCH, check=True)
+    kernel = module.get_function("reverse_through_file_shared")
+    x = np.arange(8 * 32, dtype=np.float32)
+    out = np.full_like(x, np.nan)
+    kernel(8, 32, (x, out, np.int32(0)))  # blocks take turns, each with its own copy: no race
+    np.testing.assert_array_equal(out, x.reshape(8, 32)[:, ::-1].reshape(-1))
+    with pytest.raises(KernelError, match=r"reverse_through_file_shared: 8 element\(s\) of args\[1\] hold NaN after "
+                                          r"the launch \(first at index \(31,\)\) though no input did: the kernel "
+                                          r"read __shared__ `file_tile` where no thread"):
+        kernel(8, 32, (x, out, np.int32(1)))
+
+
 @pytest.mark.parametrize("grid, block", [((1, 70000), (1,)), ((1,), (1, 1, 128)), ((1,), (2048,)),
                                          ((1,), (64, 32))])
 def test_a_launch_beyond_a_gpus_limits_is_refused(grid, block):

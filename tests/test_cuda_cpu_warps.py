@@ -146,6 +146,35 @@ extern "C" __global__ void legacy_warp_sum(const float* x, float* out)
         out[0] = s[0];
     }
 }
+
+// The last step of a block reduction whose first 8 lanes shuffle down from lanes 16, 8, 4, ...
+// that their mask 0xff leaves out (a GPU gives undefined values; a planted bug).
+extern "C" __global__ void shuffle_outside_the_mask(const float* x, float* out)
+{
+    float v = x[threadIdx.x];
+    if (threadIdx.x < 8) {
+        for (int offset = 16; offset > 0; offset /= 2) {
+            v += __shfl_down_sync(0xffu, v, offset);
+        }
+    }
+    out[threadIdx.x] = v;
+}
+
+// Lane 5 syncs with a mask of lane 0 alone.
+extern "C" __global__ void own_lane_left_out(float* out)
+{
+    if (threadIdx.x == 5) {
+        __syncwarp(1u);
+    }
+    out[threadIdx.x] = 1.0f;
+}
+
+// A full-mask shuffle down by 16 in a block of 48 threads: the second warp's lanes 0-15 read lanes
+// 16-31, which the block does not have.
+extern "C" __global__ void shuffle_beyond_the_block(const float* x, float* out)
+{
+    out[threadIdx.x] = __shfl_down_sync(0xffffffffu, x[threadIdx.x], 16);
+}
 """
 
 
@@ -233,3 +262,20 @@ def test_legacy_warp_synchronous_code_is_reported_in_the_checking_mode():
     x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
     with pytest.raises(KernelError, match=r"legacy_warp_sum: the result depends on the order .* a __syncwarp\(\)"):
         kernel(1, 64, (x, np.zeros(1, np.float32)))
+
+
+@pytest.mark.parametrize("kernel, threads, message", [
+    ("shuffle_outside_the_mask", 32, r"lane [0-7] of its warp, calls a warp sync .* with mask 0x000000ff and reads the "
+                                     r"value of lane \d+, which is not in the mask"),
+    ("own_lane_left_out", 32, r"thread \(5, 0, 0\) of block \(0, 0, 0\), lane 5 of its warp, calls a warp sync .* "
+                              r"with mask 0x00000001 that leaves out its own lane"),
+    ("shuffle_beyond_the_block", 48, r"lane \d+ of its warp, calls a warp sync .* with mask 0xffffffff and reads the "
+                                     r"value of lane (1[6-9]|2\d|3[01]), which the block does not have"),
+])
+def test_a_warp_sync_outside_its_mask_is_a_kernel_error_in_both_modes(warps, kernel, threads, message):
+    """What a GPU leaves undefined (a shuffle that reads a lane outside its mask, a lane that calls
+    with a mask without itself) ends the launch naming the thread, the mask and the lane."""
+    x = np.ones(threads, np.float32)
+    args = (x, np.zeros(threads, np.float32)) if kernel != "own_lane_left_out" else (np.zeros(threads, np.float32),)
+    with pytest.raises(KernelError, match=f"{kernel}: .*" + message):
+        warps.get_function(kernel)(1, threads, args)

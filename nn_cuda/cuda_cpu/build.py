@@ -34,6 +34,8 @@ from ..errors import BackendUnavailable, KernelFailure
 from . import build_cache
 
 RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
+#: the CUDA headers a kernel may include that the CPU runner provides (<cooperative_groups.h>)
+INCLUDE_DIR = Path(__file__).with_name("include")
 
 # -O2: the kernels' loops are worth optimising; -U_FORTIFY_SOURCE: the fibers switch stacks, which
 # glibc's fortified longjmp checks would take for stack corruption; #pragma unroll is CUDA's.
@@ -159,7 +161,8 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool)
     compiler = find_compiler()
     version = host_compiler.compiler_version(compiler)
     gcc = "Free Software Foundation" in version and "clang" not in version
-    flags = [*BASE_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()), *(CHECK_FLAGS if check else ()), *extra_flags]
+    flags = [*BASE_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()), *(CHECK_FLAGS if check else ()), *extra_flags,
+             f"-isystem{INCLUDE_DIR}"]
     key = hashlib.sha256()
     for part in (unit, compiler, version, " ".join(flags)):
         key.update(part.encode())

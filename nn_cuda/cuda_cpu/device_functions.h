@@ -142,6 +142,26 @@ inline unsigned int __umul24(unsigned int a, unsigned int b) { return (a & 0xFFF
 
 template <typename T>
 inline T __ldg(const T* address) { return *address; }
+// The loads and stores with a cache hint (streaming, L2 only, last use, volatile, write-back,
+// write-through): one cache here, so each is a plain load or store.
+template <typename T>
+inline T __ldcs(const T* address) { return *address; }
+template <typename T>
+inline T __ldcg(const T* address) { return *address; }
+template <typename T>
+inline T __ldca(const T* address) { return *address; }
+template <typename T>
+inline T __ldlu(const T* address) { return *address; }
+template <typename T>
+inline T __ldcv(const T* address) { return *address; }
+template <typename T>
+inline void __stcs(T* address, T value) { *address = value; }
+template <typename T>
+inline void __stcg(T* address, T value) { *address = value; }
+template <typename T>
+inline void __stwb(T* address, T value) { *address = value; }
+template <typename T>
+inline void __stwt(T* address, T value) { *address = value; }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }

@@ -196,17 +196,32 @@ def _dimensions(what: str, value) -> tuple:
 
 # ---- extern __shared__ ------------------------------------------------------------------------------
 
-_EXTERN_SHARED = re.compile(
-    r"\bextern[ \t]+__shared__[ \t]+(?:(?:__align__|alignas)[ \t]*\([ \t]*\d+[ \t]*\)[ \t]+)?"
-    r"(?P<type>[A-Za-z_][\w: \t<>,]*?)[ \t]+(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*;")
+# A declaration `... name[];`: an extern __shared__ array when the words before the name hold both
+# `extern` and `__shared__`, in any order, as CUDA allows.
+_UNSIZED_ARRAY = re.compile(r"(?P<specifiers>(?:[^;{}()]|\([ \t]*\d+[ \t]*\))*?)\b(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*;")
+_ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*\(\s*\d+\s*\)")
 
 
 def dynamic_shared_as_pointers(code: str) -> str:
-    """`extern __shared__ T name[];` as a constant pointer to the CPU runtime's dynamic shared region,
-    on the same line (the compiler's line numbers stay the code's)."""
-    return _EXTERN_SHARED.sub(
-        lambda m: f"{m['type']}* const {m['name']} = reinterpret_cast<{m['type']}*>(::nn_cuda_cpu::dynamic_shared);",
-        code)
+    """`extern __shared__ T name[];` (the words in any order, `__align__(n)` allowed) as a constant
+    pointer to the CPU runtime's dynamic shared region, on the same lines (the compiler's line
+    numbers stay the code's)."""
+    pieces, done = [], 0
+    for shared in re.finditer(r"\b__shared__\b", code):
+        start = max(code.rfind(brace, 0, shared.start()) for brace in ";{}") + 1
+        end = code.find(";", shared.end()) + 1
+        declaration = _UNSIZED_ARRAY.fullmatch(code, start, end) if start >= done and end > 0 else None
+        if declaration is None or "extern" not in declaration["specifiers"].split():
+            continue
+        specifiers = declaration["specifiers"]
+        leading = specifiers[:len(specifiers) - len(specifiers.lstrip())]
+        element = " ".join(word for word in _ALIGNMENT.sub(" ", specifiers).split()
+                           if word not in ("extern", "__shared__"))
+        lines = "\n" * code.count("\n", start + len(leading), end)
+        pieces += [code[done:start], f"{leading}{element}* const {declaration['name']} = "
+                   f"reinterpret_cast<{element}*>(::nn_cuda_cpu::dynamic_shared);{lines}"]
+        done = end
+    return "".join(pieces) + code[done:]
 
 
 # ---- the extern "C" kernels of a code ---------------------------------------------------------------

@@ -237,13 +237,18 @@ class LoadedKernels:
         return ctypes.cast(getattr(self._lib, anchor), ctypes.c_void_p).value - symbols[anchor][1]
 
     def _set_shared_regions(self) -> None:
-        """Tell the library where its __shared__ arrays are (function-local statics: _ZZ symbols).
-        Those of a template instance are exported, those of other kernels are not: every one's
-        address is the library's load address plus the symbol's value."""
+        """Tell the library where its __shared__ arrays are: the function-local statics (_ZZ
+        symbols; a template instance's are exported, other kernels' are not) and the variables in
+        runtime.h's section of __shared__ ones (those at file scope). Every one's address is the
+        library's load address plus the symbol's value."""
         symbols = _symbol_table(self.tool_path, "the checking mode finds __shared__ arrays")
         base = self._load_address(symbols)
+        bounds = (ctypes.c_size_t * 2)()
+        self._lib.nn_cuda_cpu_shared_section(bounds)
+        in_section = range(bounds[0], bounds[1])
         self._shared = [(base + value, size, name) for name, (kind, value, size) in symbols.items()
-                        if name.lstrip("_").startswith("ZZ") and kind in _DATA_KINDS]
+                        if kind in _DATA_KINDS and size and "nn_cuda_cpu_shared_anchor" not in name
+                        and (name.lstrip("_").startswith("ZZ") or base + value in in_section)]
         self._fill_shared(poisoned=range(len(self._shared)), dynamic=True)
 
     def _fill_shared(self, poisoned, dynamic: bool) -> None:
@@ -478,7 +483,8 @@ class _CheckedBuffers:
                     f"and {float(now[index]):.9g} in another"
                     + (", beyond the rounding of its floating-point atomics" if rounding else "")
                     + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing (or, "
-                    "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here)"
+                    "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or blocks "
+                    "share global memory that one of them writes (here blocks take turns, barrier to barrier)"
                 )
 
     def pointers(self) -> list:

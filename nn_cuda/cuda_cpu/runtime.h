@@ -10,7 +10,10 @@
 // on a GPU, but the threads between two barriers run one after another, never at the same time.
 //
 // Checking mode (check != 0 in nn_cuda_cpu_launch): the threads of each phase run in a random order
-// (seeded), __shared__ memory is filled with NaN bytes before every block (with zeros, array by
+// (seeded), up to four blocks are resident at once and take turns phase by phase in a random order
+// (each keeps its own __shared__ memory, copied in and out as they take turns), so blocks that share
+// global memory one of them writes see each other's work half done, as on a GPU; __shared__ memory
+// is filled with NaN bytes before every block (with zeros, array by
 // array, when the Python side looks for the array read before it was written), and faults (a read or
 // write outside a buffer, which the Python side surrounds with inaccessible pages; an index out of
 // the bounds of a __shared__ or local array, trapped by -fsanitize=bounds) end the launch with a
@@ -49,9 +52,19 @@
 // A global variable of the library: the Python side reads and writes it (RawModule.get_global).
 #define __constant__ __attribute__((used))
 #define __align__(n) alignas(n)
-// One static array per kernel instance: the blocks run one at a time, so it is the block's memory.
-// "used" keeps it (and its address) visible, so the compiler never assumes a barrier leaves it alone.
-#define __shared__ static __attribute__((used))
+// One static array per kernel instance: the blocks run one at a time (or, in the checking mode, take
+// turns and copy their own in), so it is the block's memory. "used" keeps it (and its address)
+// visible, so the compiler never assumes a barrier leaves it alone. The section lets the Python side
+// find those at file scope too (GCC keeps a template's in sections of their own, named _ZZ...).
+#if defined(__APPLE__)
+#define __shared__ static __attribute__((used))  // Mach-O: no section of its own (file scope not found)
+#else
+#define __shared__ static __attribute__((used, section("nn_cuda_shared")))
+// The linker's bounds of that section, which the anchor makes sure exists.
+extern "C" char __start_nn_cuda_shared[] __attribute__((visibility("hidden")));
+extern "C" char __stop_nn_cuda_shared[] __attribute__((visibility("hidden")));
+static char nn_cuda_cpu_shared_anchor __attribute__((used, section("nn_cuda_shared")));
+#endif
 
 struct uint3 {
     unsigned int x, y, z;
@@ -224,8 +237,9 @@ struct StackPool {
         count = 0;
     }
 
-    // The initial stack pointer of thread i: registers to restore (zero) under fiber_main's address.
-    void* initial_sp(size_t i) const
+    // The initial stack pointer of stack i: registers to restore (zero) under `entry`'s address
+    // (fiber_main for a CUDA thread, block_main for a resident block's scheduler).
+    void* initial_sp(size_t i, void (*entry)() = &fiber_main) const
     {
         // Each stack starts at another offset within its page (cache coloring): stacks a page-size
         // multiple apart would put every thread's hot top-of-stack lines in the same few cache sets.
@@ -233,7 +247,7 @@ struct StackPool {
         void** sp = reinterpret_cast<void**>(top);
 #if defined(__x86_64__)
         *--sp = nullptr;                                    // fiber_main's return address: never used
-        *--sp = reinterpret_cast<void*>(&fiber_main);        // where the switch's ret goes
+        *--sp = reinterpret_cast<void*>(entry);              // where the switch's ret goes
         for (int r = 0; r < NN_CUDA_CPU_SAVED_WORDS; ++r) {  // rbp, rbx, r12-r15
             *--sp = nullptr;
         }
@@ -242,13 +256,16 @@ struct StackPool {
         for (int r = 0; r < NN_CUDA_CPU_SAVED_WORDS; ++r) {
             sp[r] = nullptr;
         }
-        sp[11] = reinterpret_cast<void*>(&fiber_main);
+        sp[11] = reinterpret_cast<void*>(entry);
 #endif
         return sp;
     }
 };
 static StackPool stacks;
-static std::vector<Fiber> fibers;
+static std::vector<Fiber> fiber_pool;  // the threads of every resident block, block after block
+// The running block's threads (fiber_pool + its slot's first). External linkage on purpose, as for
+// `current`: the launcher changes it while a block's scheduler waits in a switch.
+__attribute__((visibility("hidden"))) Fiber* fibers = nullptr;
 
 // ---- faults ---------------------------------------------------------------------------------------
 
@@ -367,6 +384,18 @@ static size_t dynamic_shared_bytes = 0;  // the launch's shared_mem
 static unsigned char dynamic_shared_fill = 0xFF;
 static double watchdog_seconds = 0.0;  // a launch running longer is stopped (0: never)
 
+// [first, end) of the section of the __shared__ variables that are not a template's (file scope
+// ones included); an empty range where the platform has none.
+void shared_section(uintptr_t* bounds)
+{
+#if defined(__APPLE__)
+    bounds[0] = bounds[1] = 0;
+#else
+    bounds[0] = reinterpret_cast<uintptr_t>(__start_nn_cuda_shared);
+    bounds[1] = reinterpret_cast<uintptr_t>(__stop_nn_cuda_shared);
+#endif
+}
+
 void poison_shared()
 {
     for (const SharedRegion& region : shared_regions) {
@@ -426,9 +455,30 @@ constexpr unsigned kWarpSize = 32;
 // next one's value while others still read this one's), a 64-bit word per thread.
 static unsigned long long warp_slots[2][1024];
 
+unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
+
+// Ends the launch naming the warp sync a thread called wrongly (a GPU leaves the result undefined).
+template <typename... Args>
+[[noreturn]] void warp_misuse(unsigned mask, const char* format, Args... args)
+{
+    const int written = snprintf(launch.message, static_cast<size_t>(launch.message_size),
+                                 "%s: thread (%u, %u, %u) of block (%u, %u, %u), lane %u of its warp, calls a warp sync "
+                                 "(__syncwarp or a *_sync shuffle or vote) with mask 0x%08x ",
+                                 launch.kernel, current->thread_idx.x, current->thread_idx.y, current->thread_idx.z,
+                                 block_idx.x, block_idx.y, block_idx.z, lane_id(), mask);
+    if (written >= 0 && written < launch.message_size) {
+        snprintf(launch.message + written, static_cast<size_t>(launch.message_size - written), format, args...);
+    }
+    end_launch_reported();
+}
+
 // Waits until every lane of `mask` in this thread's warp has reached a warp sync too.
 __attribute__((noinline)) void warp_sync(unsigned mask)
 {
+    if (!((mask >> lane_id()) & 1u)) {
+        warp_misuse(mask, "that leaves out its own lane; every lane that calls it must be in the mask "
+                          "(on a GPU the result is undefined)");
+    }
     __asm__ __volatile__("" ::: "memory");
     current->warp_mask = mask;
     current->state = State::at_warp_sync;
@@ -448,12 +498,18 @@ T warp_exchange(unsigned mask, T value, unsigned source)
     warp_slots[generation][current->tid] = word;
     warp_sync(mask);
     const size_t from = (current->tid & ~static_cast<size_t>(kWarpSize - 1)) + source;
+    if (!((mask >> source) & 1u) || from >= threads_in_block()) {
+        // NVIDIA's hardware reads an inactive lane's register, whatever it holds: code that does so
+        // can pass there by luck (a zero) and is wrong on the next GPU
+        warp_misuse(mask, "and reads the value of lane %u, which %s; a shuffle may read only the lanes of "
+                          "its mask (on a GPU the value read is undefined)",
+                    source, from >= threads_in_block() ? "the block does not have (its last warp is partial)"
+                                                       : "is not in the mask");
+    }
     T result;
     memcpy(&result, &warp_slots[generation][from], sizeof(T));
     return result;
 }
-
-unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
 
 // The lanes of warp `warp` that exist in a block of `threads` threads (the last warp may be partial).
 unsigned lanes_of(size_t warp, size_t threads)
@@ -534,8 +590,42 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
     return released.size();
 }
 
+// ---- blocks that take turns (checking mode) ------------------------------------------------------
+
+// In the checking mode up to kResidentBlocks blocks are resident at once, as on a GPU's SMs: each
+// has its own threads and a scheduler of its own (run_block, on a stack of its own), which hands
+// back to the launcher after every phase; the launcher then picks a resident block at random and
+// copies its __shared__ memory in. A block that finishes makes room for the next in the grid's
+// (shuffled) order.
+constexpr size_t kResidentBlocks = 4;
+
+struct Resident {
+    size_t linear = 0;  // the block: x + gridDim.x (y + gridDim.y z)
+    void* sp = nullptr;  // its scheduler's stack while another block runs
+    bool live = false;  // admitted and not finished
+    bool started = false;  // it has run a phase (its __shared__ memory is its own)
+    bool ok = true;  // run_block's verdict, once finished
+    int votes[3] = {0, 0, 0};  // its __syncthreads_count totals
+    std::vector<unsigned char> shared;  // its __shared__ memory while another block runs
+};
+static Resident residents[kResidentBlocks];
+static bool interleaving = false;  // this launch's blocks take turns
+static void* launcher_sp = nullptr;  // the launcher's stack while a resident block runs
+// The resident block that runs. External linkage on purpose, as for `current`.
+__attribute__((visibility("hidden"))) size_t running = 0;
+
+// Where a block's scheduler stands between two phases: in the checking mode, hand back to the
+// launcher, which may run other blocks' phases before this one's next.
+void end_of_phase()
+{
+    if (interleaving) {
+        nn_cuda_cpu_switch(&residents[running].sp, launcher_sp);
+    }
+}
+
 // Runs one block to its end; false (with launch.message set) when its threads disagree on barriers.
-bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
+// Its threads are `fibers`, on the stacks from `first_stack` on.
+bool run_block(size_t threads, bool shuffle, std::mt19937_64& random, size_t first_stack)
 {
     const dim3 block = block_dim;
     std::vector<size_t> order(threads);
@@ -547,7 +637,7 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
         fiber.votes = 0;
         fiber.tid = t;
         fiber.warp_syncs = 0;
-        fiber.saved_sp = stacks.initial_sp(t);
+        fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
     vote_totals[0] = vote_totals[1] = vote_totals[2] = 0;
@@ -563,6 +653,7 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
         }
         current = nullptr;
         if (phase.at_barrier == threads) {
+            end_of_phase();
             continue;  // every thread waits at __syncthreads: the same threads run the next phase
         }
         // Warps whose lanes all reached their sync go on first; __syncthreads waits for the rest.
@@ -616,7 +707,116 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random)
         for (size_t t : order) {
             fibers[t].state = State::ready;
         }
+        end_of_phase();
     }
+}
+
+// The random generator of the running launch (the resident blocks' schedulers share it).
+static std::mt19937_64* launch_random = nullptr;
+
+// A resident block's scheduler: runs its block to the end, then hands back for good.
+[[noreturn]] void block_main()
+{
+    const bool ok = run_block(threads_in_block(), true, *launch_random, running * threads_in_block());
+    Resident& self = residents[running];
+    self.ok = ok;
+    self.live = false;
+    nn_cuda_cpu_switch(&self.sp, launcher_sp);
+    __builtin_trap();  // a finished block is never resumed
+}
+
+// The bytes of every __shared__ array and of the launch's dynamic shared memory, which a block
+// copies out when another takes its turn and back in when its turn comes again.
+void save_shared(Resident& block)
+{
+    size_t bytes = dynamic_shared_bytes;
+    for (const SharedRegion& region : shared_regions) {
+        bytes += region.bytes;
+    }
+    block.shared.resize(bytes);
+    unsigned char* to = block.shared.data();
+    for (const SharedRegion& region : shared_regions) {
+        memcpy(to, region.address, region.bytes);
+        to += region.bytes;
+    }
+    memcpy(to, dynamic_shared, dynamic_shared_bytes);
+    memcpy(block.votes, vote_totals, sizeof(vote_totals));
+}
+
+void load_shared(const Resident& block)
+{
+    const unsigned char* from = block.shared.data();
+    for (const SharedRegion& region : shared_regions) {
+        memcpy(region.address, from, region.bytes);
+        from += region.bytes;
+    }
+    memcpy(dynamic_shared, from, dynamic_shared_bytes);
+    memcpy(vote_totals, block.votes, sizeof(vote_totals));
+}
+
+uint3 block_index(size_t linear)
+{
+    return uint3{static_cast<unsigned>(linear % grid_dim.x), static_cast<unsigned>(linear / grid_dim.x % grid_dim.y),
+                 static_cast<unsigned>(linear / grid_dim.x / grid_dim.y)};
+}
+
+// Runs the blocks of `order` (the grid's, shuffled) with up to kResidentBlocks of them resident,
+// a phase of a randomly chosen one at a time; false when one of them broke a barrier.
+bool run_interleaved(const std::vector<size_t>& order, size_t threads, std::mt19937_64& random)
+{
+    const size_t slots = std::min(order.size(), kResidentBlocks);
+    const size_t none = slots;
+    size_t next = 0, live = 0, loaded = none;
+    auto admit = [&](size_t slot) {
+        Resident& block = residents[slot];
+        block.linear = order[next++];
+        block.live = true;
+        block.started = false;
+        block.ok = true;
+        block.sp = stacks.initial_sp(slots * threads + slot, &block_main);
+        ++live;
+    };
+    for (size_t slot = 0; slot < slots; ++slot) {
+        admit(slot);
+    }
+    std::vector<size_t> candidates;
+    while (live > 0) {
+        candidates.clear();
+        for (size_t slot = 0; slot < slots; ++slot) {
+            if (residents[slot].live) {
+                candidates.push_back(slot);
+            }
+        }
+        const size_t slot = candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(random)];
+        Resident& block = residents[slot];
+        if (slot != loaded) {
+            if (loaded != none) {
+                save_shared(residents[loaded]);
+            }
+            if (block.started) {
+                load_shared(block);
+            } else {
+                poison_shared();
+                block.started = true;
+            }
+            loaded = slot;
+        }
+        running = slot;
+        block_idx = block_index(block.linear);
+        fibers = fiber_pool.data() + slot * threads;
+        nn_cuda_cpu_switch(&launcher_sp, block.sp);
+        if (!block.live) {
+            --live;
+            loaded = none;  // its memory is nobody's now
+            if (!block.ok) {
+                return false;
+            }
+            if (next < order.size()) {
+                admit(slot);
+            }
+        }
+    }
+    return true;
 }
 
 // ---- the instances of one kernel file -------------------------------------------------------------
@@ -715,28 +915,34 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
                kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
         return 1;
     }
-    if (!stacks.reserve(threads)) {
-        report("%s: could not allocate the stacks of %zu threads", kernel, threads);
+    const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
+    // In the checking mode the blocks take turns (up to 4 resident, each with a scheduler's stack);
+    // grids too large to shuffle run in order, one block at a time.
+    interleaving = check && blocks > 1 && blocks <= (size_t{1} << 22);
+    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
+    if (!stacks.reserve(resident * (threads + 1))) {
+        report("%s: could not allocate the stacks of %zu threads", kernel, resident * threads);
         return 1;
     }
-    if (fibers.size() < threads) {
-        fibers.resize(threads);
+    if (fiber_pool.size() < resident * threads) {
+        fiber_pool.resize(resident * threads);
     }
+    fibers = fiber_pool.data();
     float_atomics = false;
     block_dim = dim3{block[0], block[1], block[2]};
     grid_dim = dim3{grid[0], grid[1], grid[2]};
     std::mt19937_64 random(seed);
+    launch_random = &random;
 
     FaultHandlers handlers;
     handlers.install();
     handlers.arm(watchdog_seconds);
     volatile int status = 0;
-    // The blocks in order; in the checking mode in a random order, which its two runs compare: blocks
-    // that race on global memory (one reads what another writes) then give different results.
-    const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
+    // The blocks in order; in the checking mode in a random order, taking turns, which its two runs
+    // compare: blocks that race on global memory (one reads what another writes) then give
+    // different results.
     std::vector<size_t> block_order;
-    const bool shuffle_blocks = check && blocks <= (size_t{1} << 22);  // larger grids: in order
-    if (shuffle_blocks) {
+    if (interleaving) {
         block_order.resize(blocks);
         for (size_t b = 0; b < blocks; ++b) {
             block_order[b] = b;
@@ -745,14 +951,16 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     }
     switch (sigsetjmp(launch.fault_exit, 1)) {
     case 0:
+        if (interleaving) {
+            status = run_interleaved(block_order, threads, random) ? 0 : 1;
+            break;
+        }
         for (size_t b = 0; b < blocks && status == 0; ++b) {
-            const size_t linear = shuffle_blocks ? block_order[b] : b;
-            block_idx = uint3{static_cast<unsigned>(linear % grid[0]), static_cast<unsigned>(linear / grid[0] % grid[1]),
-                              static_cast<unsigned>(linear / grid[0] / grid[1])};
+            block_idx = block_index(b);
             if (check) {
                 poison_shared();
             }
-            if (!run_block(threads, check != 0, random)) {
+            if (!run_block(threads, check != 0, random, 0)) {
                 status = 1;
             }
         }
@@ -814,6 +1022,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; } \
     extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }      \
     extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
+    extern "C" void nn_cuda_cpu_shared_section(uintptr_t* bounds) { nn_cuda_cpu::shared_section(bounds); }    \
     extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes,              \
                                                    const unsigned char* fills, int n, int dynamic_fill) \
     {                                                                                                  \

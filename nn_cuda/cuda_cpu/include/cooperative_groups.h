@@ -1,0 +1,336 @@
+// CUDA's cooperative groups on the CPU runner: the thread block, its tiles of 1 to 32 lanes (as
+// thread_block_tile<N> or, sized at run time, as a thread_group), the grid's ranks, the partitions
+// of a tile, and the collectives cg::reduce (over a tile or a partition), cg::inclusive_scan and
+// cg::exclusive_scan (over a tile).
+//
+// Built on runtime.h, which every CPU build includes first: a block's sync is __syncthreads(), a
+// tile's is __syncwarp over the tile's lanes, and a tile's shuffles and votes are the *_sync ones
+// with the tile's mask and width. What needs a cooperative launch (grid_group::sync, a grid-wide
+// barrier) or the lanes a branch leaves active (coalesced_threads) stops the build naming itself,
+// as every function the runner lacks does. The partitions of a tile by a predicate or a label
+// (binary_partition, labeled_partition) are coalesced groups: any lanes of one warp.
+#pragma once
+
+namespace cooperative_groups {
+
+namespace details {
+// The lanes of a tile of `size` lanes that hold this thread, as a mask over its warp (less in the
+// block's last, partial warp).
+inline unsigned tile_mask(unsigned size)
+{
+    const unsigned lane = nn_cuda_cpu::lane_id();
+    const unsigned first = lane / size * size;
+    const unsigned lanes = size == 32 ? 0xFFFFFFFFu : ((1u << size) - 1u) << first;
+    return lanes & nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / nn_cuda_cpu::kWarpSize,
+                                         nn_cuda_cpu::threads_in_block());
+}
+
+inline constexpr bool valid_tile(unsigned size) { return size >= 1 && size <= 32 && (size & (size - 1)) == 0; }
+
+template <typename... A>
+constexpr bool unsupported = false;
+}  // namespace details
+
+// ---- the thread block -----------------------------------------------------------------------------
+
+// A group of threads as chosen at run time: the block, or a tile of it of 1 to 32 lanes
+// (tiled_partition(parent, n)).
+class thread_group {
+public:
+    void sync() const
+    {
+        if (tile_size_ == 0) {
+            __syncthreads();
+        } else {
+            __syncwarp(details::tile_mask(tile_size_));
+        }
+    }
+    unsigned thread_rank() const
+    {
+        const size_t tid = nn_cuda_cpu::current->tid;
+        return static_cast<unsigned>(tile_size_ == 0 ? tid : tid % tile_size_);
+    }
+    unsigned long long num_threads() const
+    {
+        return tile_size_ == 0 ? nn_cuda_cpu::threads_in_block() : tile_size_;
+    }
+    unsigned long long size() const { return num_threads(); }
+
+protected:
+    explicit thread_group(unsigned tile_size) : tile_size_(tile_size) {}
+    unsigned tile_size_;  // 0: the whole block
+    friend thread_group tiled_partition(const thread_group& parent, unsigned size);
+};
+
+class thread_block : public thread_group {
+public:
+    thread_block() : thread_group(0) {}
+    dim3 group_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+    dim3 thread_index() const { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
+    dim3 group_dim() const { return blockDim; }
+    dim3 dim_threads() const { return blockDim; }
+};
+
+inline thread_block this_thread_block() { return thread_block(); }
+
+// A tile of `size` lanes (a power of 2, at most 32) of `parent` (the block, or a larger tile).
+inline thread_group tiled_partition(const thread_group& parent, unsigned size)
+{
+    if (!details::valid_tile(size) || (parent.tile_size_ != 0 && size > parent.tile_size_)) {
+        nn_cuda_cpu::report("%s: tiled_partition(group, %u) in thread (%u, %u, %u) of block (%u, %u, %u): the CPU "
+                            "runner takes tiles of 1, 2, 4, 8, 16 or 32 threads, no larger than their parent",
+                            nn_cuda_cpu::launch.kernel, size, threadIdx.x, threadIdx.y, threadIdx.z,
+                            blockIdx.x, blockIdx.y, blockIdx.z);
+        nn_cuda_cpu::end_launch_reported();
+    }
+    return thread_group(size);
+}
+
+// ---- tiles of a size known when compiling ----------------------------------------------------------
+
+template <unsigned Size, typename Parent = void>
+class thread_block_tile {
+    static_assert(details::valid_tile(Size), "the CPU runner does not support tiles other than 1, 2, 4, 8, 16 "
+                                             "or 32 threads (thread_block_tile<N>)");
+
+public:
+    thread_block_tile() = default;
+    template <typename OtherParent>
+    thread_block_tile(const thread_block_tile<Size, OtherParent>&) {}
+
+    static constexpr unsigned long long num_threads() { return Size; }
+    static constexpr unsigned long long size() { return Size; }
+    unsigned thread_rank() const { return static_cast<unsigned>(nn_cuda_cpu::current->tid % Size); }
+    // which tile of the block this is, and how many tiles the block has
+    unsigned meta_group_rank() const { return static_cast<unsigned>(nn_cuda_cpu::current->tid / Size); }
+    unsigned meta_group_size() const { return static_cast<unsigned>((nn_cuda_cpu::threads_in_block() + Size - 1) / Size); }
+    void sync() const { __syncwarp(details::tile_mask(Size)); }
+    operator thread_group() const { return tiled_partition(thread_block(), Size); }
+
+    template <typename T>
+    T shfl(T value, int source) const { return __shfl_sync(details::tile_mask(Size), value, source, Size); }
+    template <typename T>
+    T shfl_down(T value, unsigned delta) const { return __shfl_down_sync(details::tile_mask(Size), value, delta, Size); }
+    template <typename T>
+    T shfl_up(T value, unsigned delta) const { return __shfl_up_sync(details::tile_mask(Size), value, delta, Size); }
+    template <typename T>
+    T shfl_xor(T value, unsigned lane_mask) const { return __shfl_xor_sync(details::tile_mask(Size), value, lane_mask, Size); }
+
+    // votes: over the tile's lanes, the ballot's bits numbered from the tile's first lane
+    int any(int predicate) const { return ballot(predicate) != 0; }
+    int all(int predicate) const { return ballot(predicate) == low_lanes(); }
+    unsigned ballot(int predicate) const { return __ballot_sync(details::tile_mask(Size), predicate) >> shift(); }
+    template <typename T>
+    unsigned match_any(T value) const { return __match_any_sync(details::tile_mask(Size), value) >> shift(); }
+    template <typename T>
+    unsigned match_all(T value, int& pred) const { return __match_all_sync(details::tile_mask(Size), value, &pred) >> shift(); }
+
+private:
+    static unsigned shift() { return nn_cuda_cpu::lane_id() / Size * Size; }
+    static unsigned low_lanes() { return details::tile_mask(Size) >> shift(); }
+};
+
+template <unsigned Size, typename Parent>
+thread_block_tile<Size, Parent> tiled_partition(const Parent&)
+{
+    return thread_block_tile<Size, Parent>();
+}
+
+template <typename Group>
+void sync(const Group& group)
+{
+    group.sync();
+}
+
+// ---- the grid: its ranks; a grid-wide barrier needs every block resident at once -------------------
+
+class grid_group {
+public:
+    bool is_valid() const { return true; }
+    unsigned long long num_blocks() const { return 1ull * gridDim.x * gridDim.y * gridDim.z; }
+    unsigned long long block_rank() const { return blockIdx.x + 1ull * gridDim.x * (blockIdx.y + 1ull * gridDim.y * blockIdx.z); }
+    unsigned long long num_threads() const { return num_blocks() * nn_cuda_cpu::threads_in_block(); }
+    unsigned long long size() const { return num_threads(); }
+    unsigned long long thread_rank() const { return block_rank() * nn_cuda_cpu::threads_in_block() + nn_cuda_cpu::current->tid; }
+    dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+    dim3 dim_blocks() const { return gridDim; }
+    template <typename Unused = void>
+    void sync() const
+    {
+        static_assert(details::unsupported<Unused>, "the CPU runner does not support grid_group::sync (a "
+                                                    "grid-wide barrier: its blocks run one after another)");
+    }
+};
+
+inline grid_group this_grid() { return grid_group(); }
+
+// ---- groups of any lanes of one warp: the partitions of a tile by a value ---------------------------
+
+// The lanes of `mask` in this thread's warp, ranked from the lowest lane: what binary_partition and
+// labeled_partition give each thread (the lanes of its tile with its predicate, or its label).
+class coalesced_group {
+public:
+    explicit coalesced_group(unsigned mask) : mask_(mask) {}
+    unsigned thread_rank() const { return __popc(mask_ & ((1u << nn_cuda_cpu::lane_id()) - 1u)); }
+    unsigned long long num_threads() const { return __popc(mask_); }
+    unsigned long long size() const { return num_threads(); }
+    void sync() const { __syncwarp(mask_); }
+    template <typename T>
+    T shfl(T value, unsigned rank) const { return __shfl_sync(mask_, value, lane_of(rank)); }
+    template <typename T>
+    T shfl_down(T value, unsigned delta) const
+    {
+        const unsigned rank = thread_rank() + delta;
+        return __shfl_sync(mask_, value, rank < num_threads() ? lane_of(rank) : nn_cuda_cpu::lane_id());
+    }
+    template <typename T>
+    T shfl_up(T value, unsigned delta) const
+    {
+        const unsigned rank = thread_rank();
+        return __shfl_sync(mask_, value, rank >= delta ? lane_of(rank - delta) : nn_cuda_cpu::lane_id());
+    }
+    int any(int predicate) const { return __ballot_sync(mask_, predicate) != 0; }
+    int all(int predicate) const { return __ballot_sync(mask_, predicate) == mask_; }
+    // bit r for the thread of rank r
+    unsigned ballot(int predicate) const
+    {
+        const unsigned lanes = __ballot_sync(mask_, predicate);
+        unsigned bits = 0, rank = 0;
+        for (unsigned lane = 0; lane < 32; ++lane) {
+            if ((mask_ >> lane) & 1u) {
+                bits |= ((lanes >> lane) & 1u) << rank++;
+            }
+        }
+        return bits;
+    }
+    unsigned mask() const { return mask_; }
+
+private:
+    unsigned lane_of(unsigned rank) const  // the lane of the thread of this rank
+    {
+        unsigned lane = 0;
+        for (unsigned seen = 0; lane < 32; ++lane) {
+            if (((mask_ >> lane) & 1u) && seen++ == rank) {
+                break;
+            }
+        }
+        return lane;
+    }
+    unsigned mask_;
+};
+
+// The threads of `parent` (a tile of at most 32 lanes) whose predicate is as this thread's.
+template <unsigned Size, typename Parent>
+coalesced_group binary_partition(const thread_block_tile<Size, Parent>&, bool predicate)
+{
+    const unsigned tile = details::tile_mask(Size), set = __ballot_sync(tile, predicate);
+    return coalesced_group(predicate ? set : tile & ~set);
+}
+
+// The threads of `parent` whose label equals this thread's.
+template <unsigned Size, typename Parent, typename Label>
+coalesced_group labeled_partition(const thread_block_tile<Size, Parent>&, Label label)
+{
+    return coalesced_group(__match_any_sync(details::tile_mask(Size), label));
+}
+
+// The lanes that a branch leaves active: the runner's lanes take turns, so it cannot tell which
+// ones a branch took.
+template <typename Unused = void>
+coalesced_group coalesced_threads()
+{
+    static_assert(details::unsupported<Unused>, "the CPU runner does not support coalesced_threads (the lanes a "
+                                                "branch leaves active; binary_partition and labeled_partition "
+                                                "are supported)");
+    return coalesced_group(0);
+}
+
+// ---- the operators of the collectives ---------------------------------------------------------------
+
+template <typename T>
+struct plus {
+    T operator()(T a, T b) const { return a + b; }
+};
+template <typename T>
+struct less {
+    T operator()(T a, T b) const { return b < a ? b : a; }  // the smaller, as CUDA's cg::less
+};
+template <typename T>
+struct greater {
+    T operator()(T a, T b) const { return a < b ? b : a; }  // the larger
+};
+template <typename T>
+struct bit_and {
+    T operator()(T a, T b) const { return a & b; }
+};
+template <typename T>
+struct bit_or {
+    T operator()(T a, T b) const { return a | b; }
+};
+template <typename T>
+struct bit_xor {
+    T operator()(T a, T b) const { return a ^ b; }
+};
+
+// ---- collectives over a tile ------------------------------------------------------------------------
+
+// Every lane of the tile gets op applied over the tile's values (a butterfly of shfl_xor, so each
+// lane combines the values in the same tree, as a GPU's does).
+template <unsigned Size, typename Parent, typename T, typename Op>
+T reduce(const thread_block_tile<Size, Parent>& tile, T value, Op op)
+{
+    for (unsigned offset = Size / 2; offset > 0; offset /= 2) {
+        value = op(value, tile.shfl_xor(value, offset));
+    }
+    return value;
+}
+
+// Every thread of the group gets op applied over the group's values, in the order of their ranks.
+template <typename T, typename Op>
+T reduce(const coalesced_group& group, T value, Op op)
+{
+    bool first = true;
+    T total = value;
+    nn_cuda_cpu::warp_gather(group.mask(), value, [&](unsigned, T other) {
+        total = first ? other : op(total, other);
+        first = false;
+    });
+    return total;
+}
+
+// Lane r gets op over the values of lanes 0..r of its tile (Hillis-Steele, by shfl_up).
+template <unsigned Size, typename Parent, typename T, typename Op>
+T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op)
+{
+    const unsigned rank = static_cast<unsigned>(tile.thread_rank());
+    for (unsigned offset = 1; offset < Size; offset *= 2) {
+        const T below = tile.shfl_up(value, offset);
+        if (rank >= offset) {
+            value = op(below, value);
+        }
+    }
+    return value;
+}
+
+template <unsigned Size, typename Parent, typename T>
+T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T value)
+{
+    return inclusive_scan(tile, value, plus<T>());
+}
+
+// Lane r gets op over the values of lanes 0..r-1 (lane 0: T(), as CUDA's for plus).
+template <unsigned Size, typename Parent, typename T, typename Op>
+T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op)
+{
+    const T inclusive = inclusive_scan(tile, value, op);
+    const T previous = tile.shfl_up(inclusive, 1);
+    return tile.thread_rank() == 0 ? T() : previous;
+}
+
+template <unsigned Size, typename Parent, typename T>
+T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value)
+{
+    return exclusive_scan(tile, value, plus<T>());
+}
+
+}  // namespace cooperative_groups

@@ -1,0 +1,4 @@
+// cg::inclusive_scan and cg::exclusive_scan: with the rest of cooperative groups in
+// ../cooperative_groups.h on the CPU runner.
+#pragma once
+#include "../cooperative_groups.h"

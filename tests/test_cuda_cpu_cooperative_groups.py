@@ -1,0 +1,217 @@
+"""Cooperative groups on the CPU runner (<cooperative_groups.h>, its reduce.h and scan.h): the block,
+static and run-time tiles, the grid's ranks, binary and labeled partitions, and cg::reduce and the
+scans, through RawModule against NumPy in the plain and the checking mode. What needs a cooperative
+launch or the lanes a branch leaves active stops the build naming itself; a tile the runner cannot
+make is a KernelError. The kernels are written here."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
+
+pytestmark = pytest.mark.slow  # each module is a build (about two seconds)
+
+GROUPS = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
+namespace cg = cooperative_groups;
+
+// One warp per row: the row's maximum and the sum of its exponentials by cg::reduce over the warp.
+extern "C" __global__ void row_softmax(const float* x, float* y, int rows, int cols)
+{
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int row = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+    if (row >= rows) {
+        return;
+    }
+    const float* in = x + row * cols;
+    float m = -INFINITY;
+    for (int i = warp.thread_rank(); i < cols; i += warp.size()) {
+        m = fmaxf(m, in[i]);
+    }
+    m = cg::reduce(warp, m, cg::greater<float>());
+    float sum = 0.0f;
+    for (int i = warp.thread_rank(); i < cols; i += warp.size()) {
+        sum += expf(in[i] - m);
+    }
+    sum = cg::reduce(warp, sum, cg::plus<float>());
+    for (int i = warp.thread_rank(); i < cols; i += warp.size()) {
+        y[row * cols + i] = expf(in[i] - m) / sum;
+    }
+}
+
+// Each block's sum and minimum: tiles of 16 reduce, their first threads meet in shared memory after
+// block.sync(), and the first tile reduces those.
+extern "C" __global__ void block_sums(const int* x, int* sums, int* minima)
+{
+    __shared__ int partial[64], smallest[64];
+    auto block = cg::this_thread_block();
+    auto tile = cg::tiled_partition<16>(block);
+    const int v = x[blockIdx.x * block.size() + block.thread_rank()];
+    const int tile_sum = cg::reduce(tile, v, cg::plus<int>()), tile_min = cg::reduce(tile, v, cg::less<int>());
+    if (tile.thread_rank() == 0) {
+        partial[tile.meta_group_rank()] = tile_sum;
+        smallest[tile.meta_group_rank()] = tile_min;
+    }
+    cg::sync(block);
+    if (tile.meta_group_rank() == 0) {
+        const bool mine = tile.thread_rank() < tile.meta_group_size();
+        const int total = cg::reduce(tile, mine ? partial[tile.thread_rank()] : 0, cg::plus<int>());
+        const int low = cg::reduce(tile, mine ? smallest[tile.thread_rank()] : INT_MAX, cg::less<int>());
+        if (tile.thread_rank() == 0) {
+            sums[blockIdx.x] = total;
+            minima[blockIdx.x] = low;
+        }
+    }
+}
+
+// Scans over tiles of 16, a tile of 8 carved from a tile of 16 (its sum and odd-value ballot), a
+// tile of 4 sized at run time, and the tile's shuffles.
+extern "C" __global__ void scans_and_tiles(const int* x, int* inclusive, int* exclusive, int* sum8,
+                                           unsigned* odd8, int* rank4, int* shuffled)
+{
+    auto block = cg::this_thread_block();
+    cg::thread_block_tile<16> t16 = cg::tiled_partition<16>(block);
+    const int i = block.thread_rank(), v = x[i];
+    inclusive[i] = cg::inclusive_scan(t16, v);
+    exclusive[i] = cg::exclusive_scan(t16, v, cg::plus<int>());
+    auto t8 = cg::tiled_partition<8>(t16);
+    sum8[i] = cg::reduce(t8, v, cg::plus<int>());
+    odd8[i] = t8.ballot(v % 2);
+    cg::thread_group t4 = cg::tiled_partition(block, 4);
+    t4.sync();
+    rank4[i] = static_cast<int>(t4.thread_rank() * 100 + t4.size());
+    // from the lane above (the last lane keeps its own), the lane 3 of the tile, the lane xor 1
+    shuffled[3 * i] = t16.shfl_down(v, 1);
+    shuffled[3 * i + 1] = t16.shfl(v, 3);
+    shuffled[3 * i + 2] = t16.shfl_xor(v, 1);
+}
+
+// Odd and even values of a warp: each partition counts and sums its own (binary_partition); each
+// label's largest value (labeled_partition).
+extern "C" __global__ void partitions(const int* x, const int* label, int* counts, int* sums, int* largest)
+{
+    auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, v = x[i];
+    const bool odd = v % 2 != 0;
+    auto same_parity = cg::binary_partition(warp, odd);
+    const int sum = cg::reduce(same_parity, v, cg::plus<int>());
+    if (same_parity.thread_rank() == 0) {
+        atomicAdd(&counts[odd], static_cast<int>(same_parity.size()));
+        atomicAdd(&sums[odd], sum);
+    }
+    auto same_label = cg::labeled_partition(warp, label[i]);
+    const int top = cg::reduce(same_label, v, cg::greater<int>());
+    if (same_label.thread_rank() == 0) {
+        atomicMax(&largest[label[i]], top);
+    }
+}
+
+// The grid's view of each thread: its rank, its block's rank and the sizes.
+extern "C" __global__ void grid_ranks(unsigned long long* rank, unsigned long long* block_rank, unsigned long long* sizes)
+{
+    cg::grid_group grid = cg::this_grid();
+    const unsigned long long r = grid.thread_rank();
+    rank[r] = r;
+    block_rank[r] = grid.block_rank();
+    if (r == 0) {
+        sizes[0] = grid.size();
+        sizes[1] = grid.num_blocks();
+    }
+}
+
+// A tile of 64 threads: larger than a warp, which the runner's tiles cannot be.
+extern "C" __global__ void wide_tile(int* out)
+{
+    cg::thread_group tile = cg::tiled_partition(cg::this_thread_block(), 64);
+    out[threadIdx.x] = tile.thread_rank();
+}
+"""
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["plain", "checking"])
+def groups(request):
+    return RawModule(code=GROUPS, check=request.param)
+
+
+def test_a_softmax_by_warp_reduce_matches_numpy(groups):
+    rows, cols = 10, 70  # 4 warps per block, 3 blocks; the last warps have no row
+    x = (np.random.default_rng(0).standard_normal((rows, cols)) * 4).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    groups.get_function("row_softmax")(3, 128, (x, y, np.int32(rows), np.int32(cols)))
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    reference = e / e.sum(1, keepdims=True)
+    # float32 exp, sum of 70 terms and a division: a few units of 2^-24 (measured 1.1e-7)
+    assert np.linalg.norm(y - reference) / np.linalg.norm(reference) < 1e-6
+
+
+def test_tiles_reduce_a_block_through_shared_memory(groups):
+    blocks, threads = 3, 256
+    x = np.random.default_rng(1).integers(-1000, 1000, blocks * threads).astype(np.int32)
+    sums, minima = np.full(blocks, -1, np.int32), np.full(blocks, -1, np.int32)
+    groups.get_function("block_sums")(blocks, threads, (x, sums, minima))
+    assert sums.tolist() == x.reshape(blocks, threads).sum(1).tolist()
+    assert minima.tolist() == x.reshape(blocks, threads).min(1).tolist()
+
+
+def test_scans_nested_tiles_and_shuffles_match_numpy(groups):
+    n = 64
+    x = np.random.default_rng(2).integers(0, 10, n).astype(np.int32)
+    outputs = [np.full(n, -1, np.int32) for _ in range(3)] + [np.zeros(n, np.uint32), np.full(n, -1, np.int32),
+                                                             np.full(3 * n, -1, np.int32)]
+    groups.get_function("scans_and_tiles")(1, n, (x, *outputs))
+    inclusive, exclusive, sum8, odd8, rank4, shuffled = outputs
+    by16 = x.reshape(-1, 16)
+    assert inclusive.tolist() == np.cumsum(by16, 1).ravel().tolist()
+    assert exclusive.tolist() == (np.cumsum(by16, 1) - by16).ravel().tolist()
+    assert sum8.tolist() == np.repeat(x.reshape(-1, 8).sum(1), 8).tolist()
+    assert odd8.tolist() == np.repeat(((x.reshape(-1, 8) % 2) << np.arange(8)).sum(1), 8).tolist()
+    assert rank4.tolist() == [(i % 4) * 100 + 4 for i in range(n)]
+    lane = np.arange(n) % 16
+    down = np.where(lane < 15, np.roll(x, -1), x)
+    assert shuffled.reshape(n, 3).tolist() == np.stack([down, np.repeat(by16[:, 3], 16), x[np.arange(n) ^ 1]],
+                                                       1).tolist()
+
+
+def test_binary_and_labeled_partitions_match_numpy(groups):
+    blocks, threads = 2, 64
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 100, blocks * threads).astype(np.int32)
+    label = rng.integers(0, 5, blocks * threads).astype(np.int32)
+    counts, sums, largest = np.zeros(2, np.int32), np.zeros(2, np.int32), np.full(5, -1, np.int32)
+    groups.get_function("partitions")(blocks, threads, (x, label, counts, sums, largest))
+    odd = x % 2 == 1
+    assert counts.tolist() == [int((~odd).sum()), int(odd.sum())]
+    assert sums.tolist() == [int(x[~odd].sum()), int(x[odd].sum())]
+    assert largest.tolist() == [int(x[label == k].max()) for k in range(5)]
+
+
+def test_the_grid_group_ranks_every_thread(groups):
+    grid, block = (3, 2), (8, 2)
+    n = 3 * 2 * 8 * 2
+    rank, block_rank = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
+    sizes = np.zeros(2, np.uint64)
+    groups.get_function("grid_ranks")(grid, block, (rank, block_rank, sizes))
+    assert rank.tolist() == list(range(n))
+    assert block_rank.tolist() == [r // 16 for r in range(n)]
+    assert sizes.tolist() == [n, 6]
+
+
+def test_a_tile_wider_than_a_warp_is_a_kernel_error(groups):
+    with pytest.raises(KernelError, match=r"wide_tile: tiled_partition\(group, 64\) in thread \(\d+, 0, 0\) of block "
+                                          r"\(0, 0, 0\): the CPU runner takes tiles of 1, 2, 4, 8, 16 or 32 threads"):
+        groups.get_function("wide_tile")(1, 128, (np.zeros(128, np.int32),))
+
+
+@pytest.mark.parametrize("call, what", [
+    ("cg::this_grid().sync()", "grid_group::sync (a grid-wide barrier"),
+    ("cg::coalesced_threads().sync()", "coalesced_threads (the lanes a branch leaves active"),
+])
+def test_what_needs_a_cooperative_launch_stops_the_build_naming_it(call, what):
+    code = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+            f'extern "C" __global__ void uses(float* out)\n{{\n    {call};\n    out[0] = 1.0f;\n}}\n')
+    with pytest.raises(KernelBuildError, match=r"the CPU runner does not support " + what.replace("(", r"\(")):
+        RawModule(code=code).get_function("uses")
