@@ -150,7 +150,7 @@ EXAMPLES = [
             run=f"{WRITTEN_WORKSPACE} && mpirun -n 4 {TRAIN} --mpi-task my-course/data_parallel.py -e 1",
             why="a written workspace; 1 epoch instead of 20",
             check=contains("the MPI task of ", "my-course/data_parallel.py)", "validation accuracy 0.6375")),
-    Example(f"NN_CUDA_KERNEL_DIR=my-course/kernels python -m nn_cuda.grade --mode 3 --backend cuda-cpu --gemm tiled",
+    Example("NN_CUDA_KERNEL_DIR=my-course/kernels python -m nn_cuda.grade --mode 3 --backend cuda-cpu --gemm tiled",
             "vs NumPy",
             run=f"{WRITTEN_WORKSPACE} && NN_CUDA_KERNEL_DIR=my-course/kernels python -m nn_cuda.grade --mode 3 "
             "--backend cuda-cpu --gemm tiled --max-steps 2",
