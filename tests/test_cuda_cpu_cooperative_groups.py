@@ -1,8 +1,10 @@
-"""Cooperative groups on the CPU runner (<cooperative_groups.h>, its reduce.h and scan.h): the block,
-static and run-time tiles, the grid's ranks, binary and labeled partitions, and cg::reduce and the
-scans, through RawModule against NumPy in the plain and the checking mode. What needs a cooperative
-launch or the lanes a branch leaves active stops the build naming itself; a tile the runner cannot
-make is a KernelError. The kernels are written here."""
+"""Cooperative groups on the CPU runner (<cooperative_groups.h>, its reduce.h, scan.h and
+memcpy_async.h): the block, static and run-time tiles, the grid's ranks, binary and labeled
+partitions, and cg::reduce and the scans, through RawModule against NumPy in the plain and the
+checking mode. What needs a cooperative launch or the lanes a branch leaves active stops the build
+naming itself; a tile the runner cannot make is a KernelError. Then threads that wait for others:
+libcu++'s cuda::barrier with cuda::memcpy_async, and __nanosleep in a spin loop, within a block and
+between blocks. The kernels are written here."""
 
 import numpy as np
 import pytest
@@ -215,3 +217,117 @@ def test_what_needs_a_cooperative_launch_stops_the_build_naming_it(call, what):
             f'extern "C" __global__ void uses(float* out)\n{{\n    {call};\n    out[0] = 1.0f;\n}}\n')
     with pytest.raises(KernelBuildError, match=r"the CPU runner does not support " + what.replace("(", r"\(")):
         RawModule(code=code).get_function("uses")
+
+
+WAITING = r"""
+#include <cuda/barrier>
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+namespace cg = cooperative_groups;
+
+// Each block stages its values of x in shared memory by cuda::memcpy_async on a block barrier, writes
+// them reversed, and its sum: every thread arrives at a second barrier, and thread 0 waits for the
+// phase to end (the others' arrivals) before it adds the tile up.
+extern "C" __global__ void staged_reverse(const float* x, float* out, float* sums)
+{
+    __shared__ float tile[64];
+    __shared__ cuda::barrier<cuda::thread_scope_block> copied, read;
+    auto block = cg::this_thread_block();
+    if (block.thread_rank() == 0) {
+        init(&copied, block.size());
+        init(&read, block.size());
+    }
+    block.sync();
+    const int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    cuda::memcpy_async(&tile[t], &x[base + t], cuda::aligned_size_t<4>(sizeof(float)), copied);
+    copied.arrive_and_wait();
+    out[base + t] = tile[blockDim.x - 1 - t];
+    auto token = read.arrive();
+    if (t == 0) {
+        read.wait(std::move(token));
+        float total = 0.0f;
+        for (int i = 0; i < static_cast<int>(blockDim.x); ++i) {
+            total += tile[i];
+        }
+        sums[blockIdx.x] = total;
+    }
+}
+
+// The same staging by the group's cg::memcpy_async and cg::wait.
+extern "C" __global__ void group_copy(const float* x, float* out)
+{
+    __shared__ float tile[64];
+    auto block = cg::this_thread_block();
+    const int base = blockIdx.x * blockDim.x;
+    cg::memcpy_async(block, tile, x + base, sizeof(float) * blockDim.x);
+    cg::wait(block);
+    out[base + threadIdx.x] = 2.0f * tile[blockDim.x - 1 - threadIdx.x];
+}
+
+// Thread 0 spins, with __nanosleep, until the block's last thread sets a flag (no barrier between).
+extern "C" __global__ void wait_for_the_last_thread(int* out)
+{
+    __shared__ volatile int flag;
+    if (threadIdx.x == 0) {
+        flag = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        while (flag == 0) {
+            __nanosleep(100);
+        }
+        out[0] = flag;
+    }
+    if (threadIdx.x == blockDim.x - 1) {
+        flag = 42;
+    }
+}
+
+// Block 0 spins until block 1 sets a flag in global memory: on a GPU, where both are resident, it ends.
+extern "C" __global__ void wait_for_the_next_block(volatile int* flags, int* out)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        while (flags[1] == 0) {
+            __nanosleep(100);
+        }
+        out[0] = flags[1];
+    } else if (threadIdx.x == 0) {
+        flags[1] = 7;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_block_barrier_with_async_copies_stages_and_sums_each_tile(check):
+    module = RawModule(code=WAITING, check=check)
+    x = np.random.default_rng(4).standard_normal(3 * 64).astype(np.float32)
+    out, sums = np.full_like(x, np.nan), np.full(3, np.nan, np.float32)
+    module.get_function("staged_reverse")(3, 64, (x, out, sums))
+    np.testing.assert_array_equal(out, x.reshape(3, 64)[:, ::-1].reshape(-1))
+    expected = x.reshape(3, 64).astype(np.float64).sum(1)
+    # 64 float32 additions in order: within 64 units of float32's 6e-8 of the float64 sums
+    assert np.abs(sums - expected).max() <= 64 * 6e-8 * np.abs(x).reshape(3, 64).sum(1).max()
+    out[:] = np.nan
+    module.get_function("group_copy")(3, 64, (x, out))
+    np.testing.assert_array_equal(out, 2 * x.reshape(3, 64)[:, ::-1].reshape(-1))
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_thread_that_sleeps_while_it_waits_lets_the_others_run(check):
+    out = np.zeros(1, np.int32)
+    RawModule(code=WAITING, check=check).get_function("wait_for_the_last_thread")(1, 64, (out,))
+    assert out.tolist() == [42]
+
+
+def test_a_block_that_waits_for_a_later_one_ends_where_blocks_take_turns(monkeypatch):
+    # the checking mode keeps up to 4 blocks resident, as a GPU does: block 0's wait ends
+    out = np.zeros(1, np.int32)
+    RawModule(code=WAITING, check=True).get_function("wait_for_the_next_block")(2, 32, (np.zeros(2, np.int32), out))
+    assert out.tolist() == [7]
+    # the plain mode runs one block after another: block 0 would wait forever, the watchdog ends it
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1")
+    with pytest.raises(KernelError, match=r"wait_for_the_next_block: still running after 1 s .* in thread \(0, 0, 0\) "
+                                          r"of block \(0, 0, 0\)"):
+        RawModule(code=WAITING, check=False).get_function("wait_for_the_next_block")(
+            2, 32, (np.zeros(2, np.int32), out))

@@ -278,7 +278,7 @@ def test_the_clock_grows_and_a_failed_assert_is_a_kernel_error(features):
 
 
 @pytest.mark.parametrize("call, what", [
-    ("__nanosleep(100)", "__nanosleep (a thread that waits for another)"),
+    ("__isGlobal(&v)", "__isGlobal (address space queries)"),
     ("__isShared(&v)", "__isShared (address space queries)"),
 ])
 def test_what_the_runner_cannot_run_stops_the_build_naming_it(call, what):

@@ -171,6 +171,10 @@ inline long long clock64()  // nanoseconds: it only has to grow, as a GPU's cycl
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// A thread that sleeps, typically in a loop waiting for another thread: here it lets the other
+// threads of its block (and, in the checking mode, the other resident blocks) run first.
+inline void __nanosleep(unsigned) { nn_cuda_cpu::yield_thread(); }
+
 // ---- barriers that count ---------------------------------------------------------------------------
 
 inline int __syncthreads_count(int predicate) { return nn_cuda_cpu::barrier_count(predicate != 0); }
@@ -365,9 +369,6 @@ constexpr bool nn_cuda_cpu_unsupported = false;
                                                      " (" what ")");                                 \
         return 0;                                                                                    \
     }
-// A lane that sleeps while it waits for another lane or block would wait forever: here the lanes of
-// a warp take turns only at syncs, and the blocks run one after another.
-NN_CUDA_CPU_UNSUPPORTED(__nanosleep, "a thread that waits for another")
 NN_CUDA_CPU_UNSUPPORTED(__isGlobal, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isShared, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isLocal, "address space queries")

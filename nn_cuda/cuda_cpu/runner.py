@@ -197,8 +197,9 @@ class LoadedKernels:
             if number == signal.SIGALRM:
                 raise KernelError(
                     f"{launch.kernel}: still running after {self.watchdog:g} s ({WATCHDOG_VARIABLE}){where}: a thread "
-                    "that waits for another one (a spin loop on memory another thread writes, which never comes "
-                    "here, where the threads of a block take turns between barriers), or a launch too large for "
+                    "that waits for another one (a spin loop on memory another thread writes, which comes here "
+                    "only if the loop calls __nanosleep, since the threads of a block take turns, and from another "
+                    "block only in the checking mode, where blocks take turns too), or a launch too large for "
                     f"the CPU (set {WATCHDOG_VARIABLE}=SECONDS higher, or 0 for no limit)")
             what = _SIGNALS.get(number, f"signal {number}")
             described = describe_fault(address) if number in (7, 11) else ""

@@ -4,8 +4,9 @@
 // The host C++ compiler builds one shared library per kernel file: this header, then the .cu file,
 // then a table of the template instances the Python side asked for (see nn_cuda/cuda_cpu/build.py).
 // A launch runs the blocks of the grid one after another on the calling thread. The threads of a
-// block are fibers: each has its own small stack and runs until it reaches __syncthreads() or
-// returns; when every live thread waits at the barrier the next phase starts. So a kernel sees
+// block are fibers: each has its own small stack and runs until it reaches __syncthreads() or a
+// warp sync, yields (__nanosleep, a cuda::barrier wait) or returns; when every live thread waits at
+// the barrier the next phase starts. So a kernel sees
 // threadIdx, blockIdx, blockDim, gridDim, per-block __shared__ memory and a real barrier, exactly as
 // on a GPU, but the threads between two barriers run one after another, never at the same time.
 //
@@ -79,7 +80,7 @@ namespace nn_cuda_cpu {
 
 // ---- fibers: a stack and a saved stack pointer per CUDA thread ---------------------------------
 
-enum class State { ready, at_barrier, at_warp_sync, done };
+enum class State { ready, at_barrier, at_warp_sync, yielded, done };
 
 struct Fiber {
     void* saved_sp = nullptr;  // where its registers were pushed when it last switched out
@@ -183,6 +184,7 @@ static Launch launch;
 struct PhaseCounts {
     size_t at_barrier = 0;
     size_t at_warp_sync = 0;
+    size_t yielded = 0;
     size_t done = 0;
 };
 static PhaseCounts phase;
@@ -411,6 +413,18 @@ __attribute__((noinline)) void barrier()
     __asm__ __volatile__("" ::: "memory");
     current->state = State::at_barrier;
     ++phase.at_barrier;
+    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+// Lets the other threads of the block run (and, in the checking mode, the other resident blocks)
+// before this one goes on: a thread that waits for another one (cuda::barrier's wait, __nanosleep
+// in a spin loop) would otherwise spin alone, since the threads take turns.
+__attribute__((noinline)) void yield_thread()
+{
+    __asm__ __volatile__("" ::: "memory");
+    current->state = State::yielded;
+    ++phase.yielded;
     nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
     __asm__ __volatile__("" ::: "memory");
 }
@@ -656,9 +670,20 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random, size_t fir
             end_of_phase();
             continue;  // every thread waits at __syncthreads: the same threads run the next phase
         }
-        // Warps whose lanes all reached their sync go on first; __syncthreads waits for the rest.
+        // Warps whose lanes all reached their sync go on first, with the threads that yielded (after
+        // the other resident blocks had a turn); __syncthreads waits for the rest.
         order.clear();
-        if (release_warp_syncs(threads, order) > 0) {
+        const size_t released = release_warp_syncs(threads, order);
+        if (phase.yielded > 0) {
+            for (size_t t = 0; t < threads; ++t) {
+                if (fibers[t].state == State::yielded) {
+                    order.push_back(t);
+                }
+            }
+            end_of_phase();
+            continue;
+        }
+        if (released > 0) {
             continue;
         }
         size_t waiting = 0;
