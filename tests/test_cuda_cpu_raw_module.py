@@ -219,6 +219,35 @@ def test_an_unwritten_shared_element_is_caught_in_a_kernel_that_is_not_a_templat
             module.get_function(name)(1, 32, (np.zeros(32, np.float32),))
 
 
+def test_a_diagnosis_rerun_that_faults_leaves_the_first_report():
+    # The rerun that names the array fills shared memory with zeros, which takes this kernel to a
+    # store far out of bounds: that rerun's fault must not replace the report of the first run.
+    code = r"""
+    extern "C" __global__ void zero_goes_astray(float* out)
+    {
+        __shared__ float tile[32];
+        if (threadIdx.x != 5) {
+            tile[threadIdx.x] = 1.0f;
+        }
+        __syncthreads();
+        const float v = tile[31 - threadIdx.x];
+        if (v == 0.0f) {
+            out[1 << 28] = v;  // only ever reached with the rerun's zeros
+        }
+        out[threadIdx.x] = v;
+    }
+    """
+    kernel = RawModule(code=code, check=True).get_function("zero_goes_astray")
+    out = np.zeros(32, np.float32)
+    with pytest.raises(KernelError, match=r"zero_goes_astray: 1 element\(s\) of args\[0\] hold NaN after the launch "
+                                          r"\(first at index \(26,\)\) though no input did: the kernel read poisoned "
+                                          r"memory \(__shared__ memory before any thread wrote it\) or left elements"):
+        kernel(1, 32, (out,))
+    tile_written = RawModule(code=code.replace("threadIdx.x != 5", "true"), check=True)
+    tile_written.get_function("zero_goes_astray")(1, 32, (out,))  # the process and the runner go on
+    assert out.tolist() == [1.0] * 32
+
+
 CHAIN = r"""
 // Block b reads what block b + 1 writes: a race between blocks, whose result depends on their order.
 extern "C" __global__ void chain(int* out, int n)
