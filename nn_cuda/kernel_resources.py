@@ -34,6 +34,7 @@ with ends_in_one_line_while_starting("nn_cuda.kernel_resources", running=__name_
     from .kernel_info import (GEMM_KERNEL_FILES, compile_options, gemm_kernel_name, kernel_dir, kernel_files,
                               kernel_source, name_expressions)
     from .outputs import OutputError
+    from .report.markdown import printed, resources_table  # the command prints the report's table
 
 # ---- compiling as CuPy does: NVRTC to PTX, then ptxas for one GPU -------------------------------
 
@@ -362,33 +363,6 @@ def _resource_row(filename: str, kernel: str, arch: str, threads: int, info: dic
     }
 
 
-TABLE_COLUMNS = (
-    ("kernel", "kernel"), ("arch", "arch"), ("threads", "threads"), ("registers", "regs"),
-    ("spills", "spill st/ld B"), ("stack_bytes", "stack B"), ("smem_bytes", "smem B"),
-    ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
-    ("limited_by", "limited by"),
-)
-
-
-def _cell(row: dict, key: str) -> str:
-    if key == "spills":
-        return f"{row['spill_stores']}/{row['spill_loads']}"
-    if key == "occupancy":
-        return f"{row['occupancy']:.0%}"
-    if key == "limited_by":
-        return ", ".join(row["limited_by"])
-    return str(row[key])
-
-
-def format_table(rows: list[dict]) -> str:
-    """The resources table as aligned text, one line per kernel instance and architecture."""
-    cells = [[title for _, title in TABLE_COLUMNS]]
-    cells += [[_cell(row, key) for key, _ in TABLE_COLUMNS] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(TABLE_COLUMNS))]
-    lines = ("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip() for line in cells)
-    return "\n".join(lines)
-
-
 def compiler_versions() -> dict:
     """The NVRTC and ptxas that made the numbers: {'nvrtc': '13.0', 'ptxas': '... release 13.0, V13.0.88'}."""
     major, minor = nvrtc.version()
@@ -407,12 +381,13 @@ def _portable(option: str) -> str:
     return option
 
 
-def write_resources_json(path, rows: list[dict], command: str) -> None:
-    """The table as a JSON result of kind "resources" for python -m nn_cuda.report (written atomically)."""
+def resources_record(rows: list[dict], command: str) -> dict:
+    """The table as a result of kind "resources" (what python -m nn_cuda.report reads): the rows, the
+    compilers and options that made them, the SM limits of the occupancy, the machine and `command`."""
     machine = machine_info()
     machine["command"] = command
     archs = list(dict.fromkeys(row["arch"] for row in rows))
-    payload = {
+    return {
         "benchmark": "resources", "machine": machine, "compiler": compiler_versions(),
         "nvrtc_options": {arch: [_portable(option) for option in
                                  (*compile_options(), *cupy_added_options(_compute_of(arch), nvrtc.version()))]
@@ -420,7 +395,6 @@ def write_resources_json(path, rows: list[dict], command: str) -> None:
         "sm_limits": {arch: dataclasses.asdict(SM_LIMITS[arch]) for arch in archs},
         "results": rows,
     }
-    write_json(path, payload)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -443,10 +417,11 @@ def main(argv=None) -> int:
         rows = resource_table()
     except (CompileFailed, FileNotFoundError, ValueError) as error:
         return failed("nn_cuda.kernel_resources", error)
-    print(format_table(rows))
+    record = resources_record(rows, " ".join(["python", "-m", "nn_cuda.kernel_resources", *given]))
+    printed("resources", record, resources_table)
     if args.json:
         try:
-            write_resources_json(args.json, rows, " ".join(["python", "-m", "nn_cuda.kernel_resources", *given]))
+            write_json(args.json, record)
         except OutputError as error:
             return failed("nn_cuda.kernel_resources", error)
         print(f"wrote {args.json}")

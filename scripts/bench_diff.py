@@ -24,20 +24,23 @@ run amplifies them.
 
 from __future__ import annotations
 
-import argparse
-import math
-import sys
+from nn_cuda.interrupts import ends_in_one_line_while_starting
 
-from tqdm import tqdm
+with ends_in_one_line_while_starting("scripts/bench_diff.py", running=__name__ == "__main__"):
+    import argparse
+    import math
+    import sys
 
-from nn_cuda import relative_errors
-from nn_cuda.backends import BACKENDS
-from nn_cuda.arguments import comma_separated, non_negative_int, positive_float, positive_int
-from nn_cuda.config import TrainConfig
-from nn_cuda.data import DATASETS
-from nn_cuda.model import COURSE_INIT_SCALE
-from nn_cuda.records import machine_info, machine_line, write_json
-from nn_cuda.bench.common import backend_or_usage_error, default_backend, run_script
+    from tqdm import tqdm
+
+    from nn_cuda import relative_errors
+    from nn_cuda.backends import BACKENDS
+    from nn_cuda.arguments import comma_separated, non_negative_int, positive_float, positive_int
+    from nn_cuda.config import TrainConfig
+    from nn_cuda.data import DATASETS
+    from nn_cuda.model import COURSE_INIT_SCALE
+    from nn_cuda.records import machine_info, machine_line, write_json
+    from nn_cuda.bench.common import backend_or_usage_error, default_backend, run_script
 
 BASE = {"lr": 0.5, "epochs": 4, "hidden": 100, "batch": 800}
 SWEEPS = {

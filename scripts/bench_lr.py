@@ -16,20 +16,23 @@ this implementation.
 
 from __future__ import annotations
 
-import argparse
-import sys
+from nn_cuda.interrupts import ends_in_one_line_while_starting
 
-from tqdm import tqdm
+with ends_in_one_line_while_starting("scripts/bench_lr.py", running=__name__ == "__main__"):
+    import argparse
+    import sys
 
-from nn_cuda import model
-from nn_cuda.arguments import comma_separated, non_negative_int, positive_float, positive_int
-from nn_cuda.config import DEFAULT_LR, TrainConfig
-from nn_cuda.model import DEFAULT_INIT_SCALE
-from nn_cuda.data import DATASETS, epoch_order
-from nn_cuda.training import Diverged, load_splits, run, silent
-from nn_cuda.bench.common import run_script
-from nn_cuda.records import machine_info, machine_line, write_json
-from nn_cuda.report.markdown import lr_table, printed
+    from tqdm import tqdm
+
+    from nn_cuda import model
+    from nn_cuda.arguments import comma_separated, non_negative_int, positive_float, positive_int
+    from nn_cuda.config import DEFAULT_LR, TrainConfig
+    from nn_cuda.model import DEFAULT_INIT_SCALE
+    from nn_cuda.data import DATASETS, epoch_order
+    from nn_cuda.training import Diverged, load_splits, run, silent
+    from nn_cuda.bench.common import run_script
+    from nn_cuda.records import machine_info, machine_line, write_json
+    from nn_cuda.report.markdown import lr_table, printed
 
 
 def build_parser():

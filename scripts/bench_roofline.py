@@ -15,17 +15,20 @@ roof is what the machine can do, and on a shared machine noise only ever slows a
 
 from __future__ import annotations
 
-import argparse
-import sys
+from nn_cuda.interrupts import ends_in_one_line_while_starting
 
-import numpy as np
+with ends_in_one_line_while_starting("scripts/bench_roofline.py", running=__name__ == "__main__"):
+    import argparse
+    import sys
 
-from nn_cuda.arguments import int_at_least, positive_int
-from nn_cuda.course_gemm import COURSE_GEMM_SIZES
-from nn_cuda.gpu_timer import CupyEvents, time_calls
-from nn_cuda.records import machine_info, machine_line, write_json
-from nn_cuda.report.numbers import intensity
-from nn_cuda.bench.common import host_seconds, run_script
+    import numpy as np
+
+    from nn_cuda.arguments import int_at_least, positive_int
+    from nn_cuda.course_gemm import COURSE_GEMM_SIZES
+    from nn_cuda.gpu_timer import CupyEvents, time_calls
+    from nn_cuda.records import machine_info, machine_line, write_json
+    from nn_cuda.report.numbers import intensity
+    from nn_cuda.bench.common import host_seconds, run_script
 
 SMALLEST_SQUARE = 512  # the squares measured are 512, 1024, ... up to --max-size
 

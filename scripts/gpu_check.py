@@ -16,18 +16,21 @@ gpu_check.md, a summary to paste into an issue or a report, also printed at the 
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import re
-import sys
-import time
-from pathlib import Path
+from nn_cuda.interrupts import ends_in_one_line_while_starting
 
-from nn_cuda.cuda_wheels import MixedCudaVersions, check_one_major, installed_majors
-from nn_cuda.outputs import write_text
-from nn_cuda.records import gpu_name, machine_info, machine_line, write_json
-from nn_cuda.bench.common import run_child, run_script
+with ends_in_one_line_while_starting("scripts/gpu_check.py", running=__name__ == "__main__"):
+    import argparse
+    import json
+    import os
+    import re
+    import sys
+    import time
+    from pathlib import Path
+
+    from nn_cuda.cuda_wheels import MixedCudaVersions, check_one_major, installed_majors
+    from nn_cuda.outputs import write_text
+    from nn_cuda.records import gpu_name, machine_info, machine_line, write_json
+    from nn_cuda.bench.common import run_child, run_script
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 

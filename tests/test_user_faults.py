@@ -450,7 +450,8 @@ def test_a_simulator_run_of_hours_says_so_before_it_starts():
     ["nn_cuda.grade", "--mode", "1", "--dataset", "mnist-sample"],
     ["nn_cuda.bench", "train", "--rounds", "50"],
     ["nn_cuda.data", "info"],
-], ids=["train", "grade", "bench", "data"])
+    ["scripts/bench_lr.py", "--lr", "0.1", "--seeds", "0", "-e", "50"],
+], ids=["train", "grade", "bench", "data", "script"])
 def test_ctrl_c_in_the_first_second_ends_in_one_line(command, tmp_path):
     # Ctrl-C while a command was still importing numpy & co. printed the traceback of an import.
     # A signal before the interpreter's own start-up is done is CPython's to report ("Fatal Python
@@ -460,7 +461,10 @@ def test_ctrl_c_in_the_first_second_ends_in_one_line(command, tmp_path):
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     slower = max(0.0, time.perf_counter() - started - 0.05)
     for delay in (slower + base for base in (0.1, 0.2, 0.3, 0.5, 0.8)):  # the imports take about 0.3 s
-        job = subprocess.Popen([sys.executable, "-m", *command], cwd=tmp_path, stdout=subprocess.PIPE,
+        # a study of scripts/ by its path, a command of the package with -m
+        start = [str(Path(__file__).resolve().parent.parent / command[0])] if command[0].endswith(".py") else \
+            ["-m", command[0]]
+        job = subprocess.Popen([sys.executable, *start, *command[1:]], cwd=tmp_path, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, "NN_CUDA_OFFLINE": "1"})
         time.sleep(delay)
         job.send_signal(signal.SIGINT)
