@@ -125,6 +125,20 @@ extern "C" __global__ void grid_ranks(unsigned long long* rank, unsigned long lo
     }
 }
 
+// A tile's and a partition's shuffles move values of any type: a uint4 from the lane xor 1, and a
+// double2 from the next thread of the same parity.
+extern "C" __global__ void shuffle_structs(unsigned* words, double* pairs)
+{
+    auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+    const unsigned i = threadIdx.x;
+    const uint4 mine = make_uint4(i, 2 * i, 3 * i, 4 * i);
+    const uint4 other = warp.shfl_xor(mine, 1);
+    words[4 * i] = other.x, words[4 * i + 1] = other.y, words[4 * i + 2] = other.z, words[4 * i + 3] = other.w;
+    auto same_parity = cg::binary_partition(warp, i % 2 == 1);
+    const double2 next = same_parity.shfl_down(make_double2(i, -0.5 * i), 1);
+    pairs[2 * i] = next.x, pairs[2 * i + 1] = next.y;
+}
+
 // A tile of 64 threads: larger than a warp, which the runner's tiles cannot be.
 extern "C" __global__ void wide_tile(int* out)
 {
@@ -189,6 +203,16 @@ def test_binary_and_labeled_partitions_match_numpy(groups):
     assert counts.tolist() == [int((~odd).sum()), int(odd.sum())]
     assert sums.tolist() == [int(x[~odd].sum()), int(x[odd].sum())]
     assert largest.tolist() == [int(x[label == k].max()) for k in range(5)]
+
+
+def test_a_group_shuffles_values_of_any_type(groups):
+    words, pairs = np.zeros(4 * 32, np.uint32), np.zeros(2 * 32)
+    groups.get_function("shuffle_structs")(1, 32, (words, pairs))
+    partner = np.arange(32) ^ 1
+    assert words.reshape(32, 4).tolist() == (partner[:, None] * np.arange(1, 5)).tolist()
+    # the next thread of the same parity: i + 2, or i itself for the last of each parity
+    source = np.where(np.arange(32) + 2 < 32, np.arange(32) + 2, np.arange(32))
+    assert pairs.reshape(32, 2).tolist() == np.stack([source, -0.5 * source], 1).tolist()
 
 
 def test_the_grid_group_ranks_every_thread(groups):

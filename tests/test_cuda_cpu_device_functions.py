@@ -201,6 +201,21 @@ extern "C" __global__ void racy_total(const float* x, float* out)
         out[0] = total;
     }
 }
+
+// The scoped atomics (_block, _system: one scope on the CPU) and the integer min and max of CUDA's
+// math API.
+extern "C" __global__ void scoped_atomics_and_integer_min(const int* x, int* extremes, unsigned* counter,
+                                                          unsigned long long* smallest)
+{
+    const int v = x[threadIdx.x];
+    atomicMax_system(&extremes[0], v);
+    atomicMin_block(&extremes[1], v);
+    atomicAdd_block(counter, 1u);
+    atomicCAS_system(counter + 1, 0u, 7u);  // only the first thread finds 0
+    atomicExch_block(counter + 2, 5u);
+    smallest[threadIdx.x] = ullmin(static_cast<unsigned long long>(umin(static_cast<unsigned>(v), 500u)),
+                                   static_cast<unsigned long long>(llmax(static_cast<long long>(v), 100ll)));
+}
 """
 
 
@@ -382,3 +397,55 @@ def test_an_unwritten_element_of_dynamic_shared_memory_is_caught_in_the_checking
                                           r"\(0,\)\) though no input did: the kernel read extern "
                                           r"__shared__ memory \(128 bytes\) where no thread"):
         kernel((2,), (32,), (x, out, np.int32(1)), shared_mem=32 * 4)
+
+
+
+def test_scoped_atomics_and_the_integer_min_and_max(features):
+    x = np.random.default_rng(5).integers(0, 1000, 64).astype(np.int32)
+    extremes = np.array([-1, 10**6], np.int32)
+    counter = np.zeros(3, np.uint32)
+    smallest = np.zeros(64, np.uint64)
+    features.get_function("scoped_atomics_and_integer_min")(1, 64, (x, extremes, counter, smallest))
+    assert extremes.tolist() == [x.max(), x.min()]
+    assert counter.tolist() == [64, 7, 5]
+    assert smallest.tolist() == np.minimum(np.minimum(x, 500), np.maximum(x, 100)).tolist()
+
+
+@pytest.mark.parametrize("header, what", [
+    ("cuda_fp16.h", "half precision"), ("cuda_bf16.h", "bfloat16"), ("mma.h", "tensor core matrix operations"),
+    ("curand_kernel.h", "cuRAND's device random numbers"), ("cuda/pipeline", "cuda::pipeline"),
+])
+def test_a_cuda_header_the_runner_lacks_stops_the_build_naming_it(header, what):
+    code = f'#include <{header}>\nextern "C" __global__ void uses(float* out) {{ out[0] = 1.0f; }}\n'
+    with pytest.raises(KernelBuildError, match=f"the CPU runner does not support {what}") as raised:
+        RawModule(code=code).get_function("uses")
+    assert "(RawModule code):1" in str(raised.value)  # the line that includes it
+
+
+def test_headers_and_qualifiers_that_a_gpu_build_takes_compile():
+    code = r"""
+    #include <vector_types.h>
+    #include <device_launch_parameters.h>
+    #include <math_constants.h>
+    extern "C" __global__ void constants(float* out, const __grid_constant__ int n)
+    {
+        if (threadIdx.x < n) {
+            out[threadIdx.x] = CUDART_PI_F * threadIdx.x + static_cast<float>(CUDART_SQRT_TWO);
+        }
+    }
+    """
+    out = np.zeros(4, np.float32)
+    RawModule(code=code).get_function("constants")(1, 4, (out, np.int32(4)))
+    np.testing.assert_allclose(out, np.pi * np.arange(4) + np.sqrt(2), rtol=1e-6)
+
+
+def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):
+    (tmp_path / "shared_memory.cuh").write_text(
+        "template <typename T>\n__device__ T* dynamic_tile()\n{\n    extern __shared__ T tile[];\n    return tile;\n}\n")
+    code = '#include "shared_memory.cuh"\nextern "C" __global__ void k(float* out) { out[0] = *dynamic_tile<float>(); }\n'
+    with pytest.raises(KernelBuildError, match=r"an `extern __shared__` array declared in an included header"):
+        RawModule(code=code, options=(f"-I{tmp_path}",)).get_function("k")
+    ptx = 'extern "C" __global__ void k(unsigned* out)\n{\n    unsigned lane;\n' \
+          '    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));\n    out[0] = lane;\n}\n'
+    with pytest.raises(KernelBuildError, match=r"inline PTX assembly, asm\("):
+        RawModule(code=ptx).get_function("k")

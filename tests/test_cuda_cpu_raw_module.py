@@ -221,7 +221,7 @@ def test_an_unwritten_shared_element_is_caught_in_a_kernel_that_is_not_a_templat
 
 def test_a_diagnosis_rerun_that_faults_leaves_the_first_report():
     # The rerun that names the array fills shared memory with zeros, which takes this kernel to a
-    # store far out of bounds: that rerun's fault must not replace the report of the first run.
+    # store past the end of its output: that rerun's fault must not replace the first run's report.
     code = r"""
     extern "C" __global__ void zero_goes_astray(float* out)
     {
@@ -232,7 +232,7 @@ def test_a_diagnosis_rerun_that_faults_leaves_the_first_report():
         __syncthreads();
         const float v = tile[31 - threadIdx.x];
         if (v == 0.0f) {
-            out[1 << 28] = v;  // only ever reached with the rerun's zeros
+            out[blockDim.x] = v;  // past the end (a guard page): only ever reached with the rerun's zeros
         }
         out[threadIdx.x] = v;
     }

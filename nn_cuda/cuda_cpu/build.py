@@ -238,6 +238,17 @@ def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
             build_cache.tool_path(descriptor, target))
 
 
+def _hint(log: str) -> str:
+    """What a compiler message means for CUDA code, where the message itself does not say it."""
+    if "conflicting specifiers in declaration" in log:
+        return ("\n(an `extern __shared__` array declared in an included header: the CPU runner makes those of "
+                "the code it is given into its dynamic shared memory, not those of the headers it includes; "
+                "declare the array in the code)")
+    if "no such instruction" in log or "unknown mnemonic" in log:
+        return "\n(inline PTX assembly, asm(\"...\"), runs on a GPU only: the CPU runner does not support it)"
+    return ""
+
+
 #: what the compiler says when it could not write its output (the kernel is not at fault)
 _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permission denied",
                    "cannot open output file", "Disk quota exceeded")
@@ -269,7 +280,7 @@ def _compile(plan: _Plan) -> Path:
                 log = result.stderr.strip().replace(str(source), f"({plan.table})")
                 raise KernelBuildError(
                     f"{what} does not compile for the CPU ({Path(plan.compiler).name} exited with "
-                    f"status {result.returncode}):\n{log}"
+                    f"status {result.returncode}):\n{log}" + _hint(log)
                 )
             # The unit itself is in the manifest's key; the files it reads name the library.
             read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())

@@ -74,6 +74,14 @@ inline typename std::common_type<A, B>::type max(A a, B b)
     }
 }
 
+// The integer ones of CUDA's math API, each in its own type.
+inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
+inline unsigned int umax(unsigned int a, unsigned int b) { return a < b ? b : a; }
+inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+inline long long llmax(long long a, long long b) { return a < b ? b : a; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a < b ? b : a; }
+
 // ---- the fast-math intrinsics: here the exact functions ------------------------------------------
 
 inline float __expf(float x) { return expf(x); }
@@ -255,11 +263,23 @@ inline double atomicAdd(double* a, double v)
     return nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; });
 }
 inline float atomicExch(float* a, float v) { return nn_cuda_cpu::atomic_update(a, [v](float) { return v; }); }
-// The scoped variants: on one core every scope is the same.
-template <typename... A>
-inline auto atomicAdd_block(A... a) { return atomicAdd(a...); }
-template <typename... A>
-inline auto atomicAdd_system(A... a) { return atomicAdd(a...); }
+// The scoped variants (_block, _system) of every atomic: on one core every scope is the same.
+#define NN_CUDA_CPU_SCOPED_ATOMIC(name)                                \
+    template <typename... A>                                           \
+    inline auto name##_block(A... a) { return name(a...); }            \
+    template <typename... A>                                           \
+    inline auto name##_system(A... a) { return name(a...); }
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicAdd)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicSub)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicExch)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicMin)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicMax)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicInc)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicDec)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicCAS)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicAnd)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicOr)
+NN_CUDA_CPU_SCOPED_ATOMIC(atomicXor)
 
 // ---- warps: shuffles, votes, __syncwarp ----------------------------------------------------------------
 // The lanes of a mask meet at the call (runtime.h warp_sync) and hand their values over, as a

@@ -200,6 +200,8 @@ def _dimensions(what: str, value) -> tuple:
 # `extern` and `__shared__`, in any order, as CUDA allows.
 _UNSIZED_ARRAY = re.compile(r"(?P<specifiers>(?:[^;{}()]|\([ \t]*\d+[ \t]*\))*?)\b(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*;")
 _ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*\(\s*\d+\s*\)")
+#: blank space, comments and preprocessor lines (what may stand between a declaration and the last ;)
+_LEADING_NON_CODE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/|(?<![^\n])[ \t]*#[^\n]*)*", re.DOTALL)
 
 
 def dynamic_shared_as_pointers(code: str) -> str:
@@ -209,6 +211,7 @@ def dynamic_shared_as_pointers(code: str) -> str:
     pieces, done = [], 0
     for shared in re.finditer(r"\b__shared__\b", code):
         start = max(code.rfind(brace, 0, shared.start()) for brace in ";{}") + 1
+        start = _LEADING_NON_CODE.match(code, start).end()  # comments and directives before it
         end = code.find(";", shared.end()) + 1
         declaration = _UNSIZED_ARRAY.fullmatch(code, start, end) if start >= done and end > 0 else None
         if declaration is None or "extern" not in declaration["specifiers"].split():

@@ -50,6 +50,7 @@
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
+#define __grid_constant__  // a const kernel parameter the kernel may take the address of
 // A global variable of the library: the Python side reads and writes it (RawModule.get_global).
 #define __constant__ __attribute__((used))
 #define __align__(n) alignas(n)

@@ -27,6 +27,25 @@ inline unsigned tile_mask(unsigned size)
 
 inline constexpr bool valid_tile(unsigned size) { return size >= 1 && size <= 32 && (size & (size - 1)) == 0; }
 
+// A value of any type moved by `shuffle` (one of the *_sync shuffles): a number at once, anything
+// else 8 bytes at a time, as a group's shuffles move any type on a GPU.
+template <typename T, typename Shuffle>
+T shuffle_words(T value, Shuffle shuffle)
+{
+    if constexpr (std::is_arithmetic<T>::value) {
+        return shuffle(value);
+    } else {
+        unsigned long long words[(sizeof(T) + 7) / 8] = {};
+        memcpy(words, &value, sizeof(T));
+        for (unsigned long long& word : words) {
+            word = shuffle(word);
+        }
+        T result;
+        memcpy(&result, words, sizeof(T));
+        return result;
+    }
+}
+
 template <typename... A>
 constexpr bool unsupported = false;
 }  // namespace details
@@ -73,6 +92,18 @@ public:
 
 inline thread_block this_thread_block() { return thread_block(); }
 
+// The scratch memory that tiles of more than 32 threads need on a GPU: accepted, so that such code
+// stops at its thread_block_tile<N> with the runner's own message.
+template <unsigned MaxBlockSize = 1024>
+struct block_tile_memory {
+    unsigned char unused[8];
+};
+template <unsigned MaxBlockSize>
+thread_block this_thread_block(block_tile_memory<MaxBlockSize>&)
+{
+    return thread_block();
+}
+
 // A tile of `size` lanes (a power of 2, at most 32) of `parent` (the block, or a larger tile).
 inline thread_group tiled_partition(const thread_group& parent, unsigned size)
 {
@@ -108,13 +139,25 @@ public:
     operator thread_group() const { return tiled_partition(thread_block(), Size); }
 
     template <typename T>
-    T shfl(T value, int source) const { return __shfl_sync(details::tile_mask(Size), value, source, Size); }
+    T shfl(T value, int source) const
+    {
+        return details::shuffle_words(value, [&](auto v) { return __shfl_sync(details::tile_mask(Size), v, source, Size); });
+    }
     template <typename T>
-    T shfl_down(T value, unsigned delta) const { return __shfl_down_sync(details::tile_mask(Size), value, delta, Size); }
+    T shfl_down(T value, unsigned delta) const
+    {
+        return details::shuffle_words(value, [&](auto v) { return __shfl_down_sync(details::tile_mask(Size), v, delta, Size); });
+    }
     template <typename T>
-    T shfl_up(T value, unsigned delta) const { return __shfl_up_sync(details::tile_mask(Size), value, delta, Size); }
+    T shfl_up(T value, unsigned delta) const
+    {
+        return details::shuffle_words(value, [&](auto v) { return __shfl_up_sync(details::tile_mask(Size), v, delta, Size); });
+    }
     template <typename T>
-    T shfl_xor(T value, unsigned lane_mask) const { return __shfl_xor_sync(details::tile_mask(Size), value, lane_mask, Size); }
+    T shfl_xor(T value, unsigned lane_mask) const
+    {
+        return details::shuffle_words(value, [&](auto v) { return __shfl_xor_sync(details::tile_mask(Size), v, lane_mask, Size); });
+    }
 
     // votes: over the tile's lanes, the ballot's bits numbered from the tile's first lane
     int any(int predicate) const { return ballot(predicate) != 0; }
@@ -176,18 +219,18 @@ public:
     unsigned long long size() const { return num_threads(); }
     void sync() const { __syncwarp(mask_); }
     template <typename T>
-    T shfl(T value, unsigned rank) const { return __shfl_sync(mask_, value, lane_of(rank)); }
+    T shfl(T value, unsigned rank) const { return from_lane(value, lane_of(rank)); }
     template <typename T>
     T shfl_down(T value, unsigned delta) const
     {
         const unsigned rank = thread_rank() + delta;
-        return __shfl_sync(mask_, value, rank < num_threads() ? lane_of(rank) : nn_cuda_cpu::lane_id());
+        return from_lane(value, rank < num_threads() ? lane_of(rank) : nn_cuda_cpu::lane_id());
     }
     template <typename T>
     T shfl_up(T value, unsigned delta) const
     {
         const unsigned rank = thread_rank();
-        return __shfl_sync(mask_, value, rank >= delta ? lane_of(rank - delta) : nn_cuda_cpu::lane_id());
+        return from_lane(value, rank >= delta ? lane_of(rank - delta) : nn_cuda_cpu::lane_id());
     }
     int any(int predicate) const { return __ballot_sync(mask_, predicate) != 0; }
     int all(int predicate) const { return __ballot_sync(mask_, predicate) == mask_; }
@@ -206,6 +249,11 @@ public:
     unsigned mask() const { return mask_; }
 
 private:
+    template <typename T>
+    T from_lane(T value, unsigned lane) const
+    {
+        return details::shuffle_words(value, [&](auto v) { return __shfl_sync(mask_, v, lane); });
+    }
     unsigned lane_of(unsigned rank) const  // the lane of the thread of this rank
     {
         unsigned lane = 0;

@@ -1,0 +1,3 @@
+// threadIdx, blockIdx, blockDim, gridDim and warpSize come with the CPU runner's runtime (runtime.h),
+// which every CPU build includes first: nothing to add here.
+#pragma once

@@ -1,0 +1,3 @@
+// Not provided by the CPU runner: including it stops the build naming what is missing.
+#pragma once
+#error "the CPU runner does not support tensor core matrix operations (nvcuda::wmma; mma.h)"
