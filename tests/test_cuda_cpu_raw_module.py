@@ -8,6 +8,8 @@ test session's cache (tests/conftest.py), so a code built once is loaded by the 
 
 import re
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -345,3 +347,22 @@ def test_more_than_48_kib_of_static_shared_memory_is_refused_as_ptxas_refuses_it
     out = np.full(32, np.nan, np.float32)
     RawModule(code=code, options=("-DSIZE=12288",)).get_function("big")((1,), (32,), (out,))  # 48 KiB: runs
     assert np.array_equal(out, np.arange(31, -1, -1, dtype=np.float32))
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="counts the process's memory mappings (Linux)")
+def test_every_library_runs_its_threads_on_the_process_pool_of_stacks():
+    # Each library used to map stacks of its own, a stack and its guard page two mappings: 8,200 for
+    # a checking launch of 1024 threads, so a process that had loaded 8 such libraries reached the
+    # kernel's limit (vm.max_map_count, 65,530) and could load no more (CI: "failed to map segment").
+    code = 'extern "C" __global__ void fill(float* out) { out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }\n'
+
+    def mappings():
+        return len(Path("/proc/self/maps").read_text().splitlines())
+
+    out = np.zeros(8 * 1024, np.float32)
+    RawModule(code=code, check=True).get_function("fill")(8, 1024, (out,))
+    before = mappings()
+    for copy in range(3):
+        RawModule(code=code + f"// copy {copy}\n", check=True).get_function("fill")(8, 1024, (out,))
+    assert mappings() - before < 3 * 100  # a library's own segments, not thousands of stacks
+    assert out.tolist() == [1.0] * out.size

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import KernelFailure
-from . import device_memory
+from . import device_memory, fiber_stacks
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
@@ -116,6 +116,10 @@ class LoadedKernels:
         self._signatures = [self.signature(index) for index in range(self.count())]
         self._fault = (ctypes.c_longlong * 9)()
         self._message = ctypes.create_string_buffer(_MESSAGE_BYTES)
+        layout = (ctypes.c_size_t * 2)()  # bytes per stack, stacks
+        self._lib.nn_cuda_cpu_stack_layout(layout)
+        self._lib.nn_cuda_cpu_use_stacks(ctypes.c_void_p(fiber_stacks.process_stacks(layout[0], layout[1])),
+                                         ctypes.c_size_t(layout[1]))
         if check:
             self._set_shared_regions()
 

@@ -205,39 +205,27 @@ constexpr size_t kStackBytes = 64 * 1024;  // the kernels keep a few hundred byt
 constexpr size_t kCacheLine = 64;
 constexpr size_t kStackColors = 64;  // 64 offsets of a cache line: 4 KiB, one page, at most
 
+// In the checking mode up to kResidentBlocks blocks are resident at once (see run_interleaved).
+constexpr size_t kResidentBlocks = 4;
+constexpr size_t kMaxThreads = 1024;  // a block's, on every GPU since sm_30
+// The stacks of the process's pool: the threads and a scheduler of each resident block.
+constexpr size_t kPoolStacks = kResidentBlocks * (kMaxThreads + 1);
+
+// The stacks the fibers run on: one pool for the whole process, mapped once by the Python side
+// (nn_cuda/cuda_cpu/fiber_stacks.py) for every library it loads, kPoolStacks stacks of kStackBytes,
+// each above an inaccessible page (a stack overflow faults). A pool per library would cost each
+// library two memory mappings per stack, and a process that loads many libraries would run out of
+// mappings (vm.max_map_count).
 struct StackPool {
     char* base = nullptr;
     size_t count = 0;
     size_t page = 0;
 
-    // Stacks for n threads, each with an inaccessible page below it (a stack overflow faults).
-    bool reserve(size_t n)
+    void adopt(void* memory, size_t n)
     {
-        if (n <= count) {
-            return true;
-        }
-        release();
         page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-        void* memory = mmap(nullptr, n * (kStackBytes + page), PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (memory == MAP_FAILED) {
-            return false;
-        }
         base = static_cast<char*>(memory);
         count = n;
-        for (size_t i = 0; i < n; ++i) {
-            mprotect(base + i * (kStackBytes + page), page, PROT_NONE);
-        }
-        return true;
-    }
-
-    void release()
-    {
-        if (base != nullptr) {
-            munmap(base, count * (kStackBytes + page));
-        }
-        base = nullptr;
-        count = 0;
     }
 
     // The initial stack pointer of stack i: registers to restore (zero) under `entry`'s address
@@ -612,7 +600,6 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 // back to the launcher after every phase; the launcher then picks a resident block at random and
 // copies its __shared__ memory in. A block that finishes makes room for the next in the grid's
 // (shuffled) order.
-constexpr size_t kResidentBlocks = 4;
 
 struct Resident {
     size_t linear = 0;  // the block: x + gridDim.x (y + gridDim.y z)
@@ -946,8 +933,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     // grids too large to shuffle run in order, one block at a time.
     interleaving = check && blocks > 1 && blocks <= (size_t{1} << 22);
     const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
-    if (!stacks.reserve(resident * (threads + 1))) {
-        report("%s: could not allocate the stacks of %zu threads", kernel, resident * threads);
+    if (stacks.count < resident * (threads + 1)) {
+        report("%s: the CPU runner has no stacks for its threads (nn_cuda_cpu_use_stacks was not called)", kernel);
         return 1;
     }
     if (fiber_pool.size() < resident * threads) {
@@ -1049,6 +1036,12 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }      \
     extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
     extern "C" void nn_cuda_cpu_shared_section(uintptr_t* bounds) { nn_cuda_cpu::shared_section(bounds); }    \
+    extern "C" void nn_cuda_cpu_stack_layout(size_t* layout)                                           \
+    {                                                                                                  \
+        layout[0] = nn_cuda_cpu::kStackBytes;                                                          \
+        layout[1] = nn_cuda_cpu::kPoolStacks;                                                          \
+    }                                                                                                  \
+    extern "C" void nn_cuda_cpu_use_stacks(void* base, size_t count) { nn_cuda_cpu::stacks.adopt(base, count); } \
     extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes,              \
                                                    const unsigned char* fills, int n, int dynamic_fill) \
     {                                                                                                  \
