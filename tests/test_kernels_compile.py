@@ -259,8 +259,11 @@ def test_the_command_prints_a_row_per_instance_and_writes_json(tmp_path):
     lines = job.stdout.splitlines()
     expected = [(name, arch) for filename in KERNEL_FILES for name in kernel_info.name_expressions(filename)
                 for arch in kernel_resources.PTXAS_ARCHS]
-    for name, arch in expected:
-        assert any(line.startswith(f"{name} ") and f" {arch} " in line for line in lines), (name, arch)
+    # the report's own table: a row per instance, a column of occupancy per architecture
+    header = next(line for line in lines if line.startswith("| kernel |"))
+    assert all(f"{arch}: blocks, warps/SM" in header for arch in kernel_resources.PTXAS_ARCHS), header
+    for name, _ in expected:
+        assert sum(line.startswith(f"| `{name}` |") for line in lines) == 1, name
     data = json.loads(path.read_text())
     assert data["benchmark"] == "resources" and data["machine"]["command"].startswith("python -m nn_cuda.kernel_resources")
     assert [(row["kernel"], row["arch"]) for row in data["results"]] == expected

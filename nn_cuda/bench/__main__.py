@@ -43,7 +43,8 @@ def main(argv=None) -> int:
         if not known:
             print(f"\nunknown benchmark {argv[0]!r}", file=sys.stderr)
         return 0 if known else USAGE
-    module = importlib.import_module(BENCHMARKS[argv[0]][0])
+    with ends_in_one_line_while_starting("nn_cuda.bench"):  # the benchmark's imports (numpy & co.)
+        module = importlib.import_module(BENCHMARKS[argv[0]][0])
     return run_benchmark(f"nn_cuda.bench {argv[0]}", module.main, argv[1:])
 
 
