@@ -307,6 +307,28 @@ extern "C" __global__ void wait_for_the_last_thread(int* out)
     }
 }
 
+// Lanes 1-31 of warp 0 wait at a shuffle while lane 0 sleeps until thread 32 has set a flag: the
+// block yields with lanes waiting at a warp sync, and other resident blocks take turns meanwhile.
+extern "C" __global__ void shuffle_after_a_wait(const int* x, int* out)
+{
+    __shared__ volatile int flag;
+    if (threadIdx.x == 0) {
+        flag = 0;
+    }
+    __syncthreads();
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x < 32) {
+        if (threadIdx.x == 0) {
+            while (flag == 0) {
+                __nanosleep(10);
+            }
+        }
+        out[i] = __shfl_xor_sync(0xffffffffu, x[i], 1);
+    } else if (threadIdx.x == 32) {
+        flag = 1;
+    }
+}
+
 // Block 0 spins until block 1 sets a flag in global memory: on a GPU, where both are resident, it ends.
 extern "C" __global__ void wait_for_the_next_block(volatile int* flags, int* out)
 {
@@ -342,6 +364,15 @@ def test_a_thread_that_sleeps_while_it_waits_lets_the_others_run(check):
     out = np.zeros(1, np.int32)
     RawModule(code=WAITING, check=check).get_function("wait_for_the_last_thread")(1, 64, (out,))
     assert out.tolist() == [42]
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_lanes_waiting_at_a_shuffle_keep_their_values_while_other_blocks_take_turns(check):
+    x = np.arange(16 * 64, dtype=np.int32)
+    out = np.full(x.size, -1, np.int32)
+    RawModule(code=WAITING, check=check).get_function("shuffle_after_a_wait")(16, 64, (x, out))
+    first_warps = (np.arange(x.size) % 64) < 32
+    assert out[first_warps].tolist() == (x ^ 1)[first_warps].tolist()
 
 
 def test_a_block_that_waits_for_a_later_one_ends_where_blocks_take_turns(monkeypatch):

@@ -738,11 +738,14 @@ static std::mt19937_64* launch_random = nullptr;
     __builtin_trap();  // a finished block is never resumed
 }
 
-// The bytes of every __shared__ array and of the launch's dynamic shared memory, which a block
-// copies out when another takes its turn and back in when its turn comes again.
+// The bytes of every __shared__ array, of the launch's dynamic shared memory and of the values its
+// lanes hand over at warp syncs (a lane that waits at one, or was released but has not read yet,
+// when the block yields), which a block copies out when another takes its turn and back in when
+// its turn comes again.
 void save_shared(Resident& block)
 {
-    size_t bytes = dynamic_shared_bytes;
+    const size_t lanes = threads_in_block() * sizeof(warp_slots[0][0]);
+    size_t bytes = dynamic_shared_bytes + 2 * lanes;
     for (const SharedRegion& region : shared_regions) {
         bytes += region.bytes;
     }
@@ -753,17 +756,22 @@ void save_shared(Resident& block)
         to += region.bytes;
     }
     memcpy(to, dynamic_shared, dynamic_shared_bytes);
+    memcpy(to + dynamic_shared_bytes, warp_slots[0], lanes);
+    memcpy(to + dynamic_shared_bytes + lanes, warp_slots[1], lanes);
     memcpy(block.votes, vote_totals, sizeof(vote_totals));
 }
 
 void load_shared(const Resident& block)
 {
+    const size_t lanes = threads_in_block() * sizeof(warp_slots[0][0]);
     const unsigned char* from = block.shared.data();
     for (const SharedRegion& region : shared_regions) {
         memcpy(region.address, from, region.bytes);
         from += region.bytes;
     }
     memcpy(dynamic_shared, from, dynamic_shared_bytes);
+    memcpy(warp_slots[0], from + dynamic_shared_bytes, lanes);
+    memcpy(warp_slots[1], from + dynamic_shared_bytes + lanes, lanes);
     memcpy(vote_totals, block.votes, sizeof(vote_totals));
 }
 
