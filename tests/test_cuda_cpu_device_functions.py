@@ -363,7 +363,8 @@ def test_constant_and_device_variables_are_read_and_written_through_get_global(f
 
 
 def test_extern_shared_memory_is_sized_by_shared_mem():
-    module = RawModule(code=FEATURES, name_expressions=("reverse_bytes<double>",), check=False)
+    module = RawModule(code=FEATURES, name_expressions=("reverse_bytes<double>", "reverse_any_order<float>"),
+                       check=False)
     x = np.arange(96, dtype=np.float32)
     out = np.full(96, np.nan, np.float32)
     module.get_function("reverse_blocks")((3,), (32,), (x, out, np.int32(0)), shared_mem=32 * 4)
@@ -375,8 +376,7 @@ def test_extern_shared_memory_is_sized_by_shared_mem():
     # `extern T __shared__ name[]` and `__shared__ extern ...` too, on the lines where they are written
     xf = np.arange(32, dtype=np.float32)
     outf, lines = np.full(32, np.nan, np.float32), np.zeros(32, np.int32)
-    any_order = RawModule(code=FEATURES, name_expressions=("reverse_any_order<float>",), check=False)
-    any_order.get_function("reverse_any_order<float>")((1,), (32,), (xf, outf, lines), shared_mem=32 * 4)
+    module.get_function("reverse_any_order<float>")((1,), (32,), (xf, outf, lines), shared_mem=32 * 4)
     np.testing.assert_array_equal(outf, xf[::-1])
     assert set(lines.tolist()) == {FEATURES[:FEATURES.index("? __LINE__")].count("\n") + 1}
     # a GPU's limit: 48 KiB unless the kernel's attribute raises it
