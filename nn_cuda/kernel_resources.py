@@ -34,7 +34,6 @@ with ends_in_one_line_while_starting("nn_cuda.kernel_resources", running=__name_
     from .kernel_info import (GEMM_KERNEL_FILES, compile_options, gemm_kernel_name, kernel_dir, kernel_files,
                               kernel_source, name_expressions)
     from .outputs import OutputError
-    from .report.markdown import printed, resources_table  # the command prints the report's table
 
 # ---- compiling as CuPy does: NVRTC to PTX, then ptxas for one GPU -------------------------------
 
@@ -417,6 +416,10 @@ def main(argv=None) -> int:
         rows = resource_table()
     except (CompileFailed, FileNotFoundError, ValueError) as error:
         return failed("nn_cuda.kernel_resources", error)
+    # the command prints the report's own table (imported here: numba_link and bench use this module
+    # as a library, and need not load the report)
+    from .report.markdown import printed, resources_table
+
     record = resources_record(rows, " ".join(["python", "-m", "nn_cuda.kernel_resources", *given]))
     printed("resources", record, resources_table)
     if args.json:

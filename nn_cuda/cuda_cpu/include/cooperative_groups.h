@@ -46,8 +46,6 @@ T shuffle_words(T value, Shuffle shuffle)
     }
 }
 
-template <typename... A>
-constexpr bool unsupported = false;
 }  // namespace details
 
 // ---- the thread block -----------------------------------------------------------------------------
@@ -200,7 +198,7 @@ public:
     template <typename Unused = void>
     void sync() const
     {
-        static_assert(details::unsupported<Unused>, "the CPU runner does not support grid_group::sync (a "
+        static_assert(nn_cuda_cpu_unsupported<Unused>, "the CPU runner does not support grid_group::sync (a "
                                                     "grid-wide barrier: its blocks run one after another)");
     }
 };
@@ -287,7 +285,7 @@ coalesced_group labeled_partition(const thread_block_tile<Size, Parent>&, Label 
 template <typename Unused = void>
 coalesced_group coalesced_threads()
 {
-    static_assert(details::unsupported<Unused>, "the CPU runner does not support coalesced_threads (the lanes a "
+    static_assert(nn_cuda_cpu_unsupported<Unused>, "the CPU runner does not support coalesced_threads (the lanes a "
                                                 "branch leaves active; binary_partition and labeled_partition "
                                                 "are supported)");
     return coalesced_group(0);
