@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -47,6 +48,18 @@ def compiler_version(compiler: str) -> str:
     """What `compiler --version` prints (part of every cache key: another compiler builds anew)."""
     result = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
     return result.stdout
+
+
+def is_x86_64() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+@functools.lru_cache(maxsize=None)
+def has_fma(compiler: str) -> bool:
+    """True when this processor has the FMA instruction, as the compiler sees it (-march=native)."""
+    result = subprocess.run([compiler, "-march=native", "-dM", "-E", "-x", "c++", os.devnull],
+                            capture_output=True, text=True, timeout=60)
+    return "#define __FMA__ 1" in result.stdout
 
 
 # A make rule: "target: first second \<newline> third", where a space inside a name is "\ ".

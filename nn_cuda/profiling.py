@@ -20,7 +20,8 @@ How a phase is timed depends on where the arrays live:
 - CuPy, and Numba on a GPU: a pair of CUDA events (nn_cuda.gpu_timer) around each call, read
   when the timer is summarised. Wherever the GPU may have run dry (a step's start, the end of a
   host-clock phase) a busy kernel first gives it a head start longer than the host needs to queue
-  what follows (twice the host time of the last step), so that the events time the kernels and no
+  what follows (twice the host time the last step took to queue its work,
+  its waits in host-clock phases left out), so that the events time the kernels and no
   host time (nn_cuda.gpu_timer's method). Host-side work (MPI on the host) is timed with the host
   clock after a synchronize.
 With CuPy present, every phase and every step is also an NVTX range (cupy.cuda.nvtx), so that
@@ -129,7 +130,11 @@ class PhaseTimer:
         self._calls = {phase: 0 for phase in PHASES}
         self.steps = 0
         self._step_started = None
-        self._step_seconds = 0.0  # host time of the last step: sizes the GPU's head start
+        # The host time the last step took to queue its device work: it sizes the GPU's head start.
+        # Time in host-clock phases is left out: a synchronize there waits for the head start
+        # itself, and counting that wait made every hold twice the last (up to MAX_HOLD_MS a step).
+        self._step_seconds = 0.0
+        self._host_phase_seconds = 0.0  # this step's time in host-clock phases, their synchronizes included
 
     # ---- marking the step -----------------------------------------------------------------------
     def stage(self, name: str) -> None:
@@ -144,6 +149,7 @@ class PhaseTimer:
         self._push("step")
         self._stage = "forward"
         self._step_started = time.perf_counter()
+        self._host_phase_seconds = 0.0
         self.clock.head_start(self._step_seconds)
 
     def end_step(self) -> None:
@@ -151,7 +157,7 @@ class PhaseTimer:
         self._pop()
         self.steps += 1
         if self._step_started is not None:
-            self._step_seconds = time.perf_counter() - self._step_started
+            self._step_seconds = time.perf_counter() - self._step_started - self._host_phase_seconds
 
     @contextmanager
     def step(self):
@@ -169,6 +175,7 @@ class PhaseTimer:
             raise ValueError(f"unknown phase {name!r}; phases are {', '.join(PHASES)}")
         clock = self.host_clock if host else self.clock
         self._push(name)
+        entered = time.perf_counter()  # before the host clock's synchronize, whose wait is no queueing
         started = clock.start()
         try:
             yield
@@ -178,6 +185,7 @@ class PhaseTimer:
             self._calls[name] += 1
             if clock is self.host_clock:
                 self._seconds[name] += token
+                self._host_phase_seconds += time.perf_counter() - entered
                 self.clock.head_start(self._step_seconds)  # the synchronize let the GPU run dry
             else:
                 self._pending[name].append(token)
@@ -261,6 +269,9 @@ class _TimedStrategy:
         return getattr(self._strategy, name)
 
     def allreduce_gradients(self, grads) -> None:
+        if self._strategy.comm is None:  # serial: nothing to communicate, so no synchronize either
+            self._strategy.allreduce_gradients(grads)
+            return
         with self._timer.phase("communication", host=True):
             self._strategy.allreduce_gradients(grads)
 

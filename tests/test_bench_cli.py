@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nn_cuda import kernel_resources
@@ -403,3 +404,23 @@ def test_run_sh_alone_prints_its_targets_and_runs_nothing(tmp_path):
     assert job.returncode == 0 and "./run.sh [--update] TARGET" in job.stdout
     for target in ("gemm", "accuracy", "gpu-check", "all"):
         assert f"./run.sh {target}" in job.stdout
+
+
+def test_gpu_vs_cpu_counts_the_bits_two_saves_share(tmp_path, monkeypatch, capsys):
+    # The script behind docs/kernels.md's comparison of the CPU runner with an H200: here two saves
+    # of the NumPy backend, one of them with one element moved by its last bit.
+    import gpu_vs_cpu
+
+    monkeypatch.setattr(gpu_vs_cpu, "COURSE_GEMM_SIZES", [(8, 5, 7)])
+    first, second = tmp_path / "first.npz", tmp_path / "second.npz"
+    assert gpu_vs_cpu.main(["gemm", "--backend", "numpy", "--out", str(first)]) == 0
+    saved = dict(np.load(first))
+    moved = saved["numpy_8x5x7"].copy()
+    moved.view(np.uint32)[0, 0] += 1
+    np.savez(second, numpy_8x5x7=moved, settings=np.array("not a float"))
+    capsys.readouterr()
+    assert gpu_vs_cpu.main(["compare", str(first), str(second)]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("numpy_8x5x7")]
+    difference, equal, first_error, second_error = row.split()[1:]
+    assert 0 < float(difference) < 1e-6 and equal == f"{39 / 40:.1%}"
+    assert float(first_error) < 1e-6 and float(second_error) < 1e-6

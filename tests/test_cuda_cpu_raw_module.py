@@ -32,6 +32,7 @@ extern "C" __global__ void saxpy(float* y, const float* x, float a, int n)
 @pytest.fixture(autouse=True)
 def plain_mode_unless_asked(monkeypatch):
     monkeypatch.delenv("NN_CUDA_CPU_CHECK", raising=False)
+    monkeypatch.delenv("NN_CUDA_CPU_FMA", raising=False)
 
 
 def test_an_extern_c_kernel_runs_by_its_name():
@@ -366,3 +367,31 @@ def test_every_library_runs_its_threads_on_the_process_pool_of_stacks():
         RawModule(code=code + f"// copy {copy}\n", check=True).get_function("fill")(8, 1024, (out,))
     assert mappings() - before < 2 * 100  # a library's own segments, not thousands of stacks
     assert out.tolist() == [1.0] * out.size
+
+
+MULTIPLY_ADD = r"""
+extern "C" __global__ void multiply_add(float* out, const float* a, const float* b, const float* c)
+{
+    out[threadIdx.x] = a[threadIdx.x] * b[threadIdx.x] + c[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("fma", [False, True])
+def test_nn_cuda_cpu_fma_fuses_a_multiply_add_as_nvrtc_does(monkeypatch, fma):
+    """(1 + 2^-12)^2 - 1 is 2^-11 + 2^-24 exactly. Rounded after the multiply (no contraction, the
+    default), the 2^-24 is lost (a tie, rounded to even); fused (NVRTC's default on a GPU, and
+    NN_CUDA_CPU_FMA=1 here) it stays."""
+    from nn_cuda import host_compiler
+    from nn_cuda.cuda_cpu import build
+
+    if fma and host_compiler.is_x86_64() and not host_compiler.has_fma(build.find_compiler()):
+        pytest.skip("this processor has no FMA instruction")
+    if fma:
+        monkeypatch.setenv("NN_CUDA_CPU_FMA", "1")
+    a = np.full(4, 1 + 2.0**-12, dtype=np.float32)
+    c = np.full(4, -1.0, dtype=np.float32)
+    out = np.full(4, np.nan, dtype=np.float32)
+    RawModule(code=MULTIPLY_ADD).get_function("multiply_add")((1,), (4,), (out, a, a, c))
+    expected = 2.0**-11 + 2.0**-24 if fma else 2.0**-11
+    assert np.all(out == np.float32(expected)), out

@@ -5,20 +5,27 @@ Before the extras were aligned, dev brought CUDA 13 compilers and gpu the CUDA 1
 loaded NVRTC 13 and Numba's kernels failed to link with nvJitLink 12 on every GPU.
 """
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from nn_cuda import cuda_wheels
 
 
 def test_the_installed_nvidia_wheels_are_of_one_cuda_major_version():
+    # The project installs CUDA 12 (setup.cfg); a machine's own stack of one other major version
+    # works as well (an H200 with CuPy 14.2 for CUDA 13 passed the GPU tests), a mix never does.
     majors = cuda_wheels.installed_majors()
     assert len(majors) <= 1, majors
-    assert set(majors) <= {12}, f"the project installs CUDA 12 (setup.cfg), found {majors}"
 
 
-def test_the_dev_install_brings_cuda_12_compilers():
-    # NVRTC and ptxas of the compile tests come from the same CUDA 12 wheels as the gpu extra's.
-    assert "nvidia-cuda-nvrtc-cu12" in " ".join(cuda_wheels.installed_majors().get(12, []))
+def test_the_dev_install_brings_the_compilers_of_that_cuda_version():
+    # NVRTC of the compile tests comes from the same CUDA wheels as the GPU libraries' (the README's
+    # install: nvidia-cuda-nvrtc-cu12).
+    (names,) = cuda_wheels.installed_majors().values()
+    assert any(name.startswith(("nvidia-cuda-nvrtc-cu", "nvidia-cuda-nvrtc ")) for name in names), names
 
 
 # The mix the issue found: dev's CUDA 13 compilers beside gpu's CUDA 12 stack.
@@ -49,3 +56,13 @@ def test_the_major_version_of_a_wheel(name, version, major):
 def test_one_major_version_passes():
     assert cuda_wheels.check_one_major([("cupy-cuda12x", "14.2.0"), ("nvidia-cuda-nvrtc-cu12", "12.9.86")]) == 12
     assert cuda_wheels.check_one_major([("numpy", "2.4.6")]) is None
+
+
+def test_numba_cudas_gpu_target_imports_with_the_installed_numpy():
+    # numba-cuda 0.30.4 overloads np.row_stack, which NumPy 2.5 removed: with NumPy 2.5 the GPU
+    # target's array module fails to import and every Numba kernel fails on a GPU (seen on an H200).
+    # setup.cfg keeps NumPy below 2.5; the module imports without a GPU, outside the simulator.
+    environment = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    code = "import importlib; importlib.import_module('numba.cuda.np.arrayobj')"
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]

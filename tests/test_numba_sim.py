@@ -409,3 +409,20 @@ def test_take_rows_gathers_a_permutation(backend, rng, dtype):
     out1 = backend.to_device(np.full_like(labels, -1))
     backend.take_rows(backend.to_device(labels), backend.to_device(rows), out1)
     np.testing.assert_array_equal(backend.to_host(out1), labels[rows])
+
+
+def test_the_low_occupancy_warning_stays_quiet_also_in_colour():
+    """Numba warns about launches of fewer than 128 blocks, which the network's 10-column matrices
+    make by design; on an H200 its message came wrapped in colour codes and got past the filter."""
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    from nn_cuda.backends.numba_backend import quiet_low_occupancy_warnings
+
+    coloured = "\x1b[1m\x1b[1mGrid size 2 will likely result in GPU under-utilization due to low occupancy.\x1b[0m\x1b[0m"
+    with warnings.catch_warnings(record=True) as shown:
+        quiet_low_occupancy_warnings()  # what NumbaBackend() does
+        warnings.warn(coloured, NumbaPerformanceWarning)
+        warnings.warn("\x1b[1manother performance warning\x1b[0m", NumbaPerformanceWarning)
+    assert [str(warning.message) for warning in shown] == ["\x1b[1manother performance warning\x1b[0m"]

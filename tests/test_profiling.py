@@ -22,8 +22,9 @@ def _setup(backend, hidden=7, batch=5, seed=0):
 
 
 class CountingStrategy:
-    """A serial strategy that counts its allreduce calls."""
+    """A strategy with a communicator (as under MPI) that counts its allreduce calls."""
 
+    comm = "a communicator"
     reduce_logits = None
     after_layer2 = None
 
@@ -88,6 +89,75 @@ def test_the_logits_allreduce_and_the_overlap_hook_count_as_communication():
     # a strategy without these steps keeps None (model.forward and backward then skip them)
     assert timer.strategy(CountingStrategy()).reduce_logits is None
     assert timer.strategy(CountingStrategy()).after_layer2 is None
+
+
+def test_a_serial_run_has_no_communication_to_time():
+    """Serial's allreduce does nothing; timing it would synchronize the GPU once a step for nothing."""
+    from nn_cuda.parallel.serial import Serial
+
+    timer = timed_steps(Serial(), 2)
+    assert timer.summary()["calls"]["communication"] == 0
+
+
+class SimulatedGpu:
+    """A GPU queue on a simulated clock, for PhaseTimer's CUDA-event clock: `hold(ms)` queues a busy
+    kernel of that length behind what is queued; a synchronize moves the clock to the end of the
+    queue. Each operation the step queues costs the host `queue_ms` of the clock."""
+
+    kind = "simulated events"
+
+    def __init__(self, queue_ms: float):
+        self.now_ms = self.queue_end_ms = 0.0
+        self.queue_ms = queue_ms
+        self.holds = []
+
+    def perf_counter(self) -> float:
+        return self.now_ms / 1e3
+
+    def queue(self, gpu_ms: float) -> None:
+        self.now_ms += self.queue_ms
+        self.queue_end_ms = max(self.queue_end_ms, self.now_ms) + gpu_ms
+
+    def hold(self, milliseconds: float) -> None:
+        self.holds.append(milliseconds)
+        self.queue(milliseconds)
+
+    def synchronize(self) -> None:
+        self.now_ms = max(self.now_ms, self.queue_end_ms)
+
+    def event(self):
+        return None
+
+    def record(self, event) -> None:
+        pass
+
+
+def test_a_synchronize_inside_the_step_does_not_feed_the_next_head_start(monkeypatch):
+    """The head start is sized by the host time of queueing a step. A host-clock phase inside the
+    step (an MPI allreduce) waits for the GPU, hold included: counted as step time, each hold was
+    twice the last, and a 10-ms step took a second (seen on an H200 with `train --profile`)."""
+    from nn_cuda import profiling
+
+    gpu = SimulatedGpu(queue_ms=0.5)
+    monkeypatch.setattr(profiling.time, "perf_counter", gpu.perf_counter)
+
+    class Backend:
+        name, on_device = "simulated", False  # a host clock at first; the simulated events replace it
+
+        def synchronize(self):
+            gpu.synchronize()
+
+    timer = PhaseTimer(Backend(), nvtx=False)
+    timer.clock = profiling._EventClock(gpu)
+    for _ in range(30):
+        with timer.step():
+            for _ in range(10):
+                gpu.queue(gpu_ms=1.0)  # a kernel: 0.5 ms of the host, 1 ms of the GPU
+            with timer.phase("communication", host=True):
+                gpu.now_ms += 2.0  # the allreduce itself, after the synchronize
+    # each step queues 10 kernels and 2 holds in 6 ms of the host: its head start is 1 + 2 * 6 ms
+    # (it grew to the 1000-ms cap when the waits counted)
+    assert max(gpu.holds) <= 1 + 2 * 6 + 1e-9, gpu.holds
 
 
 def test_timing_does_not_change_the_maths():

@@ -196,11 +196,37 @@ def test_kernel_resources_section_names_spills_and_says_when_it_has_no_input(tmp
     assert "`python -m nn_cuda.kernel_resources --json PATH` produces it" in text
 
 
+def test_the_roofline_plots_a_gemm_only_under_the_roof_of_its_own_device(tmp_path, monkeypatch):
+    # The H200's GEMMs were drawn under the CPU's roof, 100x above it.
+    import json
+
+    from nn_cuda.report import figures
+    from nn_cuda.report.inputs import Result
+
+    write_inputs(tmp_path)
+    roof = Result(None, "roofline", json.loads((tmp_path / "roofline.json").read_text()))
+    on_gpu, on_cpu = Result(None, "gemm", gemm(timed=True)), Result(None, "gemm", gemm(timed=True))
+    on_cpu.data["machine"]["gpu"] = None  # a timed GEMM of the roof's own machine (cuda-cpu, numpy)
+    drawn = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, results, path: drawn.setdefault("results", results))
+    figures.roofline([roof], [on_gpu, on_cpu], tmp_path)
+    figures._pyplot().close("all")
+    assert drawn["results"] == [roof, on_cpu]
+
+
 def test_cpu_only_inputs_say_which_sections_need_a_gpu(tmp_path):
     out, text = run_report(tmp_path, gpu=False)
     assert "No GPU numbers" in text and "correctness only" in text
     assert "GFLOP/s and % of cuBLAS" in text
     assert "% cuBLAS |" not in text  # no timing columns for the simulator
+
+
+def test_gpu_inputs_of_some_kinds_leave_the_others_named(tmp_path):
+    # Only the GEMMs were measured on a GPU here (as in results/ since the H200 session).
+    out, text = run_report(tmp_path, gpu=True)
+    assert "Not measured on a GPU yet" in text and "No GPU numbers" not in text
+    assert "the roofline of the GPU" in text and "scaling over GPUs" in text
+    assert "GEMM GFLOP/s and % of cuBLAS" not in text
 
 
 def test_missing_inputs_are_reported_not_invented(tmp_path):

@@ -262,10 +262,21 @@ def test_bench_gemm_refuses_a_size_beyond_memory_in_one_line(capsys):
     from nn_cuda.bench import gemm
 
     with pytest.raises(SystemExit) as stop:
-        gemm.main(["--sizes", "2147483648x1x1"])
+        gemm.main(["--backend", "numpy", "--sizes", "2147483648x1x1"])
     assert stop.value.code == 2
     (line,) = [line for line in capsys.readouterr().err.splitlines() if line]
     assert "bench gemm at 2147483648x1x1 needs about" in line and "use smaller --sizes" in line
+
+
+def test_bench_gemm_refuses_a_size_beyond_the_kernels_32_bit_indices_in_one_line(capsys):
+    # On an H200, whose memory holds these matrices, the kernels' own check ended in a traceback.
+    from nn_cuda.bench import gemm
+
+    with pytest.raises(SystemExit) as stop:
+        gemm.main(["--backend", "cuda-cpu", "--sizes", "64x16x4,2147483648x1x1"])
+    assert stop.value.code == 2
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert "--sizes 2147483648x1x1: the kernels of backend cuda-cpu take M, N and K as 32-bit ints" in line
 
 
 def test_grade_modes_1_to_3_refuse_a_hidden_layer_beyond_memory(tmp_path, capsys):

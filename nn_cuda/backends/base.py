@@ -52,6 +52,8 @@ class Backend(abc.ABC):
     runs_kernel_files: bool = False
     #: what a grade on this backend cannot see, for the grading harness to say (None: nothing)
     grading_note: str | None = None
+    #: the largest matrix dimension the backend's kernels index (None: no limit of its own)
+    largest_dimension: int | None = None
 
     def __init__(self, gemm: str | None = None):
         gemm = gemm or (None if self.emulated else self.default_gemm) or self.gemm_algos[0]

@@ -26,6 +26,7 @@ class CudaKernelBackend(Backend):
     #: what the arrays must be, for error messages ("a CuPy array")
     array_kind: str = "an array"
     runs_kernel_files = True
+    largest_dimension = kernel_launch.MAX_INT32  # the kernels take M, N, K and index as 32-bit ints
     default_gemm = "regblock"  # the fastest of the course's hand-written kernels
     #: the class of this backend's arrays (numpy.ndarray, cupy.ndarray)
     array_type: type = type(None)
@@ -143,7 +144,7 @@ class CudaKernelBackend(Backend):
         if first.ndim != 2:
             raise ValueError(f"{op}: {next(iter(arrays))} must be a matrix (2-D), got shape {first.shape}")
         rows, cols = first.shape
-        if rows > kernel_launch.MAX_INT32 or cols > kernel_launch.MAX_INT32:
+        if rows > self.largest_dimension or cols > self.largest_dimension:
             raise ValueError(f"{op}: dimensions must fit in 32 bits, got {first.shape}")
         return rows, cols
 
@@ -193,7 +194,7 @@ class CudaKernelBackend(Backend):
             )
         if min(M, N, K) < 1:
             raise ValueError(f"gemm needs M, N, K >= 1, got M={M}, N={N}, K={K}")
-        if max(M, N, K) > kernel_launch.MAX_INT32:
+        if max(M, N, K) > self.largest_dimension:
             raise ValueError(f"gemm: M, N, K must fit in 32 bits, got M={M}, N={N}, K={K}")
         a, b, c = self.address(A), self.address(B), self.address(C)
         for name, x, x_start in (("A", A, a), ("B", B, b)):

@@ -25,11 +25,13 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: CUDA's limit on gridDim.y, which counts blocks of rows in the 2-D launches
 MAX_GRID_Y = 65535
 
-# Numba warns about every launch of fewer than 128 blocks. The network's small matrices (10 columns)
-# make such launches by design, and the warning would repeat at every step.
-warnings.filterwarnings(
-    "ignore", message=r"Grid size \d+ will likely result in GPU under-utilization"
-)
+
+def quiet_low_occupancy_warnings() -> None:
+    """Numba warns about every launch of fewer than 128 blocks. The network's small matrices (10
+    columns) make such launches by design, and the warning would repeat at every step. Numba may wrap
+    the message in terminal colour codes, so the pattern may start anywhere (on an H200 the warnings
+    got past a pattern anchored at the message's start)."""
+    warnings.filterwarnings("ignore", message=r".*Grid size \d+ will likely result in GPU under-utilization")
 
 
 def _is_device_array(x) -> bool:
@@ -102,6 +104,7 @@ class NumbaBackend(Backend):
         if numba_config.ENABLE_CUDASIM:  # however it was asked for (numba-sim, or the environment)
             self.name, self.emulated = "numba-sim", True
         super().__init__(gemm)
+        quiet_low_occupancy_warnings()
         if not self.emulated:
             check_cuda_wheels()
         if not cuda.is_available():  # always True in the simulator

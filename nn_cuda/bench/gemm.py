@@ -220,6 +220,11 @@ def main(argv=None) -> int:
     if anchor and anchor not in algos:
         algos.append(anchor)  # timed in the same run, as the reference for "% of cuBLAS"
     sizes = args.sizes or (GPU_SIZES if timed else CPU_SIZES)
+    limit = backend.largest_dimension
+    for M, N, K in sizes:
+        if limit is not None and max(M, N, K) > limit:
+            parser.exit(2, f"{parser.prog}: error: --sizes {M}x{N}x{K}: the kernels of backend {backend_name} "
+                           f"take M, N and K as 32-bit ints (at most {limit}); use smaller --sizes\n")
     try:
         for M, N, K in sizes:
             check_host_memory(M, N, K, dtype, on_host=not backend.on_device)

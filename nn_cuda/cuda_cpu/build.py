@@ -53,6 +53,16 @@ BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_F
 # then use the first one's arrays, and the checking mode would fill the wrong ones with NaN.
 # -fno-gnu-unique makes them ordinary weak symbols, each library's own (clang never makes them unique).
 GCC_ONLY_FLAGS = ("-fno-gnu-unique",)
+# Floating point (docs/kernels.md, "Floating point: what differs from a GPU"). By default nothing is
+# contracted, on every host and compiler (clang would contract within an expression), so a host
+# gives the same bits whatever its compiler. NN_CUDA_CPU_FMA=1 fuses a * b + c into one FMA as
+# NVRTC does on a GPU; vectorising a loop first would split its multiply-adds into vector multiplies
+# and ordered adds, so it is turned off there. On an H200 that build gave the naive and tiled GEMMs'
+# bits exactly (docs/kernels.md); it costs the naive GEMM 1.7x on the AMD EPYC of the tables.
+FMA_VARIABLE = "NN_CUDA_CPU_FMA"
+NO_CONTRACTION_FLAGS = ("-ffp-contract=off",)
+FMA_FLAGS = {"gcc": ("-ffp-contract=fast", "-fno-tree-vectorize"),
+             "clang": ("-ffp-contract=fast", "-fno-vectorize", "-fno-slp-vectorize")}
 # The checking mode traps indices outside a fixed-size array (__shared__ tiles, c[16]) with no
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
@@ -97,6 +107,24 @@ def host_flags(options) -> list[str]:
         else:
             raise ValueError(f"the CPU runner does not take the option {given!r}: it takes -I<dir>, "
                              "-D<name>[=value], -U<name>, -std=c++11|14|17|20 and ignores GPU-only options")
+    return flags
+
+
+def fma_from_environment() -> bool:
+    return os.environ.get(FMA_VARIABLE, "0") not in ("", "0")
+
+
+def floating_point_flags(compiler: str, gcc: bool) -> tuple:
+    """No contraction, or with $NN_CUDA_CPU_FMA set, FMA as on a GPU (BackendUnavailable on an
+    x86-64 processor without the FMA instruction)."""
+    if not fma_from_environment():
+        return NO_CONTRACTION_FLAGS
+    flags = FMA_FLAGS["gcc" if gcc else "clang"]
+    if host_compiler.is_x86_64():
+        if not host_compiler.has_fma(compiler):
+            raise BackendUnavailable(f"{FMA_VARIABLE}=1 asks for fused multiply-adds, and this processor has "
+                                     "no FMA instruction; unset it to run without them")
+        flags = (*flags, "-mfma")
     return flags
 
 
@@ -161,8 +189,8 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool)
     compiler = find_compiler()
     version = host_compiler.compiler_version(compiler)
     gcc = "Free Software Foundation" in version and "clang" not in version
-    flags = [*BASE_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()), *(CHECK_FLAGS if check else ()), *extra_flags,
-             f"-isystem{INCLUDE_DIR}"]
+    flags = [*BASE_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
+             *(CHECK_FLAGS if check else ()), *extra_flags, f"-isystem{INCLUDE_DIR}"]
     key = hashlib.sha256()
     for part in (unit, compiler, version, " ".join(flags)):
         key.update(part.encode())

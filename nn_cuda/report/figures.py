@@ -111,10 +111,12 @@ def roofline(roofline_results, gemm_results, out: Path):
                    label=f"{data['device']} vendor GEMM")
         used.append(result)
     roof_dtypes = {r.data.get("config", {}).get("dtype", "float32") for r in roofline_results}
+    roof_gpus = {r.data["machine"].get("gpu") for r in roofline_results}
     for result in gemm_results:
         dtype = result.data.get("config", {}).get("dtype", "float32")
-        if not result.data.get("timed") or dtype not in roof_dtypes:
-            continue  # a GEMM belongs under the roof of its own precision
+        on_its_roof = dtype in roof_dtypes and result.data["machine"].get("gpu") in roof_gpus
+        if not result.data.get("timed") or not on_its_roof:
+            continue  # a GEMM belongs under the roof of its own precision, measured on its own device
         rows = [r for r in result.data["results"] if "gflops" in r]
         itemsize = 8 if result.data.get("config", {}).get("dtype") == "float64" else 4
         for algo in dict.fromkeys(r["algo"] for r in rows):

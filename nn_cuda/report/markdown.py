@@ -19,14 +19,15 @@ from .inputs import KINDS, Result
 
 #: how a section says that its input is absent
 NOT_MEASURED = "*Not measured:*"
-GPU_SECTIONS = (
-    "GEMM GFLOP/s and % of cuBLAS (`python -m nn_cuda.bench gemm --backend cupy`)",
-    "the roofline of the GPU (`python scripts/bench_roofline.py` on a GPU machine)",
-    "the training step of the CuPy and Numba backends, with its phases timed by CUDA events "
-    "(`python -m nn_cuda.bench train --backend cupy --gemm naive,tiled,regblock,cublas`)",
-    "scaling over GPUs (`python -m nn_cuda.bench scaling --backend cupy`, `--comm cuda-aware|nccl`)",
-    "float32 on the GPU against the float64 reference (`python scripts/bench_diff.py`, which picks CuPy)",
-)
+#: input kind -> the section it gives when measured on a GPU
+GPU_SECTIONS = {
+    "gemm": "GEMM GFLOP/s and % of cuBLAS (`python -m nn_cuda.bench gemm --backend cupy`)",
+    "roofline": "the roofline of the GPU (`python scripts/bench_roofline.py` on a GPU machine)",
+    "train": "the training step of the CuPy and Numba backends, with its phases timed by CUDA events "
+             "(`python -m nn_cuda.bench train --backend cupy --gemm naive,tiled,regblock,cublas`)",
+    "scaling": "scaling over GPUs (`python -m nn_cuda.bench scaling --backend cupy`, `--comm cuda-aware|nccl`)",
+    "diff": "float32 on the GPU against the float64 reference (`python scripts/bench_diff.py`, which picks CuPy)",
+}
 
 
 def fmt(value, spec=".3g") -> str:
@@ -103,13 +104,15 @@ def header(results, generated_by: str) -> list[str]:
         lines += ["**Missing inputs:** " + ", ".join(f"`{kind}` ({KINDS[kind][0]})" for kind in missing) + ".", ""]
     for path, reason in results.rejected:
         lines += [f"**Not used:** `{path.name}`: {reason}.", ""]
+    unmeasured = [section for kind, section in GPU_SECTIONS.items() if not any(r.on_gpu for r in results.of(kind))]
     if not any(r.on_gpu for r in files):
         lines += ["**No GPU numbers.** None of the inputs was measured on a GPU, so this report shows what "
                   "a CPU can measure: the kernels' correctness in Numba's CUDA simulator, NumPy's "
                   "training step, MPI scaling on the CPU and float32 on the CPU against float64. "
                   "These sections need a machine with an NVIDIA GPU and CuPy (`./run.sh all` there):", ""]
-        lines += [f"- {section}" for section in GPU_SECTIONS]
-        lines.append("")
+    elif unmeasured:
+        lines += ["**Not measured on a GPU yet** (a machine with an NVIDIA GPU and CuPy gives them):", ""]
+    lines += [f"- {section}" for section in unmeasured] + ([""] if unmeasured else [])
     return lines
 
 
