@@ -190,12 +190,40 @@ struct PhaseCounts {
 };
 static PhaseCounts phase;
 
+// The threads still to run in the current phase, in their order: a thread that stops (at a
+// barrier, a warp sync, a yield or its end) switches straight to the next one, and the last one
+// back to the block's scheduler, one switch per thread instead of two. External linkage, as for
+// `current`: the switch must not be assumed to leave it unchanged.
+struct PhaseQueue {
+    const size_t* next = nullptr;
+    const size_t* end = nullptr;
+};
+__attribute__((visibility("hidden"))) PhaseQueue queue;
+
+// The running block's threads (fiber_pool + its slot's first). External linkage on purpose, as for
+// `current`: the launcher changes it while a block's scheduler waits in a switch.
+__attribute__((visibility("hidden"))) Fiber* fibers = nullptr;
+
+// Where the running thread goes when it stops: the next thread of the phase, or the scheduler.
+inline void hand_over()
+{
+    Fiber* const stopping = current;
+    if (queue.next != queue.end) {
+        Fiber* const next = &fibers[*queue.next++];
+        next->state = State::ready;  // released from the barrier it waited at, if any
+        current = next;
+        nn_cuda_cpu_switch(&stopping->saved_sp, next->saved_sp);
+    } else {
+        nn_cuda_cpu_switch(&stopping->saved_sp, launch.scheduler_sp);
+    }
+}
+
 [[noreturn]] void fiber_main()
 {
     launch.thread_body(launch.args);
     current->state = State::done;
     ++phase.done;
-    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    hand_over();
     __builtin_trap();  // a finished fiber is never resumed
 }
 
@@ -253,10 +281,7 @@ struct StackPool {
     }
 };
 static StackPool stacks;
-static std::vector<Fiber> fiber_pool;  // the threads of every resident block, block after block
-// The running block's threads (fiber_pool + its slot's first). External linkage on purpose, as for
-// `current`: the launcher changes it while a block's scheduler waits in a switch.
-__attribute__((visibility("hidden"))) Fiber* fibers = nullptr;
+static std::vector<Fiber> fiber_pool;  // the threads of every resident block, block after block (`fibers`)
 
 // ---- faults ---------------------------------------------------------------------------------------
 
@@ -402,7 +427,7 @@ __attribute__((noinline)) void barrier()
     __asm__ __volatile__("" ::: "memory");
     current->state = State::at_barrier;
     ++phase.at_barrier;
-    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    hand_over();
     __asm__ __volatile__("" ::: "memory");
 }
 
@@ -414,7 +439,7 @@ __attribute__((noinline)) void yield_thread()
     __asm__ __volatile__("" ::: "memory");
     current->state = State::yielded;
     ++phase.yielded;
-    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    hand_over();
     __asm__ __volatile__("" ::: "memory");
 }
 
@@ -486,7 +511,7 @@ __attribute__((noinline)) void warp_sync(unsigned mask)
     current->warp_mask = mask;
     current->state = State::at_warp_sync;
     ++phase.at_warp_sync;
-    nn_cuda_cpu_switch(&current->saved_sp, launch.scheduler_sp);
+    hand_over();
     __asm__ __volatile__("" ::: "memory");
 }
 
@@ -648,10 +673,11 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random, size_t fir
             std::shuffle(order.begin(), order.end(), random);
         }
         phase = PhaseCounts{};
-        for (size_t t : order) {
-            current = &fibers[t];
+        if (!order.empty()) {  // the threads run in `order`, each handing over to the next (hand_over)
+            queue = PhaseQueue{order.data() + 1, order.data() + order.size()};
+            current = &fibers[order[0]];
             current->state = State::ready;  // released from the barrier it waited at, if any
-            nn_cuda_cpu_switch(&launch.scheduler_sp, fibers[t].saved_sp);
+            nn_cuda_cpu_switch(&launch.scheduler_sp, current->saved_sp);
         }
         current = nullptr;
         if (phase.at_barrier == threads) {
