@@ -33,6 +33,7 @@ ENVIRONMENT = (
     ("NN_CUDA_KERNEL_DIR=DIR", "a copy of kernels/ to compile and run instead (cupy, cuda-cpu)"),
     ("NN_CUDA_CPU_CHECK=1", "cuda-cpu: the checking mode (races, out-of-bounds accesses, poisoned memory)"),
     ("NN_CUDA_CPU_SEED=N", "cuda-cpu: the seed of the checking mode's thread and block orders"),
+    ("NN_CUDA_CPU_THREADS=N", "cuda-cpu: host threads that run a launch's blocks (default: the cores; 1: in order)"),
     ("NN_CUDA_CPU_FMA=1", "cuda-cpu: fuse a * b + c into FMA as NVRTC does (the GPU's float32 bits; slower)"),
     ("NN_CUDA_CPU_WATCHDOG=SECONDS", "cuda-cpu: stop a launch running longer (default 60, 0: never)"),
     ("NN_CUDA_CACHE_DIR=DIR", "where downloads and compiled kernels are cached"),

@@ -375,12 +375,19 @@ def test_lanes_waiting_at_a_shuffle_keep_their_values_while_other_blocks_take_tu
     assert out[first_warps].tolist() == (x ^ 1)[first_warps].tolist()
 
 
-def test_a_block_that_waits_for_a_later_one_ends_where_blocks_take_turns(monkeypatch):
+def test_a_block_that_waits_for_a_later_one_ends_where_blocks_take_turns_or_run_at_once(monkeypatch):
     # the checking mode keeps up to 4 blocks resident, as a GPU does: block 0's wait ends
     out = np.zeros(1, np.int32)
     RawModule(code=WAITING, check=True).get_function("wait_for_the_next_block")(2, 32, (np.zeros(2, np.int32), out))
     assert out.tolist() == [7]
-    # the plain mode runs one block after another: block 0 would wait forever, the watchdog ends it
+    # the plain mode on two host threads runs both blocks at once: block 0's wait ends too
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "2")
+    out[:] = 0
+    RawModule(code=WAITING, check=False).get_function("wait_for_the_next_block")(2, 32, (np.zeros(2, np.int32), out))
+    assert out.tolist() == [7]
+    # on one host thread it runs one block after another: block 0 would wait forever, the watchdog
+    # ends it
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "1")
     monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1")
     with pytest.raises(KernelError, match=r"wait_for_the_next_block: still running after 1 s .* in thread \(0, 0, 0\) "
                                           r"of block \(0, 0, 0\)"):

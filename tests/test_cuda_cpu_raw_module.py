@@ -262,8 +262,9 @@ extern "C" __global__ void chain(int* out, int n)
 """
 
 
-def test_the_checking_mode_runs_blocks_in_random_orders_so_a_race_between_blocks_shows():
+def test_the_checking_mode_runs_blocks_in_random_orders_so_a_race_between_blocks_shows(monkeypatch):
     out = np.zeros(32, np.int32)
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "1")  # the plain mode with its blocks one after another
     RawModule(code=CHAIN, check=False).get_function("chain")(32, 32, (out, np.int32(32)))  # in order: no report
     assert out.tolist() == [1] * 31 + [2]
     with pytest.raises(KernelError, match=r"chain: the result depends on the order"):
@@ -273,7 +274,7 @@ def test_the_checking_mode_runs_blocks_in_random_orders_so_a_race_between_blocks
 SCRATCH = r"""
 // Each block reverses its 32 values of x through one global scratch array that all blocks share (the
 // bug: it should be __shared__, or indexed by block). One block at a time, as the plain mode runs
-// them, it gives the right result in any order of the blocks.
+// them on one host thread, it gives the right result in any order of the blocks.
 __device__ float scratch[32];
 extern "C" __global__ void reverse_through_global(const float* x, float* out)
 {
@@ -298,10 +299,11 @@ extern "C" __global__ void reverse_through_file_shared(const float* x, float* ou
 """
 
 
-def test_blocks_take_turns_in_the_checking_mode_so_global_scratch_shared_by_blocks_shows():
+def test_blocks_take_turns_in_the_checking_mode_so_global_scratch_shared_by_blocks_shows(monkeypatch):
     x = np.arange(8 * 32, dtype=np.float32)
     reversed_blocks = x.reshape(8, 32)[:, ::-1].reshape(-1)
     out = np.full_like(x, np.nan)
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "1")  # the plain mode with its blocks one after another
     RawModule(code=SCRATCH, check=False).get_function("reverse_through_global")(8, 32, (x, out))
     np.testing.assert_array_equal(out, reversed_blocks)  # one block at a time: the bug cannot show
     # in the checking mode up to 4 blocks are resident and take turns barrier to barrier, as on a GPU

@@ -57,6 +57,43 @@ def test_the_watchdog_stops_a_kernel_that_spins_for_ever(monkeypatch):
     kernel(1, 2, (flag,))
 
 
+def test_the_watchdog_stops_blocks_that_spin_on_every_host_thread(monkeypatch):
+    # Four blocks on two host threads: the watchdog's signal reaches one of them, which passes it on
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1.5")
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "2")
+    kernel = RawModule(code=CODE).get_function("spin")
+    started = time.monotonic()
+    with pytest.raises(KernelError, match=r"spin: still running after 1.5 s \(NN_CUDA_CPU_WATCHDOG\) in thread "
+                                          r"\(0, 0, 0\) of block \(\d, 0, 0\)"):
+        kernel(4, 2, (np.zeros(1, np.int32),))
+    assert time.monotonic() - started < 10
+    kernel(4, 2, (np.ones(1, np.int32),))  # the module goes on, its host threads too
+
+
+ONE_BAD_BLOCK = r"""
+extern "C" __global__ void store_in_page_zero(int* out, int bad_block, long long address)
+{
+    out[blockIdx.x * blockDim.x + threadIdx.x] = 1;
+    if (blockIdx.x == bad_block && threadIdx.x == 3) {
+        *reinterpret_cast<volatile int*>(address) = 1;  // page 0: never mapped
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("bad_block", [0, 5, 7])
+def test_a_fault_on_any_host_thread_is_named_and_the_module_goes_on(monkeypatch, bad_block):
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "2")
+    kernel = RawModule(code=ONE_BAD_BLOCK).get_function("store_in_page_zero")
+    out = np.zeros(8 * 32, np.int32)
+    with pytest.raises(KernelError, match=rf"store_in_page_zero: an invalid memory access in thread \(3, 0, 0\) of "
+                                          rf"block \({bad_block}, 0, 0\)"):
+        kernel(8, 32, (out, np.int32(bad_block), np.int64(16)))
+    out[:] = 0
+    kernel(8, 32, (out, np.int32(-1), np.int64(16)))  # no block faults: every block runs
+    assert out.tolist() == [1] * out.size
+
+
 def test_a_thread_whose_locals_outgrow_its_stack_is_named():
     with pytest.raises(KernelError, match=r"big_local: a thread's local variables outgrew its stack .* in thread "
                                           r"\(0, 0, 0\) of block \(0, 0, 0\)"):
@@ -70,6 +107,17 @@ def test_a_watchdog_that_is_not_a_number_of_seconds_is_refused(monkeypatch, text
         watchdog_from_environment()
 
 
+@pytest.mark.parametrize("text", ["many", "0", "-2"])
+def test_a_number_of_host_threads_that_is_not_one_is_refused(monkeypatch, text):
+    from nn_cuda.cuda_cpu.build import threads_from_environment
+
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", text)
+    with pytest.raises(ValueError, match="NN_CUDA_CPU_THREADS=.* is not a number of threads"):
+        threads_from_environment()
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "3")
+    assert threads_from_environment() == 3
+
+
 SPINNER = """
 import sys
 import numpy as np
@@ -77,19 +125,21 @@ from nn_cuda.cuda_cpu import RawModule
 kernel = RawModule(code=sys.argv[1]).get_function("spin")
 print("launching", flush=True)
 try:
-    kernel(1, 2, (np.zeros(1, np.int32),))
+    kernel(int(sys.argv[2]), 2, (np.zeros(1, np.int32),))
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)
 """
 
 
+@pytest.mark.parametrize("blocks", [1, 4], ids=["one block", "4 blocks on 2 host threads"])
 @pytest.mark.parametrize("signal_number, returncode, said", [(signal.SIGINT, 130, "interrupted"),
                                                              (signal.SIGTERM, -signal.SIGTERM, "")])
-def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(signal_number, returncode, said):
-    env = {**os.environ, "NN_CUDA_CPU_WATCHDOG": "0"}  # no limit: only the signal can stop it
-    job = subprocess.Popen([sys.executable, "-c", SPINNER, CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, env=env)
+def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(signal_number, returncode, said, blocks):
+    # no limit: only the signal can stop it
+    env = {**os.environ, "NN_CUDA_CPU_WATCHDOG": "0", "NN_CUDA_CPU_THREADS": "2"}
+    job = subprocess.Popen([sys.executable, "-c", SPINNER, CODE, str(blocks)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env)
     assert job.stdout.readline().strip() == "launching"
     time.sleep(1.0)  # inside the launch by now
     job.send_signal(signal_number)

@@ -66,6 +66,11 @@ FMA_FLAGS = {"gcc": ("-ffp-contract=fast", "-fno-tree-vectorize"),
 # The checking mode traps indices outside a fixed-size array (__shared__ tiles, c[16]) with no
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
+# With more than one host thread (NN_CUDA_CPU_THREADS, by default the cores this process may use),
+# the plain mode runs a launch's blocks on them all (runtime.h, "workers"): what a running block owns
+# is thread_local there, each function finding its module's thread-local block once (local-dynamic).
+# That costs one thread about 1.4x on a kernel with barriers, so one thread builds without it.
+WORKER_FLAGS = ("-DNN_CUDA_CPU_WORKERS", "-pthread", "-ftls-model=local-dynamic")
 
 
 
@@ -108,6 +113,26 @@ def host_flags(options) -> list[str]:
             raise ValueError(f"the CPU runner does not take the option {given!r}: it takes -I<dir>, "
                              "-D<name>[=value], -U<name>, -std=c++11|14|17|20 and ignores GPU-only options")
     return flags
+
+
+#: the host threads that run a launch's blocks in the plain mode (1: the calling thread alone)
+THREADS_VARIABLE = "NN_CUDA_CPU_THREADS"
+
+
+def threads_from_environment() -> int:
+    """$NN_CUDA_CPU_THREADS, else the cores this process may use: how many host threads run the
+    blocks of a plain-mode launch (runtime.h takes at most 4)."""
+    text = os.environ.get(THREADS_VARIABLE, "")
+    if not text:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        threads = int(text)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"{THREADS_VARIABLE}={text!r} is not a number of threads; set it to one (1: the blocks "
+                         "one after another, as the checking mode runs them) or unset it")
+    return threads
 
 
 def fma_from_environment() -> bool:
@@ -190,7 +215,8 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool)
     version = host_compiler.compiler_version(compiler)
     gcc = "Free Software Foundation" in version and "clang" not in version
     flags = [*BASE_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
-             *(CHECK_FLAGS if check else ()), *extra_flags, f"-isystem{INCLUDE_DIR}"]
+             *(CHECK_FLAGS if check else WORKER_FLAGS if threads_from_environment() > 1 else ()), *extra_flags,
+             f"-isystem{INCLUDE_DIR}"]
     key = hashlib.sha256()
     for part in (unit, compiler, version, " ".join(flags)):
         key.update(part.encode())

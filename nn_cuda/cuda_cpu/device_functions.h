@@ -254,12 +254,12 @@ inline unsigned int atomicDec(unsigned int* a, unsigned int limit)  // wraps to 
 }
 inline float atomicAdd(float* a, float v)
 {
-    nn_cuda_cpu::float_atomics = true;
+    nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);
     return nn_cuda_cpu::atomic_update(a, [v](float old) { return old + v; });
 }
 inline double atomicAdd(double* a, double v)
 {
-    nn_cuda_cpu::float_atomics = true;
+    nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);
     return nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; });
 }
 inline float atomicExch(float* a, float v) { return nn_cuda_cpu::atomic_update(a, [v](float) { return v; }); }

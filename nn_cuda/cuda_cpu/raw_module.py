@@ -221,7 +221,8 @@ def dynamic_shared_as_pointers(code: str) -> str:
         element = " ".join(word for word in _ALIGNMENT.sub(" ", specifiers).split()
                            if word not in ("extern", "__shared__"))
         lines = "\n" * code.count("\n", start + len(leading), end)
-        pieces += [code[done:start], f"{leading}{element}* const {declaration['name']} = "
+        # each host thread has its own region (runtime.h): a pointer at file scope is one per thread too
+        pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element}* const {declaration['name']} = "
                    f"reinterpret_cast<{element}*>(::nn_cuda_cpu::dynamic_shared);{lines}"]
         done = end
     return "".join(pieces) + code[done:]

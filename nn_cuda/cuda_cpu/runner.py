@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import KernelFailure
 from . import device_memory, fiber_stacks
+from .build import threads_from_environment
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
@@ -112,6 +113,7 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
+        self.threads = 1 if check else threads_from_environment()
         # what every launch passes, made once: the instances' signatures, the fault record, the message
         self._signatures = [self.signature(index) for index in range(self.count())]
         self._fault = (ctypes.c_longlong * 9)()
@@ -153,6 +155,7 @@ class LoadedKernels:
         # the bytes of extern __shared__ (RawModule's shared_mem; the project's kernels use none)
         self._lib.nn_cuda_cpu_set_dynamic_shared(ctypes.c_size_t(getattr(launch, "shared_mem", 0)))
         self._lib.nn_cuda_cpu_set_watchdog(ctypes.c_double(self.watchdog))
+        self._lib.nn_cuda_cpu_set_workers(ctypes.c_size_t(self.threads))
         if self.check:
             with _CheckedBuffers(launch, names) as buffers:
                 # Twice, in two thread orders, from the same start: a race-free kernel writes the

@@ -3,8 +3,9 @@
 //
 // The host C++ compiler builds one shared library per kernel file: this header, then the .cu file,
 // then a table of the template instances the Python side asked for (see nn_cuda/cuda_cpu/build.py).
-// A launch runs the blocks of the grid one after another on the calling thread. The threads of a
-// block are fibers: each has its own small stack and runs until it reaches __syncthreads() or a
+// A launch runs the blocks of the grid on the calling thread and, in the plain mode, on worker
+// threads beside it (one per core, NN_CUDA_CPU_THREADS; see "workers" below), each taking the next
+// block as it finishes one, as a GPU's SMs do. The threads of a block are fibers: each has its own small stack and runs until it reaches __syncthreads() or a
 // warp sync, yields (__nanosleep, a cuda::barrier wait) or returns; when every live thread waits at
 // the barrier the next phase starts. So a kernel sees
 // threadIdx, blockIdx, blockDim, gridDim, per-block __shared__ memory and a real barrier, exactly as
@@ -32,16 +33,30 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstddef>
 #include <random>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+// What a running block owns (its threads, its __shared__ memory, where a fault returns to) is a
+// copy per host thread in the plain build, whose blocks run on several host threads at once
+// (NN_CUDA_CPU_WORKERS, build.py); the checking build runs its blocks on one host thread.
+#if defined(NN_CUDA_CPU_WORKERS)
+#define NN_CUDA_CPU_PER_WORKER thread_local
+#else
+#define NN_CUDA_CPU_PER_WORKER
+#endif
 
 // ---- the CUDA C keywords ------------------------------------------------------------------------
 
@@ -54,14 +69,19 @@
 // A global variable of the library: the Python side reads and writes it (RawModule.get_global).
 #define __constant__ __attribute__((used))
 #define __align__(n) alignas(n)
-// One static array per kernel instance: the blocks run one at a time (or, in the checking mode, take
-// turns and copy their own in), so it is the block's memory. "used" keeps it (and its address)
-// visible, so the compiler never assumes a barrier leaves it alone. The section lets the Python side
-// find those at file scope too (GCC keeps a template's in sections of their own, named _ZZ...).
-#if defined(__APPLE__)
+// One static array per kernel instance: each host thread runs one block at a time (and in the checking
+// mode blocks take turns and copy their own in), so it is the block's memory; a thread_local one in
+// the build whose blocks run on several host threads. "used" keeps it (and its address) visible, so
+// the compiler never assumes a barrier leaves it alone. The section lets the Python side find those
+// at file scope too (GCC keeps a template's in sections of their own, named _ZZ...).
+#if defined(NN_CUDA_CPU_WORKERS)
+#define __shared__ static thread_local __attribute__((used))
+#elif defined(__APPLE__)
 #define __shared__ static __attribute__((used))  // Mach-O: no section of its own (file scope not found)
 #else
 #define __shared__ static __attribute__((used, section("nn_cuda_shared")))
+#endif
+#if !defined(__APPLE__)
 // The linker's bounds of that section, which the anchor makes sure exists.
 extern "C" char __start_nn_cuda_shared[] __attribute__((visibility("hidden")));
 extern "C" char __stop_nn_cuda_shared[] __attribute__((visibility("hidden")));
@@ -163,21 +183,28 @@ __asm__(
 
 // External linkage on purpose: the compiler must assume that the opaque switch in a barrier may
 // change them, so threadIdx is read anew after every __syncthreads().
-__attribute__((visibility("hidden"))) Fiber* current = nullptr;
-__attribute__((visibility("hidden"))) uint3 block_idx{};
+__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER Fiber* current = nullptr;
+__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER uint3 block_idx{};
 __attribute__((visibility("hidden"))) dim3 block_dim{};
 __attribute__((visibility("hidden"))) dim3 grid_dim{};
 
 struct Launch {
     void (*thread_body)(void**) = nullptr;
     void** args = nullptr;
-    void* scheduler_sp = nullptr;  // the launcher's stack while a fiber runs
-    sigjmp_buf fault_exit;
     char* message = nullptr;
     int message_size = 0;
+    std::atomic<bool> message_written{false};  // the first report of the launch is the one kept
     const char* kernel = "";
 };
 static Launch launch;
+
+// A host thread running blocks of the launch: the calling thread, or a worker beside it.
+struct Worker {
+    void* scheduler_sp = nullptr;  // the block scheduler's stack while a fiber runs
+    sigjmp_buf fault_exit;
+    volatile sig_atomic_t active = 0;  // inside its blocks: a stop signal jumps to fault_exit
+};
+static NN_CUDA_CPU_PER_WORKER Worker worker;
 
 // How many threads of the running block reached a __syncthreads, a warp sync, or their end during
 // the current phase: when every thread waits at __syncthreads (the usual case) the scheduler starts
@@ -188,7 +215,7 @@ struct PhaseCounts {
     size_t yielded = 0;
     size_t done = 0;
 };
-static PhaseCounts phase;
+static NN_CUDA_CPU_PER_WORKER PhaseCounts phase;
 
 // The threads still to run in the current phase, in their order: a thread that stops (at a
 // barrier, a warp sync, a yield or its end) switches straight to the next one, and the last one
@@ -198,11 +225,11 @@ struct PhaseQueue {
     const size_t* next = nullptr;
     const size_t* end = nullptr;
 };
-__attribute__((visibility("hidden"))) PhaseQueue queue;
+__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER PhaseQueue queue;
 
 // The running block's threads (fiber_pool + its slot's first). External linkage on purpose, as for
 // `current`: the launcher changes it while a block's scheduler waits in a switch.
-__attribute__((visibility("hidden"))) Fiber* fibers = nullptr;
+__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER Fiber* fibers = nullptr;
 
 // Where the running thread goes when it stops: the next thread of the phase, or the scheduler.
 inline void hand_over()
@@ -214,7 +241,7 @@ inline void hand_over()
         current = next;
         nn_cuda_cpu_switch(&stopping->saved_sp, next->saved_sp);
     } else {
-        nn_cuda_cpu_switch(&stopping->saved_sp, launch.scheduler_sp);
+        nn_cuda_cpu_switch(&stopping->saved_sp, worker.scheduler_sp);
     }
 }
 
@@ -281,16 +308,16 @@ struct StackPool {
     }
 };
 static StackPool stacks;
-static std::vector<Fiber> fiber_pool;  // the threads of every resident block, block after block (`fibers`)
+static NN_CUDA_CPU_PER_WORKER std::vector<Fiber> fiber_pool;  // the threads of every resident block, block after block (`fibers`)
 
 // ---- faults ---------------------------------------------------------------------------------------
 
-static char signal_stack[64 * 1024];
-static volatile sig_atomic_t fault_signal = 0;
-static void* volatile fault_address = nullptr;
+static NN_CUDA_CPU_PER_WORKER char signal_stack[64 * 1024];
+static NN_CUDA_CPU_PER_WORKER volatile sig_atomic_t fault_signal = 0;
+static NN_CUDA_CPU_PER_WORKER void* volatile fault_address = nullptr;
 // The instruction the thread was at when the signal came: the launcher turns it into the kernel's
 // file:line (the build keeps line tables, -g1). 0 where the platform is not known here.
-static volatile uintptr_t fault_pc = 0;
+static NN_CUDA_CPU_PER_WORKER volatile uintptr_t fault_pc = 0;
 
 uintptr_t program_counter(void* context)
 {
@@ -320,17 +347,44 @@ void on_fault(int signal_number, siginfo_t* info, void* context)
         address < stacks.base + stacks.count * span && static_cast<size_t>(address - stacks.base) % span < stacks.page) {
         fault_signal = kStackOverflow;
     }
-    siglongjmp(launch.fault_exit, 1);
+    siglongjmp(worker.fault_exit, 1);
 }
 
 // Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
 // Python side then raises KeyboardInterrupt, lets SIGTERM take its course, or reports the timeout.
+// The host threads of the running launch (the caller first), and the first stop signal one of them
+// received: it passes the signal on to the others, so that each leaves its block.
+static pthread_t launch_thread_ids[kResidentBlocks];
+static std::atomic<int> launch_thread_count{0};
+static std::atomic<int> stop_signal{0};
+
 void on_stop(int signal_number, siginfo_t*, void* context)
 {
+    int none = 0;
+    if (stop_signal.compare_exchange_strong(none, signal_number)) {
+        const int count = launch_thread_count.load();
+        for (int i = 0; i < count; ++i) {
+            if (!pthread_equal(launch_thread_ids[i], pthread_self())) {
+                pthread_kill(launch_thread_ids[i], signal_number);
+            }
+        }
+    }
+    if (!worker.active) {
+        return;  // not in a block: it sees stop_signal before it takes the next one
+    }
     fault_signal = signal_number;
     fault_address = nullptr;
     fault_pc = program_counter(context);  // where a kernel that never ends was spinning
-    siglongjmp(launch.fault_exit, 1);
+    siglongjmp(worker.fault_exit, 1);
+}
+
+// The signal handlers run on a stack of the host thread's own (a fault may be a stack overflow).
+void use_signal_stack(stack_t* previous)
+{
+    stack_t alternate{};
+    alternate.ss_sp = signal_stack;
+    alternate.ss_size = sizeof(signal_stack);
+    sigaltstack(&alternate, previous);
 }
 
 struct FaultHandlers {
@@ -341,10 +395,7 @@ struct FaultHandlers {
 
     void install()
     {
-        stack_t alternate{};
-        alternate.ss_sp = signal_stack;
-        alternate.ss_size = sizeof(signal_stack);
-        sigaltstack(&alternate, &previous_stack);
+        use_signal_stack(&previous_stack);
         struct sigaction action{};
         action.sa_sigaction = on_fault;
         action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
@@ -391,11 +442,11 @@ struct SharedRegion {
 };
 static std::vector<SharedRegion> shared_regions;  // told by the Python side (the library's symbols)
 
-// Dynamic shared memory (extern __shared__, sized by the launch's shared_mem): one fixed region,
-// since the blocks run one at a time. RawModule rewrites `extern __shared__ T name[];` into a
-// pointer to it (raw_module.py), so its address is a constant, as a GPU's shared window is.
+// Dynamic shared memory (extern __shared__, sized by the launch's shared_mem): one fixed region per
+// host thread, since each runs one block at a time. RawModule rewrites `extern __shared__ T name[];`
+// into a pointer to it (raw_module.py), so its address is a constant, as a GPU's shared window is.
 constexpr size_t kDynamicSharedBytes = 227 * 1024;  // the most an sm_90 GPU gives one block
-alignas(16) static unsigned char dynamic_shared[kDynamicSharedBytes];
+alignas(16) static NN_CUDA_CPU_PER_WORKER unsigned char dynamic_shared[kDynamicSharedBytes];
 static size_t dynamic_shared_bytes = 0;  // the launch's shared_mem
 static unsigned char dynamic_shared_fill = 0xFF;
 static double watchdog_seconds = 0.0;  // a launch running longer is stopped (0: never)
@@ -447,11 +498,11 @@ __attribute__((noinline)) void yield_thread()
 // a thread adds to total n % 3 and clears total (n + 1) % 3 before barrier n, and reads total n % 3
 // after it. Between two barriers, threads may still read total n - 1 (which nobody clears now) or
 // already add to total n + 1 (which was cleared before barrier n), so one barrier per vote is enough.
-static int vote_totals[3];
+static NN_CUDA_CPU_PER_WORKER int vote_totals[3];
 
 // Whether the launch added floating-point values atomically (device_functions.h): their sum then
 // depends on the order of the threads, within rounding.
-static bool float_atomics = false;
+static std::atomic<bool> float_atomics{false};
 
 size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
 
@@ -467,13 +518,16 @@ int barrier_count(bool predicate)
 template <typename... Args>
 void report(const char* format, Args... args)
 {
+    if (launch.message_written.exchange(true)) {
+        return;  // another host thread's block failed first: its message stays
+    }
     snprintf(launch.message, static_cast<size_t>(launch.message_size), format, args...);
 }
 
 // Ends the launch with launch.message already written (a failed device assert): status 1.
 constexpr int kReported = 2;  // what fault_exit's sigsetjmp returns then (a fault returns 1)
 
-[[noreturn]] void end_launch_reported() { siglongjmp(launch.fault_exit, kReported); }
+[[noreturn]] void end_launch_reported() { siglongjmp(worker.fault_exit, kReported); }
 
 // ---- warps: 32 consecutive threads that meet at __syncwarp and the *_sync shuffles and votes ----------
 
@@ -481,7 +535,7 @@ constexpr unsigned kWarpSize = 32;
 
 // What the lanes of a warp sync hand each other: two generations (a lane may already write the
 // next one's value while others still read this one's), a 64-bit word per thread.
-static unsigned long long warp_slots[2][1024];
+static NN_CUDA_CPU_PER_WORKER unsigned long long warp_slots[2][1024];
 
 unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
 
@@ -489,6 +543,9 @@ unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
 template <typename... Args>
 [[noreturn]] void warp_misuse(unsigned mask, const char* format, Args... args)
 {
+    if (launch.message_written.exchange(true)) {
+        end_launch_reported();  // another host thread's block failed first: its message stays
+    }
     const int written = snprintf(launch.message, static_cast<size_t>(launch.message_size),
                                  "%s: thread (%u, %u, %u) of block (%u, %u, %u), lane %u of its warp, calls a warp sync "
                                  "(__syncwarp or a *_sync shuffle or vote) with mask 0x%08x ",
@@ -677,7 +734,7 @@ bool run_block(size_t threads, bool shuffle, std::mt19937_64& random, size_t fir
             queue = PhaseQueue{order.data() + 1, order.data() + order.size()};
             current = &fibers[order[0]];
             current->state = State::ready;  // released from the barrier it waited at, if any
-            nn_cuda_cpu_switch(&launch.scheduler_sp, current->saved_sp);
+            nn_cuda_cpu_switch(&worker.scheduler_sp, current->saved_sp);
         }
         current = nullptr;
         if (phase.at_barrier == threads) {
@@ -942,73 +999,65 @@ struct Instance {
 
 // ---- one launch ------------------------------------------------------------------------------------
 
-// fault[0..8] on a fault: signal, address, the thread's x, y, z, the block's x, y, z, and the
-// program counter.
-int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned* block, void** args,
-                  const char* kernel, int check, unsigned long long seed, long long* fault,
-                  char* message, int message_size)
+// What one host thread's part of a launch came to.
+struct Outcome {
+    int status = 0;  // 0: its blocks ran; 1: a report (launch.message); 2: a fault or a stop (info)
+    long long info[9] = {};  // as fault[] below
+    unsigned long long ticket = ~0ull;  // the order of the failures: the first one is the launch's
+};
+
+// The plain mode's workers: host threads beside the caller, each taking the next block of the grid
+// that no one has taken yet (NN_CUDA_CPU_THREADS host threads in all, at most kResidentBlocks).
+static size_t worker_count = 1;
+
+void set_workers(size_t n)
 {
-    launch.thread_body = instance.thread_body;
-    launch.args = args;
-    launch.kernel = kernel;
-    launch.message = message;
-    launch.message_size = message_size;
-    const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
-    // a GPU's limits (every architecture since sm_30): a launch beyond them fails there
-    if (threads == 0 || threads > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[0] == 0 ||
-        grid[1] == 0 || grid[2] == 0 || grid[0] > 2147483647u || grid[1] > 65535 || grid[2] > 65535) {
-        report("%s: invalid launch shape: grid (%u, %u, %u), block (%u, %u, %u); a GPU takes 1 to 1024 threads "
-               "a block, at most (1024, 1024, 64) of them, and a grid of at most (2^31 - 1, 65535, 65535)",
-               kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
-        return 1;
-    }
-    const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
-    // In the checking mode the blocks take turns (up to 4 resident, each with a scheduler's stack);
-    // grids too large to shuffle run in order, one block at a time.
-    interleaving = check && blocks > 1 && blocks <= (size_t{1} << 22);
-    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
-    if (stacks.count < resident * (threads + 1)) {
-        report("%s: the CPU runner has no stacks for its threads (nn_cuda_cpu_use_stacks was not called)", kernel);
-        return 1;
-    }
-    if (fiber_pool.size() < resident * threads) {
-        fiber_pool.resize(resident * threads);
+#if defined(NN_CUDA_CPU_WORKERS)
+    worker_count = n < 1 ? 1 : n;
+#else
+    (void)n;  // a build whose blocks share one copy of their state: one host thread
+#endif
+}
+static std::atomic<size_t> next_block{0};
+static std::atomic<bool> stop_blocks{false};  // a block failed: the others take no new block
+static std::atomic<unsigned long long> failures{0};
+
+// Runs this host thread's blocks of the launch: in the checking mode all of them (taking turns, or
+// in the order of `block_order`); in the plain mode the next block nobody has taken, until none is
+// left, on stacks [slot * threads, (slot + 1) * threads) of the pool.
+void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int check, std::mt19937_64& random,
+                const std::vector<size_t>& block_order)
+{
+    if (fiber_pool.size() < (interleaving ? std::min(blocks, kResidentBlocks) : 1) * threads) {
+        fiber_pool.resize((interleaving ? std::min(blocks, kResidentBlocks) : 1) * threads);
     }
     fibers = fiber_pool.data();
-    float_atomics = false;
-    block_dim = dim3{block[0], block[1], block[2]};
-    grid_dim = dim3{grid[0], grid[1], grid[2]};
-    std::mt19937_64 random(seed);
-    launch_random = &random;
-
-    FaultHandlers handlers;
-    handlers.install();
-    handlers.arm(watchdog_seconds);
     volatile int status = 0;
-    // The blocks in order; in the checking mode in a random order, taking turns, which its two runs
-    // compare: blocks that race on global memory (one reads what another writes) then give
-    // different results.
-    std::vector<size_t> block_order;
-    if (interleaving) {
-        block_order.resize(blocks);
-        for (size_t b = 0; b < blocks; ++b) {
-            block_order[b] = b;
-        }
-        std::shuffle(block_order.begin(), block_order.end(), random);
-    }
-    switch (sigsetjmp(launch.fault_exit, 1)) {
+    switch (sigsetjmp(worker.fault_exit, 1)) {
     case 0:
+        worker.active = 1;
         if (interleaving) {
             status = run_interleaved(block_order, threads, random) ? 0 : 1;
             break;
         }
-        for (size_t b = 0; b < blocks && status == 0; ++b) {
+        for (;;) {
+            if (const int signal_number = stop_signal.load()) {  // it came while this thread was not in a block
+                fault_signal = signal_number;
+                fault_address = nullptr;
+                fault_pc = 0;
+                siglongjmp(worker.fault_exit, 1);
+            }
+            const size_t b = next_block.fetch_add(1, std::memory_order_relaxed);
+            if (b >= blocks || stop_blocks.load(std::memory_order_relaxed)) {
+                break;
+            }
             block_idx = block_index(b);
             if (check) {
                 poison_shared();
             }
-            if (!run_block(threads, check != 0, random, 0)) {
+            if (!run_block(threads, check != 0, random, slot * threads)) {
                 status = 1;
+                break;
             }
         }
         break;
@@ -1020,14 +1069,118 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         const long long info[9] = {fault_signal, reinterpret_cast<long long>(fault_address),
                                    thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z,
                                    static_cast<long long>(fault_pc)};
-        memcpy(fault, info, sizeof(info));
+        memcpy(out.info, info, sizeof(info));
         status = 2;
     }
     }
-    handlers.restore();
+    worker.active = 0;
     current = nullptr;
+    out.status = status;
+    if (status != 0) {
+        out.ticket = failures.fetch_add(1);
+        stop_blocks.store(true);
+    }
+}
+
+void worker_main(Outcome* out, size_t slot, size_t threads, size_t blocks)
+{
+    stack_t previous{};
+    use_signal_stack(&previous);
+    std::mt19937_64 unused(0);  // the plain mode runs threads in order
+    const std::vector<size_t> no_order;
+    run_blocks(*out, slot, threads, blocks, 0, unused, no_order);
+    sigaltstack(&previous, nullptr);
+}
+
+// fault[0..8] on a fault: signal, address, the thread's x, y, z, the block's x, y, z, and the
+// program counter.
+int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned* block, void** args,
+                  const char* kernel, int check, unsigned long long seed, long long* fault,
+                  char* message, int message_size)
+{
+    launch.thread_body = instance.thread_body;
+    launch.args = args;
+    launch.kernel = kernel;
+    launch.message = message;
+    launch.message_size = message_size;
+    launch.message_written.store(false);
+    const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
+    // a GPU's limits (every architecture since sm_30): a launch beyond them fails there
+    if (threads == 0 || threads > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[0] == 0 ||
+        grid[1] == 0 || grid[2] == 0 || grid[0] > 2147483647u || grid[1] > 65535 || grid[2] > 65535) {
+        report("%s: invalid launch shape: grid (%u, %u, %u), block (%u, %u, %u); a GPU takes 1 to 1024 threads "
+               "a block, at most (1024, 1024, 64) of them, and a grid of at most (2^31 - 1, 65535, 65535)",
+               kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+        return 1;
+    }
+    const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
+    // In the checking mode the blocks take turns (up to 4 resident, each with a scheduler's stack);
+    // grids too large to shuffle run in order, one block at a time. In the plain mode the blocks are
+    // shared among the workers.
+    interleaving = check && blocks > 1 && blocks <= (size_t{1} << 22);
+    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
+    const size_t workers = check ? 1 : std::min({worker_count, blocks, kResidentBlocks});
+    if (stacks.count < std::max(resident * (threads + 1), workers * threads)) {
+        report("%s: the CPU runner has no stacks for its threads (nn_cuda_cpu_use_stacks was not called)", kernel);
+        return 1;
+    }
+    float_atomics = false;
+    block_dim = dim3{block[0], block[1], block[2]};
+    grid_dim = dim3{grid[0], grid[1], grid[2]};
+    std::mt19937_64 random(seed);
+    launch_random = &random;
+    next_block = 0;
+    stop_blocks = false;
+    failures = 0;
+    stop_signal = 0;
+    launch_thread_ids[0] = pthread_self();
+    launch_thread_count = 1;
+
+    FaultHandlers handlers;
+    handlers.install();
+    handlers.arm(watchdog_seconds);
+    // The blocks in order; in the checking mode in a random order, taking turns, which its two runs
+    // compare: blocks that race on global memory (one reads what another writes) then give
+    // different results.
+    std::vector<size_t> block_order;
+    if (interleaving) {
+        block_order.resize(blocks);
+        for (size_t b = 0; b < blocks; ++b) {
+            block_order[b] = b;
+        }
+        std::shuffle(block_order.begin(), block_order.end(), random);
+    }
+    std::vector<Outcome> outcomes(workers);
+    std::vector<std::thread> helpers;
+    for (size_t w = 1; w < workers; ++w) {
+        try {
+            helpers.emplace_back(worker_main, &outcomes[w], w, threads, blocks);
+        } catch (const std::system_error&) {
+            break;  // no more host threads: the blocks are shared among those there are
+        }
+        launch_thread_ids[w] = helpers.back().native_handle();
+        launch_thread_count = static_cast<int>(w + 1);
+    }
+    run_blocks(outcomes[0], 0, threads, blocks, check, random, block_order);
+    for (std::thread& helper : helpers) {
+        helper.join();
+    }
+    handlers.restore();
+    launch_thread_count = 0;
+    const Outcome* first = nullptr;
+    for (const Outcome& outcome : outcomes) {
+        if (outcome.status != 0 && (first == nullptr || outcome.ticket < first->ticket)) {
+            first = &outcome;
+        }
+    }
     fflush(stdout);  // the kernels' printf, written by the end of the launch as a GPU's by a sync
-    return status;
+    if (first == nullptr) {
+        return 0;
+    }
+    if (first->status == 2) {
+        memcpy(fault, first->info, sizeof(first->info));
+    }
+    return first->status;
 }
 
 }  // namespace nn_cuda_cpu
@@ -1069,6 +1222,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; } \
     extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }      \
     extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
+    extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }                     \
     extern "C" void nn_cuda_cpu_shared_section(uintptr_t* bounds) { nn_cuda_cpu::shared_section(bounds); }    \
     extern "C" void nn_cuda_cpu_stack_layout(size_t* layout)                                           \
     {                                                                                                  \
