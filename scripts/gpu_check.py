@@ -8,7 +8,7 @@ with their mirrors; Numba without its simulator):
    tests/test_numba_sim.py);
 2. the grading modes 1-4 with --backend cupy, mode 4 with --backend numba (the course's harness;
    Outputs/ under the results dir);
-3. bench gemm: every GEMM kernel's error, GFLOP/s and, for CuPy, % of cuBLAS;
+3. bench gemm: every GEMM kernel's error, GFLOP/s and, for CuPy, % of cuBLAS (Numba at the course's sizes);
 4. the default training run (its history: loss and accuracies per epoch);
 and writes gpu_check.json (every step's command, exit status, time and the numbers it measured) and
 gpu_check.md, a summary to paste into an issue or a report, also printed at the end.
@@ -31,8 +31,10 @@ with ends_in_one_line_while_starting("scripts/gpu_check.py", running=__name__ ==
     from nn_cuda.outputs import write_text
     from nn_cuda.records import gpu_name, machine_info, machine_line, write_json
     from nn_cuda.bench.common import run_child, run_script
+    from nn_cuda.course_gemm import COURSE_GEMM_SIZES
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+COURSE_SIZES = ",".join(f"{M}x{N}x{K}" for M, N, K in COURSE_GEMM_SIZES)
 
 
 def steps(out: Path) -> list[dict]:
@@ -51,9 +53,12 @@ def steps(out: Path) -> list[dict]:
         {"name": "grade mode 4 numba", "environment": on_gpu,
          "command": [python, "-m", "nn_cuda.grade", "--mode", "4", "--backend", "numba",
                      "--outputs", str(out / "Outputs_mode4_numba")]},
+        # Numba at the course's sizes only: its naive kernel takes about 1 s a call at the large ones
+        # (an H200, 2026-11-26), which made the whole check outlast a short machine loan
         *({"name": f"bench gemm {library}", "environment": on_gpu,
-           "command": [python, "-m", "nn_cuda.bench", "gemm", "--backend", library,
-                       "--json", str(out / f"gemm_{library}_float32.json")]} for library in ("cupy", "numba")),
+           "command": [python, "-m", "nn_cuda.bench", "gemm", "--backend", library, *sizes,
+                       "--json", str(out / f"gemm_{library}_float32.json")]}
+          for library, sizes in (("cupy", ()), ("numba", ("--sizes", COURSE_SIZES)))),
         *({"name": f"default training {library}", "environment": on_gpu,
            "command": [python, "-m", "nn_cuda.train", "--backend", library, "--quiet",
                        "--history", str(out / f"history_{library}.json")]} for library in ("cupy", "numba")),
