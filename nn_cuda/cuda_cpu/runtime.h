@@ -4,12 +4,13 @@
 // The host C++ compiler builds one shared library per kernel file: this header, then the .cu file,
 // then a table of the template instances the Python side asked for (see nn_cuda/cuda_cpu/build.py).
 // A launch runs the blocks of the grid on the calling thread and, in the plain mode, on worker
-// threads beside it (one per core, NN_CUDA_CPU_THREADS; see "workers" below), each taking the next
-// block as it finishes one, as a GPU's SMs do. The threads of a block are fibers: each has its own small stack and runs until it reaches __syncthreads() or a
-// warp sync, yields (__nanosleep, a cuda::barrier wait) or returns; when every live thread waits at
-// the barrier the next phase starts. So a kernel sees
-// threadIdx, blockIdx, blockDim, gridDim, per-block __shared__ memory and a real barrier, exactly as
-// on a GPU, but the threads between two barriers run one after another, never at the same time.
+// threads beside it (NN_CUDA_CPU_THREADS host threads in all; see "workers" below), each taking the
+// next block as it finishes one, as a GPU's SMs do. The threads of a block are fibers: each has its
+// own small stack and runs until it reaches __syncthreads() or a warp sync, yields (__nanosleep, a
+// cuda::barrier wait) or returns; when every live thread waits at the barrier the next phase starts.
+// So a kernel sees threadIdx, blockIdx, blockDim, gridDim, per-block __shared__ memory and a real
+// barrier, exactly as on a GPU, but the threads of a block between two barriers run one after
+// another, never at the same time.
 //
 // Checking mode (check != 0 in nn_cuda_cpu_launch): the threads of each phase run in a random order
 // (seeded), up to four blocks are resident at once and take turns phase by phase in a random order
