@@ -397,3 +397,28 @@ def test_nn_cuda_cpu_fma_fuses_a_multiply_add_as_nvrtc_does(monkeypatch, fma):
     RawModule(code=MULTIPLY_ADD).get_function("multiply_add")((1,), (4,), (out, a, a, c))
     expected = 2.0**-11 + 2.0**-24 if fma else 2.0**-11
     assert np.all(out == np.float32(expected)), out
+
+
+FILE_SCOPE_DYNAMIC = r"""
+extern __shared__ float buffer[];  // at file scope: one region per host thread all the same
+extern "C" __global__ void reverse_through_dynamic(const float* x, float* out)
+{
+    const int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    buffer[t] = x[base + t];
+    __syncthreads();
+    out[base + t] = buffer[blockDim.x - 1 - t];
+}
+"""
+
+
+def test_extern_shared_at_file_scope_is_each_host_threads_own(monkeypatch):
+    # The blocks run on two host threads at once: one pointer for both would let them overwrite
+    # each other's block (20 launches of 256 blocks, so that they meet)
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "2")
+    kernel = RawModule(code=FILE_SCOPE_DYNAMIC).get_function("reverse_through_dynamic")
+    x = np.arange(256 * 64, dtype=np.float32)
+    out = np.full_like(x, np.nan)
+    for _ in range(20):
+        out[:] = np.nan
+        kernel((256,), (64,), (x, out), shared_mem=64 * 4)
+        np.testing.assert_array_equal(out, x.reshape(256, 64)[:, ::-1].reshape(-1))
