@@ -27,6 +27,7 @@ with ends_in_one_line_while_starting("scripts/gpu_vs_cpu.py", running=__name__ =
 
     from nn_cuda.backends import BACKENDS, get_backend
     from nn_cuda.bench.common import run_script
+    from nn_cuda.bench.gemm import Problem
     from nn_cuda.course_gemm import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
     from nn_cuda.relative_errors import relative_error
 
@@ -34,10 +35,9 @@ SEED = 0
 PROG = "python scripts/gpu_vs_cpu.py"
 
 
-def gemm_inputs(M: int, N: int, K: int) -> tuple:
-    """A (M x K), B (K x N), C (M x N) in float32, drawn from [0, 1) by SEED and the size."""
-    rng = np.random.default_rng([SEED, M, N, K])
-    return tuple(rng.random(shape).astype(np.float32) for shape in ((M, K), (K, N), (M, N)))
+def problem(M: int, N: int, K: int) -> Problem:
+    """bench gemm's float32 inputs in [0, 1) and float64 reference, drawn by SEED and the size."""
+    return Problem(M, N, K, False, False, np.float32, seed=[SEED, M, N, K])
 
 
 def gemm_key(algo: str, M: int, N: int, K: int) -> str:
@@ -50,8 +50,7 @@ def float64_gemm(key: str) -> np.ndarray | None:
         M, N, K = (int(n) for n in key.rsplit("_", 1)[1].split("x"))
     except (IndexError, ValueError):
         return None
-    A, B, C = (x.astype(np.float64) for x in gemm_inputs(M, N, K))
-    return GEMM_ALPHA * A @ B + GEMM_BETA * C
+    return problem(M, N, K).reference
 
 
 def save_gemms(backend_name: str, out: str) -> None:
@@ -59,7 +58,8 @@ def save_gemms(backend_name: str, out: str) -> None:
     results = {}
     for algo in backend.gemm_algos:
         for M, N, K in COURSE_GEMM_SIZES:
-            A, B, C = (backend.to_device(x) for x in gemm_inputs(M, N, K))
+            case = problem(M, N, K)
+            A, B, C = (backend.to_device(x) for x in (case.A, case.B, case.C))
             backend.gemm(A, B, C, GEMM_ALPHA, GEMM_BETA, algo=algo)
             results[gemm_key(algo, M, N, K)] = backend.to_host(C)
             print(f"{backend_name} {gemm_key(algo, M, N, K)}", flush=True)

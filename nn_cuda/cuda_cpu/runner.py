@@ -155,6 +155,7 @@ class LoadedKernels:
         # the bytes of extern __shared__ (RawModule's shared_mem; the project's kernels use none)
         self._lib.nn_cuda_cpu_set_dynamic_shared(ctypes.c_size_t(getattr(launch, "shared_mem", 0)))
         self._lib.nn_cuda_cpu_set_watchdog(ctypes.c_double(self.watchdog))
+        # per launch, as the watchdog: two modules of one library may have been made with different settings
         self._lib.nn_cuda_cpu_set_workers(ctypes.c_size_t(self.threads))
         if self.check:
             with _CheckedBuffers(launch, names) as buffers:

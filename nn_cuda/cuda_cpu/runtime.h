@@ -351,14 +351,14 @@ void on_fault(int signal_number, siginfo_t* info, void* context)
     siglongjmp(worker.fault_exit, 1);
 }
 
-// Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
-// Python side then raises KeyboardInterrupt, lets SIGTERM take its course, or reports the timeout.
 // The host threads of the running launch (the caller first), and the first stop signal one of them
 // received: it passes the signal on to the others, so that each leaves its block.
 static pthread_t launch_thread_ids[kResidentBlocks];
 static std::atomic<int> launch_thread_count{0};
 static std::atomic<int> stop_signal{0};
 
+// Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
+// Python side then raises KeyboardInterrupt, lets SIGTERM take its course, or reports the timeout.
 void on_stop(int signal_number, siginfo_t*, void* context)
 {
     int none = 0;
@@ -371,7 +371,7 @@ void on_stop(int signal_number, siginfo_t*, void* context)
         }
     }
     if (!worker.active) {
-        return;  // not in a block: it sees stop_signal before it takes the next one
+        return;  // not in a block: it sees stop_signal before its next block, or the launcher after it
     }
     fault_signal = signal_number;
     fault_address = nullptr;
@@ -1029,8 +1029,9 @@ static std::atomic<unsigned long long> failures{0};
 void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int check, std::mt19937_64& random,
                 const std::vector<size_t>& block_order)
 {
-    if (fiber_pool.size() < (interleaving ? std::min(blocks, kResidentBlocks) : 1) * threads) {
-        fiber_pool.resize((interleaving ? std::min(blocks, kResidentBlocks) : 1) * threads);
+    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
+    if (fiber_pool.size() < resident * threads) {
+        fiber_pool.resize(resident * threads);
     }
     fibers = fiber_pool.data();
     volatile int status = 0;
@@ -1166,6 +1167,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     for (std::thread& helper : helpers) {
         helper.join();
     }
+    launch_thread_count = 1;  // the workers are gone: a signal from now on is the caller's alone
     handlers.restore();
     launch_thread_count = 0;
     const Outcome* first = nullptr;
@@ -1175,6 +1177,10 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         }
     }
     fflush(stdout);  // the kernels' printf, written by the end of the launch as a GPU's by a sync
+    if (first == nullptr && stop_signal.load() != 0) {  // it came after the last block: a stop all the same
+        outcomes[0] = Outcome{2, {stop_signal.load()}};
+        first = &outcomes[0];
+    }
     if (first == nullptr) {
         return 0;
     }
