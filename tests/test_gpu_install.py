@@ -200,6 +200,29 @@ def test_every_numba_kernel_links_and_fits_its_block(cc):
         assert row["threads"] * row["registers"] <= 65536, row
 
 
+def _numba_gemm_ptx(algo: str, trans_a: bool, trans_b: bool) -> str:
+    from numba import cuda, types
+
+    from nn_cuda.backends.numba_kernels import GEMM_MODULES
+
+    matrix = types.Array(types.float32, 2, "C")
+    ptx, _ = cuda.compile_ptx(GEMM_MODULES[algo].kernel(trans_a, trans_b).py_func,
+                              (matrix, matrix, matrix, types.float32, types.float32), cc=(9, 0))
+    return ptx
+
+
+@pytest.mark.parametrize("transposes", [(False, False), (True, False), (False, True)], ids=["NN", "TN", "NT"])
+def test_numba_gemm_k_loops_compile_to_counted_loops(transposes):
+    # With `for k in range(K)` the naive kernel's PTX had 17 selects (four per step of its unrolled K
+    # loop) and the tiled kernel's 32-step inner loop was unrolled 8 times (9 FMAs); see the notes on
+    # loops in nn_cuda/backends/numba_kernels.
+    naive = _numba_gemm_ptx("naive", *transposes)
+    assert "selp" not in naive
+    tiled = _numba_gemm_ptx("tiled", *transposes)
+    assert len(re.findall(r"\bfma\.rn\.f32\b", tiled)) >= 32  # the inner loop fully unrolled
+    assert len(re.findall(r"\bselp\b", tiled)) <= 2  # setting up the transposed tile's index, outside the loops
+
+
 # ---- NCCL, and the refusals without a GPU ----------------------------------------------------------
 
 

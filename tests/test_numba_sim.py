@@ -425,4 +425,5 @@ def test_the_low_occupancy_warning_stays_quiet_also_in_colour():
         quiet_low_occupancy_warnings()  # what NumbaBackend() does
         warnings.warn(coloured, NumbaPerformanceWarning)
         warnings.warn("\x1b[1manother performance warning\x1b[0m", NumbaPerformanceWarning)
-    assert [str(warning.message) for warning in shown] == ["\x1b[1manother performance warning\x1b[0m"]
+    # Numba on a GPU wraps a warning's message in colour codes once more when it is made (an H200)
+    assert len(shown) == 1 and "another performance warning" in str(shown[0].message), shown

@@ -229,6 +229,25 @@ def test_gpu_inputs_of_some_kinds_leave_the_others_named(tmp_path):
     assert "GEMM GFLOP/s and % of cuBLAS" not in text
 
 
+def test_gpu_phases_under_the_step_say_host_bound_and_cpu_ones_say_the_machine_changed(tmp_path):
+    # On an H200 the CUDA events of Numba's step summed 0.8 ms in a 2.1-ms step: the host's launches,
+    # not a machine that changed speed, which is what a gap means where the host clock times both.
+    folder = write_inputs(tmp_path / "results")
+    train = json.loads((folder / "train.json").read_text())
+    cpu_row = train["results"][0]  # phases 10-15 ms each (75 ms in all) in a 123-ms step
+    gpu_row = {**cpu_row, "name": "nn_cuda numba/tiled", "backend": "numba", "gemm": "tiled"}
+    gpu_row["phases"] = {"clock": "cuda events", "steps": 3, "ms_per_step": {p: 0.1 for p in PHASES}}
+    gpu_row["ms_per_step"] = 2.13
+    for name, row, gpu in (("train.json", cpu_row, None), ("train_gpu.json", gpu_row, "Test GPU")):
+        (folder / name).write_text(json.dumps({**train, "machine": machine("python -m nn_cuda.bench train", gpu),
+                                               "results": [row]}))
+    assert main(["--results", str(folder), "--out", str(tmp_path / "report"), "--no-pdf"]) == 0
+    text = (tmp_path / "report" / "REPORT.md").read_text()
+    assert f"**numba/tiled (bench): {0.1 * len(PHASES):.2f} ms of GPU work in a 2.13-ms step.**" in text
+    assert "numba/tiled (bench): the phases add up" not in text
+    assert "**numpy/numpy (bench): the phases add up to 75.0 ms against 123.5 ms untimed.**" in text
+
+
 def test_missing_inputs_are_reported_not_invented(tmp_path):
     out, text = run_report(tmp_path, skip=("scaling", "history", "diff"))
     assert "**Missing inputs:**" in text

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .base import WITHOUT_A_GPU, Backend, BackendUnavailable, KernelFailure
+from ..errors import KernelFailure
+from .base import WITHOUT_A_GPU, Backend, BackendUnavailable
 
 __all__ = ["BACKENDS", "WITHOUT_A_GPU", "Backend", "BackendUnavailable", "KernelFailure", "get_backend"]
 

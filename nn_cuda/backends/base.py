@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 
-from ..errors import BackendUnavailable, KernelFailure
+from ..errors import BackendUnavailable
 
 
 def check_cuda_wheels() -> None:

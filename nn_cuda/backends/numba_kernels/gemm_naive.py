@@ -31,10 +31,12 @@ def kernel(trans_a: bool, trans_b: bool):
         if i >= M or j >= N:
             return
         acc = C.dtype.type(0)
-        for k in range(K):
+        k = 0
+        while k < K:  # not `for k in range(K)`: see the package's notes on loops
             a = A[k, i] if trans_a else A[i, k]  # op(A)[i, k]
             b = B[j, k] if trans_b else B[k, j]  # op(B)[k, j]
             acc += a * b
+            k += 1
         if beta == 0:
             C[i, j] = alpha * acc
         else:

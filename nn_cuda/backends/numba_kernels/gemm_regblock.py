@@ -76,7 +76,8 @@ def kernel(trans_a: bool, trans_b: bool):
         for r in range(TILE_M):
             c_col[r] = zero
 
-        for k0 in range(0, K, TILE_K):
+        k0 = 0
+        while k0 < K:  # not `for k0 in range(0, K, TILE_K)`: see the package's notes on loops
             k = k0 + load_k
             if load_i < M and k < K:
                 a_slice[load_k, load_r] = A[k, load_i] if trans_a else A[load_i, k]
@@ -94,6 +95,7 @@ def kernel(trans_a: bool, trans_b: bool):
                 for r in range(TILE_M):
                     c_col[r] += a_slice[kk, r] * b_col[kk]
             cuda.syncthreads()  # everyone is done with the slice before it is overwritten
+            k0 += TILE_K
 
         if j < N:
             for r in range(TILE_M):

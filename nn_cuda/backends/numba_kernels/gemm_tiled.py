@@ -51,7 +51,8 @@ def kernel(trans_a: bool, trans_b: bool):
         zero = C.dtype.type(0)
 
         acc = zero
-        for k0 in range(0, K, TILE):
+        k0 = 0
+        while k0 < K:  # not `for k0 in range(0, K, TILE)`: see the package's notes on loops
             # Stage one element of op(A) (x runs along the stored row of A: coalesced).
             if trans_a:  # A is K x M: A[k0 + ty, row0 + tx] is op(A)[row0 + tx, k0 + ty]
                 k = k0 + ty
@@ -70,9 +71,12 @@ def kernel(trans_a: bool, trans_b: bool):
                 b_tile[ty, tx] = B[k, j] if (k < K and j < N) else zero
             cuda.syncthreads()  # the tiles are complete
 
-            for kk in range(TILE):
+            kk = 0
+            while kk < TILE:
                 acc += a_tile[ty, kk] * b_tile[kk, tx]
+                kk += 1
             cuda.syncthreads()  # everyone is done with the tiles before they are overwritten
+            k0 += TILE
 
         if i < M and j < N:
             if beta == 0:
