@@ -422,3 +422,51 @@ def test_extern_shared_at_file_scope_is_each_host_threads_own(monkeypatch):
         out[:] = np.nan
         kernel((256,), (64,), (x, out), shared_mem=64 * 4)
         np.testing.assert_array_equal(out, x.reshape(256, 64)[:, ::-1].reshape(-1))
+
+
+UNROLLED = r"""
+template <int N>
+__global__ void unrolled_sums(const float* x, float* out, int n)
+{
+    float local[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        local[i] = x[threadIdx.x * N + i];
+    }
+    float sum = 0.0f;
+    #pragma unroll 4
+    for (int i = 0; i < N; ++i) {
+        sum += local[i];
+    }
+#pragma unroll (N)  // a count that is a template parameter
+    for (int i = 0; i < N; ++i) {
+        sum += 2.0f * local[i];
+    }
+#pragma unroll 1
+    for (int i = 0; i < n; ++i) {  // a count known only at run time
+        sum += x[i];
+    }
+    out[threadIdx.x] = sum;
+}
+"""
+
+
+def test_cuda_unroll_pragmas_become_gccs_and_keep_their_lines():
+    from nn_cuda.cuda_cpu.build import FULL_UNROLL, gcc_unroll_pragmas
+
+    code = "#pragma unroll\n  # pragma unroll 4\n#pragma unroll (N)  // why\n#pragma unroll 1\n#pragma unrolled\n"
+    assert gcc_unroll_pragmas(code).splitlines() == [
+        f"#pragma GCC unroll {FULL_UNROLL}", "  #pragma GCC unroll 4", f"#pragma GCC unroll {FULL_UNROLL}",
+        "#pragma GCC unroll 1", "#pragma unrolled"]
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_every_form_of_unroll_pragma_builds_and_computes_the_same(check):
+    # The checking build gives GCC its own spelling of each pragma (nn_cuda/cuda_cpu/build.py).
+    x = np.random.default_rng(0).random(8 * 16).astype(np.float32)
+    out = np.full(8, np.nan, dtype=np.float32)
+    module = RawModule(code=UNROLLED, name_expressions=("unrolled_sums<16>",), check=check)
+    module.get_function("unrolled_sums<16>")((1,), (8,), (x, out, np.int32(5)))
+    rows = x.reshape(8, 16).astype(np.float64)
+    expected = 3 * rows.sum(axis=1) + x[:5].astype(np.float64).sum()
+    assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6, out  # 48 float32 additions
