@@ -223,6 +223,16 @@ def test_numba_gemm_k_loops_compile_to_counted_loops(transposes):
     assert len(re.findall(r"\bselp\b", tiled)) <= 2  # setting up the transposed tile's index, outside the loops
 
 
+def test_numba_softmax_row_loops_compile_to_counted_loops():
+    from numba import cuda, types
+
+    from nn_cuda.backends.numba_kernels import nn_ops
+
+    matrix, vector = types.Array(types.float32, 2, "C"), types.Array(types.float32, 1, "C")
+    ptx, _ = cuda.compile_ptx(nn_ops.bias_softmax.py_func, (matrix, vector, matrix), cc=(9, 0))
+    assert "selp" not in ptx  # 49 with its three loops written `for j in range(...)`
+
+
 # ---- NCCL, and the refusals without a GPU ----------------------------------------------------------
 
 

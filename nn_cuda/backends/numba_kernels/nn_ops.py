@@ -80,17 +80,24 @@ def bias_softmax(Z, b, out):
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i >= M:
         return
+    # while loops, not range(): see the notes on loops in __init__
     row_max = Z[i, 0] + b[0]
-    for j in range(1, N):
+    j = 1
+    while j < N:
         row_max = max(row_max, Z[i, j] + b[j])
+        j += 1
     total = out.dtype.type(0)
-    for j in range(N):
+    j = 0
+    while j < N:
         e = math.exp(Z[i, j] + b[j] - row_max)  # argument <= 0: no overflow, largest term is 1
         out[i, j] = e
         total += e
+        j += 1
     inv_total = out.dtype.type(1) / total
-    for j in range(N):
+    j = 0
+    while j < N:
         out[i, j] *= inv_total
+        j += 1
 
 
 @cuda.jit
@@ -128,8 +135,10 @@ def col_sum(M, out):
     # Each of the 8 threads of column j sums rows ty, ty + 8, ty + 16, ...
     acc = out.dtype.type(0)
     if j < cols:
-        for i in range(ty, rows, BLOCK_Y):
+        i = ty
+        while i < rows:  # not range(ty, rows, BLOCK_Y): see the notes on loops in __init__
             acc += M[i, j]
+            i += BLOCK_Y
     partial[ty, tx] = acc
     cuda.syncthreads()
 
