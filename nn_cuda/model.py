@@ -185,15 +185,17 @@ def training_step(backend, params: Parameters, grads: Parameters, workspace: Wor
     `stage(name)`, when given, is told as the "forward" and the "backward" pass begin (the profiler
     files each GEMM under its pass).
     """
-    if stage is not None:
-        stage("forward")
-    Yhat = forward(backend, params, workspace, X, reduce_logits=getattr(strategy, "reduce_logits", None))
-    if stage is not None:
-        stage("backward")
-    backward(backend, params, grads, workspace, X, labels, scale, after_layer2=getattr(strategy, "after_layer2", None))
-    if strategy is not None:
-        strategy.allreduce_gradients(grads)
-    sgd_update(backend, params, grads, lr, reg)
+    with backend.launch_scope():
+        if stage is not None:
+            stage("forward")
+        Yhat = forward(backend, params, workspace, X, reduce_logits=getattr(strategy, "reduce_logits", None))
+        if stage is not None:
+            stage("backward")
+        backward(backend, params, grads, workspace, X, labels, scale,
+                 after_layer2=getattr(strategy, "after_layer2", None))
+        if strategy is not None:
+            strategy.allreduce_gradients(grads)
+        sgd_update(backend, params, grads, lr, reg)
     return Yhat
 
 

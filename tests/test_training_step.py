@@ -49,6 +49,36 @@ def test_the_step_is_forward_backward_update():
     assert stages == ["forward", "backward"]
 
 
+def test_the_step_runs_inside_one_launch_scope_of_its_backend():
+    # The Numba backend attaches its CUDA context there once per step instead of once per launch.
+    class Scoped(NumpyBackend):
+        def __init__(self):
+            super().__init__()
+            self.events = []
+
+        def launch_scope(self):
+            import contextlib
+
+            @contextlib.contextmanager
+            def scope():
+                self.events.append("enter")
+                yield
+                self.events.append("exit")
+            return scope()
+
+        def gemm(self, *args, **kwargs):
+            self.events.append("gemm")
+            return super().gemm(*args, **kwargs)
+
+    backend, rng = Scoped(), np.random.default_rng(0)
+    X, labels = rng.random((6, model.N_INPUTS)), rng.integers(0, 10, 6).astype(np.int32)
+    params, grads = model.Parameters(backend, 5, np.float64), model.Parameters(backend, 5, np.float64)
+    params.load(model.init_parameters(5, 1))
+    model.training_step(backend, params, grads, model.Workspace(backend, 6, 5, np.float64), X, labels, 1 / 6, 0.3, 0.0)
+    assert backend.events[0] == "enter" and backend.events[-1] == "exit"
+    assert backend.events.count("enter") == 1 and backend.events.count("gemm") >= 4
+
+
 def test_training_runs_the_step(counted_steps):
     from nn_cuda import training
     from nn_cuda.config import TrainConfig

@@ -14,6 +14,7 @@ Conventions (see DESIGN.md):
 from __future__ import annotations
 
 import abc
+import contextlib
 
 from ..errors import BackendUnavailable
 
@@ -96,6 +97,12 @@ class Backend(abc.ABC):
 
     def synchronize(self) -> None:
         """Wait for queued device work (a no-op on the CPU)."""
+
+    def launch_scope(self):
+        """A context manager around a run of calls on one thread (model.training_step holds one for
+        each step), for a backend whose every call pays a fixed cost that the scope can pay once:
+        nothing by default."""
+        return contextlib.nullcontext()
 
     # ---- linear algebra -----------------------------------------------------------------------
     @abc.abstractmethod
