@@ -1,8 +1,9 @@
 """Building CUDA C for the CPU: the host C++ compiler, one shared library per code.
 
 A library holds runtime.h (the CUDA built-ins on fibers), the kernel code (unchanged but for its
-`#pragma unroll` lines in GCC's checking build: `gcc_unroll_pragmas`), and a table of its instances in the order given: its name expressions and extern "C" kernels (RawModule,
-raw_module.py; the cuda-cpu backend builds each kernels/*.cu file that way, with the instances that
+`#pragma unroll` lines in GCC's checking build: `gcc_unroll_pragmas`), and a table of its instances
+in the order given: its name expressions and extern "C" kernels (RawModule, raw_module.py; the
+cuda-cpu backend builds each kernels/*.cu file that way, with the instances that
 `nn_cuda.kernel_info.name_expressions` lists). Options are NVRTC's, mapped by `host_flags`. It is
 built once into the private build cache, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default
 `~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run loads it at once.

@@ -24,17 +24,17 @@ Two choices shared by all of them:
   per-dtype copy of the source.
 
 Notes on loops. The kernels' loops over a count known at run time (the GEMMs' K, a row's classes,
-a column's rows) are `while` loops, not `for ... in range(...)`. Numba
-lowers a range loop through an iterator that counts down a 64-bit "remaining" value, and LLVM cannot
-turn that back into a plain counted loop: in the PTX for sm_90 each iteration of the naive kernel's
-K loop carried four 64-bit selects and a recomputed 64-bit address, and the tiled kernel's 32-step
-inner loop was unrolled only 8 times, with selects in every step. The same loop written
-`k = 0; while k < K: ...; k += 1` compiles as NVRTC compiles the CUDA C: a pointer stepped by
-the stride, the tiled inner loop fully unrolled into 32 FMAs, no selects (naive: 146 64-bit
-instructions and 17 selects before, 67 and 0 after; tiled: 233 and 28 before, 68 and 1 after;
-the softmax: 335 and 49 before, 102 and 0 after). On an H200 the naive GEMM ran 2.3-3.4x and the
-tiled one 2.5-3.1x faster for it (docs/benchmarks.md). Short loops with a constant count that only
-run outside the K loop stay `range` loops.
+a column's rows) are `while` loops, not `for ... in range(...)`. Numba lowers a range loop through
+an iterator that counts down a 64-bit "remaining" value, and LLVM cannot turn that back into a plain
+counted loop: in the PTX for sm_90 each iteration of the naive kernel's K loop carried four 64-bit
+selects and a recomputed 64-bit address, and the tiled kernel's 32-step inner loop was unrolled only
+8 times, with selects in every step. The same loop written `k = 0; while k < K: ...; k += 1`
+compiles as NVRTC compiles the CUDA C: a pointer stepped by the stride, the tiled inner loop fully
+unrolled into 32 FMAs, no selects (naive: 146 64-bit instructions and 17 selects before, 67 and 0
+after; tiled: 233 and 28 before, 68 and 1 after; the softmax: 335 and 49 before, 102 and 0 after).
+On an H200 the naive GEMM ran 2.3-3.4x and the tiled one 2.5-3.1x faster for it
+(docs/benchmarks.md). Short loops with a constant count that only run outside the K loop stay
+`range` loops.
 
 The kernels do not check their arguments: `nn_cuda.backends.numba_backend` validates shapes, dtypes
 and contiguity before it launches them. They run on a GPU and, unchanged, in Numba's CUDA simulator
