@@ -427,3 +427,12 @@ def test_the_low_occupancy_warning_stays_quiet_also_in_colour():
         warnings.warn("\x1b[1manother performance warning\x1b[0m", NumbaPerformanceWarning)
     # Numba on a GPU wraps a warning's message in colour codes once more when it is made (an H200)
     assert len(shown) == 1 and "another performance warning" in str(shown[0].message), shown
+
+
+def test_the_simulator_holds_no_cuda_context_for_a_step(backend):
+    # On a GPU, launch_scope attaches the CUDA context for each training step; the simulator has none.
+    import contextlib
+
+    if not backend.emulated:
+        pytest.skip("Numba runs on a GPU here")
+    assert isinstance(backend.launch_scope(), contextlib.nullcontext)
