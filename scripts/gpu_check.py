@@ -53,8 +53,8 @@ def steps(out: Path) -> list[dict]:
         {"name": "grade mode 4 numba", "environment": on_gpu,
          "command": [python, "-m", "nn_cuda.grade", "--mode", "4", "--backend", "numba",
                      "--outputs", str(out / "Outputs_mode4_numba")]},
-        # Numba at the course's sizes only: its naive kernel takes about 1 s a call at the large ones
-        # (an H200, 2026-11-26), which made the whole check outlast a short machine loan
+        # Numba at the course's sizes only: at the large ones its naive kernel took about 1 s a call on
+        # an H200 (2026-11-26, before its K loop became a while loop), minutes for the whole check
         *({"name": f"bench gemm {library}", "environment": on_gpu,
            "command": [python, "-m", "nn_cuda.bench", "gemm", "--backend", library, *sizes,
                        "--json", str(out / f"gemm_{library}_float32.json")]}

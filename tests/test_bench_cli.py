@@ -427,7 +427,7 @@ def test_gpu_vs_cpu_counts_the_bits_two_saves_share(tmp_path, monkeypatch, capsy
 
 
 def test_gpu_check_times_numba_at_the_course_sizes_only(tmp_path):
-    # at 8000 x 10000 x 7840 Numba's naive kernel took about 1 s a call on an H200: the check outlasted its loan
+    # at 8000 x 10000 x 7840 Numba's naive kernel took about 1 s a call on an H200: the check took minutes
     (numba,) = [step for step in gpu_check.steps(tmp_path) if step["name"] == "bench gemm numba"]
     assert numba["command"][numba["command"].index("--sizes") + 1] == "800x1000x784,800x10x1000,800x100x1000"
     (cupy,) = [step for step in gpu_check.steps(tmp_path) if step["name"] == "bench gemm cupy"]

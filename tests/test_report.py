@@ -222,7 +222,7 @@ def test_cpu_only_inputs_say_which_sections_need_a_gpu(tmp_path):
 
 
 def test_gpu_inputs_of_some_kinds_leave_the_others_named(tmp_path):
-    # Only the GEMMs were measured on a GPU here (as in results/ since the H200 session).
+    # Only the GEMMs were measured on a GPU here, as in results/ after the first H200 run.
     out, text = run_report(tmp_path, gpu=True)
     assert "Not measured on a GPU yet" in text and "No GPU numbers" not in text
     assert "the roofline of the GPU" in text and "scaling over GPUs" in text
