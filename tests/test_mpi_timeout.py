@@ -149,3 +149,39 @@ def test_killing_a_benchmark_ends_its_mpiexec_job(tmp_path):
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, f"the benchmark's children outlived it: {left}"
+
+
+WATCHDOG_SIGTERM_SCRIPT = """
+import os, signal, sys, time
+from nn_cuda.parallel.watchdog import Watchdog
+
+written = []
+class Stderr:
+    def write(self, text):
+        written.append((time.monotonic(), text))
+    def flush(self):
+        pass
+sys.stderr = Stderr()
+
+def abort(status):
+    line_at, line = written[-1]
+    print(f"{status} {time.monotonic() - line_at:.3f} {line.strip()}", flush=True)
+    os._exit(status)
+
+signal.signal(signal.SIGTERM, lambda *_: None)  # the main thread stays 'blocked in MPI'
+watchdog = Watchdog(0, 1, sys.argv[1], 600.0, abort, output_drain=0.4)
+with watchdog.collective("allreduce"):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+print("not ended")
+"""
+
+
+def test_the_watchdog_lets_its_sigterm_line_out_before_it_aborts(tmp_path):
+    # MPI_Abort right after printing could end the job before the launcher forwarded the line.
+    ended = subprocess.run([sys.executable, "-c", WATCHDOG_SIGTERM_SCRIPT, tmp_path.name], capture_output=True,
+                           text=True, timeout=60)
+    status, after, line = ended.stdout.split(" ", 2)
+    assert int(status) == 128 + signal.SIGTERM, ended.stdout + ended.stderr
+    assert "interrupted (SIGTERM) while waiting in allreduce" in line, ended.stdout
+    assert float(after) >= 0.4, ended.stdout

@@ -242,7 +242,7 @@ class Communicator:
             from .watchdog import Watchdog, job_key
 
             _WATCHDOG = Watchdog(world.Get_rank(), world.Get_size(), job_key(world), timeout,
-                                 abort=MPI.COMM_WORLD.Abort)
+                                 abort=MPI.COMM_WORLD.Abort, output_drain=OUTPUT_DRAIN_SECONDS)
         return cls(world)
 
     def _counted(self, kind: str, nbytes: int, operation, *args, **kwargs):
@@ -343,7 +343,7 @@ def cuda_aware_mpi() -> bool | None:
 NON_ROOT_GRACE_SECONDS = 2.0
 # The launcher forwards each rank's output through a pipe; aborting at once can end the job before
 # the message has been forwarded, and it is lost. A short pause after printing lets it through.
-OUTPUT_DRAIN_SECONDS = 0.3
+OUTPUT_DRAIN_SECONDS = 0.5
 
 
 def _current_rank() -> tuple[int, int]:

@@ -52,10 +52,13 @@ def _board_folder() -> Path:
 
 
 class Watchdog:
-    """The watchdog of one rank (see the module's docstring); `collective(name)` marks a wait."""
+    """The watchdog of one rank (see the module's docstring); `collective(name)` marks a wait.
+    `abort(status)` ends the job; `output_drain` seconds after printing let the line reach the
+    launcher before it does."""
 
-    def __init__(self, rank: int, size: int, key: str, timeout: float, abort):
+    def __init__(self, rank: int, size: int, key: str, timeout: float, abort, output_drain: float):
         self.rank, self.size, self.timeout, self._abort = rank, size, timeout, abort
+        self._output_drain = output_drain
         self.path = _board_folder() / f"nn_cuda-mpi-{key}"
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -143,7 +146,7 @@ class Watchdog:
                 f"[rank {self.rank}/{self.size}] nn_cuda: error: {self._waiting_in} did not complete within "
                 f"--mpi-timeout {self.timeout:g} s: {self.not_answering(now)}; ending the job\n")
             sys.stderr.flush()
-            time.sleep(0.5)
+            time.sleep(self._output_drain)
         else:
             time.sleep(SIGNAL_GRACE_SECONDS)  # the first rank reports; its abort ends this one
         self._end(1)
@@ -195,6 +198,7 @@ class Watchdog:
                 sys.stderr.write(f"[rank {self.rank}/{self.size}] nn_cuda: interrupted ({name}) while waiting "
                                  f"in {self._waiting_in}\n")
                 sys.stderr.flush()
+                time.sleep(self._output_drain)
                 self._end(128 + number)
 
 
