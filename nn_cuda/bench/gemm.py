@@ -29,6 +29,7 @@ import sys
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 from .. import kernel_info, kernel_resources, memory
 from ..backends import BACKENDS, get_backend
@@ -36,6 +37,7 @@ from ..course_gemm import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
 from ..gpu_timer import gpu_events, is_simulated, time_calls
 from ..records import machine_info, machine_line, write_json
 from ..relative_errors import relative_error
+from ..report.markdown import gemm_table, printed
 from .common import default_backend
 
 ALPHA, BETA = GEMM_ALPHA, GEMM_BETA  # the course's mode-4 test
@@ -240,68 +242,56 @@ def main(argv=None) -> int:
     print(f"GEMM C <- {ALPHA:g} op(A) op(B) + {BETA:g} C, {args.dtype}, backend {backend_name}, "
           f"inputs in [0, 1), tolerance (K + 3) (u + u_64)")
     print(f"machine: {machine_line(info)}")
-    if timed:
-        print(f"times: median of {args.repeat} calls after {WARMUP} warm-up calls, CUDA events")
-    elif emulated:
-        print("times: one call of the CUDA C kernels emulated on the CPU (host clock); not GPU times, "
-              "and never compared with cuBLAS")
-    else:
-        print("times: not measured; timing needs a GPU (backend cupy, or numba without the simulator)")
-    header = (f"{'algo':9s} {'op':3s} {'M':>6s} {'N':>6s} {'K':>6s} {'rel_err':>9s} {'tol':>8s}  "
-              f"{'ms':>9s} {'GFLOP/s':>9s} {'% cuBLAS':>9s}")
-    print(header)
-    print("-" * len(header))
-
     records, failures = [], []
-    for M, N, K in sizes:
-        for trans in trans_cases:
-            trans_a, trans_b = TRANSPOSES[trans]
-            problem = Problem(M, N, K, trans_a, trans_b, dtype)
-            limit = tolerance(K, dtype)
-            copies = device_copies(backend, problem, timer.l2_bytes()) if timed else None
+    cases = [(size, trans) for size in sizes for trans in trans_cases]
+    for (M, N, K), trans in tqdm(cases, unit="case", disable=not sys.stderr.isatty()):
+        trans_a, trans_b = TRANSPOSES[trans]
+        problem = Problem(M, N, K, trans_a, trans_b, dtype)
+        limit = tolerance(K, dtype)
+        copies = device_copies(backend, problem, timer.l2_bytes()) if timed else None
+        if timed:
+            A, B, C = copies[0]
+        else:
+            A, B, C = (backend.to_device(x) for x in (problem.A, problem.B, problem.C))
+        rows = []
+        for algo in algos:
+            error = check(backend, algo, problem, A, B, C)
+            record = {"algo": algo, "backend": backend_name, "dtype": args.dtype, "trans": trans,
+                      "M": M, "N": N, "K": K, "alpha": ALPHA, "beta": BETA,
+                      "rel_err": error, "tolerance": limit, "passed": bool(error <= limit)}
+            if not record["passed"]:
+                failures.append(f"{algo} {trans} {M}x{N}x{K}: relative error {error:.3g} > {limit:.3g}")
             if timed:
-                A, B, C = copies[0]
-            else:
-                A, B, C = (backend.to_device(x) for x in (problem.A, problem.B, problem.C))
-            rows = []
-            for algo in algos:
-                error = check(backend, algo, problem, A, B, C)
-                record = {"algo": algo, "backend": backend_name, "dtype": args.dtype, "trans": trans,
-                          "M": M, "N": N, "K": K, "alpha": ALPHA, "beta": BETA,
-                          "rel_err": error, "tolerance": limit, "passed": bool(error <= limit)}
-                if not record["passed"]:
-                    failures.append(f"{algo} {trans} {M}x{N}x{K}: relative error {error:.3g} > {limit:.3g}")
-                if timed:
-                    samples = time_gemm(backend, timer, algo, problem, copies, args.repeat)
-                    ms = statistics.median(samples)
-                    record.update(time_ms=ms, time_ms_min=min(samples), gflops=2.0 * M * N * K / (ms * 1e6),
-                                  repeat=args.repeat, copies=len(copies))
-                if emulated:
-                    started = time.perf_counter()
-                    backend.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=trans_a, trans_b=trans_b, algo=algo)
-                    record.update(emulated_ms=1e3 * (time.perf_counter() - started),
-                                  numpy_ms=_numpy_ms(problem))
-                if arch is not None:
-                    found = _registers(algo, dtype, trans_a, trans_b, arch)
-                    if found is not None:
-                        record.update(kernel=found[0], registers=found[1], arch=arch)
-                rows.append(record)
-            anchor_ms = next((r["time_ms"] for r in rows if r["algo"] == anchor), None)
-            for record in rows:
-                if anchor_ms is not None:
-                    record["percent_of_cublas"] = 100.0 * anchor_ms / record["time_ms"]
-                print(_table_row(record))
-            records.extend(rows)
-            del copies, A, B, C
-            backend.synchronize()
+                samples = time_gemm(backend, timer, algo, problem, copies, args.repeat)
+                ms = statistics.median(samples)
+                record.update(time_ms=ms, time_ms_min=min(samples), gflops=2.0 * M * N * K / (ms * 1e6),
+                              repeat=args.repeat, copies=len(copies))
+            if emulated:
+                started = time.perf_counter()
+                backend.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=trans_a, trans_b=trans_b, algo=algo)
+                record.update(emulated_ms=1e3 * (time.perf_counter() - started),
+                              numpy_ms=_numpy_ms(problem))
+            if arch is not None:
+                found = _registers(algo, dtype, trans_a, trans_b, arch)
+                if found is not None:
+                    record.update(kernel=found[0], registers=found[1], arch=arch)
+            rows.append(record)
+        anchor_ms = next((r["time_ms"] for r in rows if r["algo"] == anchor), None)
+        for record in rows:
+            if anchor_ms is not None:
+                record["percent_of_cublas"] = 100.0 * anchor_ms / record["time_ms"]
+        records.extend(rows)
+        del copies, A, B, C
+        backend.synchronize()
 
+    payload = {"benchmark": "gemm", "machine": info, "backend": backend_name, "timed": timed,
+               "emulated": emulated,
+               "config": {"dtype": args.dtype, "trans": trans_cases, "repeat": args.repeat,
+                          "warmup": WARMUP, "alpha": ALPHA, "beta": BETA,
+                          "sizes": [list(s) for s in sizes], "algos": algos},
+               "results": records}
+    printed("gemm", payload, gemm_table)
     if args.json:
-        payload = {"benchmark": "gemm", "machine": info, "backend": backend_name, "timed": timed,
-                   "emulated": emulated,
-                   "config": {"dtype": args.dtype, "trans": trans_cases, "repeat": args.repeat,
-                              "warmup": WARMUP, "alpha": ALPHA, "beta": BETA,
-                              "sizes": [list(s) for s in sizes], "algos": algos},
-                   "results": records}
         write_json(args.json, payload)
         print(f"wrote {args.json}")
     if failures:
@@ -310,16 +300,6 @@ def main(argv=None) -> int:
             print(f"  {line}", file=sys.stderr)
         return 1
     return 0
-
-
-def _table_row(r) -> str:
-    def number(key, spec):
-        return format(r[key], spec) if key in r else "-"
-
-    status = "" if r["passed"] else "  FAIL"
-    return (f"{r['algo']:9s} {r['trans']:3s} {r['M']:6d} {r['N']:6d} {r['K']:6d} {r['rel_err']:9.2e} "
-            f"{r['tolerance']:8.1e}  {number('time_ms' if 'time_ms' in r else 'emulated_ms', '9.3f'):>9s} {number('gflops', '9.1f'):>9s} "
-            f"{number('percent_of_cublas', '8.1f'):>9s}{status}")
 
 
 if __name__ == "__main__":

@@ -153,16 +153,17 @@ def launch_table(result) -> list[str]:
 
 def gemm_table(result) -> list[str]:
     """One GEMM benchmark run: GFLOP/s and % of cuBLAS where timed, else each algorithm's error."""
-    data = result.data
-    dtype = data.get("config", {}).get("dtype", "?")
+    data, config = result.data, result.data.get("config", {})
+    dtype = config.get("dtype", "?")
     if data.get("timed"):
-        how = "times by CUDA events, median of each algorithm's calls."
+        how = (f"times by CUDA events, median of {config.get('repeat', 'the')} calls after "
+               f"{config.get('warmup', 'a few')} warm-up calls.")
     elif data.get("emulated"):
         how = ("the CUDA C kernels on the CPU runner: errors, and one call of each timed by the host clock "
                "against NumPy's BLAS (not GPU times).")
     else:
-        how = ("correctness only; the simulator runs one Python thread per CUDA thread, so its times say "
-               "nothing about a GPU and none are taken.")
+        how = ("correctness only: timing needs a GPU (backend cupy, or numba outside its simulator, which "
+               "runs one Python thread per CUDA thread).")
     lines = [f"**{data['backend']} {dtype}**{_file(result)}: {how}", ""]
     return lines + (_gemm_timed_table(data["results"]) if data.get("timed") else
                     _gemm_error_table(data["results"]))
