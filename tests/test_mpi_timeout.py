@@ -151,29 +151,28 @@ def test_killing_a_benchmark_ends_its_mpiexec_job(tmp_path):
     assert not left, f"the benchmark's children outlived it: {left}"
 
 
+
 WATCHDOG_SIGTERM_SCRIPT = """
-import os, signal, sys, time
+import os, signal, sys
 from nn_cuda.parallel.watchdog import Watchdog
 
-written = []
+events = []
 class Stderr:
     def write(self, text):
-        written.append((time.monotonic(), text))
+        events.append(text.strip())
     def flush(self):
         pass
 sys.stderr = Stderr()
 
 def abort(status):
-    line_at, line = written[-1]
-    print(f"{status} {time.monotonic() - line_at:.3f} {line.strip()}", flush=True)
+    print(status, *events, sep="\\n", flush=True)
     os._exit(status)
 
 signal.signal(signal.SIGTERM, lambda *_: None)  # the main thread stays 'blocked in MPI'
-watchdog = Watchdog(0, 1, sys.argv[1], 600.0, abort, output_drain=0.4)
+watchdog = Watchdog(0, 1, sys.argv[1], 600.0, abort, let_output_through=lambda: events.append("let through"))
 with watchdog.collective("allreduce"):
     os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(30)
-print("not ended")
+    signal.pause()
 """
 
 
@@ -181,7 +180,36 @@ def test_the_watchdog_lets_its_sigterm_line_out_before_it_aborts(tmp_path):
     # MPI_Abort right after printing could end the job before the launcher forwarded the line.
     ended = subprocess.run([sys.executable, "-c", WATCHDOG_SIGTERM_SCRIPT, tmp_path.name], capture_output=True,
                            text=True, timeout=60)
-    status, after, line = ended.stdout.split(" ", 2)
+    status, line, then = ended.stdout.splitlines()
     assert int(status) == 128 + signal.SIGTERM, ended.stdout + ended.stderr
-    assert "interrupted (SIGTERM) while waiting in allreduce" in line, ended.stdout
-    assert float(after) >= 0.4, ended.stdout
+    assert "interrupted (SIGTERM) while waiting in allreduce" in line and then == "let through", ended.stdout
+
+
+DRAINING_SCRIPT = """
+import sys, time
+from nn_cuda.parallel.mpi import let_output_through
+sys.stderr.write("x" * 1000)
+started = time.monotonic()
+let_output_through(most_seconds=float(sys.argv[1]))
+sys.stdout.write(f"{time.monotonic() - started:.3f}")
+"""
+
+
+@pytest.mark.parametrize("read_after", [0.0, 1.5])
+def test_a_rank_waits_until_the_launcher_has_read_its_output(read_after):
+    child = subprocess.Popen([sys.executable, "-c", DRAINING_SCRIPT, "10"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0 + read_after)  # the import, then the launcher's delay
+    assert child.stderr.read(1000) == "x" * 1000
+    waited = float(child.stdout.read())
+    assert child.wait(timeout=30) == 0
+    assert (waited >= read_after if read_after else waited < 1.5), waited  # never the 10 s limit
+
+
+def test_a_launcher_that_never_reads_delays_the_abort_by_the_limit_only():
+    child = subprocess.Popen([sys.executable, "-c", DRAINING_SCRIPT, "0.8"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.wait(timeout=30) == 0  # its pipes are read only after it ended
+    waited = float(child.stdout.read())
+    child.stderr.close()
+    assert 0.8 <= waited < 1.5, waited  # the limit, not OUTPUT_PAUSE_SECONDS (0.5)

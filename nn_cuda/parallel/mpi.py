@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import io
 import os
 import signal
+import stat
+import struct
 import sys
+import termios
 import time
 import traceback
 from collections import Counter
@@ -242,7 +246,8 @@ class Communicator:
             from .watchdog import Watchdog, job_key
 
             _WATCHDOG = Watchdog(world.Get_rank(), world.Get_size(), job_key(world), timeout,
-                                 abort=MPI.COMM_WORLD.Abort, output_drain=OUTPUT_DRAIN_SECONDS)
+                                 abort=MPI.COMM_WORLD.Abort,
+                                 let_output_through=let_output_through)
         return cls(world)
 
     def _counted(self, kind: str, nbytes: int, operation, *args, **kwargs):
@@ -341,9 +346,34 @@ def cuda_aware_mpi() -> bool | None:
 # job ends before the others print: the message appears once. When only this rank fails, the job
 # ends this much later, still within seconds.
 NON_ROOT_GRACE_SECONDS = 2.0
-# The launcher forwards each rank's output through a pipe; aborting at once can end the job before
-# the message has been forwarded, and it is lost. A short pause after printing lets it through.
-OUTPUT_DRAIN_SECONDS = 0.5
+# The launcher forwards each rank's output through a pipe, and MPI_Abort races it: aborting at once
+# can end the job before the last message has been forwarded (also after a fixed pause, on a loaded
+# machine). So a rank waits until the launcher has read its pipes, for at most this long.
+OUTPUT_DRAIN_SECONDS = 5.0
+# Where the output is no pipe whose contents can be counted: a fixed pause instead.
+OUTPUT_PAUSE_SECONDS = 0.5
+
+
+def _unread_bytes(descriptor: int) -> int:
+    """Bytes written to the pipe `descriptor` (either end) that its reader has not read yet."""
+    return struct.unpack("i", fcntl.ioctl(descriptor, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def let_output_through(most_seconds: float = OUTPUT_DRAIN_SECONDS) -> None:
+    """Return once the launcher has read what this rank wrote to stdout and stderr (flushed here), or
+    after `most_seconds`; after OUTPUT_PAUSE_SECONDS where either cannot be asked."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    deadline = time.monotonic() + most_seconds
+    for descriptor in (sys.stdout.fileno(), sys.stderr.fileno()):
+        try:
+            if stat.S_ISFIFO(os.fstat(descriptor).st_mode):  # a file or a terminal has it already
+                while _unread_bytes(descriptor) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+        except (OSError, ValueError):  # no descriptor (replaced by a buffer), or one that cannot be asked
+            time.sleep(OUTPUT_PAUSE_SECONDS)
+            return
+    time.sleep(0.05)  # the launcher's own forwarding of what it has just read
 
 
 def _current_rank() -> tuple[int, int]:
@@ -368,8 +398,7 @@ def abort_job(message: str, exit_code: int = 1) -> None:
     prefix = f"[rank {rank}/{size}] "
     sys.stdout.flush()
     sys.stderr.write("".join(prefix + line + "\n" for line in message.rstrip("\n").splitlines()))
-    sys.stderr.flush()
-    time.sleep(OUTPUT_DRAIN_SECONDS)
+    let_output_through()
     try:
         MPI = import_mpi()
         MPI.COMM_WORLD.Abort(exit_code)

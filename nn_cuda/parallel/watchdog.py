@@ -53,12 +53,12 @@ def _board_folder() -> Path:
 
 class Watchdog:
     """The watchdog of one rank (see the module's docstring); `collective(name)` marks a wait.
-    `abort(status)` ends the job; `output_drain` seconds after printing let the line reach the
-    launcher before it does."""
+    `abort(status)` ends the job; `let_output_through()`, called after printing, returns once the
+    launcher has the line (an abort could otherwise end the job before it is forwarded)."""
 
-    def __init__(self, rank: int, size: int, key: str, timeout: float, abort, output_drain: float):
+    def __init__(self, rank: int, size: int, key: str, timeout: float, abort, let_output_through):
         self.rank, self.size, self.timeout, self._abort = rank, size, timeout, abort
-        self._output_drain = output_drain
+        self._let_output_through = let_output_through
         self.path = _board_folder() / f"nn_cuda-mpi-{key}"
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -146,7 +146,7 @@ class Watchdog:
                 f"[rank {self.rank}/{self.size}] nn_cuda: error: {self._waiting_in} did not complete within "
                 f"--mpi-timeout {self.timeout:g} s: {self.not_answering(now)}; ending the job\n")
             sys.stderr.flush()
-            time.sleep(self._output_drain)
+            self._let_output_through()
         else:
             time.sleep(SIGNAL_GRACE_SECONDS)  # the first rank reports; its abort ends this one
         self._end(1)
@@ -198,7 +198,7 @@ class Watchdog:
                 sys.stderr.write(f"[rank {self.rank}/{self.size}] nn_cuda: interrupted ({name}) while waiting "
                                  f"in {self._waiting_in}\n")
                 sys.stderr.flush()
-                time.sleep(self._output_drain)
+                self._let_output_through()
                 self._end(128 + number)
 
 
