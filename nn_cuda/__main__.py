@@ -2,13 +2,14 @@
 
 import sys
 
+from .bench import BENCHMARKS
 from .interrupts import ends_in_one_line_when_interrupted
 
 COMMANDS = (
     ("nn_cuda.course", "the course for a student: start DIR writes the tasks, check DIR checks them"),
     ("nn_cuda.train", "train the network; under mpirun -n P data or model parallel"),
     ("nn_cuda.grade", "the course's grading modes 1-4 (files under Outputs/), and --kernels DIR... for a class"),
-    ("nn_cuda.bench", "benchmarks: gemm, launch, train, scaling, roofline, lr, diff, adversarial, gpu-check"),
+    ("nn_cuda.bench", "benchmarks: " + ", ".join(BENCHMARKS)),
     ("nn_cuda.report", "the report and the result tables, from the benchmarks' records"),
     ("nn_cuda.adversarial", "FGSM and PGD: eval, and adversarial train (--async under mpirun)"),
     ("nn_cuda.data", "download the datasets, and say where each one is found"),

@@ -122,6 +122,10 @@ def test_python_m_nn_cuda_lists_every_command():
     listed = {module for module, _ in LISTED}
     assert {"nn_cuda.train", "nn_cuda.grade", "nn_cuda.course", "nn_cuda.bench", "nn_cuda.report",
             "nn_cuda.adversarial"} <= listed
+    from nn_cuda.bench import MOVED
+
+    (benchmarks,) = [line for line in output.splitlines() if "python -m nn_cuda.bench " in line]
+    assert not any(name in benchmarks.split(": ", 1)[1].split(", ") for name in MOVED), benchmarks  # scripts now
 
 
 def test_every_environment_variable_the_package_reads_is_in_the_help():

@@ -24,7 +24,8 @@ from nn_cuda import kernel_resources
 from nn_cuda.arguments import comma_separated, int_at_least, one_of, pixel_radius, positive_int
 import bench_roofline as roofline
 import gpu_check
-from nn_cuda.bench.__main__ import BENCHMARKS, MOVED, main as bench_main
+from nn_cuda.bench import BENCHMARKS, MOVED
+from nn_cuda.bench.__main__ import main as bench_main
 from nn_cuda.bench.common import run_benchmark
 from nn_cuda.report.numbers import intensity
 from nn_cuda.config import build_parser as train_parser

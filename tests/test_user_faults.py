@@ -351,7 +351,8 @@ def run_bench(argv, capsys):
     """`python -m nn_cuda.bench ARGV`, or `python scripts/bench_NAME.py` for the studies there."""
     import importlib
 
-    from nn_cuda.bench.__main__ import MOVED, main as bench_main
+    from nn_cuda.bench import MOVED
+    from nn_cuda.bench.__main__ import main as bench_main
     from nn_cuda.bench.common import run_benchmark
 
     try:
