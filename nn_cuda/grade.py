@@ -10,11 +10,12 @@ compare the parameters with the course's relative errors and write
 
 Mode 4 is the course's GEMM test. The harness itself is nn_cuda.grading.
 
---kernels DIR [DIR ...] grades students' kernel folders (copies of kernels/) with the checks the
-course's modes miss (nn_cuda.kernel_checks): every GEMM of the ladder and every element-wise kernel,
-on sizes that are multiples of no tile, every transpose, both dtypes, beta = 0 with C poisoned; on
-the CPU in the checking mode (races, missing barriers, out-of-bounds accesses). It writes
-Outputs/kernels.csv and Outputs/kernels.md, one row per folder.
+--kernels DIR [DIR ...] grades students' kernel folders (copies of kernels/) or course workspaces with
+the checks the course's modes miss (nn_cuda.kernel_checks): every GEMM of the ladder and every
+element-wise kernel, on sizes that are multiples of no tile, every transpose, both dtypes, beta = 0
+with C poisoned; on the CPU in the checking mode (races, missing barriers, out-of-bounds accesses);
+and a workspace's MPI step. It writes Outputs/kernels.csv and Outputs/kernels.md, one row per folder
+(TODO where a task is not written).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ with ends_in_one_line_while_starting("nn_cuda.grade"):
     from .config import TrainConfig, environment_help
     from .data import DATASETS
     from .grading import course_config, run_grade
-    from .kernel_grading import grade_folder, write_tables
+    from .kernel_grading import grade_folder, kernel_folder, labels, write_tables
     from .training import USER_ERRORS as TRAINING_ERRORS
 
 
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", "-g", type=int, choices=(1, 2, 3, 4))
     p.add_argument("--kernels", nargs="+", type=Path, metavar="DIR",
-                   help="grade these kernel folders (copies of kernels/) instead of a mode")
+                   help="grade these kernel folders (copies of kernels/) or course workspaces instead of a mode")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="the backend under test (default: numpy for the modes, cuda-cpu for --kernels)")
     p.add_argument("--gemm", default=None, help="GEMM algorithm of the backend under test")
@@ -101,7 +102,13 @@ def grade_kernel_folders(folders: list, backend: str, outputs: Path) -> int:
     if missing:
         print(f"nn_cuda.grade: error: not a folder: {', '.join(missing)}", file=sys.stderr)
         return USAGE
-    grades = [grade_folder(folder, backend) for folder in folders]
+    for folder in folders:
+        try:
+            kernel_folder(folder)
+        except ValueError as error:
+            print(f"nn_cuda.grade: error: {error}", file=sys.stderr)
+            return USAGE
+    grades = [grade_folder(folder, backend, label=label) for folder, label in zip(folders, labels(folders))]
     csv_path, markdown_path = write_tables(grades, outputs)
     passed = sum(grade.passed for grade in grades)
     print(f"--kernels: {passed} of {len(grades)} folders pass every check on {backend}; "

@@ -1,49 +1,61 @@
-"""Grading one or many students' kernel folders with nn_cuda.kernel_checks (`grade --kernels DIR...`).
+"""Grading a class: students' kernel folders or workspaces with nn_cuda.kernel_checks
+(`grade --kernels DIR...`).
 
-Each folder is a copy of kernels/ (the student's .cu files). Every kernel of the ladder and every
-element-wise kernel runs its checks from that folder, on the CPU in the checking mode (or on the
-backend asked for), and each folder gives one row of a table: per kernel, PASS with the number of
-cases, or FAIL with the first failing case. The table is written as CSV and as Markdown, for an
-instructor to publish.
+Each folder is a copy of kernels/ (the student's .cu files) or a course workspace (`python -m
+nn_cuda.course start`: its kernels/, and its MPI step data_parallel.py). Every kernel of the ladder and
+every element-wise kernel runs its checks from that folder, on the CPU in the checking mode (or on the
+backend asked for); a workspace's MPI tasks run as `course check` runs them. Each folder gives one row
+of a table: per kernel or task, PASS with the number of cases, FAIL with the first failing case, or
+TODO where the task's body is still the workspace's TODO line. Rows are named by the folders' paths
+below their common parent, so that alice/kernels and bob/kernels stay apart. The table is written as
+CSV and as Markdown, for an instructor to publish.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import io
 import os
 from pathlib import Path
 
-from . import kernel_checks, kernel_info
+from . import kernel_checks, kernel_info, workspace
 from .backends import get_backend
 from .outputs import write_text
 
 
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    cell: str  # what the table shows: 'PASS 80/80', 'FAIL 32/80', 'TODO', 'FAIL (did not run)'
+    failure: str = ""  # the first failure, with its case; empty when it passed
+
+
 @dataclasses.dataclass
 class FolderGrade:
-    folder: Path
-    #: kernel ('gemm tiled', 'col_sum', ...) -> (passed cases, cases run, the first failure or '')
+    label: str  # the folder's name in the table
+    #: kernel ('gemm tiled', 'col_sum', ...) or MPI task ('mpi_rows') -> its verdict
     kernels: dict
 
     @property
     def passed(self) -> bool:
-        return all(not failure for _, _, failure in self.kernels.values())
+        return all(not verdict.failure for verdict in self.kernels.values())
 
 
-@contextlib.contextmanager
-def kernels_from(folder: Path):
-    """NN_CUDA_KERNEL_DIR pointed at `folder` for the duration (every backend reads it)."""
-    previous = os.environ.get(kernel_info.KERNEL_DIR_VARIABLE)
-    os.environ[kernel_info.KERNEL_DIR_VARIABLE] = str(folder)
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(kernel_info.KERNEL_DIR_VARIABLE, None)
-        else:
-            os.environ[kernel_info.KERNEL_DIR_VARIABLE] = previous
+def kernel_folder(folder: Path) -> Path:
+    """The folder of the .cu files: `folder` itself, or a workspace's kernels/. ValueError otherwise."""
+    for candidate in (folder, folder / "kernels"):
+        if any(candidate.glob("*.cu")):
+            return candidate
+    raise ValueError(f"{folder} holds no .cu files and no kernels/ folder with them: give a copy of kernels/ "
+                     "or a workspace of python -m nn_cuda.course start")
+
+
+def labels(folders: list[Path]) -> list[str]:
+    """Each folder's path below the folders' common parent (its name when that leaves nothing)."""
+    resolved = [folder.resolve() for folder in folders]
+    parent = Path(os.path.commonpath(resolved)) if len(resolved) > 1 else None
+    named = [str(path.relative_to(parent)) if parent else "." for path in resolved]
+    return [path.name if name == "." else name for path, name in zip(resolved, named)]
 
 
 def what_is_graded(backend) -> list[str]:
@@ -62,40 +74,60 @@ def make_backend(backend_name: str):
     return get_backend(backend_name)
 
 
-def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log=print) -> FolderGrade:
-    """Every check of every kernel (or of `kernels`) with the .cu files of `folder`."""
+def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log=print,
+                 label: str | None = None) -> FolderGrade:
+    """Every check of every kernel (or of `kernels`) with the .cu files of `folder` (a copy of kernels/,
+    or a workspace: then its MPI tasks too, unless `kernels` are named)."""
+    label = label or folder.name
+    cu_folder = kernel_folder(folder)
+    tasks = {task.check: task for task in workspace.tasks()}
     grades = {}
-    with kernels_from(folder):
+
+    def record(name, verdict):
+        grades[name] = verdict
+        log(f"{label}: {name}: {verdict.cell}" + (f": {verdict.failure}" if verdict.failure else ""))
+
+    with kernel_info.kernels_from(cu_folder):
         backend = make_backend(backend_name)
         for kernel in kernels or kernel_checks.kernel_names():
+            task = tasks.get(kernel)
+            todo = task and workspace.todo_line(cu_folder / Path(task.file).name, task)
+            if todo:
+                record(kernel, Verdict("TODO", f"{kernel}: not written yet: the TODO is at {todo}"))
+                continue
             try:
                 results = kernel_checks.check(backend, kernel)
             except Exception as error:  # does not compile, a missing file: the kernel's verdict
-                grades[kernel] = (0, 0, f"{kernel}: {error}".splitlines()[0])
-                log(f"{folder.name}: {kernel}: FAIL: {grades[kernel][2]}")
+                record(kernel, Verdict("FAIL (did not run)", f"{kernel}: {error}".splitlines()[0]))
                 continue
             failures = [r for r in results if not r.passed]
-            first = f"{failures[0].case}: {failures[0].detail}" if failures else ""
-            grades[kernel] = (len(results) - len(failures), len(results), first)
-            log(f"{folder.name}: {kernel}: {'FAIL' if failures else 'PASS'} "
-                f"({len(results) - len(failures)}/{len(results)} cases)" + (f": {first}" if first else ""))
-    return FolderGrade(folder, grades)
-
-
-def _cell(passed: int, run: int, failure: str) -> str:
-    if not failure:
-        return f"PASS {passed}/{run}"
-    return f"FAIL {passed}/{run}" if run else "FAIL (did not run)"
+            counted = f"{len(results) - len(failures)}/{len(results)}"
+            record(kernel, Verdict(f"FAIL {counted}", f"{failures[0].case}: {failures[0].detail}") if failures
+                   else Verdict(f"PASS {counted}"))
+    if cu_folder != folder and kernels is None:  # a workspace: its MPI step too
+        for task in workspace.tasks():
+            if task.is_kernel:
+                continue
+            todo = workspace.todo_line(folder / task.file, task)
+            if todo:
+                record(task.name, Verdict("TODO", f"{task.name}: not written yet: the TODO is at {todo}"))
+                continue
+            report = workspace.check_task(folder, task, backend_factory=None)
+            record(task.name, Verdict("PASS") if report.passed
+                   else Verdict("FAIL", report.lines[0].removeprefix("task ")))
+    return FolderGrade(label, grades)
 
 
 def table_rows(grades: list[FolderGrade]) -> tuple[list, list]:
-    """The header and one row per folder: folder, one cell per kernel, the first failure."""
-    kernels = list(grades[0].kernels) if grades else []
-    header = ["folder", *kernels, "first failure"]
+    """The header and one row per folder: its label, one cell per kernel or task ('-' where it has
+    none: the MPI tasks of a kernels folder), the first failure."""
+    columns = list(dict.fromkeys(name for grade in grades for name in grade.kernels))
+    header = ["folder", *columns, "first failure"]
     rows = []
     for grade in grades:
-        first = next((failure for _, _, failure in grade.kernels.values() if failure), "")
-        rows.append([grade.folder.name, *(_cell(*grade.kernels[k]) for k in kernels), first])
+        first = next((verdict.failure for verdict in grade.kernels.values() if verdict.failure), "")
+        cells = [grade.kernels[name].cell if name in grade.kernels else "-" for name in columns]
+        rows.append([grade.label, *cells, first])
     return header, rows
 
 

@@ -12,6 +12,7 @@ checks (nn_cuda.kernel_resources) all read them, so they can never disagree.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -118,6 +119,20 @@ def kernel_dir() -> Path:
     if chosen:
         return _chosen_kernel_dir(Path(chosen))
     return project_kernel_dir()
+
+
+@contextlib.contextmanager
+def kernels_from(folder: Path):
+    """KERNEL_DIR_VARIABLE pointed at `folder` for the duration (every backend reads it)."""
+    previous = os.environ.get(KERNEL_DIR_VARIABLE)
+    os.environ[KERNEL_DIR_VARIABLE] = str(folder)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(KERNEL_DIR_VARIABLE, None)
+        else:
+            os.environ[KERNEL_DIR_VARIABLE] = previous
 
 
 def project_kernel_dir() -> Path:

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import kernel_checks, kernel_info
-from .kernel_grading import kernels_from
 from .parallel import course_task
 from .parallel.mpi import ParallelError, find_mpiexec
 
@@ -164,11 +163,14 @@ def unfinished(folder: Path, task: Task) -> str | None:
     path = Path(folder) / task.file
     if not path.is_file():
         raise WorkspaceError(f"{path} is missing: copy it from a new workspace (python -m nn_cuda.course start)")
+    return todo_line(path, task)
+
+
+def todo_line(path: Path, task: Task) -> str | None:
+    """'PATH:LINE' of the task's TODO line in the file `path`, or None (written, or no such file)."""
     todo = TODO.format(name=task.name)
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if todo in line:
-            return f"{path}:{number}"
-    return None
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return next((f"{path}:{number}" for number, line in enumerate(lines, 1) if todo in line), None)
 
 
 @dataclasses.dataclass
@@ -185,7 +187,7 @@ def check_task(folder: Path, task: Task, backend_factory: Callable, progress=Non
         return TaskReport(task, False, [f"task {task.name}: not written yet: the TODO is at {where}"])
     if not task.is_kernel:
         return _check_mpi_task(Path(folder) / task.file, task)
-    with kernels_from(kernel_folder(folder).resolve()):
+    with kernel_info.kernels_from(kernel_folder(folder).resolve()):
         try:
             results = kernel_checks.check(backend_factory(), task.check, stop_at_first_failure=True,
                                           progress=progress)

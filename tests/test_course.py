@@ -139,3 +139,34 @@ def test_mpi_task_is_refused_with_other_mpi_options(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--mpi-task", "x.py", "--overlap"])
     assert "--mpi-task replaces the split and the allreduce" in capsys.readouterr().err
+
+
+def test_grade_kernels_takes_workspaces_and_kernel_folders_naming_rows_by_their_paths(tmp_path, small_checks):
+    from nn_cuda import grade
+
+    alice, bob = tmp_path / "class" / "alice", tmp_path / "class" / "bob"
+    workspace.start(alice)
+    for task in TASKS[:-1]:  # all but the Allreduce
+        fill(alice, task)
+    workspace.start(tmp_path / "new")
+    bob.mkdir()
+    (tmp_path / "new" / "kernels").rename(bob / "kernels")  # a kernels folder alone: every task a TODO
+    out = tmp_path / "out"
+    assert grade.main(["--kernels", str(alice), str(bob / "kernels"), "--outputs", str(out)]) == 1
+    header, alice_row, bob_row = [line.split(",") for line in (out / "kernels.csv").read_text().splitlines()[:3]]
+    assert header[:2] == ["folder", "gemm naive"] and header[-3:] == ["mpi_rows", "mpi_allreduce", "first failure"]
+    cells = dict(zip(header, alice_row))
+    assert alice_row[0] == "alice" and cells["mpi_rows"] == "PASS" and cells["mpi_allreduce"] == "TODO"
+    assert all(cells[name].startswith("PASS ") for name in header[1:-3]), alice_row
+    assert cells["first failure"].startswith("mpi_allreduce: not written yet: the TODO is at ")
+    cells = dict(zip(header, bob_row))
+    assert bob_row[0] == "bob/kernels" and cells["mpi_rows"] == cells["mpi_allreduce"] == "-"
+    assert [cells[f"gemm {name}"] for name in TASKS[:3]] == ["TODO"] * 3 and cells["pgd_step"] == "PASS 8/8"
+
+
+def test_grade_kernels_refuses_a_folder_without_kernels_in_one_line(tmp_path, capsys):
+    from nn_cuda import grade
+
+    (tmp_path / "empty").mkdir()
+    assert grade.main(["--kernels", str(tmp_path / "empty")]) == 2
+    assert "holds no .cu files and no kernels/ folder with them" in capsys.readouterr().err
