@@ -445,11 +445,14 @@ def fetch(name: str, dest_dir=None, mirrors=None, timeout: float = 30.0,
     Mirrors are tried in order for each file; a file counts only if its size and SHA-256 match
     the published ones. Each file is written to a temporary name and renamed when verified, so a
     failed or interrupted download never leaves a partial file under the final name. Files
-    already present with the right checksum are kept. `timeout` bounds each network wait.
+    already present with the right checksum are kept. `timeout` bounds each network wait. Refused
+    while $NN_CUDA_OFFLINE is set.
     """
     spec = _spec(name)
     if not spec.remote_files:
         raise DataError(f"{name} is not downloaded: {spec.how_to_get}")
+    if _offline():
+        raise DataError(f"${OFFLINE_VARIABLE} is set, which forbids every download: unset it to fetch {name}")
     dest_dir = Path(dest_dir).expanduser() if dest_dir is not None else cache_dir() / name
     mirrors = tuple(mirrors) if mirrors is not None else spec.mirrors
     try:

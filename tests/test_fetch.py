@@ -132,6 +132,17 @@ def test_good_download(server, tiny_mnist, tmp_path, capsys):
     assert dataset.train_images.shape == (20, 784)
 
 
+def test_nn_cuda_offline_refuses_a_fetch_without_touching_the_network(server, tiny_mnist, tmp_path, monkeypatch,
+                                                                      capsys):
+    mirror = publish(server, "good", tiny_mnist)
+    monkeypatch.setenv("NN_CUDA_OFFLINE", "1")
+    with pytest.raises(DataError, match=r"\$NN_CUDA_OFFLINE is set, which forbids every download: unset it"):
+        fetch("mnist", dest_dir=tmp_path / "dest", mirrors=[mirror], timeout=TIMEOUT)
+    assert server.requests == [] and not (tmp_path / "dest").exists()
+    assert data.main(["fetch", "mnist"]) != 0
+    assert "forbids every download" in capsys.readouterr().err
+
+
 def test_default_destination_is_the_cache(server, tiny_mnist, tmp_path):
     mirror = publish(server, "good", tiny_mnist)
     assert fetch("mnist", mirrors=[mirror], timeout=TIMEOUT, progress=False) \
