@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import memory
-from .model import N_CLASSES, PARAMETER_NAMES, parameter_shapes
+from .model import N_CLASSES, PARAMETER_NAMES, RAW_PIXEL_MAX, parameter_shapes
 from .outputs import OutputError, atomic_file
 
 NOT_A_CHECKPOINT = "not a checkpoint written by --save"
@@ -42,6 +42,24 @@ def save_checkpoint(path, params: dict, **metadata) -> Path:
     except OutputError as error:
         raise OutputError(f"{error}; {_save_elsewhere(arrays)}") from None
     return Path(path)
+
+
+def for_pixels(params: dict, metadata: dict, pixels: str, path) -> tuple[dict, str | None]:
+    """`params` for inputs in `pixels` ("raw" 0-255 or "unit" [0, 1]), and a line to print or None.
+
+    A checkpoint trained on the other pixels gets W1 rescaled by RAW_PIXEL_MAX: W1 x_raw = (255 W1)
+    x_unit, the same network. One that does not record its pixels (written before checkpoints did) is
+    used as it is, and the line says so."""
+    trained_on = metadata.get("pixels")
+    if trained_on == pixels:
+        return params, None
+    if trained_on not in ("raw", "unit"):
+        return params, (f"NOTE: {path} does not record the pixels it was trained on (an older checkpoint): "
+                        f"used as if trained on {pixels} pixels")
+    factor = RAW_PIXEL_MAX if trained_on == "raw" else 1 / RAW_PIXEL_MAX
+    rescaled = {**params, "W1": (params["W1"] * factor).astype(params["W1"].dtype)}
+    return rescaled, (f"{path} was trained on {trained_on} pixels: its W1 is multiplied by {factor:.6g} to read "
+                      f"{pixels} pixels (the same network)")
 
 
 def load_checkpoint(path) -> tuple[dict, dict]:

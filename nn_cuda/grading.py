@@ -54,7 +54,7 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     if strategy.is_root and outputs is not None:
         relative_errors.check_outputs(outputs)
     splits = load_splits(cfg, log=log, progress=strategy.is_root)
-    hidden, init = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits, runs=2))
+    hidden, init = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits, runs=2), log=log)
     check_ranks_share_the_data(strategy.comm, splits)
     if limit_rows is not None:
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]

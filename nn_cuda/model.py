@@ -27,6 +27,8 @@ import numpy as np
 
 N_INPUTS = 784
 N_CLASSES = 10
+#: the course feeds raw pixels, 0-255; "unit" pixels (--pixels unit) are those divided by this
+RAW_PIXEL_MAX = 255
 PARAMETER_NAMES = ("W1", "b1", "W2", "b2")
 
 

@@ -28,7 +28,7 @@ from .parallel.serial import Serial
 
 from . import kernel_info, kernel_launch, memory, model
 from .backends import BackendUnavailable, KernelFailure, get_backend
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, for_pixels, load_checkpoint, save_checkpoint
 from .config import EMULATED_EVAL_LIMIT, TrainConfig
 from .data import DataError, load_dataset, split_dataset
 from .divergence import DivergenceWatch
@@ -68,7 +68,7 @@ def scale_pixels(images: np.ndarray, pixels: str, dtype) -> np.ndarray:
     """uint8 images as `dtype`: divided by 255 ("unit") or as they are ("raw", the course's input)."""
     out = images.astype(dtype)
     if pixels == "unit":
-        out /= 255
+        out /= model.RAW_PIXEL_MAX
     return out
 
 
@@ -295,11 +295,14 @@ def train_with_snapshots(cfg: TrainConfig, backend, gemm, splits, init: dict,
     return Run.from_history(final, history, val_acc)
 
 
-def initial_parameters(cfg: TrainConfig, check_fits=None) -> tuple[int, dict]:
-    """(H, host parameters) from --init, or the seeded init with H = --hidden (default 1000).
-    `check_fits(H)`, when given, is called once H is known, before the init draws its weights."""
+def initial_parameters(cfg: TrainConfig, check_fits=None, log=print) -> tuple[int, dict]:
+    """(H, host parameters) from --init (for --pixels: checkpoint.for_pixels), or the seeded init with
+    H = --hidden (default 1000). `check_fits(H)`, when given, is called once H is known, before the
+    init draws its weights."""
     if cfg.init:
-        host, _ = load_checkpoint(cfg.init)
+        host, note = for_pixels(*load_checkpoint(cfg.init), cfg.pixels, cfg.init)
+        if note:
+            log(note)
         hidden = host["W1"].shape[0]
         if host["W1"].shape[1] != model.N_INPUTS:
             raise TrainingError(f"{cfg.init}: W1 has {host['W1'].shape[1]} inputs, expected 784")
@@ -486,7 +489,7 @@ def prepare_run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> Pr
     check_ranks_share_the_data(strategy.comm, splits)
     full_splits = splits
     splits = first_rows(splits, cfg.limit_rows, cfg.eval_limit, None if cfg.predictions else cfg.eval_limit)
-    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
+    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits), log=log)
     params = strategy.local_parameters(backend, host, cfg.dtype)
     strategy.broadcast_parameters(params)
     batches = strategy.make_batches(backend, splits.x_train, splits.y_train, cfg)
@@ -521,7 +524,7 @@ def train_prepared(run: PreparedRun) -> History:
         final = strategy.gather_parameters(run.params) if cfg.save else None  # every rank diverged
         if cfg.save and strategy.is_root:
             try:
-                save_checkpoint(cfg.save, final, note="the last parameters before the divergence")
+                save_checkpoint(cfg.save, final, note="the last parameters before the divergence", pixels=cfg.pixels)
             except OutputError as error:
                 raise Diverged(f"{diverged}; {error}") from None
             run.log(f"saved the last parameters before the divergence to {cfg.save}")
@@ -567,7 +570,7 @@ def report_run(run: PreparedRun, history: History) -> dict:
 
     def save() -> None:
         save_checkpoint(cfg.save, final, hidden=run.hidden, dataset=splits.dataset, dtype=cfg.dtype, lr=cfg.lr,
-                        reg=cfg.reg, epochs=cfg.epochs, steps=history.steps)
+                        reg=cfg.reg, epochs=cfg.epochs, steps=history.steps, pixels=cfg.pixels)
         log(f"saved parameters to {cfg.save}")
 
     def predictions() -> None:

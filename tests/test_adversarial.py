@@ -271,3 +271,22 @@ def test_adversarial_training_keeps_unit_pixels_with_the_courses_init(capsys):
     with pytest.raises(SystemExit) as exit_info:
         parse_train_args(["--pixels", "raw"])
     assert exit_info.value.code == 2 and "--pixels raw (attacks clip to [0, 1]" in capsys.readouterr().err
+
+
+def test_eval_of_a_default_training_checkpoint_reads_its_raw_pixels(tmp_path, capsys):
+    """nn_cuda.train's default input is raw 0-255 pixels and the attacks work on [0, 1] ones: eval
+    rescales W1 by 255 (the same network), so the clean accuracy is the one training reported."""
+    from nn_cuda.train import main as train_main
+
+    checkpoint = tmp_path / "raw.npz"
+    assert train_main(["--dataset", "mnist-sample", "-n", "32", "-e", "2", "--quiet", "--save", str(checkpoint)]) == 0
+    trained = capsys.readouterr().out
+    test_accuracy = float(trained.split("test accuracy ")[1].split()[0])
+    assert test_accuracy > 0.5  # far from the 0.1 of a raw-pixel model fed [0, 1] pixels
+    rows = adversarial_main(["eval", "--checkpoint", str(checkpoint), "--dataset", "mnist-sample", "--eps", "0.1",
+                             "--steps", "2"])
+    assert rows == 0
+    printed = capsys.readouterr().out
+    assert "was trained on raw pixels: its W1 is multiplied by 255 to read unit pixels" in printed
+    clean = float(printed.split("0.100  ")[1].split()[0])
+    assert clean == pytest.approx(test_accuracy, abs=0.002), printed  # float32 rounding of 255 W1

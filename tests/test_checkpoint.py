@@ -1,10 +1,12 @@
 """Checkpoints that are not what --save writes are refused when loaded, each with one line that says
-so: non-finite weights, H = 0, a .npy array, a file that is not an archive."""
+so: non-finite weights, H = 0, a .npy array, a file that is not an archive. A checkpoint records the
+pixels it was trained on, and is read for the other ones as the same network."""
 
 import numpy as np
 import pytest
 
-from nn_cuda.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from nn_cuda import model
+from nn_cuda.checkpoint import CheckpointError, for_pixels, load_checkpoint, save_checkpoint
 from nn_cuda.train import main
 
 SMALL = ["--dataset", "mnist-sample", "--quiet", "--max-steps", "1"]
@@ -115,3 +117,30 @@ def test_a_damaged_npy_header_in_a_checkpoint_is_one_line(tmp_path):
     _archive_with_header(path, _npy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (3, "))
     with pytest.raises(CheckpointError, match="a damaged .npz archive"):
         load_checkpoint(path)
+
+
+@pytest.mark.parametrize("trained_on, used_on", [("raw", "unit"), ("unit", "raw")])
+def test_a_checkpoint_read_for_the_other_pixels_is_the_same_network(trained_on, used_on, tmp_path):
+    path = save_checkpoint(tmp_path / "m.npz", parameters(), pixels=trained_on)
+    params, note = for_pixels(*load_checkpoint(path), used_on, path)
+    assert f"{path} was trained on {trained_on} pixels: its W1 is multiplied by" in note
+    images = np.random.default_rng(1).integers(0, 256, (5, 784)).astype(np.float64)
+    as_trained, as_used = (images / model.RAW_PIXEL_MAX if pixels == "unit" else images
+                           for pixels in (trained_on, used_on))
+    original = parameters()
+    logits = [x @ p["W1"].T @ p["W2"].T for x, p in ((as_trained, original), (as_used, params))]  # b = 0
+    assert np.linalg.norm(logits[1] - logits[0]) <= 1e-12 * np.linalg.norm(logits[0])  # float64 rounding
+
+
+def test_a_checkpoint_on_its_own_pixels_or_without_the_record_is_used_as_it_is(tmp_path):
+    same = save_checkpoint(tmp_path / "same.npz", parameters(), pixels="raw")
+    params, note = for_pixels(*load_checkpoint(same), "raw", same)
+    assert note is None and np.array_equal(params["W1"], parameters()["W1"])
+    older = save_checkpoint(tmp_path / "older.npz", parameters())  # no record of its pixels
+    params, note = for_pixels(*load_checkpoint(older), "unit", older)
+    assert note.startswith(f"NOTE: {older} does not record the pixels") and np.array_equal(params["W1"], parameters()["W1"])
+
+
+def test_training_records_its_pixels_in_the_checkpoint(tmp_path):
+    assert main([*SMALL, "--pixels", "unit", "--lr", "0.5", "--save", str(tmp_path / "m.npz")]) == 0
+    assert load_checkpoint(tmp_path / "m.npz")[1]["pixels"] == "unit"

@@ -18,7 +18,7 @@ from .. import model, parallel
 from ..model import COURSE_INIT_SCALE
 from ..backends import BACKENDS, get_backend
 from ..records import write_json
-from ..checkpoint import load_checkpoint, save_checkpoint
+from ..checkpoint import for_pixels, load_checkpoint, save_checkpoint
 from ..arguments import comma_separated, non_negative_int, pixel_radius, positive_float, positive_int
 from ..config import EMULATED_EVAL_LIMIT, UNIT_PIXELS_LR, HelpFormatter, TrainConfig, build_parser, reword_help
 from ..data import DATASETS
@@ -66,8 +66,10 @@ def eval_parser() -> argparse.ArgumentParser:
 
 def run_eval(args, log=print) -> list:
     check_output_paths({"--json": args.json})
-    host, _ = load_checkpoint(args.checkpoint)
     cfg = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, dtype=args.dtype, pixels="unit")
+    host, note = for_pixels(*load_checkpoint(args.checkpoint), cfg.pixels, args.checkpoint)
+    if note:
+        log(note)
     splits = load_splits(cfg, log=log)
     x, y = (splits.x_test, splits.y_test) if args.split == "test" else (splits.x_val, splits.y_val)
     backend = get_backend(args.backend, args.gemm)
@@ -226,7 +228,7 @@ def _final_report(backend, params, cfg, adversarial_args, splits, result: dict, 
     result["robustness"] = [r.__dict__ for r in rows]
     if cfg.save:
         save_checkpoint(cfg.save, params.to_host(), hidden=params.hidden, dataset=splits.dataset,
-                        dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs,
+                        dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs, pixels=cfg.pixels,
                         attack=adversarial_args.attack, eps=adversarial_args.eps,
                         alpha=adversarial_args.alpha, steps=adversarial_args.steps,
                         asynchronous=adversarial_args.async_)
@@ -242,7 +244,7 @@ def run_train_serial(cfg, adversarial_args, log=print) -> dict:
     check_output_paths({"--save": cfg.save, "--json": adversarial_args.json})
     backend = get_backend(cfg.backend, cfg.gemm)
     splits = training_splits(cfg, backend, log)
-    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
+    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits), log=log)
     params = model.Parameters(backend, hidden, cfg.dtype)
     params.load(host)
     check_unit_pixels(splits.x_train, "the training images")
@@ -292,7 +294,7 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
                             "--staleness-log": adversarial_args.staleness_log})
     backend = get_backend(cfg.backend, cfg.gemm)
     splits = training_splits(cfg, backend, log, comm)
-    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits))
+    hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits), log=log)
     check_unit_pixels(splits.x_train, "the training images")
     params = model.Parameters(backend, hidden, cfg.dtype)
     flat = np.empty(params.size, dtype=params.dtype)
