@@ -395,8 +395,45 @@ def test_an_unwritten_element_of_dynamic_shared_memory_is_caught_in_the_checking
     # out[0] of each block reads the tile's unwritten last element: NaN, from NaN-free inputs
     with pytest.raises(KernelError, match=r"2 element\(s\) of args\[1\] hold NaN after the launch \(first at index "
                                           r"\(0,\)\) though no input did: the kernel read extern "
-                                          r"__shared__ memory \(128 bytes\) where no thread"):
+                                          r"__shared__ memory \(within its shared_mem = 128 bytes, or past "
+                                          r"them\) where no thread"):
         kernel((2,), (32,), (x, out, np.int32(1)), shared_mem=32 * 4)
+
+
+READ_PAST_SHARED_MEM = r"""
+extern "C" __global__ void copy_through_shared(const float* x, float* out, int written)
+{
+    extern __shared__ float tile[];
+    if (threadIdx.x < written) {
+        tile[threadIdx.x] = x[threadIdx.x];
+    }
+    __syncthreads();
+    out[threadIdx.x] = tile[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("shared_mem", [16 * 4, 0])  # too small, and forgotten
+def test_a_write_past_the_launchs_shared_mem_is_named_in_the_checking_mode(shared_mem):
+    # compute-sanitizer's "invalid __shared__ write": here the rest of the region is a guard
+    kernel = RawModule(code=FEATURES, check=True).get_function("reverse_blocks")
+    x, out = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    with pytest.raises(KernelError, match=rf"reverse_blocks: a write past the end of its extern __shared__ memory: "
+                                          rf"the launch gave shared_mem = {shared_mem} bytes, and bytes "
+                                          rf"{shared_mem} to 127 of the block's shared memory were written"):
+        kernel((1,), (32,), (x, out, np.int32(0)), shared_mem=shared_mem)
+    kernel((1,), (32,), (x, out, np.int32(0)), shared_mem=32 * 4)  # the bytes it uses: clean
+    np.testing.assert_array_equal(out, x[::-1])
+
+
+def test_a_read_past_the_launchs_shared_mem_is_named_in_the_checking_mode():
+    kernel = RawModule(code=READ_PAST_SHARED_MEM, check=True).get_function("copy_through_shared")
+    x, out = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    kernel((1,), (32,), (x, out, np.int32(32)), shared_mem=32 * 4)
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(KernelError, match=r"16 element\(s\) of args\[1\] hold NaN .* the kernel read extern __shared__ "
+                                          r"memory \(within its shared_mem = 64 bytes, or past them\)"):
+        kernel((1,), (32,), (x, out, np.int32(16)), shared_mem=16 * 4)
 
 
 

@@ -464,6 +464,27 @@ void shared_section(uintptr_t* bounds)
 #endif
 }
 
+// The checking mode's guard past the launch's extern __shared__ memory: the rest of the region is
+// filled as the memory itself is (NaN bytes, or zeros in a rerun) when the launch starts, so a read
+// past the end takes the fill; a byte that differs when it ends was written past the end. The first
+// such byte, or none (kDynamicSharedBytes).
+void fill_past_dynamic_shared()
+{
+    memset(dynamic_shared + dynamic_shared_bytes, dynamic_shared_fill, kDynamicSharedBytes - dynamic_shared_bytes);
+}
+
+size_t written_past_dynamic_shared(size_t* last)
+{
+    size_t first = kDynamicSharedBytes;
+    for (size_t i = dynamic_shared_bytes; i < kDynamicSharedBytes; ++i) {
+        if (dynamic_shared[i] != dynamic_shared_fill) {
+            first = std::min(first, i);
+            *last = i;
+        }
+    }
+    return first;
+}
+
 void poison_shared()
 {
     for (const SharedRegion& region : shared_regions) {
@@ -1145,6 +1166,9 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     launch_thread_ids[0] = pthread_self();
     launch_thread_count = 1;
 
+    if (check) {
+        fill_past_dynamic_shared();
+    }
     FaultHandlers handlers;
     handlers.install();
     handlers.arm(watchdog_seconds);
@@ -1187,6 +1211,15 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     if (first == nullptr && stop_signal.load() != 0) {  // it came after the last block: a stop all the same
         outcomes[0] = Outcome{2, {stop_signal.load()}};
         first = &outcomes[0];
+    }
+    size_t last = 0;
+    const size_t past = first == nullptr && check ? written_past_dynamic_shared(&last) : kDynamicSharedBytes;
+    if (past < kDynamicSharedBytes) {
+        report("%s: a write past the end of its extern __shared__ memory: the launch gave shared_mem = %zu bytes, "
+               "and bytes %zu to %zu of the block's shared memory were written (compute-sanitizer reports an "
+               "invalid __shared__ write on a GPU): pass as shared_mem the bytes the kernel uses",
+               kernel, dynamic_shared_bytes, past, last);
+        return 1;
     }
     if (first == nullptr) {
         return 0;
