@@ -271,10 +271,10 @@ class LoadedKernels:
 
     def _shared_read_unwritten(self, index, launch, buffers, start) -> list[str]:
         """The __shared__ arrays whose NaN fill reaches the outputs: the launch runs again from `start`
-        with every shared array filled with zeros, then with one of them (and extern __shared__
-        memory, with the rest of its region past the launch's shared_mem) filled with NaN at a time. Nothing when NaN shows with
-        zeros everywhere: then an output element was left unwritten (or an output the kernel must
-        not read was read)."""
+        with every shared array filled with zeros, then with one of them filled with NaN at a time
+        (extern __shared__ memory with the rest of its region, past the launch's shared_mem).
+        Nothing when NaN shows with zeros everywhere: then an output element was left unwritten (or
+        an output the kernel must not read was read)."""
         candidates = [([i], False, name) for i, name in enumerate(_demangled(n for _, _, n in self._shared))]
         candidates.append(([], True, f"extern __shared__ memory (within its shared_mem = "
                                      f"{getattr(launch, 'shared_mem', 0)} bytes, or past them)"))
