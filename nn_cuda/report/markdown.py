@@ -138,8 +138,8 @@ def _gemm_error_table(rows) -> list[str]:
     emulated = [r for r in rows if "emulated_ms" in r and "numpy_ms" in r]
     if emulated:  # the CPU runner's calls, timed by the host clock against NumPy's in the same run
         lines += [""] + table(["algorithm", "M x N x K op", "one emulated call", "NumPy (BLAS)", "ratio"],
-                              [[r["algo"], numbers.gemm_case(r), f"{r['emulated_ms']:.0f} ms",
-                                f"{r['numpy_ms']:.1f} ms", f"{r['emulated_ms'] / r['numpy_ms']:.0f}x"]
+                              [[r["algo"], numbers.gemm_case(r), f"{r['emulated_ms']:.3g} ms",
+                                f"{r['numpy_ms']:.3g} ms", f"{r['emulated_ms'] / r['numpy_ms']:.0f}x"]
                                for r in emulated])
     return lines
 
