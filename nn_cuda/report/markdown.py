@@ -293,7 +293,8 @@ def _occupancy_reading(by_kernel) -> str:
             f"{_across(regblock, 'registers')}), so registers limit an SM to "
             f"{_across(regblock, 'blocks_per_sm')} blocks ({_across(regblock, 'warps_per_sm')} warps): fewer "
             "warps to hide memory latency, traded for independent multiply-adds within each thread. "
-            "Occupancy says what can be resident, not how fast it runs; the ladder above measures that.")
+            "Occupancy says what can be resident, not how fast it runs; the GEMM ladder (`bench gemm`) "
+            "measures that.")
 
 
 def train_table(result) -> list[str]:
