@@ -133,6 +133,22 @@ def test_training_with_the_students_mpi_task_equals_the_projects(tmp_path):
         assert np.array_equal(saved[0][name], saved[1][name]), name
 
 
+@pytest.mark.parametrize("written", [[], ["mpi_rows"]])
+def test_training_with_an_unwritten_mpi_task_ends_in_one_line_naming_it(tmp_path, written):
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    for name in written:
+        fill(folder, name)
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    run = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "nn_cuda.train", "--dataset", "mnist-sample",
+                          "-n", "16", "--max-steps", "1", "--quiet", "--mpi-task", str(folder / "data_parallel.py")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=os.environ)
+    unwritten = "mpi_allreduce" if written else "mpi_rows"
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert (f"nn_cuda.train: error: --mpi-task {folder / 'data_parallel.py'}: task {unwritten} is not written yet; "
+            f"write it, then python -m nn_cuda.course check {folder} checks it") in run.stderr
+
+
 def test_mpi_task_is_refused_with_other_mpi_options(capsys):
     from nn_cuda.config import parse_args
 

@@ -20,6 +20,7 @@ for GPU backends), and nothing is scattered during training.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from pathlib import Path
@@ -62,10 +63,29 @@ def load_mpi_task(path: str):
     spec = importlib.util.spec_from_file_location("nn_cuda_student_mpi_task", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    missing = [name for name in ("rows_of_rank", "allreduce_gradients") if not callable(getattr(module, name, None))]
+    missing = [name for name in MPI_TASK_FUNCTIONS if not callable(getattr(module, name, None))]
     if missing:
         raise ParallelError(f"--mpi-task {path} defines no {' and no '.join(missing)}")
+    for name in MPI_TASK_FUNCTIONS:
+        setattr(module, name, _not_written_is_one_line(getattr(module, name), path))
     return module
+
+
+#: the functions of the course's MPI task (nn_cuda.parallel.course_task)
+MPI_TASK_FUNCTIONS = ("rows_of_rank", "allreduce_gradients")
+
+
+def _not_written_is_one_line(function, path: str):
+    """`function` of a student's MPI task, whose NotImplementedError (a new workspace's stand-in for
+    the body) ends the run in one line that says which task to write, not with a traceback."""
+    @functools.wraps(function)
+    def student_function(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NotImplementedError as error:
+            raise ParallelError(f"--mpi-task {path}: {error}; write it, then python -m nn_cuda.course check "
+                                f"{Path(path).parent} checks it") from None
+    return student_function
 
 
 class DataParallelBatches:
