@@ -184,6 +184,28 @@ def kernel_path(filename: str) -> Path:
     return path
 
 
+#: the line a course workspace (nn_cuda.workspace) leaves for a task's body until it is written
+TASK_TODO = "TODO (task {name})"
+_TASK_TODO = re.compile(r"TODO \(task (\w+)\)")
+
+
+def unwritten_tasks(filenames) -> list[str]:
+    """'PATH:LINE (task NAME)' for every workspace TODO line left in kernels/<filename> of `filenames`."""
+    found = []
+    for filename in filenames:
+        path = kernel_path(filename)
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            match = _TASK_TODO.search(line)
+            if match:
+                found.append(f"{path}:{number} (task {match[1]})")
+    return found
+
+
+def files_launched_by_training(gemm: str) -> list[str]:
+    """The kernel files a training run with GEMM algorithm `gemm` launches kernels of."""
+    return [*([GEMM_KERNEL_FILES[gemm]] if gemm in GEMM_KERNEL_FILES else []), NN_OPS_FILE]
+
+
 def kernel_source(filename: str) -> str:
     """The CUDA C source of kernels/<filename>."""
     return kernel_path(filename).read_text()

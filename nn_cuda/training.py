@@ -295,6 +295,18 @@ def train_with_snapshots(cfg: TrainConfig, backend, gemm, splits, init: dict,
     return Run.from_history(final, history, val_acc)
 
 
+def check_kernels_written(backend) -> None:
+    """TrainingError when a kernel file the run launches still holds a course workspace's TODO line
+    (NN_CUDA_KERNEL_DIR=DIR/kernels before every task is written): its kernel would do nothing."""
+    if not backend.runs_kernel_files:
+        return
+    left = kernel_info.unwritten_tasks(kernel_info.files_launched_by_training(backend.gemm_algo))
+    if left:
+        raise TrainingError(f"{left[0]} is not written yet{f' (and {len(left) - 1} more)' if len(left) > 1 else ''}: "
+                            "training launches every kernel of its files; write them, and check each with "
+                            f"python -m nn_cuda.course check {kernel_info.kernel_dir().parent}")
+
+
 def initial_parameters(cfg: TrainConfig, check_fits=None, log=print) -> tuple[int, dict]:
     """(H, host parameters) from --init (for --pixels: checkpoint.for_pixels), or the seeded init with
     H = --hidden (default 1000). `check_fits(H)`, when given, is called once H is known, before the
@@ -482,6 +494,7 @@ def prepare_run(cfg: TrainConfig, log=print, splits: Splits | None = None) -> Pr
 
             check_outputs(Path("Outputs"))
     backend = get_backend(cfg.backend, cfg.gemm)
+    check_kernels_written(backend)
     note = emulation_note(cfg, backend)
     cfg = cfg.replace(eval_limit=evaluation_limit(cfg, backend))
     if splits is None:

@@ -37,7 +37,7 @@ _TASK = re.compile(r"^(?P<indent>\s*)(?P<comment>//|#) TASK (?P<name>\w+): ")
 _PLAN = re.compile(r"^\s*(//|#)   ")
 _END = re.compile(r"^\s*(//|#) END TASK$")
 #: the text that stands for a task's body in the workspace; `check` looks for it
-TODO = "TODO (task {name})"
+TODO = kernel_info.TASK_TODO
 #: the lines that stand for a task's body, by comment syntax (a Python body must still be a statement)
 _TODO_LINES = {
     "//": ["// " + TODO + ": write this kernel's body, following the plan above"],

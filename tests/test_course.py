@@ -149,6 +149,24 @@ def test_training_with_an_unwritten_mpi_task_ends_in_one_line_naming_it(tmp_path
             f"write it, then python -m nn_cuda.course check {folder} checks it") in run.stderr
 
 
+def test_training_on_a_workspace_with_unwritten_kernels_refuses_naming_the_first(tmp_path, monkeypatch, capsys):
+    from nn_cuda.train import main as train_main
+
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    for name in ("naive", "bias_sigmoid"):
+        fill(folder, name)
+    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(folder / "kernels"))
+    argv = ["--backend", "cuda-cpu", "--dataset", "mnist-sample", "-n", "8", "--max-steps", "1", "--quiet"]
+    assert train_main(argv) != 0
+    error = capsys.readouterr().err
+    first = workspace.unfinished(folder, workspace.task_named("bias_softmax"))
+    assert f"nn_cuda.train: error: {first} (task bias_softmax) is not written yet (and 4 more): " in error, error
+    assert f"python -m nn_cuda.course check {folder}" in error
+    assert train_main([*argv, "--gemm", "tiled"]) != 0  # the GEMM it launches is a TODO too
+    assert "gemm2_tiled.cu:" in capsys.readouterr().err
+
+
 def test_mpi_task_is_refused_with_other_mpi_options(capsys):
     from nn_cuda.config import parse_args
 
