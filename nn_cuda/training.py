@@ -303,7 +303,8 @@ def check_kernels_written(backend) -> None:
     left = kernel_info.unwritten_tasks(kernel_info.files_launched_by_training(backend.gemm_algo))
     if left:
         raise TrainingError(f"{left[0]} is not written yet{f' (and {len(left) - 1} more)' if len(left) > 1 else ''}: "
-                            "training launches every kernel of its files; write them, and check each with "
+                            "the run launches its file's kernels, and an unwritten one does nothing; write them, "
+                            "and check each with "
                             f"python -m nn_cuda.course check {kernel_info.kernel_dir().parent}")
 
 

@@ -26,7 +26,7 @@ from ..divergence import likely_cause
 from ..errors import failed
 from ..interrupts import ends_in_one_line_when_interrupted
 from ..parallel.serial import SerialBatches
-from ..training import (USER_ERRORS, Diverged, check_memory, check_output_paths,
+from ..training import (USER_ERRORS, Diverged, check_kernels_written, check_memory, check_output_paths,
                         check_ranks_share_the_data, emulation_note, evaluation_limit, first_rows,
                         initial_parameters, load_splits, silent, train_loop)
 from .attacks import Attacker, check_unit_pixels
@@ -73,6 +73,7 @@ def run_eval(args, log=print) -> list:
     splits = load_splits(cfg, log=log)
     x, y = (splits.x_test, splits.y_test) if args.split == "test" else (splits.x_val, splits.y_val)
     backend = get_backend(args.backend, args.gemm)
+    check_kernels_written(backend)
     limit = args.limit or (EMULATED_EVAL_LIMIT if backend.emulated else None)
     if limit:
         x, y = x[:limit], y[:limit]
@@ -243,6 +244,7 @@ def run_train_serial(cfg, adversarial_args, log=print) -> dict:
 
     check_output_paths({"--save": cfg.save, "--json": adversarial_args.json})
     backend = get_backend(cfg.backend, cfg.gemm)
+    check_kernels_written(backend)
     splits = training_splits(cfg, backend, log)
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits), log=log)
     params = model.Parameters(backend, hidden, cfg.dtype)
@@ -293,6 +295,7 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
         check_output_paths({"--save": cfg.save, "--json": adversarial_args.json,
                             "--staleness-log": adversarial_args.staleness_log})
     backend = get_backend(cfg.backend, cfg.gemm)
+    check_kernels_written(backend)
     splits = training_splits(cfg, backend, log, comm)
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits), log=log)
     check_unit_pixels(splits.x_train, "the training images")
