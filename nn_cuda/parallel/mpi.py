@@ -350,7 +350,8 @@ NON_ROOT_GRACE_SECONDS = 2.0
 # can end the job before the last message has been forwarded (also after a fixed pause, on a loaded
 # machine). So a rank waits until the launcher has read its pipes, for at most this long.
 OUTPUT_DRAIN_SECONDS = 5.0
-# Where the output is no pipe whose contents can be counted: a fixed pause instead.
+# Where a pipe's unread bytes cannot be counted (Linux counts them from either end, FIONREAD; other
+# systems need not), or the output is not a file descriptor: a fixed pause instead.
 OUTPUT_PAUSE_SECONDS = 0.5
 
 
@@ -364,6 +365,9 @@ def let_output_through(most_seconds: float = OUTPUT_DRAIN_SECONDS) -> None:
     after `most_seconds`; after OUTPUT_PAUSE_SECONDS where either cannot be asked."""
     sys.stdout.flush()
     sys.stderr.flush()
+    if not sys.platform.startswith("linux"):
+        time.sleep(OUTPUT_PAUSE_SECONDS)
+        return
     deadline = time.monotonic() + most_seconds
     for descriptor in (sys.stdout.fileno(), sys.stderr.fileno()):
         try:
