@@ -151,7 +151,6 @@ def test_killing_a_benchmark_ends_its_mpiexec_job(tmp_path):
     assert not left, f"the benchmark's children outlived it: {left}"
 
 
-
 WATCHDOG_SIGTERM_SCRIPT = """
 import os, signal, sys
 from nn_cuda.parallel.watchdog import Watchdog
