@@ -128,8 +128,8 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                         help="hidden units H (default 1000, or the H of --init)")
     course.add_argument("-r", "--reg", type=non_negative_float, default=d.reg, help="L2 regularisation")
     course.add_argument("-l", "--lr", type=positive_float, default=d.lr,
-                        help=f"learning rate (the course's 0.001 went with its initialisation, --init-scale "
-                        f"{_course_scale})")
+                        help=f"learning rate ({UNIT_PIXELS_LR:g} with --pixels unit; the course's 0.001 went with "
+                        f"its initialisation, --init-scale {_course_scale})")
     course.add_argument("-e", "--epochs", type=positive_int, default=d.epochs, help="epochs")
     course.add_argument("-b", "--batch", type=positive_int, default=d.batch, help="mini-batch size")
     course.add_argument("-g", "--grade", type=int, choices=(0, 1, 2, 3, 4), default=d.grade,
@@ -158,9 +158,10 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
     more.add_argument("--shuffle", action="store_true", help="new sample order every epoch")
     more.add_argument("--pixels", choices=("unit", "raw"), default=d.pixels,
                       help="raw: 0-255 as the course fed them; unit: pixels / 255 in [0, 1] (adversarial "
-                      f"training's; with --lr {UNIT_PIXELS_LR:g} --init-scale {_course_scale})")
+                      f"training's; --lr and --init-scale then default to {UNIT_PIXELS_LR:g} and {_course_scale})")
     more.add_argument("--init-scale", type=positive_float, nargs=2, default=d.init_scale, metavar=("S1", "S2"),
-                      help=f"initial weights W1 ~ S1 N(0, 1), W2 ~ S2 N(0, 1) (the course's: {_course_scale})")
+                      help=f"initial weights W1 ~ S1 N(0, 1), W2 ~ S2 N(0, 1) (the course's, and --pixels unit's: "
+                      f"{_course_scale})")
     more.add_argument("--init", metavar="PATH.npz", help="start from these weights (fixes H)")
     more.add_argument("--save", metavar="PATH.npz", help="write the trained weights here")
     more.add_argument("--predictions", metavar="PATH",
@@ -212,4 +213,16 @@ def parse_args(argv=None) -> TrainConfig:
                      "and no --overlap: drop the other MPI options")
     if args.model_ranks is not None and args.parallel != "hybrid":
         parser.error("--model-ranks sets the grid of --parallel hybrid: add --parallel hybrid or drop it")
+    if args.pixels == "unit":  # the defaults that learn on [0, 1] pixels, where not given
+        given = _given(argv, ("lr", "init_scale"))
+        args.lr = args.lr if "lr" in given else UNIT_PIXELS_LR
+        args.init_scale = args.init_scale if "init_scale" in given or args.init else COURSE_INIT_SCALE
     return TrainConfig(**vars(args))
+
+
+def _given(argv, dests) -> set:
+    """Which of the options `dests` the command line `argv` sets (a second parse without defaults)."""
+    probe = build_parser()
+    probe.set_defaults(**{dest: None for dest in dests})
+    probed = probe.parse_args(argv)
+    return {dest for dest in dests if getattr(probed, dest) is not None}

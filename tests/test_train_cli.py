@@ -171,3 +171,17 @@ def test_init_scale_draws_the_weights_and_is_refused_with_init(tmp_path, capsys)
     with pytest.raises(SystemExit) as exit_info:
         main(["--init", str(saved), "--init-scale", "0.1", "0.1"])
     assert exit_info.value.code == 2 and "--init-scale" in capsys.readouterr().err
+
+
+def test_pixels_unit_brings_the_learning_rate_and_initialisation_that_learn_on_them():
+    # --pixels unit with the raw pixels' defaults (lr 0.02, a small W1) stays at 0.10 accuracy
+    from nn_cuda.config import UNIT_PIXELS_LR, parse_args
+    from nn_cuda.model import COURSE_INIT_SCALE, DEFAULT_INIT_SCALE
+
+    raw = parse_args([])
+    assert (raw.lr, raw.init_scale) == (DEFAULT_LR, DEFAULT_INIT_SCALE)
+    unit = parse_args(["--pixels", "unit"])
+    assert (unit.lr, unit.init_scale) == (UNIT_PIXELS_LR, COURSE_INIT_SCALE)
+    assert parse_args(["--pixels", "unit", "--lr", "0.1"]).lr == 0.1  # given: kept
+    given = parse_args(["--pixels", "unit", "--init-scale", "0.2", "0.3"])
+    assert (given.lr, given.init_scale) == (UNIT_PIXELS_LR, (0.2, 0.3))

@@ -117,6 +117,8 @@ REFUSED_TRAIN_FLAGS = {
 }
 #: the help of nn_cuda.train's flags that do a little more, or less, here
 TRAIN_FLAGS_HELP = {
+    "--lr": "learning rate (the one that learns on pixels in [0, 1] with the course's initialisation)",
+    "--init-scale": "initial weights W1 ~ S1 N(0, 1), W2 ~ S2 N(0, 1) (the course's)",
     "--print-every": "steps between loss read-backs (0: about 10 per epoch; not with --async)",
     "--eval-limit": ("validation accuracy on the first N validation images and the final robustness check "
                      f"on the first N test images (default: all validation and {ROBUSTNESS_IMAGES} test "
