@@ -215,9 +215,14 @@ def parse_args(argv=None) -> TrainConfig:
         parser.error("--model-ranks sets the grid of --parallel hybrid: add --parallel hybrid or drop it")
     if args.pixels == "unit":  # the defaults that learn on [0, 1] pixels, where not given
         given = _given(argv, ("lr", "init_scale"))
-        args.lr = args.lr if "lr" in given else UNIT_PIXELS_LR
+        args.lr = args.lr if "lr" in given else default_lr("unit")
         args.init_scale = args.init_scale if "init_scale" in given or args.init else COURSE_INIT_SCALE
     return TrainConfig(**vars(args))
+
+
+def default_lr(pixels: str) -> float:
+    """The learning rate that learns on `pixels` ("raw" or "unit") with their default initialisation."""
+    return UNIT_PIXELS_LR if pixels == "unit" else DEFAULT_LR
 
 
 def _given(argv, dests) -> set:

@@ -34,25 +34,27 @@ STUCK_READ_BACKS = 3
 WEIGHTS_RMS_LIMIT = 10.0
 
 
-def likely_cause(lr: float, reg: float, initial_rms: float = 0.01, backend: str = "numpy") -> str:
+def likely_cause(lr: float, reg: float, initial_rms: float = 0.01, backend: str = "numpy",
+                 default_lr: float = TrainConfig.lr) -> str:
     """The flag to change, with an example.
 
     Weights that start beyond WEIGHTS_RMS_LIMIT (an --init checkpoint of absurd weights) are blamed
     first. With lr * reg >= 1 the weight decay of the update W <- (1 - lr reg) W - lr dW overshoots
     zero at every step; then the one of lr and reg that is further above its default is blamed
     (-r 1e10: reg; -l 1e6 at the default reg: lr). The learning rate suggested is the default where
-    lr is above it (a tenth of 1000 diverges as well), else a tenth of lr. On a backend other than
+    lr is above it (a tenth of 1000 diverges as well), else a tenth of lr; `default_lr` is the run's
+    (config.default_lr: another with --pixels unit). On a backend other than
     NumPy the kernels may be at fault instead, and the line says how to tell.
     """
     if initial_rms > WEIGHTS_RMS_LIMIT:
         return (f"likely cause: the initial weights, whose root mean square is {initial_rms:.3g} before the first "
                 f"step (the init draws at most 0.01 N(0, 1)): start from another --init checkpoint, or none")
-    if lr * reg >= 1 and reg / TrainConfig.reg > lr / TrainConfig.lr:
+    if lr * reg >= 1 and reg / TrainConfig.reg > lr / default_lr:
         cause = (f"likely cause: the regularisation {reg:g} (-r/--reg): lr x reg = {lr * reg:g} is 1 or more, "
                  f"so every update overshoots the weight decay; use -r well below 1/lr = {1 / lr:g} "
                  f"(the default is {TrainConfig.reg:g})")
     else:
-        suggested = (f"{TrainConfig.lr:g} (the default)" if lr > TrainConfig.lr else f"{lr / 10:g}")
+        suggested = (f"{default_lr:g} (the default)" if lr > default_lr else f"{lr / 10:g}")
         cause = f"likely cause: the learning rate {lr:g} (-l/--lr); lower it, e.g. --lr {suggested}"
     if backend != "numpy":
         cause += (f"; if the same flags train with --backend numpy, the kernels compute wrongly: check them "
@@ -63,8 +65,10 @@ def likely_cause(lr: float, reg: float, initial_rms: float = 0.01, backend: str 
 class DivergenceWatch:
     """Fed every loss read-back of a run; `check` says when the run has diverged (see the module)."""
 
-    def __init__(self, lr: float, reg: float, initial_rms: float = 0.01, backend: str = "numpy"):
+    def __init__(self, lr: float, reg: float, initial_rms: float = 0.01, backend: str = "numpy",
+                 default_lr: float = TrainConfig.lr):
         self.lr, self.reg, self.initial_rms, self.backend = lr, reg, initial_rms, backend
+        self.default_lr = default_lr
         self.far_since: int | None = None  # the step of the first of the latest read-backs above 23
         self.far_read_backs = 0
         #: whether the last read-back looked like a run that learns (loss not far above a guess)
@@ -96,4 +100,4 @@ class DivergenceWatch:
 
     def _diverged(self, what: str) -> str:
         self.healthy = False
-        return f"training diverged: {what}; {likely_cause(self.lr, self.reg, self.initial_rms, self.backend)}"
+        return f"training diverged: {what}; {likely_cause(self.lr, self.reg, self.initial_rms, self.backend, self.default_lr)}"

@@ -29,7 +29,7 @@ from .parallel.serial import Serial
 from . import kernel_info, kernel_launch, memory, model
 from .backends import BackendUnavailable, KernelFailure, get_backend
 from .checkpoint import CheckpointError, for_pixels, load_checkpoint, save_checkpoint
-from .config import EMULATED_EVAL_LIMIT, TrainConfig
+from .config import EMULATED_EVAL_LIMIT, TrainConfig, default_lr
 from .data import DataError, load_dataset, split_dataset
 from .divergence import DivergenceWatch
 from .interrupts import raise_if_interrupted
@@ -180,7 +180,7 @@ def train_loop(backend, params, batches, cfg: TrainConfig, strategy=None, *, x_v
     check_every = cfg.print_every or max(1, batches.steps_per_epoch // 10)
     n_weights = strategy.sum_over_hidden(params.n_weights)
     initial_rms = math.sqrt(weights_squared(backend, params, strategy) / n_weights)
-    watch = DivergenceWatch(cfg.lr, cfg.reg, initial_rms, backend.name)
+    watch = DivergenceWatch(cfg.lr, cfg.reg, initial_rms, backend.name, default_lr(cfg.pixels))
     history = History()
     if snapshot_every:
         history.snapshots.append((0, strategy.gather_parameters(params)))

@@ -151,6 +151,14 @@ def test_a_kernel_backend_that_diverges_names_the_kernels_as_a_suspect():
     assert f"--lr {DEFAULT_LR / 10:g}" in verdict and "python -m nn_cuda.grade --mode 4 --backend cuda-cpu" in verdict
 
 
+def test_a_diverged_run_on_unit_pixels_is_pointed_at_their_default_learning_rate(capsys):
+    from nn_cuda.config import UNIT_PIXELS_LR
+
+    assert train.main([*SAMPLE, "--pixels", "unit", "--lr", "40", "-p", "1", "--max-steps", "60"]) == 1
+    line = [line for line in capsys.readouterr().err.splitlines() if "diverged" in line][0]
+    assert f"the learning rate 40 (-l/--lr); lower it, e.g. --lr {UNIT_PIXELS_LR:g} (the default)" in line, line
+
+
 def test_exploding_weights_and_nan_are_divergence_at_once():
     assert "root mean square is 170" in DivergenceWatch(1000, 1e-4).check(2, 23.4, weights_rms=170.0)
     assert "the loss is nan" in DivergenceWatch(0.5, 1e-4).check(7, float("nan"), weights_rms=0.01)

@@ -20,7 +20,8 @@ from ..backends import BACKENDS, get_backend
 from ..records import write_json
 from ..checkpoint import for_pixels, load_checkpoint, save_checkpoint
 from ..arguments import comma_separated, non_negative_int, pixel_radius, positive_float, positive_int
-from ..config import EMULATED_EVAL_LIMIT, UNIT_PIXELS_LR, HelpFormatter, TrainConfig, build_parser, reword_help
+from ..config import (EMULATED_EVAL_LIMIT, UNIT_PIXELS_LR, HelpFormatter, TrainConfig, build_parser, default_lr,
+                      reword_help)
 from ..data import DATASETS
 from ..divergence import likely_cause
 from ..errors import failed
@@ -350,7 +351,7 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
     bar.close()
     comm.Barrier()
     if not math.isfinite(backend.sum_squares(params.flat)):
-        diverged = Diverged(f"training diverged (non-finite weights); {likely_cause(cfg.lr, cfg.reg)}")
+        diverged = Diverged(f"training diverged (non-finite weights); {likely_cause(cfg.lr, cfg.reg, default_lr=default_lr(cfg.pixels))}")
         raise nothing_saved(diverged, cfg)
     histogram = result.staleness_histogram()
     worst = max(histogram) if histogram else 0
