@@ -56,6 +56,7 @@ def choose_backend(name: str) -> str:
 
 def run_check(folder: Path, task_name: str | None, backend_name: str) -> int:
     chosen = [workspace.task_named(task_name)] if task_name else workspace.tasks()
+    workspace.kernel_folder(folder)  # WorkspaceError before anything is said of a folder that is none
     backend = choose_backend(backend_name)
     where = "the CPU, checking mode" if backend == "cuda-cpu" else "the GPU"
     print(f"checking {folder} (kernels on {where}, {backend}): "

@@ -204,3 +204,11 @@ def test_grade_kernels_refuses_a_folder_without_kernels_in_one_line(tmp_path, ca
     (tmp_path / "empty").mkdir()
     assert grade.main(["--kernels", str(tmp_path / "empty")]) == 2
     assert "holds no .cu files and no kernels/ folder with them" in capsys.readouterr().err
+
+
+def test_checking_a_folder_that_is_no_workspace_says_only_that(tmp_path, capsys):
+    assert course.main(["check", str(tmp_path / "nowhere")]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == "" and printed.err == (f"nn_cuda.course: error: {tmp_path / 'nowhere'} has no kernels/ "
+                                                 f"folder: make a workspace with python -m nn_cuda.course start "
+                                                 f"{tmp_path / 'nowhere'}\n")
