@@ -45,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def choose_backend(name: str) -> str:
+    """`name`, or for auto cupy where it runs, else cuda-cpu. BackendUnavailable when `name` cannot run
+    here (--backend cupy without CuPy or a GPU): a fault of the machine, not of a task."""
     if name != "auto":
+        get_backend(name)
         return name
     try:
         get_backend("cupy")
@@ -87,7 +90,7 @@ def main(argv=None) -> int:
             print(f"then: python -m nn_cuda.course check {args.folder}")
             return 0
         return run_check(args.folder, args.task, args.backend)
-    except (workspace.WorkspaceError, ValueError) as error:
+    except (workspace.WorkspaceError, ValueError, BackendUnavailable) as error:
         print(f"nn_cuda.course: error: {error}", file=sys.stderr)
         return USAGE
 

@@ -30,11 +30,11 @@ from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_whil
 with ends_in_one_line_while_starting("nn_cuda.grade"):
     from . import parallel
     from .arguments import non_negative_int, positive_int
-    from .backends import BACKENDS
+    from .backends import BACKENDS, BackendUnavailable
     from .config import TrainConfig, environment_help
     from .data import DATASETS
     from .grading import course_config, run_grade
-    from .kernel_grading import grade_folder, kernel_folder, labels, write_tables
+    from .kernel_grading import grade_folder, kernel_folder, labels, make_backend, write_tables
     from .training import USER_ERRORS as TRAINING_ERRORS
 
 
@@ -108,6 +108,10 @@ def grade_kernel_folders(folders: list, backend: str, outputs: Path) -> int:
         except ValueError as error:
             print(f"nn_cuda.grade: error: {error}", file=sys.stderr)
             return USAGE
+    try:
+        make_backend(backend)  # a machine that cannot run it: one line before any folder, not a verdict each
+    except BackendUnavailable as error:
+        return failed("nn_cuda.grade", error)
     grades = [grade_folder(folder, backend, label=label) for folder, label in zip(folders, labels(folders))]
     csv_path, markdown_path = write_tables(grades, outputs)
     passed = sum(grade.passed for grade in grades)

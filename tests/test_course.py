@@ -212,3 +212,23 @@ def test_checking_a_folder_that_is_no_workspace_says_only_that(tmp_path, capsys)
     assert printed.out == "" and printed.err == (f"nn_cuda.course: error: {tmp_path / 'nowhere'} has no kernels/ "
                                                  f"folder: make a workspace with python -m nn_cuda.course start "
                                                  f"{tmp_path / 'nowhere'}\n")
+
+
+def test_a_backend_this_machine_cannot_run_is_one_error_not_a_failed_task(tmp_path, monkeypatch, capsys):
+    from nn_cuda import grade, kernel_grading
+    from nn_cuda.backends import BackendUnavailable
+
+    def no_gpu(name, gemm=None):
+        raise BackendUnavailable(f"the {name!r} backend needs a GPU here")
+
+    monkeypatch.setattr(course, "get_backend", no_gpu)
+    monkeypatch.setattr(kernel_grading, "get_backend", no_gpu)
+    workspace.start(tmp_path / "me")
+    assert course.main(["check", str(tmp_path / "me"), "naive", "--backend", "cupy"]) == 2
+    printed = capsys.readouterr()
+    assert "task naive" not in printed.out + printed.err
+    assert printed.err == "nn_cuda.course: error: the 'cupy' backend needs a GPU here\n"
+    assert grade.main(["--kernels", str(tmp_path / "me"), "--backend", "cupy", "--outputs", str(tmp_path / "out")]) == 1
+    printed = capsys.readouterr()
+    assert printed.err.strip() == "nn_cuda.grade: error: the 'cupy' backend needs a GPU here" and printed.out == ""
+    assert not (tmp_path / "out").exists()
