@@ -43,8 +43,8 @@ def likely_cause(lr: float, reg: float, initial_rms: float = 0.01, backend: str 
     zero at every step; then the one of lr and reg that is further above its default is blamed
     (-r 1e10: reg; -l 1e6 at the default reg: lr). The learning rate suggested is the default where
     lr is above it (a tenth of 1000 diverges as well), else a tenth of lr; `default_lr` is the run's
-    (config.default_lr: another with --pixels unit). On a backend other than
-    NumPy the kernels may be at fault instead, and the line says how to tell.
+    (config.default_lr: another with --pixels unit). On a backend other than NumPy the kernels may be
+    at fault instead, and the line says how to tell.
     """
     if initial_rms > WEIGHTS_RMS_LIMIT:
         return (f"likely cause: the initial weights, whose root mean square is {initial_rms:.3g} before the first "
@@ -100,4 +100,5 @@ class DivergenceWatch:
 
     def _diverged(self, what: str) -> str:
         self.healthy = False
-        return f"training diverged: {what}; {likely_cause(self.lr, self.reg, self.initial_rms, self.backend, self.default_lr)}"
+        cause = likely_cause(self.lr, self.reg, self.initial_rms, self.backend, self.default_lr)
+        return f"training diverged: {what}; {cause}"

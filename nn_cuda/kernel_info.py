@@ -186,19 +186,19 @@ def kernel_path(filename: str) -> Path:
 
 #: the line a course workspace (nn_cuda.workspace) leaves for a task's body until it is written
 TASK_TODO = "TODO (task {name})"
-_TASK_TODO = re.compile(r"TODO \(task (\w+)\)")
+_TASK_TODO = re.compile(re.escape(TASK_TODO).replace(re.escape("{name}"), r"(\w+)"))
+
+
+def todo_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, task name) of every workspace TODO line in the file `path` (none if it is absent)."""
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return [(number, match[1]) for number, line in enumerate(lines, 1) if (match := _TASK_TODO.search(line))]
 
 
 def unwritten_tasks(filenames) -> list[str]:
     """'PATH:LINE (task NAME)' for every workspace TODO line left in kernels/<filename> of `filenames`."""
-    found = []
-    for filename in filenames:
-        path = kernel_path(filename)
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            match = _TASK_TODO.search(line)
-            if match:
-                found.append(f"{path}:{number} (task {match[1]})")
-    return found
+    return [f"{path}:{number} (task {task})" for path in map(kernel_path, filenames)
+            for number, task in todo_lines(path)]
 
 
 def files_launched_by_training(gemm: str) -> list[str]:

@@ -302,10 +302,10 @@ def check_kernels_written(backend) -> None:
         return
     left = kernel_info.unwritten_tasks(kernel_info.files_launched_by_training(backend.gemm_algo))
     if left:
-        raise TrainingError(f"{left[0]} is not written yet{f' (and {len(left) - 1} more)' if len(left) > 1 else ''}: "
-                            "the run launches its file's kernels, and an unwritten one does nothing; write them, "
-                            "and check each with "
-                            f"python -m nn_cuda.course check {kernel_info.kernel_dir().parent}")
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        raise TrainingError(f"{left[0]} is not written yet{more}: the run launches its file's kernels, and an "
+                            "unwritten one does nothing; write them, and check each with python -m nn_cuda.course "
+                            f"check {kernel_info.kernel_dir().parent}")
 
 
 def initial_parameters(cfg: TrainConfig, check_fits=None, log=print) -> tuple[int, dict]:
@@ -538,7 +538,8 @@ def train_prepared(run: PreparedRun) -> History:
         final = strategy.gather_parameters(run.params) if cfg.save else None  # every rank diverged
         if cfg.save and strategy.is_root:
             try:
-                save_checkpoint(cfg.save, final, note="the last parameters before the divergence", pixels=cfg.pixels)
+                save_checkpoint(cfg.save, final, note="the last parameters before the divergence",
+                                pixels=cfg.pixels)
             except OutputError as error:
                 raise Diverged(f"{diverged}; {error}") from None
             run.log(f"saved the last parameters before the divergence to {cfg.save}")

@@ -168,9 +168,7 @@ def unfinished(folder: Path, task: Task) -> str | None:
 
 def todo_line(path: Path, task: Task) -> str | None:
     """'PATH:LINE' of the task's TODO line in the file `path`, or None (written, or no such file)."""
-    todo = TODO.format(name=task.name)
-    lines = path.read_text().splitlines() if path.is_file() else []
-    return next((f"{path}:{number}" for number, line in enumerate(lines, 1) if todo in line), None)
+    return next((f"{path}:{number}" for number, name in kernel_info.todo_lines(path) if name == task.name), None)
 
 
 @dataclasses.dataclass

@@ -138,7 +138,8 @@ def test_a_checkpoint_on_its_own_pixels_or_without_the_record_is_used_as_it_is(t
     assert note is None and np.array_equal(params["W1"], parameters()["W1"])
     older = save_checkpoint(tmp_path / "older.npz", parameters())  # no record of its pixels
     params, note = for_pixels(*load_checkpoint(older), "unit", older)
-    assert note.startswith(f"NOTE: {older} does not record the pixels") and np.array_equal(params["W1"], parameters()["W1"])
+    assert note.startswith(f"NOTE: {older} does not record the pixels")
+    assert np.array_equal(params["W1"], parameters()["W1"])
 
 
 def test_training_records_its_pixels_in_the_checkpoint(tmp_path):

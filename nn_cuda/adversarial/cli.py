@@ -351,7 +351,8 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
     bar.close()
     comm.Barrier()
     if not math.isfinite(backend.sum_squares(params.flat)):
-        diverged = Diverged(f"training diverged (non-finite weights); {likely_cause(cfg.lr, cfg.reg, default_lr=default_lr(cfg.pixels))}")
+        cause = likely_cause(cfg.lr, cfg.reg, default_lr=default_lr(cfg.pixels))
+        diverged = Diverged(f"training diverged (non-finite weights); {cause}")
         raise nothing_saved(diverged, cfg)
     histogram = result.staleness_histogram()
     worst = max(histogram) if histogram else 0

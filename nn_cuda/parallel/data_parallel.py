@@ -52,6 +52,10 @@ def check_batch_fits(batch: int, size: int, model_ranks: int = 1) -> None:
     )
 
 
+#: the functions of the course's MPI task (nn_cuda.parallel.course_task)
+MPI_TASK_FUNCTIONS = ("rows_of_rank", "allreduce_gradients")
+
+
 def load_mpi_task(path: str):
     """A student's data_parallel.py (the course's MPI task) as a module, its two functions checked."""
     import importlib.util
@@ -69,10 +73,6 @@ def load_mpi_task(path: str):
     for name in MPI_TASK_FUNCTIONS:
         setattr(module, name, _not_written_is_one_line(getattr(module, name), path))
     return module
-
-
-#: the functions of the course's MPI task (nn_cuda.parallel.course_task)
-MPI_TASK_FUNCTIONS = ("rows_of_rank", "allreduce_gradients")
 
 
 def _not_written_is_one_line(function, path: str):
