@@ -301,7 +301,8 @@ def test_roofline_measures_the_squares_and_the_course_sizes(tmp_path, capsys):
     out = tmp_path / "roofline.json"
     assert roofline.main(["--copy-mib", "1", "--max-size", "1023", "--repeat", "2", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["benchmark"] == "roofline" and data["device"] == "numpy (CPU)"
+    # the GPU through CuPy where there is one (as on a GPU machine), else the CPU
+    assert data["benchmark"] == "roofline" and data["device"] == roofline._device().name
     assert [row["M"] for row in data["squares"]] == [512]  # 1024 is above --max-size
     assert [(r["M"], r["N"], r["K"]) for r in data["course_sizes"]] == roofline.COURSE_GEMM_SIZES
     rows = data["squares"] + data["course_sizes"]

@@ -222,6 +222,28 @@ def test_an_unwritten_shared_element_is_caught_in_a_kernel_that_is_not_a_templat
             module.get_function(name)(1, 32, (np.zeros(32, np.float32),))
 
 
+def test_function_local_statics_that_are_no_shared_arrays_are_left_alone_by_the_checking_mode():
+    # A library may hold function-local statics that are not __shared__ arrays: GCC 13 (Ubuntu 24.04)
+    # links the C++ runtime's per-thread exception globals into it, a thread_local whose symbol value
+    # is an offset in the thread's storage, not an address. Taken for a __shared__ array, it was
+    # NaN-filled at the library's load address, and every launch in the checking mode faulted there
+    # (seen on an H200 machine, 2026-11-26). A thread_local of the code itself is the same case here.
+    code = r"""
+    static int& calls() { static thread_local int count[4]; return count[0]; }
+    extern "C" int touch_calls() { return ++calls(); }
+    extern "C" __global__ void scale(float* out)
+    {
+        __shared__ float tile[32];
+        tile[threadIdx.x] = 2.0f * threadIdx.x;
+        __syncthreads();
+        out[threadIdx.x] = tile[31 - threadIdx.x];
+    }
+    """
+    out = np.full(32, np.nan, np.float32)
+    RawModule(code=code, check=True).get_function("scale")(1, 32, (out,))
+    np.testing.assert_array_equal(out, 2.0 * np.arange(31, -1, -1))
+
+
 def test_a_diagnosis_rerun_that_faults_leaves_the_first_report():
     # The rerun that names the array fills shared memory with zeros, which takes this kernel to a
     # store past the end of its output: that rerun's fault must not replace the first run's report.

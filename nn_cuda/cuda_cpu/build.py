@@ -323,7 +323,10 @@ def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
 
 def _hint(log: str) -> str:
     """What a compiler message means for CUDA code, where the message itself does not say it."""
-    if "conflicting specifiers in declaration" in log:
+    # GCC 12: "conflicting specifiers in declaration"; GCC 13: "'static' specifier conflicts with
+    # 'extern'"; clang: "cannot combine with previous 'extern' declaration specifier"
+    if any(words in log for words in ("conflicting specifiers in declaration", "specifier conflicts with",
+                                      "cannot combine with previous")):
         return ("\n(an `extern __shared__` array declared in an included header: the CPU runner makes those of "
                 "the code it is given into its dynamic shared memory, not those of the headers it includes; "
                 "declare the array in the code)")

@@ -255,8 +255,10 @@ class LoadedKernels:
         bounds = (ctypes.c_size_t * 2)()
         self._lib.nn_cuda_cpu_shared_section(bounds)
         in_section = range(bounds[0], bounds[1])
-        self._shared = [(base + value, size, name) for name, (kind, value, size) in symbols.items()
-                        if kind in _DATA_KINDS and size and "nn_cuda_cpu_shared_anchor" not in name
+        self._shared = [(base + value, size, name) for name, (kind, value, size, elf_type) in symbols.items()
+                        if kind in _DATA_KINDS and elf_type == "OBJECT" and size
+                        and "nn_cuda_cpu_shared_anchor" not in name
+                        and not ("_" + name.lstrip("_")).startswith(_CPP_RUNTIME)  # one "_" on every host
                         and (name.lstrip("_").startswith("ZZ") or base + value in in_section)]
         self._fill_shared(poisoned=range(len(self._shared)), dynamic=True)
 
@@ -334,20 +336,25 @@ def _demangled(symbols) -> list[str]:
 
 #: nm's kinds of data objects: bss, data, unique global, weak object (either case: local or global)
 _DATA_KINDS = "bBdDuV"
+#: the function-local statics of the C++ runtime, which a host compiler may link into the library (the
+#: exception handling's per-thread globals, a TLS symbol whose value is no address; std::terminate's
+#: flag): not __shared__ arrays
+_CPP_RUNTIME = ("_ZZN9__gnu_cxx", "_ZZNSt", "_ZZSt", "_ZZN10__cxxabiv1", "_ZZN12_GLOBAL__N_110get_global")
 
 
 def _symbol_table(library: str, purpose: str) -> dict:
-    """{name: (nm kind, value, bytes)} of every symbol a library defines, read with nm."""
+    """{name: (nm kind, value, bytes, ELF type)} of every symbol a library defines, read with nm
+    (its System V format, the one that gives the type: OBJECT, FUNC, TLS, ...)."""
     nm = shutil.which("nm")
     if nm is None:
         raise KernelError(f"{purpose} with nm (binutils), which is missing")
-    listing = subprocess.run([nm, "-P", "--defined-only", library], capture_output=True, text=True,
+    listing = subprocess.run([nm, "--format=sysv", "--defined-only", library], capture_output=True, text=True,
                              check=True, timeout=60).stdout
     table = {}
     for line in listing.splitlines():
-        fields = line.split()
-        if len(fields) >= 3:
-            table[fields[0]] = (fields[1], int(fields[2], 16), int(fields[3], 16) if len(fields) > 3 else 0)
+        fields = [field.strip() for field in line.split("|")]
+        if len(fields) >= 5 and fields[1]:  # name|value|class|type|size|line|section
+            table[fields[0]] = (fields[2], int(fields[1], 16), int(fields[4], 16) if fields[4] else 0, fields[3])
     return table
 
 
@@ -375,7 +382,7 @@ def static_shared_bytes(library: str) -> dict[str, int]:
 
 def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
     """(name, bytes) of every data object a library defines."""
-    return [(name, size) for name, (kind, _, size) in _symbol_table(library, purpose).items() if kind in _DATA_KINDS]
+    return [(name, size) for name, (kind, _, size, _) in _symbol_table(library, purpose).items() if kind in _DATA_KINDS]
 
 
 # ---- the checking mode's buffers --------------------------------------------------------------------
