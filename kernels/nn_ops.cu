@@ -180,14 +180,14 @@ __global__ void sgd_update(T* __restrict__ param, const T* __restrict__ grad, T 
 }
 
 // One signed-gradient attack step (FGSM, PGD), element-wise over n pixels:
-//     out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, 1)
+//     out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, pixel_max)
 // a step up the loss, projected onto the L-infinity ball of radius eps around the clean images and
-// then onto the valid pixel range; sign(0) = 0. One thread per pixel, grid-stride loop (256-thread
+// then onto the valid pixel range [0, pixel_max] (1, or 255 for raw pixels); sign(0) = 0. One thread per pixel, grid-stride loop (256-thread
 // blocks): three loads and one store for a few comparisons, so memory-bound. out may be X_adv.
 // launch: block (256)
 template <typename T>
 __global__ void pgd_step(const T* X_adv, const T* __restrict__ grad, const T* __restrict__ X_clean,
-                         T alpha, T eps, T* out, long long n)
+                         T alpha, T eps, T pixel_max, T* out, long long n)
 {
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
@@ -198,6 +198,6 @@ __global__ void pgd_step(const T* X_adv, const T* __restrict__ grad, const T* __
         const T high = X_clean[idx] + eps;
         T v = X_adv[idx] + step;
         v = v < low ? low : (v > high ? high : v);
-        out[idx] = v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
+        out[idx] = v < T(0) ? T(0) : (v > pixel_max ? pixel_max : v);
     }
 }

@@ -4,7 +4,7 @@ Course defaults: H = 1000, reg = 1e-4, 20 epochs, batch 800, the course's raw 0-
 initialisation (model.DEFAULT_INIT_SCALE) and the learning rate (DEFAULT_LR) are the pair that learns
 well on both the MNIST sample and Fashion-MNIST, chosen by measurement (docs/training.md, "The
 default run"). The grading modes (`-g`) reproduce the course's initialisation and learning rates;
-adversarial training keeps pixels in [0, 1], where its attacks' eps is defined, with UNIT_PIXELS_LR.
+`--pixels unit` (pixels / 255) takes UNIT_PIXELS_LR and the course's initialisation where not given.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .parallel import COMM_MODES, PARALLEL_STRATEGIES
 from .parallel.watchdog import DEFAULT_TIMEOUT_SECONDS
 
 DEFAULT_LR = 0.02
-#: the learning rate for pixels in [0, 1] with the course's initialisation (adversarial training)
+#: the learning rate for pixels in [0, 1] with the course's initialisation (--pixels unit)
 UNIT_PIXELS_LR = 0.5
 #: validation and test images evaluated by default on an emulated backend (Backend.emulated: the
 #: simulator runs one Python thread per CUDA thread, so 100 images take seconds, 1,400 take minutes)
@@ -157,8 +157,8 @@ def build_parser(prog: str = "python -m nn_cuda.train") -> argparse.ArgumentPars
                       help="seed of the weight init and --shuffle")
     more.add_argument("--shuffle", action="store_true", help="new sample order every epoch")
     more.add_argument("--pixels", choices=("unit", "raw"), default=d.pixels,
-                      help="raw: 0-255 as the course fed them; unit: pixels / 255 in [0, 1] (adversarial "
-                      f"training's; --lr and --init-scale then default to {UNIT_PIXELS_LR:g} and {_course_scale})")
+                      help="raw: 0-255 as the course fed them; unit: pixels / 255 in [0, 1] (--lr and "
+                      f"--init-scale then default to {UNIT_PIXELS_LR:g} and {_course_scale})")
     more.add_argument("--init-scale", type=positive_float, nargs=2, default=d.init_scale, metavar=("S1", "S2"),
                       help=f"initial weights W1 ~ S1 N(0, 1), W2 ~ S2 N(0, 1) (the course's, and --pixels unit's: "
                       f"{_course_scale})")
@@ -213,11 +213,18 @@ def parse_args(argv=None) -> TrainConfig:
                      "and no --overlap: drop the other MPI options")
     if args.model_ranks is not None and args.parallel != "hybrid":
         parser.error("--model-ranks sets the grid of --parallel hybrid: add --parallel hybrid or drop it")
-    if args.pixels == "unit":  # the defaults that learn on [0, 1] pixels, where not given
-        given = _given(argv, ("lr", "init_scale"))
-        args.lr = args.lr if "lr" in given else default_lr("unit")
-        args.init_scale = args.init_scale if "init_scale" in given or args.init else COURSE_INIT_SCALE
+    take_pixel_defaults(args, argv, build_parser)
     return TrainConfig(**vars(args))
+
+
+def take_pixel_defaults(args, argv, make_parser) -> None:
+    """With --pixels unit, the lr and initialisation that learn on [0, 1] pixels where `argv` gives
+    none (`make_parser()` builds the parser that parsed `args`)."""
+    if args.pixels != "unit":
+        return
+    given = _given(argv, ("lr", "init_scale"), make_parser)
+    args.lr = args.lr if "lr" in given else default_lr("unit")
+    args.init_scale = args.init_scale if "init_scale" in given or args.init else COURSE_INIT_SCALE
 
 
 def default_lr(pixels: str) -> float:
@@ -225,9 +232,9 @@ def default_lr(pixels: str) -> float:
     return UNIT_PIXELS_LR if pixels == "unit" else DEFAULT_LR
 
 
-def _given(argv, dests) -> set:
+def _given(argv, dests, make_parser) -> set:
     """Which of the options `dests` the command line `argv` sets (a second parse without defaults)."""
-    probe = build_parser()
+    probe = make_parser()
     probe.set_defaults(**{dest: None for dest in dests})
     probed = probe.parse_args(argv)
     return {dest for dest in dests if getattr(probed, dest) is not None}

@@ -201,7 +201,7 @@ def _op_inputs(op: str, rows: int, cols: int, dtype, rng) -> tuple[tuple, int]:
         return (matrix(), matrix(), 0.1, 1e-3), 1
     if op == "pgd_step":
         clean = matrix(0.0, 1.0)
-        return (np.clip(clean + matrix(-0.05, 0.05), 0, 1), matrix(), clean, 0.01, 0.03, out), 1
+        return (np.clip(clean + matrix(-0.05, 0.05), 0, 1), matrix(), clean, 0.01, 0.03, 0.97, out), 1
     raise ValueError(f"no check for kernel {op!r}")
 
 

@@ -34,7 +34,8 @@ SIGNATURES = {
     "sigmoid_backward": ("const T* dA", "const T* A", "T* out", "long long n"),
     "col_sum": ("const T* M", "T* out", "int rows", "int cols"),
     "sgd_update": ("T* param", "const T* grad", "T lr", "T decay", "long long n"),
-    "pgd_step": ("const T* X_adv", "const T* grad", "const T* X_clean", "T alpha", "T eps", "T* out", "long long n"),
+    "pgd_step": ("const T* X_adv", "const T* grad", "const T* X_clean", "T alpha", "T eps", "T pixel_max", "T* out",
+                 "long long n"),
 }
 #: template -> its parameters' names
 PARAMETER_NAMES = {template: tuple(p.rsplit(" ", 1)[1] for p in params) for template, params in SIGNATURES.items()}
@@ -239,8 +240,8 @@ def sgd_update(geometries, param, grad, lr, decay) -> KernelLaunch:
     return _nn_op(geometries, "sgd_update", param.dtype, grid, args, ())
 
 
-def pgd_step(geometries, X_adv, grad, X_clean, alpha, eps, out) -> KernelLaunch:
+def pgd_step(geometries, X_adv, grad, X_clean, alpha, eps, pixel_max, out) -> KernelLaunch:
     scalar = out.dtype.type
-    args = (X_adv, grad, X_clean, scalar(alpha), scalar(eps), out, np.int64(out.size))
+    args = (X_adv, grad, X_clean, scalar(alpha), scalar(eps), scalar(pixel_max), out, np.int64(out.size))
     grid = _flat_grid(geometries, "pgd_step", out.size)
-    return _nn_op(geometries, "pgd_step", out.dtype, grid, args, (5,))
+    return _nn_op(geometries, "pgd_step", out.dtype, grid, args, (6,))

@@ -23,12 +23,19 @@ allocates nothing.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 N_INPUTS = 784
 N_CLASSES = 10
 #: the course feeds raw pixels, 0-255; "unit" pixels (--pixels unit) are those divided by this
 RAW_PIXEL_MAX = 255
+
+
+def pixel_max(pixels: str) -> float:
+    """The largest value of a pixel on the network's input: 255 for "raw" pixels, 1 for "unit" ones."""
+    return float(RAW_PIXEL_MAX) if pixels == "raw" else 1.0
 PARAMETER_NAMES = ("W1", "b1", "W2", "b2")
 
 
@@ -199,6 +206,33 @@ def training_step(backend, params: Parameters, grads: Parameters, workspace: Wor
             strategy.allreduce_gradients(grads)
         sgd_update(backend, params, grads, lr, reg)
     return Yhat
+
+
+def load_step_kernels(backend, params) -> float:
+    """Seconds taken to compile and load every kernel of a training step, 0.0 where the backend does
+    not compile at a kernel's first launch (backend.compiles_at_first_launch).
+
+    It runs one step on a batch of one zero row with parameters of zeros, its own buffers and no
+    communication, then the loop's loss read-backs: the same kernels, template instances and argument
+    types as the real steps, so that NVRTC, Numba's JIT or the host compiler (and CuPy for the
+    read-backs' own kernels) do their once-per-process (or once-per-machine) work here and not in the
+    first epoch's training time. The training's parameters are not touched.
+    """
+    if not backend.compiles_at_first_launch:
+        return 0.0
+    started = time.perf_counter()
+    scratch, grads = (Parameters(backend, params.hidden, params.dtype, params.n_in, params.n_out)
+                      for _ in range(2))
+    backend.fill(scratch.flat, 0)
+    X = backend.empty((1, params.n_in), params.dtype)
+    backend.fill(X, 0)
+    labels = backend.to_device(np.zeros(1, dtype=np.int32))
+    workspace = Workspace(backend, 1, params.hidden, params.dtype, params.n_out)
+    Yhat = training_step(backend, scratch, grads, workspace, X, labels, 1.0, 0.0, 0.0)
+    backend.cross_entropy_sum(Yhat, labels)  # the loop's read-backs (CuPy compiles its own kernels for them)
+    backend.sum_squares(scratch.flat)
+    backend.synchronize()
+    return time.perf_counter() - started
 
 
 def regularization(backend, params: Parameters, reg: float) -> float:

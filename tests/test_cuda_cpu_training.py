@@ -69,3 +69,31 @@ def test_grade_mode_4_compares_the_cpu_build_with_numpy(capsys):
     out = capsys.readouterr().out
     assert "cuda-cpu/naive against NumPy" in out and "run on the CPU here" in out
     assert sum(line.endswith("PASS") for line in out.splitlines()) == 3
+
+
+def test_the_step_kernels_are_loaded_before_the_clock_and_the_parameters_are_left_alone():
+    """load_step_kernels, which training runs before its clock starts, loads every kernel a real step
+    launches (so the first epoch's time holds no compilation) and does not touch the parameters."""
+    import numpy as np
+
+    from nn_cuda import model
+    from nn_cuda.backends import get_backend
+    from nn_cuda.model import load_step_kernels
+
+    assert load_step_kernels(get_backend("numpy"), None) == 0.0  # nothing to compile: nothing run
+    rng = np.random.default_rng(0)
+    backend = get_backend("cuda-cpu", "tiled")
+    params = model.Parameters(backend, 24, np.float32)
+    host = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in params.shapes.items()}
+    params.load(host)
+    assert not backend._kernels and load_step_kernels(backend, params) > 0
+    loaded = set(backend._kernels)
+    assert any("gemm_tiled" in name for name in loaded), loaded
+    assert all(np.array_equal(params.to_host()[name], host[name]) for name in host)
+    batch = 8
+    X = backend.to_device(rng.random((batch, model.N_INPUTS), dtype=np.float32))
+    labels = backend.to_device(rng.integers(0, 10, batch).astype(np.int32))
+    grads = model.Parameters(backend, 24, np.float32)
+    model.training_step(backend, params, grads, model.Workspace(backend, batch, 24, np.float32), X, labels,
+                        1 / batch, 0.1, 1e-4)
+    assert set(backend._kernels) == loaded  # the real step launched nothing that was not loaded

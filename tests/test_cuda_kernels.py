@@ -369,22 +369,25 @@ def test_element_wise_ops_reject_bad_arguments(backend):
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 @pytest.mark.parametrize("shape", [(1,), (7, 33), (65, 784)], ids=str)
 def test_pgd_step(backend, dtype, shape):
+    # pixels in [0, 0.9]: the clip's top is the pixel_max argument, not a 1 written in the kernel
     rng = np.random.default_rng(8)
-    clean = rng.random(shape).astype(dtype)
-    adversarial = np.clip(clean + rng.uniform(-0.2, 0.2, shape), 0, 1).astype(dtype)
+    pixel_max = 0.9
+    clean = (pixel_max * rng.random(shape)).astype(dtype)
+    adversarial = np.clip(clean + rng.uniform(-0.2, 0.2, shape), 0, pixel_max).astype(dtype)
     grad = rng.standard_normal(shape).astype(dtype)
     grad.flat[0] = 0.0  # sign(0) = 0: no step
     alpha, eps = 0.05, 0.1
     out = nan_output(backend, shape, dtype)
     backend.pgd_step(backend.to_device(adversarial), backend.to_device(grad), backend.to_device(clean),
-                     alpha, eps, out)
+                     alpha, eps, pixel_max, out)
     a64, c64 = adversarial.astype(np.float64), clean.astype(np.float64)
-    expected = np.clip(np.clip(a64 + alpha * np.sign(grad), c64 - eps, c64 + eps), 0, 1)
+    expected = np.clip(np.clip(a64 + alpha * np.sign(grad), c64 - eps, c64 + eps), 0, pixel_max)
     result = backend.to_host(out)
-    # one addition and the edges of the ball, each rounded once in the array's precision
+    # one addition and the edges of the ball, each rounded once in the array's precision (and the
+    # top of the range, pixel_max rounded to the array's type)
     assert np.abs(result - expected).max() <= 4 * unit_roundoff(dtype)
 
     adversarial_d = backend.to_device(adversarial)  # in place: out is X_adv
-    backend.pgd_step(adversarial_d, backend.to_device(grad), backend.to_device(clean), alpha, eps,
+    backend.pgd_step(adversarial_d, backend.to_device(grad), backend.to_device(clean), alpha, eps, pixel_max,
                      adversarial_d)
     np.testing.assert_array_equal(backend.to_host(adversarial_d), result)

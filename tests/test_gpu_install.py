@@ -151,7 +151,7 @@ def every_launch() -> list:
         backend.sigmoid_backward(Z, Z, out)
         backend.col_sum(Z, np.empty(10, dtype))
         backend.sgd_update(out, Z, 0.1, 1e-4)
-        backend.pgd_step(Z, Z, Z, 0.01, 0.1, out)
+        backend.pgd_step(Z, Z, Z, 0.01, 0.1, 1.0, out)
     return launches
 
 

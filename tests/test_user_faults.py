@@ -211,10 +211,10 @@ def test_adversarial_train_help_lists_only_the_flags_it_accepts(capsys):
         adversarial_main(["train", "--help"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    for refused in ("--history", "--predictions", "--profile", "--pixels", "--grade", "--seq", "--debug",
+    for refused in ("--history", "--predictions", "--profile", "--grade", "--seq", "--debug",
                     "--parallel", "--model-ranks", "--comm", "--overlap"):
         assert refused not in out
-    for accepted in ("--attack", "--eps", "--save", "--lr", "--eval-limit", "--limit-rows", "--async"):
+    for accepted in ("--attack", "--eps", "--save", "--lr", "--pixels", "--eval-limit", "--limit-rows", "--async"):
         assert accepted in out
 
 

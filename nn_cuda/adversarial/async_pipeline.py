@@ -82,6 +82,7 @@ class AttackSettings:
     steps: int
     random_start: bool = False
     check_interval: int = 1
+    pixel_max: float = 1.0  # the largest pixel value of the network's input (model.pixel_max)
 
 
 @dataclass
@@ -151,7 +152,7 @@ def run_generator(comm, backend, params: model.Parameters, batches, settings: At
     """
     MPI = import_mpi()
     rank, generators = comm.Get_rank(), comm.Get_size() - 1
-    attacker = Attacker(backend, params, max_batch, seed=seed + rank)
+    attacker = Attacker(backend, params, max_batch, seed=seed + rank, pixel_max=settings.pixel_max)
     weights = WeightsReceiver(comm, backend, params)
     send_buffer = np.empty(max_batch * (params.n_in + 1) + HEADER, dtype=params.dtype)
     ack = np.zeros(1, dtype=np.int64)
@@ -250,6 +251,7 @@ def run_updater(comm, backend, params: model.Parameters, n_batches: int, epochs:
                     return g
             time.sleep(POLL_SECONDS)
 
+    model.load_step_kernels(backend, params)  # compiled before the clock, as in nn_cuda.training
     backend.synchronize()
     with waiting_in("the start barrier"):
         comm.Barrier()  # the generators start their first attacks now: the clock sees all of their work

@@ -15,13 +15,12 @@ from dataclasses import fields
 import numpy as np
 
 from .. import model, parallel
-from ..model import COURSE_INIT_SCALE
 from ..backends import BACKENDS, get_backend
-from ..records import write_json
+from ..records import command_line, machine_info, write_json
 from ..checkpoint import for_pixels, load_checkpoint, save_checkpoint
 from ..arguments import comma_separated, non_negative_int, pixel_radius, positive_float, positive_int
-from ..config import (EMULATED_EVAL_LIMIT, UNIT_PIXELS_LR, HelpFormatter, TrainConfig, build_parser, default_lr,
-                      reword_help)
+from ..config import (EMULATED_EVAL_LIMIT, HelpFormatter, TrainConfig, build_parser, default_lr, reword_help,
+                      take_pixel_defaults)
 from ..data import DATASETS
 from ..divergence import likely_cause
 from ..errors import failed
@@ -30,7 +29,7 @@ from ..parallel.serial import SerialBatches
 from ..training import (USER_ERRORS, Diverged, check_kernels_written, check_memory, check_output_paths,
                         check_ranks_share_the_data, emulation_note, evaluation_limit, first_rows,
                         initial_parameters, load_splits, silent, train_loop)
-from .attacks import Attacker, check_unit_pixels
+from .attacks import Attacker, check_pixels
 from .evaluate import default_alpha, format_table, robustness
 
 PROG = "python -m nn_cuda.adversarial"
@@ -112,14 +111,11 @@ REFUSED_TRAIN_FLAGS = {
     "grade": ("-g/--grade", _GRADING), "seq": ("-s/--seq", _GRADING), "debug": ("-d/--debug", _GRADING),
     "predictions": ("--predictions", _NOT_WRITTEN), "history": ("--history", _NOT_WRITTEN),
     "profile": ("--profile", _NOT_WRITTEN),
-    "pixels": ("--pixels", "attacks clip to [0, 1], the default --pixels unit"),
     "parallel": ("--parallel", _MPI), "model_ranks": ("--model-ranks", _MPI), "comm": ("--comm", _MPI),
     "overlap": ("--overlap", _MPI), "mpi_task": ("--mpi-task", _MPI),
 }
 #: the help of nn_cuda.train's flags that do a little more, or less, here
 TRAIN_FLAGS_HELP = {
-    "--lr": "learning rate (the one that learns on pixels in [0, 1] with the course's initialisation)",
-    "--init-scale": "initial weights W1 ~ S1 N(0, 1), W2 ~ S2 N(0, 1) (the course's)",
     "--print-every": "steps between loss read-backs (0: about 10 per epoch; not with --async)",
     "--eval-limit": ("validation accuracy on the first N validation images and the final robustness check "
                      f"on the first N test images (default: all validation and {ROBUSTNESS_IMAGES} test "
@@ -127,19 +123,14 @@ TRAIN_FLAGS_HELP = {
 }
 
 
-#: where adversarial training departs from nn_cuda.train's defaults: its attacks' eps is in [0, 1]
-#: pixel units, so pixels are in [0, 1], with the course's initialisation and the lr for them
-ADVERSARIAL_DEFAULTS = {"pixels": "unit", "init_scale": COURSE_INIT_SCALE, "lr": UNIT_PIXELS_LR}
-
-
 def train_parser() -> argparse.ArgumentParser:
     p = build_parser(f"{PROG} train")
-    p.set_defaults(**ADVERSARIAL_DEFAULTS)
     p.description = ("Adversarial training (each mini-batch replaced by its adversaries), serial or, "
                      "under mpirun with --async, with ranks 1..P-1 generating adversaries for rank 0.")
     a = p.add_argument_group("adversarial training")
     a.add_argument("--attack", choices=("pgd", "fgsm"), default="pgd")
-    a.add_argument("--eps", type=pixel_radius, default=0.1, help="L-infinity radius of the attack")
+    a.add_argument("--eps", type=pixel_radius, default=0.1,
+                   help="L-infinity radius of the attack, in [0, 1] pixel units whatever --pixels")
     a.add_argument("--alpha", type=positive_float, default=None, help="PGD step size (default 2.5 eps / k)")
     a.add_argument("--steps", type=positive_int, default=None,
                    help=f"PGD steps k (default {DEFAULT_PGD_STEPS})")
@@ -171,7 +162,7 @@ def refused_flags(cfg: TrainConfig, adversarial_args) -> str | None:
     reasons: dict = {}
     for dest, (flag, reason) in REFUSED_TRAIN_FLAGS.items():
         value = getattr(cfg, dest)
-        if value != ADVERSARIAL_DEFAULTS.get(dest, getattr(TrainConfig, dest)):
+        if value != getattr(TrainConfig, dest):
             reasons.setdefault(reason, []).append(flag if isinstance(value, bool) else f"{flag} {value}")
     if adversarial_args.async_ and cfg.print_every:
         reasons.setdefault("--async splits the work its own way: rank 0 updates, the other ranks attack",
@@ -189,8 +180,10 @@ def refused_flags(cfg: TrainConfig, adversarial_args) -> str | None:
 
 def parse_train_args(argv):
     parser = train_parser()
-    args = vars(parser.parse_args(argv))
-    adversarial_args = argparse.Namespace(**{k: args.pop(k) for k in ADVERSARIAL_FLAGS})
+    namespace = parser.parse_args(argv)
+    take_pixel_defaults(namespace, argv, train_parser)
+    args = vars(namespace)
+    adversarial_args = argparse.Namespace(**{k: args.pop(k) for k in ADVERSARIAL_FLAGS}, argv=list(argv or ()))
     names = {f.name for f in fields(TrainConfig)}
     cfg = TrainConfig(**{k: v for k, v in args.items() if k in names})
     refusal = refused_flags(cfg, adversarial_args)
@@ -226,7 +219,7 @@ def nothing_saved(diverged: Diverged, cfg: TrainConfig) -> Diverged:
 def _final_report(backend, params, cfg, adversarial_args, splits, result: dict, log) -> dict:
     x, y = splits.x_test, splits.y_test
     rows = robustness(backend, params, backend.to_device(x), backend.to_device(y), adversarial_args.eval_eps,
-                      adversarial_args.eval_steps, batch=cfg.batch)
+                      adversarial_args.eval_steps, batch=cfg.batch, pixel_max=model.pixel_max(cfg.pixels))
     log(f"robustness on {x.shape[0]} test images (PGD k={adversarial_args.eval_steps}, alpha = 2.5 eps / k):")
     log(format_table(rows))
     result["robustness"] = [r.__dict__ for r in rows]
@@ -238,8 +231,17 @@ def _final_report(backend, params, cfg, adversarial_args, splits, result: dict, 
                         asynchronous=adversarial_args.async_)
         log(f"saved parameters to {cfg.save}")
     if adversarial_args.json:
-        write_json(adversarial_args.json, result)
+        write_json(adversarial_args.json, {**result, "machine": run_machine(cfg, adversarial_args, result)})
     return result
+
+
+def run_machine(cfg, adversarial_args, result: dict) -> dict:
+    """The machine, date and command line of this run, for --json (as nn_cuda.train's --history has)."""
+    info = machine_info()
+    launcher = ["mpirun", "-n", str(result["ranks"])] if result.get("ranks", 1) > 1 else []
+    words = ["python", "-m", "nn_cuda.adversarial", "train", *adversarial_args.argv]
+    info["command"] = command_line([*launcher, *words], cfg.backend)
+    return info
 
 
 def run_train_serial(cfg, adversarial_args, log=print) -> dict:
@@ -252,9 +254,9 @@ def run_train_serial(cfg, adversarial_args, log=print) -> dict:
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits), log=log)
     params = model.Parameters(backend, hidden, cfg.dtype)
     params.load(host)
-    check_unit_pixels(splits.x_train, "the training images")
+    check_pixels(splits.x_train, model.pixel_max(cfg.pixels), "the training images")
     batches = SerialBatches(backend, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
-    attacker = Attacker(backend, params, cfg.batch, seed=cfg.seed)
+    attacker = Attacker(backend, params, cfg.batch, seed=cfg.seed, pixel_max=model.pixel_max(cfg.pixels))
     adversarial_batches = AdversarialBatches(batches, attacker, adversarial_args.attack, adversarial_args.eps,
                                              adversarial_args.alpha, adversarial_args.steps,
                                              adversarial_args.random_start)
@@ -301,7 +303,7 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
     check_kernels_written(backend)
     splits = training_splits(cfg, backend, log, comm)
     hidden, host = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits), log=log)
-    check_unit_pixels(splits.x_train, "the training images")
+    check_pixels(splits.x_train, model.pixel_max(cfg.pixels), "the training images")
     params = model.Parameters(backend, hidden, cfg.dtype)
     flat = np.empty(params.size, dtype=params.dtype)
     if rank == 0:
@@ -316,7 +318,7 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
         raise ParallelError("--max-steps is not supported with --async; use --epochs")
     settings = AttackSettings(adversarial_args.attack, adversarial_args.eps, adversarial_args.alpha,
                               adversarial_args.steps, adversarial_args.random_start,
-                              adversarial_args.check_interval)
+                              adversarial_args.check_interval, model.pixel_max(cfg.pixels))
     if rank != 0:
         batches = SerialBatches(backend, splits.x_train, splits.y_train, cfg.batch, cfg.shuffle, cfg.seed)
         run_generator(comm, backend, params, batches, settings, epochs, cfg.batch, seed=cfg.seed)

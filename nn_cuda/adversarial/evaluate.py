@@ -36,14 +36,16 @@ def _accuracy_on(backend, params, workspace, X, labels_host) -> int:
 
 
 def robustness(backend, params: model.Parameters, x, y, eps_values, steps: int, alpha: float | None = None,
-               batch: int = 500, random_start: bool = False, seed: int = 0) -> list[Robustness]:
+               batch: int = 500, random_start: bool = False, seed: int = 0,
+               pixel_max: float = 1.0) -> list[Robustness]:
     """Accuracy on (x, y) clean and under FGSM and k-step PGD, per eps.
 
-    x, y are backend arrays (images in [0, 1], int32 labels). alpha defaults to 2.5 eps / k.
+    x, y are backend arrays (images in [0, pixel_max], int32 labels); eps and alpha are in [0, 1]
+    pixel units (nn_cuda.adversarial.attacks). alpha defaults to 2.5 eps / k.
     """
     n = x.shape[0]
     batch = max(1, min(batch, n))
-    attacker = Attacker(backend, params, batch, seed=seed)
+    attacker = Attacker(backend, params, batch, seed=seed, pixel_max=pixel_max)
     workspace = model.Workspace(backend, batch, params.hidden, params.dtype, params.n_out)
     y_host = backend.to_host(y)
     clean = sum(_accuracy_on(backend, params, workspace, x[s:s + batch], y_host[s:s + batch])

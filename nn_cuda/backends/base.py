@@ -51,6 +51,9 @@ class Backend(abc.ABC):
     emulated: bool = False
     #: True when the backend compiles and runs the CUDA C files of kernels/ (or NN_CUDA_KERNEL_DIR)
     runs_kernel_files: bool = False
+    #: True when a kernel is compiled or loaded at its first launch (NVRTC, Numba's JIT, the host C++
+    #: compiler): training launches the step's kernels once before its clock starts (model.load_step_kernels)
+    compiles_at_first_launch: bool = False
     #: what a grade on this backend cannot see, for the grading harness to say (None: nothing)
     grading_note: str | None = None
     #: the largest matrix dimension the backend's kernels index (None: no limit of its own)
@@ -138,13 +141,14 @@ class Backend(abc.ABC):
     def sgd_update(self, param, grad, lr, decay) -> None:
         """param <- param - lr * (grad + decay * param), element-wise over same-shape arrays."""
 
-    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out) -> None:
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, pixel_max, out) -> None:
         """One signed-gradient attack step (FGSM, PGD), element-wise over same-shape arrays:
 
-            out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, 1)
+            out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, pixel_max)
 
         a step up the loss, projected onto the L-infinity ball of radius eps around the clean
-        images, then onto the valid pixel range. sign(0) = 0. `out` may be X_adv.
+        images, then onto the valid pixel range [0, pixel_max] (1, or 255 for raw pixels); alpha and
+        eps are in the same units as the pixels. sign(0) = 0. `out` may be X_adv.
         """
         raise NotImplementedError(f"backend {self.name!r} has no pgd_step (needed by nn_cuda.adversarial)")
 

@@ -26,6 +26,7 @@ class CudaKernelBackend(Backend):
     #: what the arrays must be, for error messages ("a CuPy array")
     array_kind: str = "an array"
     runs_kernel_files = True
+    compiles_at_first_launch = True
     largest_dimension = kernel_launch.MAX_INT32  # the kernels take M, N, K and index as 32-bit ints
     default_gemm = "regblock"  # the fastest of the course's hand-written kernels
     #: the class of this backend's arrays (numpy.ndarray, cupy.ndarray)
@@ -98,9 +99,9 @@ class CudaKernelBackend(Backend):
         self._check_same_arrays("sgd_update", param=param, grad=grad)
         self._run(kernel_launch.sgd_update(self.geometries, param, grad, lr, decay))
 
-    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out):
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, pixel_max, out):
         self._check_same_arrays("pgd_step", X_adv=X_adv, grad=grad, X_clean=X_clean, out=out)
-        self._run(kernel_launch.pgd_step(self.geometries, X_adv, grad, X_clean, alpha, eps, out))
+        self._run(kernel_launch.pgd_step(self.geometries, X_adv, grad, X_clean, alpha, eps, pixel_max, out))
 
     def _run(self, launch) -> None:
         if launch is not None:  # None: an empty matrix, nothing to write (an empty launch is invalid)

@@ -105,6 +105,7 @@ class NumbaBackend(Backend):
         if numba_config.ENABLE_CUDASIM:  # however it was asked for (numba-sim, or the environment)
             self.name, self.emulated = "numba-sim", True
         super().__init__(gemm)
+        self.compiles_at_first_launch = not self.emulated  # Numba's JIT; the simulator compiles nothing
         quiet_low_occupancy_warnings()
         if not self.emulated:
             check_cuda_wheels()
@@ -252,12 +253,13 @@ class NumbaBackend(Backend):
                 _flat(param), _flat(grad), dtype.type(lr), dtype.type(decay)
             )
 
-    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out):
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, pixel_max, out):
         dtype = self._check_elementwise(X_adv=X_adv, grad=grad, X_clean=X_clean, out=out)
         n = out.size
         if n:
             nn_ops.pgd_step[_blocks(n, nn_ops.FLAT_BLOCK), nn_ops.FLAT_BLOCK](
-                _flat(X_adv), _flat(grad), _flat(X_clean), dtype.type(alpha), dtype.type(eps), _flat(out)
+                _flat(X_adv), _flat(grad), _flat(X_clean), dtype.type(alpha), dtype.type(eps),
+                dtype.type(pixel_max), _flat(out)
             )
 
     # ---- read-backs (not on the hot path: copy to the host and use NumPy) ---------------------

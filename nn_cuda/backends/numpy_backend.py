@@ -96,7 +96,7 @@ class NumpyBackend(Backend):
             param *= 1 - lr * decay
         param -= step
 
-    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, out):
+    def pgd_step(self, X_adv, grad, X_clean, alpha, eps, pixel_max, out):
         step = self._scratch(grad.shape, grad.dtype)
         np.sign(grad, out=step)
         step *= alpha
@@ -105,7 +105,7 @@ class NumpyBackend(Backend):
         np.maximum(out, step, out=out)
         np.add(X_clean, eps, out=step)  # the upper edge
         np.minimum(out, step, out=out)
-        np.clip(out, 0, 1, out=out)
+        np.clip(out, 0, pixel_max, out=out)
 
     def _scratch(self, shape, dtype):
         """A reusable work array (one per shape and dtype), so the hot path allocates nothing."""

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from ..backends import BACKENDS
 from ..arguments import comma_separated, int_at_least, pixel_radius, positive_float, positive_int
-from ..config import UNIT_PIXELS_LR, HelpFormatter
+from ..config import DEFAULT_LR, HelpFormatter
 from ..data import DATASETS
 from ..parallel.mpi import find_mpiexec
 from ..records import machine_info, write_json
@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=positive_int, default=512)
     p.add_argument("--batch", type=positive_int, default=100)
     p.add_argument("--epochs", type=positive_int, default=3)
-    p.add_argument("--lr", type=positive_float, default=UNIT_PIXELS_LR)
+    p.add_argument("--lr", type=positive_float, default=DEFAULT_LR,
+                   help="learning rate of every run (the training's default, for its raw pixels)")
     p.add_argument("--eps", type=pixel_radius, default=0.1, help="training radius")
     p.add_argument("--eval-eps", type=comma_separated(pixel_radius), default=[0.05, 0.1, 0.2],
                    help="radii of the robustness table, comma-separated")

@@ -106,7 +106,7 @@ def kernel_cases():
                       (nn_ops.col_sum, (array, vector), matrix),
                       (nn_ops.sgd_update, (vector, vector, scalar, scalar), flat),
                       (nn_ops.take_rows, (array, labels, array), matrix),
-                      (nn_ops.pgd_step, (vector, vector, vector, scalar, scalar, vector), flat))]
+                      (nn_ops.pgd_step, (vector, vector, vector, scalar, scalar, scalar, vector), flat))]
     integers = types.Array(types.int32, 2, "C")  # the labels gathered by --shuffle
     cases.append(("take_rows<int32>", nn_ops.take_rows, (integers, labels, integers), matrix))
     return cases

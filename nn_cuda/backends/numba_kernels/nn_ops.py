@@ -174,8 +174,9 @@ def take_rows(src, rows, out):
 
 
 @cuda.jit
-def pgd_step(X_adv, grad, X_clean, alpha, eps, out):
-    """out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, 1), flat views.
+def pgd_step(X_adv, grad, X_clean, alpha, eps, pixel_max, out):
+    """out = clip(clip(X_adv + alpha * sign(grad), X_clean - eps, X_clean + eps), 0, pixel_max), flat
+    views.
 
     One thread per pixel; reads three arrays and writes one, so it is memory-bound (4 accesses for
     about 6 flops). out may be X_adv.
@@ -183,10 +184,9 @@ def pgd_step(X_adv, grad, X_clean, alpha, eps, out):
     idx = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if idx < out.shape[0]:
         zero = out.dtype.type(0)
-        one = out.dtype.type(1)
         g = grad[idx]
         step = alpha if g > zero else (-alpha if g < zero else zero)
         x = X_adv[idx] + step
         clean = X_clean[idx]
         x = min(max(x, clean - eps), clean + eps)
-        out[idx] = min(max(x, zero), one)
+        out[idx] = min(max(x, zero), pixel_max)
