@@ -299,8 +299,9 @@ def test_adversarial_training_takes_the_training_defaults_and_pixels_unit_its_ow
 
 
 def test_eval_of_a_default_training_checkpoint_reads_its_raw_pixels(tmp_path, capsys):
-    """nn_cuda.train's default input is raw 0-255 pixels and the attacks work on [0, 1] ones: eval
-    rescales W1 by 255 (the same network), so the clean accuracy is the one training reported."""
+    """nn_cuda.train's default input is raw 0-255 pixels: eval attacks a checkpoint on the pixels it
+    records (eps in [0, 1] units), so the clean accuracy is the one training reported; one unit-pixel
+    and one raw-pixel checkpoint of the same network give the same table."""
     from nn_cuda.train import main as train_main
 
     checkpoint = tmp_path / "raw.npz"
@@ -312,6 +313,21 @@ def test_eval_of_a_default_training_checkpoint_reads_its_raw_pixels(tmp_path, ca
                              "--steps", "2"])
     assert rows == 0
     printed = capsys.readouterr().out
-    assert "was trained on raw pixels: its W1 is multiplied by 255 to read unit pixels" in printed
+    assert "(raw pixels, as trained)" in printed
     clean = float(printed.split("0.100  ")[1].split()[0])
-    assert clean == pytest.approx(test_accuracy, abs=0.002), printed  # float32 rounding of 255 W1
+    assert clean == pytest.approx(test_accuracy, abs=0.002), printed  # float32 sums in other orders
+    # the same network on [0, 1] pixels (W1 times 255, in float64 so that nothing rounds differently
+    # enough to flip a sign): the same clean, FGSM and PGD accuracies
+    from nn_cuda.checkpoint import load_checkpoint
+
+    host, metadata = load_checkpoint(checkpoint)
+    unit = tmp_path / "unit.npz"
+    save_checkpoint(unit, {**host, "W1": host["W1"].astype(np.float64) * model.RAW_PIXEL_MAX},
+                    **{**metadata, "pixels": "unit"})
+    tables = []
+    for path in (checkpoint, unit):
+        assert adversarial_main(["eval", "--checkpoint", str(path), "--dataset", "mnist-sample", "--eps", "0.1",
+                                 "--steps", "2", "--dtype", "float64"]) == 0
+        tables.append(capsys.readouterr().out)
+    assert "(raw pixels, as trained)" in tables[0] and "(unit pixels, as trained)" in tables[1]
+    assert tables[0].split("   eps")[1] == tables[1].split("   eps")[1]

@@ -66,10 +66,14 @@ def eval_parser() -> argparse.ArgumentParser:
 
 def run_eval(args, log=print) -> list:
     check_output_paths({"--json": args.json})
-    cfg = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, dtype=args.dtype, pixels="unit")
-    host, note = for_pixels(*load_checkpoint(args.checkpoint), cfg.pixels, args.checkpoint)
+    host, metadata = load_checkpoint(args.checkpoint)
+    # attacked on the pixels it was trained on (eps stays in [0, 1] units); one older than that
+    # record on [0, 1] pixels, with a NOTE (for_pixels)
+    pixels = metadata.get("pixels", "unit")
+    host, note = for_pixels(host, metadata, pixels, args.checkpoint)
     if note:
         log(note)
+    cfg = TrainConfig(dataset=args.dataset, data_dir=args.data_dir, dtype=args.dtype, pixels=pixels)
     splits = load_splits(cfg, log=log)
     x, y = (splits.x_test, splits.y_test) if args.split == "test" else (splits.x_val, splits.y_val)
     backend = get_backend(args.backend, args.gemm)
@@ -81,12 +85,12 @@ def run_eval(args, log=print) -> list:
     params.load(host)
     x_dev, y_dev = backend.to_device(x), backend.to_device(y)
     log(f"nn_cuda.adversarial: {args.checkpoint} (H={params.hidden}) on {x.shape[0]} {splits.dataset} "
-        f"{args.split} images, backend={backend.name} {args.dtype}")
+        f"{args.split} images ({pixels} pixels, as trained), backend={backend.name} {args.dtype}")
     if backend.emulated and not args.limit:
         log(f"NOTE: backend {backend.name} emulates the GPU kernels on the CPU, slowly: attacking the first "
             f"{limit} images (--limit N to change)")
     rows = robustness(backend, params, x_dev, y_dev, args.eps, args.steps, args.alpha, args.batch,
-                      args.random_start, args.seed)
+                      args.random_start, args.seed, pixel_max=model.pixel_max(pixels))
     log(format_table(rows))
     for r in rows:
         if not r.pgd_at_least_as_strong:
