@@ -313,7 +313,7 @@ def test_eval_of_a_default_training_checkpoint_reads_its_raw_pixels(tmp_path, ca
                              "--steps", "2"])
     assert rows == 0
     printed = capsys.readouterr().out
-    assert "(raw pixels, as trained)" in printed
+    assert "(raw pixels, as trained;" in printed
     clean = float(printed.split("0.100  ")[1].split()[0])
     assert clean == pytest.approx(test_accuracy, abs=0.002), printed  # float32 sums in other orders
     # the same network on [0, 1] pixels (W1 times 255, in float64 so that nothing rounds differently
@@ -329,5 +329,5 @@ def test_eval_of_a_default_training_checkpoint_reads_its_raw_pixels(tmp_path, ca
         assert adversarial_main(["eval", "--checkpoint", str(path), "--dataset", "mnist-sample", "--eps", "0.1",
                                  "--steps", "2", "--dtype", "float64"]) == 0
         tables.append(capsys.readouterr().out)
-    assert "(raw pixels, as trained)" in tables[0] and "(unit pixels, as trained)" in tables[1]
+    assert "(raw pixels, as trained;" in tables[0] and "(unit pixels, as trained;" in tables[1]
     assert tables[0].split("   eps")[1] == tables[1].split("   eps")[1]

@@ -34,6 +34,8 @@ from .evaluate import default_alpha, format_table, robustness
 
 PROG = "python -m nn_cuda.adversarial"
 DEFAULT_PGD_STEPS = 3
+#: what the logs say of eps and alpha, which are in [0, 1] pixel units on either pixels
+UNITS = "eps and alpha in units of the pixel range"
 #: test images of the final robustness check of `train`, unless --eval-limit says otherwise
 ROBUSTNESS_IMAGES = 1000
 
@@ -85,7 +87,7 @@ def run_eval(args, log=print) -> list:
     params.load(host)
     x_dev, y_dev = backend.to_device(x), backend.to_device(y)
     log(f"nn_cuda.adversarial: {args.checkpoint} (H={params.hidden}) on {x.shape[0]} {splits.dataset} "
-        f"{args.split} images ({pixels} pixels, as trained), backend={backend.name} {args.dtype}")
+        f"{args.split} images ({pixels} pixels, as trained; {UNITS}), backend={backend.name} {args.dtype}")
     if backend.emulated and not args.limit:
         log(f"NOTE: backend {backend.name} emulates the GPU kernels on the CPU, slowly: attacking the first "
             f"{limit} images (--limit N to change)")
@@ -266,8 +268,8 @@ def run_train_serial(cfg, adversarial_args, log=print) -> dict:
                                              adversarial_args.random_start)
     log(f"nn_cuda.adversarial: serial {adversarial_args.attack} training eps={adversarial_args.eps:g} "
         f"alpha={adversarial_args.alpha:.4g} k={adversarial_args.steps} on {splits.dataset} "
-        f"({splits.x_train.shape[0]} train) H={hidden} batch={cfg.batch} lr={cfg.lr:g} epochs={cfg.epochs} "
-        f"backend={backend.name} {cfg.dtype}")
+        f"({splits.x_train.shape[0]} train, {cfg.pixels} pixels; {UNITS}) H={hidden} batch={cfg.batch} "
+        f"lr={cfg.lr:g} epochs={cfg.epochs} backend={backend.name} {cfg.dtype}")
     note = emulation_note(cfg, backend)
     if note:
         log(note)
@@ -333,7 +335,8 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
         f"{generators} generators) eps={adversarial_args.eps:g} alpha={adversarial_args.alpha:.4g} "
         f"k={adversarial_args.steps} check-interval={adversarial_args.check_interval} "
         f"max-staleness={max_staleness} on {splits.dataset} "
-        f"({n} train, {n_batches} batches/epoch) H={hidden} batch={cfg.batch} lr={cfg.lr:g} "
+        f"({n} train, {n_batches} batches/epoch, {cfg.pixels} pixels; {UNITS}) H={hidden} batch={cfg.batch} "
+        f"lr={cfg.lr:g} "
         f"epochs={epochs} backend={backend.name} {cfg.dtype}")
     note = emulation_note(cfg, backend)
     if note:
