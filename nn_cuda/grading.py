@@ -21,8 +21,8 @@ from .backends import get_backend
 from .kernel_grading import what_is_graded
 from .course_gemm import COURSE_GEMM_SIZES
 from .config import TrainConfig
-from .training import (check_memory, check_ranks_share_the_data, initial_parameters, load_splits, make_strategy,
-                       train_with_snapshots)
+from .training import (check_kernels_written, check_memory, check_ranks_share_the_data, initial_parameters,
+                       load_splits, make_strategy, train_with_snapshots)
 
 #: mode -> dtype -> (learning rate, epochs), the course's settings for raw 0-255 pixels
 COURSE_MODES = {
@@ -53,6 +53,8 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
     log = log if strategy.is_root else (lambda *args: None)
     if strategy.is_root and outputs is not None:
         relative_errors.check_outputs(outputs)
+    under_test = get_backend(cfg.backend, cfg.gemm)
+    check_kernels_written(under_test)  # a workspace's TODO: one line naming it, not a diverged run
     splits = load_splits(cfg, log=log, progress=strategy.is_root)
     hidden, init = initial_parameters(cfg, check_fits=lambda h: check_memory(cfg, h, splits, runs=2), log=log)
     check_ranks_share_the_data(strategy.comm, splits)
@@ -60,7 +62,6 @@ def compare_with_reference(cfg: TrainConfig, outputs: Path | None, log=print, li
         splits.x_train, splits.y_train = splits.x_train[:limit_rows], splits.y_train[:limit_rows]
         splits.x_val, splits.y_val = splits.x_val[:limit_rows], splits.y_val[:limit_rows]
     ranks = f" on {parallel.ranks(strategy.size)}" if strategy.size > 1 else ""
-    under_test = get_backend(cfg.backend, cfg.gemm)
     log(f"reference: numpy {cfg.dtype}; under test: {cfg.backend}/{under_test.gemm_algo} {cfg.dtype}{ranks}; "
         f"H={hidden} lr={cfg.lr:g} epochs={cfg.epochs} batch={cfg.batch} pixels={cfg.pixels} ({splits.dataset})")
     for line in what_is_graded(under_test):

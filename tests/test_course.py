@@ -167,6 +167,25 @@ def test_training_on_a_workspace_with_unwritten_kernels_refuses_naming_the_first
     assert "gemm2_tiled.cu:" in capsys.readouterr().err
 
 
+def test_grading_a_workspace_with_unwritten_kernels_says_which(tmp_path, monkeypatch, capsys):
+    # modes 1-3 train: one line naming the first TODO (it was a diverged run, advising a lower lr);
+    # mode 4 grades the GEMM alone: FAIL, and the line that says why
+    from nn_cuda import grade
+
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(folder / "kernels"))
+    common = ["--backend", "cuda-cpu", "--dataset", "mnist-sample", "--outputs", str(tmp_path / "Outputs")]
+    assert grade.main(["--mode", "1", *common, "--max-steps", "1"]) == 1
+    first = workspace.unfinished(folder, workspace.task_named("naive"))
+    assert f"nn_cuda.grade: error: {first} (task naive) is not written yet (and " in capsys.readouterr().err
+    monkeypatch.setattr("nn_cuda.grade_gemm.COURSE_GEMM_SIZES", ((3, 5, 7),))
+    assert grade.main(["--mode", "4", *common]) == 1
+    printed = capsys.readouterr().out
+    assert f"the kernel is not written yet: {first} (task naive); write it, and check it with python -m " \
+           f"nn_cuda.course check {folder}" in printed and "mode 4: FAIL" in printed
+
+
 def test_mpi_task_is_refused_with_other_mpi_options(capsys):
     from nn_cuda.config import parse_args
 
