@@ -57,9 +57,18 @@ def likely_cause(lr: float, reg: float, initial_rms: float = 0.01, backend: str 
         suggested = (f"{default_lr:g} (the default)" if lr > default_lr else f"{lr / 10:g}")
         cause = f"likely cause: the learning rate {lr:g} (-l/--lr); lower it, e.g. --lr {suggested}"
     if backend != "numpy":
-        cause += (f"; if the same flags train with --backend numpy, the kernels compute wrongly: check them "
-                  f"with python -m nn_cuda.grade --mode 4 --backend {backend}")
+        cause += f"; if the same flags train with --backend numpy, the kernels compute wrongly: {kernel_check(backend)}"
     return cause
+
+
+def kernel_check(backend: str) -> str:
+    """The command that checks every kernel a run on `backend` launches: the CUDA C files in use
+    (kernels/ or NN_CUDA_KERNEL_DIR) with grade --kernels, the GEMM of the Numba backends with mode 4."""
+    if backend in ("cuda-cpu", "cupy"):
+        from .kernel_info import kernel_dir
+
+        return f"check them with python -m nn_cuda.grade --kernels {kernel_dir()} --backend {backend}"
+    return f"check their GEMM with python -m nn_cuda.grade --mode 4 --backend {backend}"
 
 
 class DivergenceWatch:

@@ -146,9 +146,18 @@ def test_absurd_initial_weights_are_blamed_not_the_learning_rate(tmp_path, capsy
     assert "the initial weights" in line and "--init" in line and "learning rate" not in line
 
 
-def test_a_kernel_backend_that_diverges_names_the_kernels_as_a_suspect():
+def test_a_kernel_backend_that_diverges_names_the_kernels_as_a_suspect(tmp_path, monkeypatch):
+    # the check of every kernel the run launches, in the folder it launches them from (a student's too)
     verdict = DivergenceWatch(DEFAULT_LR, 1e-4, backend="cuda-cpu").check(3, float("nan"), weights_rms=0.01)
-    assert f"--lr {DEFAULT_LR / 10:g}" in verdict and "python -m nn_cuda.grade --mode 4 --backend cuda-cpu" in verdict
+    assert f"--lr {DEFAULT_LR / 10:g}" in verdict
+    kernels = Path(__file__).resolve().parent.parent / "kernels"
+    assert f"python -m nn_cuda.grade --kernels {kernels} --backend cuda-cpu" in verdict, verdict
+    (tmp_path / "gemm1_naive.cu").write_text("// a student's copy\n")
+    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(tmp_path))
+    verdict = DivergenceWatch(DEFAULT_LR, 1e-4, backend="cupy").check(3, float("nan"), weights_rms=0.01)
+    assert f"python -m nn_cuda.grade --kernels {tmp_path} --backend cupy" in verdict, verdict
+    verdict = DivergenceWatch(DEFAULT_LR, 1e-4, backend="numba").check(3, float("nan"), weights_rms=0.01)
+    assert "python -m nn_cuda.grade --mode 4 --backend numba" in verdict
 
 
 def test_a_diverged_run_on_unit_pixels_is_pointed_at_their_default_learning_rate(capsys):
