@@ -57,7 +57,8 @@ def likely_cause(lr: float, reg: float, initial_rms: float = 0.01, backend: str 
         suggested = (f"{default_lr:g} (the default)" if lr > default_lr else f"{lr / 10:g}")
         cause = f"likely cause: the learning rate {lr:g} (-l/--lr); lower it, e.g. --lr {suggested}"
     if backend != "numpy":
-        cause += f"; if the same flags train with --backend numpy, the kernels compute wrongly: {kernel_check(backend)}"
+        cause += (f"; if the same flags train with --backend numpy, the kernels compute wrongly: "
+                  f"{kernel_check(backend)}")
     return cause
 
 

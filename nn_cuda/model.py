@@ -31,12 +31,12 @@ N_INPUTS = 784
 N_CLASSES = 10
 #: the course feeds raw pixels, 0-255; "unit" pixels (--pixels unit) are those divided by this
 RAW_PIXEL_MAX = 255
+PARAMETER_NAMES = ("W1", "b1", "W2", "b2")
 
 
 def pixel_max(pixels: str) -> float:
     """The largest value of a pixel on the network's input: 255 for "raw" pixels, 1 for "unit" ones."""
     return float(RAW_PIXEL_MAX) if pixels == "raw" else 1.0
-PARAMETER_NAMES = ("W1", "b1", "W2", "b2")
 
 
 def parameter_shapes(hidden: int, n_in: int = N_INPUTS, n_out: int = N_CLASSES) -> dict:

@@ -133,7 +133,7 @@ class History:
     steps: int = 0
     samples: int = 0
     train_seconds: float = 0.0
-    load_seconds: float = 0.0  # compiling and loading the step's kernels, before train_seconds (model.load_step_kernels)
+    load_seconds: float = 0.0  # compiling and loading the step's kernels before the clock (model.load_step_kernels)
     epochs: list = field(default_factory=list)  # one dict per epoch: loss, val_acc
     snapshots: list = field(default_factory=list)  # (step, host params) with snapshot_every
 

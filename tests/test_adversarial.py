@@ -293,7 +293,8 @@ def test_adversarial_training_takes_the_training_defaults_and_pixels_unit_its_ow
     assert (cfg.pixels, cfg.init_scale, cfg.lr) == ("raw", default.init_scale, default.lr)
     cfg, _ = parse_train_args(["--pixels", "unit"])
     assert (cfg.pixels, cfg.init_scale, cfg.lr) == ("unit", COURSE_INIT_SCALE, UNIT_PIXELS_LR)
-    assert (parse_args(["--pixels", "unit"]).lr, parse_args(["--pixels", "unit"]).init_scale) == (cfg.lr, cfg.init_scale)
+    train_cfg = parse_args(["--pixels", "unit"])
+    assert (train_cfg.lr, train_cfg.init_scale) == (cfg.lr, cfg.init_scale)
     cfg, _ = parse_train_args(["--pixels", "unit", "--init-scale", "0.003", "0.01", "--lr", "0.1"])  # as given
     assert (cfg.init_scale, cfg.lr) == ((0.003, 0.01), 0.1)
 

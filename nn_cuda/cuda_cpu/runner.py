@@ -382,7 +382,8 @@ def static_shared_bytes(library: str) -> dict[str, int]:
 
 def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
     """(name, bytes) of every data object a library defines."""
-    return [(name, size) for name, (kind, _, size, _) in _symbol_table(library, purpose).items() if kind in _DATA_KINDS]
+    return [(name, size) for name, (kind, _, size, _) in _symbol_table(library, purpose).items()
+            if kind in _DATA_KINDS]
 
 
 # ---- the checking mode's buffers --------------------------------------------------------------------
