@@ -87,6 +87,9 @@ def ends_in_one_line_while_starting(prog: str, running: bool = True):
         _interrupted_while_starting(prog)
     if _pending is not None:  # raised where Python ignored it (a finalizer): it still ends the command
         _interrupted_while_starting(prog)
+    # the rest of the module (its classes and functions) runs before main's decorator takes over:
+    # Ctrl-C there ends the command in the same line (main's decorator replaces this handler)
+    signal.signal(signal.SIGINT, lambda signum, frame: _interrupted_while_starting(prog))
 
 
 def _interrupted_while_starting(prog: str):

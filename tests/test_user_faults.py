@@ -473,6 +473,19 @@ def test_a_simulator_run_of_hours_says_so_before_it_starts():
     assert training.simulated_threads_per_step("naive", 64, 8) == 2048 * 3 + 512 + 6400 + 3 * 64 * 8 + (795 * 8 + 10)
 
 
+def test_ctrl_c_after_a_commands_imports_and_before_its_main_ends_in_one_line():
+    # A module that is a command as __main__ (python -m nn_cuda.data) defines its classes after the
+    # guarded imports: Ctrl-C there printed a traceback of a dataclass's creation (seen in CI).
+    code = ("import os, signal, time\n"
+            "from nn_cuda.interrupts import ends_in_one_line_while_starting\n"
+            "with ends_in_one_line_while_starting('prog'):\n"
+            "    import json\n"
+            "os.kill(os.getpid(), signal.SIGINT)\n"
+            "time.sleep(30)\n")
+    job = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (job.returncode, job.stderr) == (130, "prog: interrupted (SIGINT)\n")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["nn_cuda.train", "--dataset", "mnist-sample", "-e", "200", "--quiet"],
