@@ -281,10 +281,15 @@ def test_broken_files_are_listed(tmp_path):
     assert "**Not used:** `garbage.json`" in (tmp_path / "out" / "REPORT.md").read_text()
 
 
-def test_no_results_folder_is_one_clear_error(tmp_path, capsys):
+def test_no_results_folder_is_one_clear_error(tmp_path, capsys, monkeypatch):
     assert main(["--results", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 1
-    assert "run ./run.sh all first" in capsys.readouterr().err
+    assert f"no results folder {tmp_path / 'nowhere'}: give --results the folder" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # nothing written
+    monkeypatch.chdir(tmp_path)  # no runs/ yet: what makes one, and the report there is already
+    assert main([]) == 1
+    error = capsys.readouterr().err
+    assert "no results folder runs: ./run.sh TARGET writes your benchmarks' records there" in error
+    assert "report/REPORT.md is the report of the committed records, and --results results" in error
 
 
 def test_provenance_names_machine_date_and_command(tmp_path):

@@ -118,8 +118,11 @@ def main(argv=None) -> int:
     results_dir = Path("results" if args.update else args.results or runs)
     out_dir = Path("report" if args.update else args.out or Path(runs) / "report")
     if not results_dir.is_dir():
-        return failed("nn_cuda.report", f"no results folder {results_dir}; run ./run.sh all first "
-                      "(or give --results DIR)")
+        hint = ("./run.sh TARGET writes your benchmarks' records there (./run.sh lists the targets, ./run.sh "
+                "all runs every one); report/REPORT.md is the report of the committed records, and --results "
+                f"results draws it again into {out_dir}" if results_dir == Path(runs) else
+                "give --results the folder of the benchmarks' JSON records")
+        return failed("nn_cuda.report", f"no results folder {results_dir}: {hint}")
     results = load_results(results_dir)
     for bad, reason in results.rejected:
         print(f"not used: {bad}: {reason}")
