@@ -32,7 +32,7 @@ with ends_in_one_line_while_starting("nn_cuda.course"):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m nn_cuda.course", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = p.add_subparsers(dest="command", required=True)
+    commands = p.add_subparsers(dest="command")  # none given: the help, listing them (main)
     start = commands.add_parser("start", help="write a workspace of tasks into a new folder")
     start.add_argument("folder", type=Path)
     check = commands.add_parser("check", help="check a workspace's tasks, stopping at the first failure")
@@ -75,7 +75,11 @@ def run_check(folder: Path, task_name: str | None, backend_name: str) -> int:
 
 @ends_in_one_line_when_interrupted("nn_cuda.course")
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
     try:
         if args.command == "tasks":
             for task in workspace.tasks():

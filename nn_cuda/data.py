@@ -541,7 +541,7 @@ def main(argv=None) -> int:
         prog="python -m nn_cuda.data",
         description="Download the datasets and say where they are found.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command")  # none given: the help, listing them
 
     fetch_parser = commands.add_parser("fetch", help="download a dataset, verifying SHA-256 sums")
     fetch_parser.add_argument("name", choices=[n for n in DATASETS if SPECS[n].remote_files])
@@ -559,6 +559,9 @@ def main(argv=None) -> int:
                              help="look here first, as training's --data-dir does")
 
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
     try:
         if args.command == "fetch":
             directory = fetch(args.name, dest_dir=args.dest, timeout=args.timeout,

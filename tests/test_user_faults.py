@@ -215,6 +215,16 @@ def test_adversarial_refusals_are_one_line(capsys):
     assert "--history h.json" in line and "--overlap" in line and line.endswith("drop them")
 
 
+def test_a_command_of_subcommands_given_none_lists_them(capsys):
+    # python -m nn_cuda.course / nn_cuda.data alone said only "the following arguments are required"
+    from nn_cuda import course, data
+
+    for main, subcommands in ((course.main, ("start", "check", "tasks")), (data.main, ("fetch", "info"))):
+        assert main([]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("usage: ") and all(f"    {name}" in err for name in subcommands), err
+
+
 def test_adversarial_train_help_lists_only_the_flags_it_accepts(capsys):
     with pytest.raises(SystemExit) as stop:
         adversarial_main(["train", "--help"])
