@@ -34,7 +34,7 @@ with ends_in_one_line_while_starting("nn_cuda.grade"):
     from .config import TrainConfig, environment_help
     from .data import DATASETS
     from .grading import course_config, run_grade
-    from .kernel_grading import grade_folder, kernel_folder, labels, make_backend, write_tables
+    from .kernel_grading import cu_files_folder, grade_folder, labels, make_backend, write_tables
     from .training import USER_ERRORS as TRAINING_ERRORS
 
 
@@ -104,7 +104,7 @@ def grade_kernel_folders(folders: list, backend: str, outputs: Path) -> int:
         return USAGE
     for folder in folders:
         try:
-            kernel_folder(folder)
+            cu_files_folder(folder)
         except ValueError as error:
             print(f"nn_cuda.grade: error: {error}", file=sys.stderr)
             return USAGE

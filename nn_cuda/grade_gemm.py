@@ -73,8 +73,8 @@ def run_gemm_grade(backend_name: str, gemm: str | None, dtype: str, scale: int =
     unwritten = (kernel_info.unwritten_tasks([kernel_info.GEMM_KERNEL_FILES[backend.gemm_algo]])
                  if backend.runs_kernel_files and backend.gemm_algo in kernel_info.GEMM_KERNEL_FILES else [])
     if unwritten:  # a workspace's TODO: the verdict is FAIL, and this says why
-        log(f"the kernel is not written yet: {unwritten[0]}; write it, and check it with python -m "
-            f"nn_cuda.course check {kernel_info.kernel_dir().parent}")
+        log(f"the kernel is not written yet: {unwritten[0]}; write it, and check it with "
+            f"{kernel_info.course_check_command()}")
     log(f"{'M':>6s} {'N':>6s} {'K':>6s} {'rel. error':>11s} {'reference ms':>13s} {'own ms':>9s}")
     ok = True
     for M, N, K in COURSE_GEMM_SIZES:

@@ -41,7 +41,7 @@ class FolderGrade:
         return all(not verdict.failure for verdict in self.kernels.values())
 
 
-def kernel_folder(folder: Path) -> Path:
+def cu_files_folder(folder: Path) -> Path:
     """The folder of the .cu files: `folder` itself, or a workspace's kernels/. ValueError otherwise."""
     for candidate in (folder, folder / "kernels"):
         if any(candidate.glob("*.cu")):
@@ -79,7 +79,7 @@ def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log
     """Every check of every kernel (or of `kernels`) with the .cu files of `folder` (a copy of kernels/,
     or a workspace: then its MPI tasks too, unless `kernels` are named)."""
     label = label or folder.name
-    cu_folder = kernel_folder(folder)
+    cu_folder = cu_files_folder(folder)
     tasks = {task.check: task for task in workspace.tasks()}
     grades = {}
 

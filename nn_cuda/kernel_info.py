@@ -201,6 +201,11 @@ def unwritten_tasks(filenames) -> list[str]:
             for number, task in todo_lines(path)]
 
 
+def course_check_command() -> str:
+    """The command that checks the tasks of the workspace whose kernels are in use (NN_CUDA_KERNEL_DIR)."""
+    return f"python -m nn_cuda.course check {kernel_dir().parent}"
+
+
 def files_launched_by_training(gemm: str) -> list[str]:
     """The kernel files a training run with GEMM algorithm `gemm` launches kernels of."""
     return [*([GEMM_KERNEL_FILES[gemm]] if gemm in GEMM_KERNEL_FILES else []), NN_OPS_FILE]

@@ -306,8 +306,8 @@ def check_kernels_written(backend) -> None:
     if left:
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
         raise TrainingError(f"{left[0]} is not written yet{more}: the run launches its file's kernels, and an "
-                            "unwritten one does nothing; write them, and check each with python -m nn_cuda.course "
-                            f"check {kernel_info.kernel_dir().parent}")
+                            f"unwritten one does nothing; write them, and check each with "
+                            f"{kernel_info.course_check_command()}")
 
 
 def initial_parameters(cfg: TrainConfig, check_fits=None, log=print) -> tuple[int, dict]:

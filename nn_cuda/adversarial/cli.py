@@ -336,8 +336,7 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
         f"k={adversarial_args.steps} check-interval={adversarial_args.check_interval} "
         f"max-staleness={max_staleness} on {splits.dataset} "
         f"({n} train, {n_batches} batches/epoch, {cfg.pixels} pixels; {UNITS}) H={hidden} batch={cfg.batch} "
-        f"lr={cfg.lr:g} "
-        f"epochs={epochs} backend={backend.name} {cfg.dtype}")
+        f"lr={cfg.lr:g} epochs={epochs} backend={backend.name} {cfg.dtype}")
     note = emulation_note(cfg, backend)
     if note:
         log(note)
