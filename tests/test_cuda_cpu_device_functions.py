@@ -5,6 +5,8 @@ __constant__ and __device__ variables, extern __shared__; and what is not suppor
 naming it (warps: tests/test_cuda_cpu_warps.py). The kernels are written here; one module holds most
 of them (one build)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -418,12 +420,48 @@ def test_a_write_past_the_launchs_shared_mem_is_named_in_the_checking_mode(share
     # compute-sanitizer's "invalid __shared__ write": here the rest of the region is a guard
     kernel = RawModule(code=FEATURES, check=True).get_function("reverse_blocks")
     x, out = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
-    with pytest.raises(KernelError, match=rf"reverse_blocks: a write past the end of its extern __shared__ memory: "
-                                          rf"the launch gave shared_mem = {shared_mem} bytes, and bytes "
-                                          rf"{shared_mem} to 127 of the block's shared memory were written"):
+    message = (rf"reverse_blocks: a write past the end of its extern __shared__ memory: the launch gave shared_mem = "
+               rf"{shared_mem} bytes, and bytes {shared_mem} to 127 of the block's shared memory were written; "
+               r"thread \((\d+), 0, 0\) of block \(0, 0, 0\) wrote bytes (\d+) to (\d+) ")
+    with pytest.raises(KernelError, match=message) as caught:
         kernel((1,), (32,), (x, out, np.int32(0)), shared_mem=shared_mem)
+    # the threads run in a shuffled order: whichever wrote first past the end, its own element
+    thread, first, last = map(int, re.search(message, str(caught.value)).groups())
+    assert shared_mem // 4 <= thread < 32 and (first, last) == (4 * thread, 4 * thread + 3)
     kernel((1,), (32,), (x, out, np.int32(0)), shared_mem=32 * 4)  # the bytes it uses: clean
     np.testing.assert_array_equal(out, x[::-1])
+
+
+PAST_THE_END_IN_ONE_BLOCK = r"""
+// Block `block` of the grid, thread `thread` of it, writes `offset` floats past the tile of
+// blockDim.x floats; every other thread writes its own element only.
+extern "C" __global__ void one_stray_write(float* out, int block, int thread, int offset)
+{
+    extern __shared__ float tile[];
+    tile[threadIdx.x] = threadIdx.x;
+    if (blockIdx.x == block && threadIdx.x == thread) {
+        tile[blockDim.x + offset] = 1.0f;
+    }
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}
+"""
+
+
+def test_a_write_past_the_end_names_its_thread_and_block_among_resident_blocks():
+    # 8 blocks, up to 4 of them resident and taking turns in the checking mode
+    kernel = RawModule(code=PAST_THE_END_IN_ONE_BLOCK, check=True).get_function("one_stray_write")
+    out = np.zeros(8 * 32, np.float32)
+    with pytest.raises(KernelError, match=r"bytes 128 to 131 of the block's shared memory were written; "
+                                          r"thread \(5, 0, 0\) of block \(6, 0, 0\) wrote bytes 128 to 131 "):
+        kernel((8,), (32,), (out, np.int32(6), np.int32(5), np.int32(0)), shared_mem=32 * 4)
+    # beyond the watched bytes the write is still found when the launch ends, without its thread
+    with pytest.raises(KernelError, match=r"bytes 4128 to 4131 of the block's shared memory were written "
+                                          r"\(compute-sanitizer") as far:
+        kernel((8,), (32,), (out, np.int32(6), np.int32(5), np.int32(1000)), shared_mem=32 * 4)
+    assert "wrote bytes" not in str(far.value)
+    kernel((8,), (32,), (out, np.int32(-1), np.int32(0), np.int32(0)), shared_mem=32 * 4)
+    np.testing.assert_array_equal(out, np.tile(np.arange(32, dtype=np.float32)[::-1], 8))
 
 
 def test_a_read_past_the_launchs_shared_mem_is_named_in_the_checking_mode():

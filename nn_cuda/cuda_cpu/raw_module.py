@@ -71,6 +71,8 @@ class RawModule:
         self.check = check_mode_from_environment() if check is None else bool(check)
         self.name = name
         self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
+        if self._cpu_code != code:  # it declares extern __shared__ memory: the checking mode watches its end
+            self._flags.append(DYNAMIC_SHARED_FLAG)
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
 
@@ -195,6 +197,10 @@ def _dimensions(what: str, value) -> tuple:
 
 
 # ---- extern __shared__ ------------------------------------------------------------------------------
+
+#: the build of a code with extern __shared__ memory: runtime.h then pins a write past the launch's
+#: shared_mem on the thread that made it, in the checking mode
+DYNAMIC_SHARED_FLAG = "-DNN_CUDA_CPU_DYNAMIC_SHARED"
 
 # A declaration `... name[];`: an extern __shared__ array when the words before the name hold both
 # `extern` and `__shared__`, in any order, as CUDA allows.

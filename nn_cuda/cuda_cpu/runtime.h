@@ -232,10 +232,17 @@ __attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER PhaseQueue queue;
 // `current`: the launcher changes it while a block's scheduler waits in a switch.
 __attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER Fiber* fibers = nullptr;
 
+#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
+void watch_past_dynamic_shared(const Fiber& stopping);  // the checking mode's (below)
+#endif
+
 // Where the running thread goes when it stops: the next thread of the phase, or the scheduler.
 inline void hand_over()
 {
     Fiber* const stopping = current;
+#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
+    watch_past_dynamic_shared(*stopping);
+#endif
     if (queue.next != queue.end) {
         Fiber* const next = &fibers[*queue.next++];
         if (queue.next != queue.end) {
@@ -481,6 +488,39 @@ void fill_past_dynamic_shared()
 {
     memset(dynamic_shared + dynamic_shared_bytes, dynamic_shared_fill, kDynamicSharedBytes - dynamic_shared_bytes);
 }
+
+#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
+// In a checked launch of code that declares extern __shared__ memory (RawModule defines the macro),
+// the first kWatchedBytes of the guard are compared with the fill whenever a thread stops (at a
+// barrier, a warp sync, its end). The threads of a checked launch run one at a time, so the first
+// change there is the stopping thread's write, and the report names it, as compute-sanitizer names
+// the thread of an invalid __shared__ write. A write further past the end is still found when the
+// launch ends (written_past_dynamic_shared), without its thread.
+constexpr size_t kWatchedBytes = 64;
+static bool watching_past_dynamic_shared = false;  // this launch is checked
+struct PastEndWrite {
+    bool seen = false;
+    uint3 thread{}, block{};
+    size_t first = 0, last = 0;  // the bytes it changed within the watched ones
+};
+static PastEndWrite past_end_write;
+
+void watch_past_dynamic_shared(const Fiber& stopping)
+{
+    if (!watching_past_dynamic_shared || past_end_write.seen) {
+        return;
+    }
+    const size_t end = std::min(dynamic_shared_bytes + kWatchedBytes, kDynamicSharedBytes);
+    for (size_t i = dynamic_shared_bytes; i < end; ++i) {
+        if (dynamic_shared[i] != dynamic_shared_fill) {
+            if (!past_end_write.seen) {
+                past_end_write = PastEndWrite{true, stopping.thread_idx, block_idx, i, i};
+            }
+            past_end_write.last = i;
+        }
+    }
+}
+#endif
 
 size_t written_past_dynamic_shared(size_t* last)
 {
@@ -1178,6 +1218,10 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     if (check) {
         fill_past_dynamic_shared();
     }
+#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
+    watching_past_dynamic_shared = check != 0;
+    past_end_write = PastEndWrite{};
+#endif
     FaultHandlers handlers;
     handlers.install();
     handlers.arm(watchdog_seconds);
@@ -1224,10 +1268,18 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     size_t last = 0;
     const size_t past = first == nullptr && check ? written_past_dynamic_shared(&last) : kDynamicSharedBytes;
     if (past < kDynamicSharedBytes) {
+        char writer[160] = "";
+#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
+        const PastEndWrite& w = past_end_write;
+        if (w.seen) {
+            snprintf(writer, sizeof(writer), "; thread (%u, %u, %u) of block (%u, %u, %u) wrote bytes %zu to %zu",
+                     w.thread.x, w.thread.y, w.thread.z, w.block.x, w.block.y, w.block.z, w.first, w.last);
+        }
+#endif
         report("%s: a write past the end of its extern __shared__ memory: the launch gave shared_mem = %zu bytes, "
-               "and bytes %zu to %zu of the block's shared memory were written (compute-sanitizer reports an "
+               "and bytes %zu to %zu of the block's shared memory were written%s (compute-sanitizer reports an "
                "invalid __shared__ write on a GPU): pass as shared_mem the bytes the kernel uses",
-               kernel, dynamic_shared_bytes, past, last);
+               kernel, dynamic_shared_bytes, past, last, writer);
         return 1;
     }
     if (first == nullptr) {
