@@ -499,6 +499,7 @@ def test_a_cuda_header_the_runner_lacks_stops_the_build_naming_it(header, what):
 
 def test_headers_and_qualifiers_that_a_gpu_build_takes_compile():
     code = r"""
+    #include <cuda_runtime.h>
     #include <vector_types.h>
     #include <device_launch_parameters.h>
     #include <math_constants.h>
@@ -524,3 +525,71 @@ def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):
           '    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));\n    out[0] = lane;\n}\n'
     with pytest.raises(KernelBuildError, match=r"inline PTX assembly, asm\("):
         RawModule(code=ptx).get_function("k")
+
+
+OPTIONAL_AND_TRAP = r"""
+// out[i] = x[i] + (bias ? bias[i] : 0): an optional input, NULL when absent (llm.c's launchers pass
+// NULL for the bias they do not have).
+extern "C" __global__ void add_optional(float* out, const float* x, const float* bias, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = x[i] + (bias != nullptr ? bias[i] : 0.0f);
+    }
+}
+
+// The same without the test: NULL dereferenced when bias is absent.
+extern "C" __global__ void add_required(float* out, const float* x, const float* bias, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = x[i] + bias[i];
+    }
+}
+
+// A kernel's guard against a size it cannot handle: thread 3 traps when n is negative.
+extern "C" __global__ void guarded(float* out, int n)
+{
+    if (n < 0 && threadIdx.x == 3) {
+        __trap();
+    }
+    out[threadIdx.x] = n;
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_none_is_a_null_pointer_as_cupy_passes_it(check):
+    module = RawModule(code=OPTIONAL_AND_TRAP, check=check)
+    x, bias = np.arange(40, dtype=np.float32), np.full(40, 0.5, np.float32)
+    out = np.full(40, np.nan, np.float32)
+    module.get_function("add_optional")((2,), (32,), (out, x, None, np.int32(40)))
+    np.testing.assert_array_equal(out, x)
+    module.get_function("add_optional")((2,), (32,), (out, x, bias, np.int32(40)))
+    np.testing.assert_array_equal(out, x + 0.5)
+    with pytest.raises(KernelError, match=r"add_required: an invalid memory access"
+                                          + (r" at address 0x[0-9a-f]+, through a null pointer" if check else "")):
+        module.get_function("add_required")((2,), (32,), (out, x, None, np.int32(40)))
+    with pytest.raises(TypeError, match=r"argument 3 \(int\) takes a numpy.int32 or a Python int, got a Python NoneType"):
+        module.get_function("add_optional")((2,), (32,), (out, x, None, None))
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_trap_ends_the_launch_naming_its_thread_and_line(check):
+    kernel = RawModule(code=OPTIONAL_AND_TRAP, check=check).get_function("guarded")
+    out = np.zeros(8, np.float32)
+    kernel((1,), (8,), (out, np.int32(2)))
+    np.testing.assert_array_equal(out, 2)
+    line = OPTIONAL_AND_TRAP.splitlines().index("        __trap();") + 1
+    with pytest.raises(KernelError, match=rf"guarded: __trap\(\) \(\(RawModule code\):{line}\) in thread \(3, 0, 0\) "
+                                          r"of block \(0, 0, 0\)"):
+        kernel((1,), (8,), (out, np.int32(-1)))
+
+
+def test_a_missing_closing_brace_is_named_first_not_buried_under_the_instance_tables_errors():
+    code = 'extern "C" __global__ void k(float* out, int n)\n{\n    if (threadIdx.x < n) {\n        out[0] = 1.0f;\n}\n'
+    with pytest.raises(KernelBuildError) as raised:
+        RawModule(code=code).get_function("k")
+    first_line = str(raised.value).splitlines()[0]
+    assert first_line.startswith("the RawModule code does not compile for the CPU: a `}` is missing (the block "
+                                 "opened at (RawModule code):2, or one inside it, is never closed)"), first_line

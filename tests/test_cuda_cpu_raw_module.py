@@ -149,9 +149,68 @@ def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_p
         kernel(1, 4, (0, x, 1.0, 4))
     assert not y.any()  # nothing ran
     # a parameter of a type no argument can be passed to is refused when the kernel is asked for
-    struct = RawModule(code='struct Pair { int a, b; };\nextern "C" __global__ void pair(int* out, Pair p) {}\n')
-    with pytest.raises(TypeError, match=r"pair: parameter 1 has a type the CPU runner cannot pass .*\(int\*, \?\)"):
-        struct.get_function("pair")
+    pointers = RawModule(code='extern "C" __global__ void rows(int* out, float** rows) {}\n')
+    with pytest.raises(TypeError, match=r"rows: parameter 1 has a type the CPU runner cannot pass .*\(int\*, \?\*\)"):
+        pointers.get_function("rows")
+
+
+BY_VALUE = r"""
+#include <type_traits>
+
+struct Affine {
+    float scale;
+    int shift;
+};
+enum class Op : short { add = 1, multiply = 2 };
+
+// out[i] = op(x[i] * a.scale + a.shift, v.x + v.w): a struct, a vector type and an enum by value.
+extern "C" __global__ void by_value(float* out, const float* x, Affine a, float4 v, Op op)
+{
+    const int i = threadIdx.x;
+    const float y = x[i] * a.scale + a.shift;
+    out[i] = op == Op::add ? y + (v.x + v.w) : y * (v.x + v.w);
+}
+
+// Each thread swaps the halves of its float4: vector types pointed to.
+extern "C" __global__ void swap_halves(float4* out, const float4* in)
+{
+    const float4 v = in[threadIdx.x];
+    out[threadIdx.x] = make_float4(v.z, v.w, v.x, v.y);
+}
+
+// An empty tag type picks the instance, as llm.c's matmul_backward_bias kernels 8 and 9 do.
+template <bool Accumulate>
+__global__ void tagged(float* out, std::bool_constant<Accumulate>)
+{
+    out[threadIdx.x] = Accumulate ? out[threadIdx.x] + 1.0f : 1.0f;
+}
+"""
+
+
+def test_structs_vector_types_enums_and_tags_pass_by_value_as_cupy_passes_them():
+    module = RawModule(code=BY_VALUE, name_expressions=("tagged<true>",))
+    kernel = module.get_function("by_value")
+    assert kernel.signature == ("float*", "const float*", "struct of 8 bytes", "struct of 16 bytes", "short")
+    affine = np.array([(2.0, 3)], dtype=[("scale", np.float32), ("shift", np.int32)])  # a one-element array
+    vector = np.array((0.5, 9.0, 9.0, 1.0), dtype=[(c, np.float32) for c in "xyzw"])[()]  # a scalar (numpy.void)
+    x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    kernel(1, 4, (out, x, affine, vector, np.int16(2)))
+    np.testing.assert_array_equal(out, (2 * x + 3) * 1.5)
+    kernel(1, 4, (out, x, affine, vector, 1))
+    np.testing.assert_array_equal(out, 2 * x + 3 + 1.5)
+    with pytest.raises(TypeError, match=r"argument 2 \(struct of 8 bytes\) takes a NumPy scalar or a one-element "
+                                        r"array of 8 byte\(s\) .*, got an array of float32 of 4 byte\(s\)"):
+        kernel(1, 4, (out, x, np.ones(1, np.float32), vector, 1))
+    swap = module.get_function("swap_halves")
+    assert swap.signature == ("struct of 16 bytes*", "const struct of 16 bytes*")
+    data = np.arange(8, dtype=np.float32)
+    swapped = np.zeros(8, np.float32)
+    swap(1, 2, (swapped, data))  # float32 arrays, as a CuPy user passes them
+    np.testing.assert_array_equal(swapped, [2, 3, 0, 1, 6, 7, 4, 5])
+    tagged = module.get_function("tagged<true>")
+    assert tagged.signature == ("float*", "struct of 1 byte")
+    tagged(1, 4, (out, np.bool_(True)))  # CuPy passes the tag as one byte too
+    np.testing.assert_array_equal(out, 2 * x + 3 + 2.5)
 
 
 def test_a_write_past_the_end_in_the_checking_mode_raises_kernel_error(monkeypatch):
@@ -345,6 +404,38 @@ def test_a_file_scope_shared_array_is_each_blocks_own_and_filled_with_nan_in_the
                                           r"the launch \(first at index \(31,\)\) though no input did: the kernel "
                                           r"read __shared__ `file_tile` where no thread"):
         kernel(8, 32, (x, out, np.int32(1)))
+
+
+FIRST_WARP_REDUCES = r"""
+// The warps after the first return at once; the first sums the block's 32 values of x in shared
+// memory over five barriers, which the returned threads must not hold up (as on a GPU).
+extern "C" __global__ void first_warp_sums(const float* x, float* out)
+{
+    __shared__ float s[32];
+    if (threadIdx.x >= 32) {
+        return;
+    }
+    s[threadIdx.x] = x[blockIdx.x * 32 + threadIdx.x];
+    for (int half = 16; half > 0; half /= 2) {
+        __syncthreads();
+        if (threadIdx.x < half) {
+            s[threadIdx.x] += s[threadIdx.x + half];
+        }
+    }
+    if (threadIdx.x == 0) {
+        out[blockIdx.x] = s[0];
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_warps_that_return_before_the_barriers_do_not_hold_them_up(check):
+    kernel = RawModule(code=FIRST_WARP_REDUCES, check=check).get_function("first_warp_sums")
+    x = np.random.default_rng(3).random(6 * 32).astype(np.float32)
+    out = np.full(6, np.nan, np.float32)
+    kernel((6,), (128,), (x, out))
+    np.testing.assert_allclose(out, x.reshape(6, 32).sum(axis=1, dtype=np.float64), rtol=1e-6)
 
 
 @pytest.mark.parametrize("grid, block", [((1, 70000), (1,)), ((1,), (1, 1, 128)), ((1,), (2048,)),

@@ -114,13 +114,31 @@ extern "C" __global__ void match_and_reduce(const int* key, const double* real, 
     }
 }
 
-// Lanes 16-31 return before the warp sync lanes 0-15 wait at with the full mask.
-extern "C" __global__ void half_warp_returns(int* out)
+// Lanes 16-31 return before the warp syncs of lanes 0-15, whose mask is the full warp: those that
+// returned do not hold them up (the CUDA C++ guide asks every non-exited lane of the mask to come).
+// out[lane] = the ballot of lanes 0-15 (a returned lane's bit is 0) and the sum of their lanes by
+// shuffles within the half; with `read_returned`, lanes 0-15 read lanes 16-31, which is undefined.
+extern "C" __global__ void half_warp_returns(unsigned* out, int read_returned)
 {
     if (threadIdx.x >= 16) {
         return;
     }
     __syncwarp();
+    out[threadIdx.x] = __ballot_sync(0xffffffff, threadIdx.x % 2 == 0);
+    unsigned sum = threadIdx.x;
+    for (int offset = 8; offset > 0; offset /= 2) {
+        sum += __shfl_xor_sync(0xffffffff, sum, offset, 16);
+    }
+    out[16 + threadIdx.x] = read_returned ? __shfl_down_sync(0xffffffff, sum, 16) : sum;
+}
+
+// Lanes 0-15 wait at a warp sync that lanes 16-31, waiting at __syncthreads, never reach.
+extern "C" __global__ void half_warp_at_the_barrier(int* out)
+{
+    if (threadIdx.x < 16) {
+        __syncwarp();
+    }
+    __syncthreads();
     out[threadIdx.x] = 1;
 }
 
@@ -250,11 +268,22 @@ def test_match_and_reduce_match_numpy(warps):
         assert logic[5 * warp: 5 * warp + 5].tolist() == expected
 
 
+def test_lanes_that_returned_do_not_hold_up_a_warp_sync_but_hand_nothing_over(warps):
+    out = np.zeros(32, np.uint32)
+    warps.get_function("half_warp_returns")(1, 32, (out, np.int32(0)))
+    assert out[:16].tolist() == [0x5555] * 16  # the even lanes of 0-15: returned lanes vote 0
+    assert out[16:].tolist() == [sum(range(16))] * 16
+    with pytest.raises(KernelError, match=r"half_warp_returns: thread \(\d+, 0, 0\) .* with mask 0xffffffff and "
+                                          r"reads the value of lane (1[6-9]|2\d|3[01]), which returned before it"):
+        warps.get_function("half_warp_returns")(1, 32, (out, np.int32(1)))
+
+
 def test_a_warp_sync_that_a_lane_never_reaches_is_a_kernel_error(warps):
     out = np.zeros(32, np.int32)
-    with pytest.raises(KernelError, match=r"half_warp_returns: in block \(0, 0, 0\), thread \(\d+, 0, 0\) waits at a "
-                                          r"warp sync .* mask 0xffffffff\) for lane 16 of its warp, which returned"):
-        warps.get_function("half_warp_returns")(1, 32, (out,))
+    with pytest.raises(KernelError, match=r"half_warp_at_the_barrier: in block \(0, 0, 0\), thread \(\d+, 0, 0\) waits "
+                                          r"at a warp sync .* mask 0xffffffff\) for lane 16 of its warp, which waits at "
+                                          r"__syncthreads\(\) instead"):
+        warps.get_function("half_warp_at_the_barrier")(1, 32, (out,))
 
 
 def test_legacy_warp_synchronous_code_is_reported_in_the_checking_mode():

@@ -4,23 +4,32 @@ runtime.h names each parameter's C type (`nn_cuda_cpu_signature`): a scalar type
 long long", "bool", "float", ...; a typedef by its type: size_t is "unsigned long" on Linux) or a
 pointer to one ("const float*", "void*"). CuPy packs each argument by its own type and the GPU reads
 the bytes whatever the parameter is; here every argument must fit its parameter:
-- a pointer takes a C-contiguous NumPy array of the pointee's dtype (void* takes any dtype), and a
-  non-const pointer a writeable one;
+- a pointer takes a C-contiguous NumPy array of the pointee's dtype (void* and a pointer to a struct,
+  float4* say, take any dtype), and a non-const pointer a writeable one; None passes a null
+  pointer, as CuPy passes it;
 - a scalar takes a NumPy scalar of exactly its dtype, or a Python value converted to it: an int for
-  an integer parameter when it is in range, an int or a float for a float or double, a bool for bool.
+  an integer parameter when it is in range, an int or a float for a float or double, a bool for bool
+  (an enum is its underlying integer type);
+- a struct by value ("struct of N bytes": a vector type, a struct of parameters, an empty tag type
+  such as std::true_type, of 1 byte) takes the bytes of a NumPy scalar or one-element array of
+  exactly N bytes (a structured dtype for a struct of fields), as CuPy passes them.
 Anything else raises TypeError naming the argument's index, its C type and what was given.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
+import re
 
 import numpy as np
 
 from .runner import SCALAR_CTYPES
 
-#: runtime.h's name of an unsupported type (a struct, a reference, a vector type, a pointer to a pointer)
+#: runtime.h's name of an unsupported type (a reference, a pointer to a pointer)
 UNSUPPORTED = "?"
+#: runtime.h's name of a struct passed by value: "struct of 16 bytes"
+_STRUCT = re.compile(r"struct of (\d+) bytes?")
 
 
 def scalar_dtype(c_type: str) -> np.dtype:
@@ -32,8 +41,10 @@ def unsupported(signature) -> list[int]:
     """The positions of the parameters no argument can be passed to."""
     def passable(c_type: str) -> bool:
         if c_type.endswith("*"):
-            return c_type[:-1].replace("const ", "", 1) in (*SCALAR_CTYPES, "void")
-        return c_type in SCALAR_CTYPES
+            c_type = c_type[:-1].replace("const ", "", 1)
+            if c_type == "void":
+                return True
+        return c_type in SCALAR_CTYPES or _STRUCT.fullmatch(c_type) is not None
 
     return [i for i, c_type in enumerate(signature) if not passable(c_type)]
 
@@ -61,6 +72,9 @@ def _given(value) -> str:
 def _argument(where: str, c_type: str, value):
     if c_type.endswith("*"):
         return _array(where, c_type, value)
+    struct = _STRUCT.fullmatch(c_type)
+    if struct is not None:
+        return _struct_bytes(where, int(struct[1]), value)
     dtype = scalar_dtype(c_type)
     if isinstance(value, np.generic):
         if value.dtype != dtype:
@@ -86,11 +100,24 @@ def _argument(where: str, c_type: str, value):
     return dtype.type(number)
 
 
-def _array(where: str, c_type: str, value) -> np.ndarray:
+def _struct_bytes(where: str, size: int, value) -> ctypes.Array:
+    """The bytes of a NumPy scalar or one-element array of `size` bytes, in a buffer of their own
+    (aligned for any vector type) that the launch passes by address."""
+    fits = isinstance(value, np.generic) or isinstance(value, np.ndarray) and value.size == 1
+    if not fits or value.itemsize != size:
+        raise TypeError(f"{where} takes a NumPy scalar or a one-element array of {size} byte(s) (a structured "
+                        f"dtype for a struct of fields), got {_given(value)}"
+                        + (f" of {value.itemsize} byte(s)" if fits else ""))
+    return ctypes.create_string_buffer(value.tobytes(), size)
+
+
+def _array(where: str, c_type: str, value) -> np.ndarray | None:
+    if value is None:
+        return None  # NULL: kernels test optional pointers against it
     pointee = c_type.replace("const ", "").rstrip("*")
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where} takes a NumPy array, got {_given(value)}")
-    if pointee != "void" and value.dtype != scalar_dtype(pointee):
+    if pointee in SCALAR_CTYPES and value.dtype != scalar_dtype(pointee):  # void and structs: any dtype
         raise TypeError(f"{where} takes an array of {scalar_dtype(pointee)}, got {_given(value)}")
     if not value.flags.c_contiguous:
         raise TypeError(f"{where} takes a C-contiguous array (np.ascontiguousarray makes one), got a strided view")

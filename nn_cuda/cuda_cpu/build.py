@@ -321,6 +321,22 @@ def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
             build_cache.tool_path(descriptor, target))
 
 
+#: the compiler's note on the brace a missing `}` leaves open (GCC quotes it in Unicode or ASCII)
+_UNCLOSED_BRACE = re.compile(r"^(?P<where>.+?:\d+):\d+: note: to match this [‘'`]\{[’']", re.M)
+
+
+def _missing_brace(log: str) -> str:
+    """": a `}` is missing ...": the line that says why, when the code ends inside a block. The
+    library's instance table, which follows the code, is then compiled inside that block, and the
+    compiler's first messages are about the table, not about the code."""
+    if "at end of input" not in log and "expected '}'" not in log:
+        return ""
+    opened = _UNCLOSED_BRACE.findall(log)
+    if not opened:
+        return ""
+    return f": a `}}` is missing (the block opened at {opened[-1]}, or one inside it, is never closed)"
+
+
 def _hint(log: str) -> str:
     """What a compiler message means for CUDA code, where the message itself does not say it."""
     # GCC 12: "conflicting specifiers in declaration"; GCC 13: "'static' specifier conflicts with
@@ -365,8 +381,8 @@ def _compile(plan: _Plan) -> Path:
                 # The generated file is deleted with `work`: name it by what it holds.
                 log = result.stderr.strip().replace(str(source), f"({plan.table})")
                 raise KernelBuildError(
-                    f"{what} does not compile for the CPU ({Path(plan.compiler).name} exited with "
-                    f"status {result.returncode}):\n{log}" + _hint(log)
+                    f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
+                    f"exited with status {result.returncode}):\n{log}" + _hint(log)
                 )
             # The unit itself is in the manifest's key; the files it reads name the library.
             read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())

@@ -152,8 +152,8 @@ class RawKernel:
         bad = arguments.unsupported(self.signature)
         if bad:
             raise TypeError(
-                f"{name}: parameter {bad[0]} has a type the CPU runner cannot pass (a struct, a reference, a "
-                f"vector type, a pointer to a pointer): ({', '.join(self.signature)})"
+                f"{name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, a pointer to a "
+                f"pointer): ({', '.join(self.signature)})"
             )
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, enable_cooperative_groups: bool = False):

@@ -178,11 +178,14 @@ class LoadedKernels:
         guarded copies), None passes the arrays themselves. The plain launch's whole path in Python
         is this function and one comprehension (a launch's cost: docs/kernels.md)."""
         signature = self._signatures[index]
+        # None for a pointer is NULL; a struct's bytes come packed (arguments.pack)
         if pointers is None:
             values = [ctypes.c_void_p(value.__array_interface__["data"][0]) if isinstance(value, np.ndarray)
+                      else ctypes.c_void_p() if value is None else value if isinstance(value, ctypes.Array)
                       else SCALAR_CTYPES[c_type](value) for value, c_type in zip(launch.args, signature)]
         else:
-            values = [ctypes.c_void_p(pointer) if pointer is not None else SCALAR_CTYPES[c_type](value)
+            values = [ctypes.c_void_p(pointer) if pointer is not None or value is None
+                      else value if isinstance(value, ctypes.Array) else SCALAR_CTYPES[c_type](value)
                       for value, pointer, c_type in zip(launch.args, pointers, signature)]
         args = (ctypes.c_void_p * len(values))(*map(ctypes.addressof, values))
         grid = (ctypes.c_uint * 3)(*launch.grid)
@@ -512,6 +515,8 @@ class _CheckedBuffers:
             text = copy.describe(address)
             if text:
                 return text
+        if address < mmap.PAGESIZE:
+            return f" at address {address:#x}, through a null pointer (an argument given as None is one)"
         return f" at address {address:#x}, outside every buffer passed to the kernel"
 
     def copy_back(self) -> None:

@@ -111,6 +111,7 @@ struct Fiber {
     unsigned votes = 0;  // how many __syncthreads_count/and/or it has passed in this block
     size_t tid = 0;  // threadIdx as one number: x + y blockDim.x + z blockDim.x blockDim.y
     unsigned warp_mask = 0;  // at a warp sync: the lanes it waits for
+    unsigned warp_participants = 0;  // after one: the lanes of its mask that took part (not returned)
     unsigned warp_syncs = 0;  // how many warp syncs it has passed in this block
 };
 
@@ -662,6 +663,12 @@ T warp_exchange(unsigned mask, T value, unsigned source)
                     source, from >= threads_in_block() ? "the block does not have (its last warp is partial)"
                                                        : "is not in the mask");
     }
+    if (!((current->warp_participants >> source) & 1u)) {
+        warp_misuse(mask, "and reads the value of lane %u, which returned before it; the lanes of a mask that "
+                          "returned do not hold a warp sync up, but they hand nothing over (on a GPU the "
+                          "value read is undefined)",
+                    source);
+    }
     T result;
     memcpy(&result, &warp_slots[generation][from], sizeof(T));
     return result;
@@ -675,7 +682,8 @@ unsigned lanes_of(size_t warp, size_t threads)
 }
 
 // A warp sync that hands every lane's `value` to every lane: calls visit(lane, value of that lane)
-// for each lane of `mask` in this warp (the match, reduce and vote functions are built on it).
+// for each lane of `mask` in this warp that took part, not returned before it (the match, reduce and
+// vote functions are built on it: a ballot's bit of a returned lane is 0, as on a GPU).
 template <typename T, typename Visit>
 void warp_gather(unsigned mask, T value, Visit visit)
 {
@@ -688,7 +696,7 @@ void warp_gather(unsigned mask, T value, Visit visit)
     const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
     const size_t threads = threads_in_block();
     for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
-        if ((mask >> lane) & 1u) {
+        if ((current->warp_participants >> lane) & 1u) {
             T other;
             memcpy(&other, &warp_slots[generation][base + lane], sizeof(T));
             visit(lane, other);
@@ -718,7 +726,25 @@ unsigned active_lanes()
     return bits;
 }
 
-// Releases the threads at a warp sync whose lanes have all arrived; how many.
+// The lanes of warp `warp` that have returned.
+unsigned returned_lanes(size_t warp, size_t threads)
+{
+    unsigned bits = 0;
+    for (size_t t = warp * kWarpSize; t < std::min<size_t>(threads, (warp + 1) * kWarpSize); ++t) {
+        bits |= fibers[t].state == State::done ? 1u << (t % kWarpSize) : 0u;
+    }
+    return bits;
+}
+
+// The lanes a thread at a warp sync waits for: those of its mask that the block has and that have
+// not returned (the CUDA C++ guide asks every non-exited lane of the mask to reach the sync).
+unsigned awaited_lanes(const Fiber& fiber, size_t threads)
+{
+    const size_t warp = fiber.tid / kWarpSize;
+    return fiber.warp_mask & lanes_of(warp, threads) & ~returned_lanes(warp, threads);
+}
+
+// Releases the threads at a warp sync whose awaited lanes have all arrived; how many.
 size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 {
     const size_t warps = (threads + kWarpSize - 1) / kWarpSize;
@@ -729,13 +755,13 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
         }
     }
     for (size_t t = 0; t < threads; ++t) {
-        const Fiber& fiber = fibers[t];
+        Fiber& fiber = fibers[t];
         if (fiber.state != State::at_warp_sync) {
             continue;
         }
-        const size_t warp = t / kWarpSize;
-        const unsigned needed = fiber.warp_mask & lanes_of(warp, threads);
-        if ((arrived[warp] & needed) == needed) {
+        const unsigned needed = awaited_lanes(fiber, threads);
+        if ((arrived[t / kWarpSize] & needed) == needed) {
+            fiber.warp_participants = needed;
             released.push_back(t);
         }
     }
@@ -784,7 +810,7 @@ void end_of_phase()
 // 2^31 - 1 most of that again.
 using Random = std::linear_congruential_engine<uint64_t, 6364136223846793005ULL, 1442695040888963407ULL, 0>;
 
-// Runs one block to its end; false (with launch.message set) when its threads disagree on barriers.
+// Runs one block to its end; false (with launch.message set) when its threads disagree on warp syncs.
 // Its threads are `fibers`, on the stacks from `first_stack` on.
 bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
 {
@@ -798,6 +824,7 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
         fiber.votes = 0;
         fiber.tid = t;
         fiber.warp_syncs = 0;
+        fiber.warp_participants = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
@@ -835,7 +862,6 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
             continue;
         }
         size_t waiting = 0;
-        size_t first_done = threads;
         size_t stuck = threads;  // a thread left at a warp sync that cannot complete
         for (size_t t = 0; t < threads; ++t) {
             if (fibers[t].state == State::at_barrier) {
@@ -843,40 +869,30 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
                 order.push_back(t);
             } else if (fibers[t].state == State::at_warp_sync) {
                 stuck = std::min(stuck, t);
-            } else if (first_done == threads) {
-                first_done = t;
             }
         }
         if (stuck != threads) {
             const Fiber& fiber = fibers[stuck];
             const size_t warp = stuck / kWarpSize;
-            const unsigned missing = fiber.warp_mask & lanes_of(warp, threads);
+            const unsigned missing = awaited_lanes(fiber, threads);
             unsigned lane = 0;
             while (lane < kWarpSize &&
                    !((missing >> lane) & 1u && fibers[warp * kWarpSize + lane].state != State::at_warp_sync)) {
                 ++lane;
             }
-            const Fiber& absent = fibers[std::min<size_t>(warp * kWarpSize + lane, threads - 1)];
             report("%s: in block (%u, %u, %u), thread (%u, %u, %u) waits at a warp sync (__syncwarp or a *_sync "
-                   "shuffle or vote, mask 0x%08x) for lane %u of its warp, which %s; every lane of the mask must "
-                   "reach the same warp sync (on a GPU this hangs or is undefined)",
+                   "shuffle or vote, mask 0x%08x) for lane %u of its warp, which waits at __syncthreads() "
+                   "instead; every lane of the mask that has not returned must reach the same warp sync (on a "
+                   "GPU this hangs or is undefined)",
                    launch.kernel, block_idx.x, block_idx.y, block_idx.z, fiber.thread_idx.x, fiber.thread_idx.y,
-                   fiber.thread_idx.z, fiber.warp_mask, lane,
-                   absent.state == State::done ? "returned" : "waits at __syncthreads() instead");
+                   fiber.thread_idx.z, fiber.warp_mask, lane);
             return false;
         }
         if (waiting == 0) {
             return true;
         }
-        if (waiting != threads) {
-            const uint3 gone = fibers[first_done].thread_idx;
-            report("%s: in block (%u, %u, %u), %zu of its %zu threads wait at __syncthreads() but thread "
-                   "(%u, %u, %u) and %zu others returned without reaching it; every thread of a block "
-                   "must reach each barrier (on a GPU this hangs or corrupts the block)",
-                   launch.kernel, block_idx.x, block_idx.y, block_idx.z,
-                   waiting, threads, gone.x, gone.y, gone.z, threads - waiting - 1);
-            return false;
-        }
+        // The threads that returned do not hold up the barrier the others wait at, as on a GPU (PTX's
+        // `exit` releases a barrier that only exited threads hold up): those others go on alone.
         for (size_t t : order) {
             fibers[t].state = State::ready;
         }
@@ -1004,7 +1020,7 @@ bool run_interleaved(const std::vector<size_t>& order, size_t threads, Random& r
 
 // The C name of a parameter's type, as the Python side reads it (nn_cuda/cuda_cpu/arguments.py).
 // A typedef has its type's name (size_t is "unsigned long" on Linux); "?" is a type no launcher
-// passes (a struct, a reference, a vector type, a pointer to a pointer).
+// passes (a reference, a pointer to a pointer).
 template <typename T>
 const char* c_type_name()
 {
@@ -1026,15 +1042,31 @@ const char* c_type_name()
     return "?";
 }
 
+// A struct (a vector type, a struct of parameters, an empty tag type such as std::true_type) is
+// "struct of N bytes": passed by value, the launcher passes N bytes, as CuPy passes the bytes of a
+// NumPy scalar or one-element array; pointed to (float4*), any array. An enum is its underlying
+// integer type.
+template <typename T>
+std::string value_type_name()
+{
+    if constexpr (std::is_enum<T>::value) {
+        return c_type_name<typename std::underlying_type<T>::type>();
+    } else if constexpr (std::is_class<T>::value && std::is_trivially_copyable<T>::value) {
+        return "struct of " + std::to_string(sizeof(T)) + (sizeof(T) == 1 ? " byte" : " bytes");
+    } else {
+        return c_type_name<T>();
+    }
+}
+
 template <typename P>
 std::string parameter_type()
 {
     if constexpr (std::is_pointer<P>::value) {
         using Element = typename std::remove_pointer<P>::type;
         return std::string(std::is_const<Element>::value ? "const " : "") +  // volatile: passed alike
-               c_type_name<typename std::remove_cv<Element>::type>() + "*";
+               value_type_name<typename std::remove_cv<Element>::type>() + "*";
     } else {
-        return c_type_name<P>();
+        return value_type_name<P>();
     }
 }
 
@@ -1314,6 +1346,18 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
                         thread.z, nn_cuda_cpu::block_idx.x, nn_cuda_cpu::block_idx.y, nn_cuda_cpu::block_idx.z);
     nn_cuda_cpu::end_launch_reported();
 }
+
+// __trap() ends the launch with a KernelError naming its thread and line, as a GPU's trap ends the
+// kernel with an error (cudaErrorLaunchFailure), instead of taking the process down.
+[[noreturn]] inline void nn_cuda_cpu_trap(const char* file, unsigned line)
+{
+    const uint3 thread = nn_cuda_cpu::current != nullptr ? nn_cuda_cpu::current->thread_idx : uint3{0, 0, 0};
+    nn_cuda_cpu::report("%s: __trap() (%s:%u) in thread (%u, %u, %u) of block (%u, %u, %u)",
+                        nn_cuda_cpu::launch.kernel, file, line, thread.x, thread.y, thread.z,
+                        nn_cuda_cpu::block_idx.x, nn_cuda_cpu::block_idx.y, nn_cuda_cpu::block_idx.z);
+    nn_cuda_cpu::end_launch_reported();
+}
+#define __trap() nn_cuda_cpu_trap(__FILE__, __LINE__)
 
 #include "device_functions.h"
 
