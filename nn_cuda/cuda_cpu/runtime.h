@@ -737,21 +737,23 @@ unsigned returned_lanes(size_t warp, size_t threads)
 }
 
 // The lanes a thread at a warp sync waits for: those of its mask that the block has and that have
-// not returned (the CUDA C++ guide asks every non-exited lane of the mask to reach the sync).
-unsigned awaited_lanes(const Fiber& fiber, size_t threads)
+// not returned (`returned`: its warp's; the CUDA C++ guide asks every non-exited lane of the mask to
+// reach the sync).
+unsigned awaited_lanes(const Fiber& fiber, size_t threads, unsigned returned)
 {
-    const size_t warp = fiber.tid / kWarpSize;
-    return fiber.warp_mask & lanes_of(warp, threads) & ~returned_lanes(warp, threads);
+    return fiber.warp_mask & lanes_of(fiber.tid / kWarpSize, threads) & ~returned;
 }
 
 // Releases the threads at a warp sync whose awaited lanes have all arrived; how many.
 size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 {
     const size_t warps = (threads + kWarpSize - 1) / kWarpSize;
-    std::vector<unsigned> arrived(warps, 0u);
+    std::vector<unsigned> arrived(warps, 0u), returned(warps, 0u);
     for (size_t t = 0; t < threads; ++t) {
         if (fibers[t].state == State::at_warp_sync) {
             arrived[t / kWarpSize] |= 1u << (t % kWarpSize);
+        } else if (fibers[t].state == State::done) {
+            returned[t / kWarpSize] |= 1u << (t % kWarpSize);
         }
     }
     for (size_t t = 0; t < threads; ++t) {
@@ -759,7 +761,7 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
         if (fiber.state != State::at_warp_sync) {
             continue;
         }
-        const unsigned needed = awaited_lanes(fiber, threads);
+        const unsigned needed = awaited_lanes(fiber, threads, returned[t / kWarpSize]);
         if ((arrived[t / kWarpSize] & needed) == needed) {
             fiber.warp_participants = needed;
             released.push_back(t);
@@ -874,7 +876,7 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
         if (stuck != threads) {
             const Fiber& fiber = fibers[stuck];
             const size_t warp = stuck / kWarpSize;
-            const unsigned missing = awaited_lanes(fiber, threads);
+            const unsigned missing = awaited_lanes(fiber, threads, returned_lanes(warp, threads));
             unsigned lane = 0;
             while (lane < kWarpSize &&
                    !((missing >> lane) & 1u && fibers[warp * kWarpSize + lane].state != State::at_warp_sync)) {
