@@ -487,7 +487,7 @@ def test_scoped_atomics_and_the_integer_min_and_max(features):
 
 
 @pytest.mark.parametrize("header, what", [
-    ("cuda_fp16.h", "half precision"), ("cuda_bf16.h", "bfloat16"), ("mma.h", "tensor core matrix operations"),
+    ("mma.h", "tensor core matrix operations"),
     ("curand_kernel.h", "cuRAND's device random numbers"), ("cuda/pipeline", "cuda::pipeline"),
 ])
 def test_a_cuda_header_the_runner_lacks_stops_the_build_naming_it(header, what):

@@ -116,7 +116,8 @@ extern "C" __global__ void match_and_reduce(const int* key, const double* real, 
 
 // Lanes 16-31 return before the warp syncs of lanes 0-15, whose mask is the full warp: those that
 // returned do not hold them up (the CUDA C++ guide asks every non-exited lane of the mask to come).
-// out[lane] = the ballot of lanes 0-15 (a returned lane's bit is 0) and the sum of their lanes by
+// out[lane] = the ballot of lanes 0-15 (a returned lane's bit is 0), with bit 31 set when all of
+// them vote yes, and the sum of their lanes by
 // shuffles within the half; with `read_returned`, lanes 0-15 read lanes 16-31, which is undefined.
 extern "C" __global__ void half_warp_returns(unsigned* out, int read_returned)
 {
@@ -124,7 +125,7 @@ extern "C" __global__ void half_warp_returns(unsigned* out, int read_returned)
         return;
     }
     __syncwarp();
-    out[threadIdx.x] = __ballot_sync(0xffffffff, threadIdx.x % 2 == 0);
+    out[threadIdx.x] = __ballot_sync(0xffffffff, threadIdx.x % 2 == 0) | __all_sync(0xffffffff, 1) << 31;
     unsigned sum = threadIdx.x;
     for (int offset = 8; offset > 0; offset /= 2) {
         sum += __shfl_xor_sync(0xffffffff, sum, offset, 16);
@@ -271,7 +272,7 @@ def test_match_and_reduce_match_numpy(warps):
 def test_lanes_that_returned_do_not_hold_up_a_warp_sync_but_hand_nothing_over(warps):
     out = np.zeros(32, np.uint32)
     warps.get_function("half_warp_returns")(1, 32, (out, np.int32(0)))
-    assert out[:16].tolist() == [0x5555] * 16  # the even lanes of 0-15: returned lanes vote 0
+    assert out[:16].tolist() == [0x80005555] * 16  # the even lanes of 0-15 (returned lanes vote 0), and all
     assert out[16:].tolist() == [sum(range(16))] * 16
     with pytest.raises(KernelError, match=r"half_warp_returns: thread \(\d+, 0, 0\) .* with mask 0xffffffff and "
                                           r"reads the value of lane (1[6-9]|2\d|3[01]), which returned before it"):

@@ -322,11 +322,10 @@ inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSi
 
 inline unsigned __ballot_sync(unsigned mask, int predicate) { return nn_cuda_cpu::warp_ballot(mask, predicate != 0); }
 inline int __any_sync(unsigned mask, int predicate) { return nn_cuda_cpu::warp_ballot(mask, predicate != 0) != 0; }
-inline int __all_sync(unsigned mask, int predicate)
+inline int __all_sync(unsigned mask, int predicate)  // over the lanes of the mask that took part
 {
     const unsigned votes = nn_cuda_cpu::warp_ballot(mask, predicate != 0);
-    return votes == (mask & nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / nn_cuda_cpu::kWarpSize,
-                                                 nn_cuda_cpu::threads_in_block()));
+    return votes == nn_cuda_cpu::current->warp_participants;
 }
 // The lanes of the warp that have not returned (which, between two syncs, depends on the order
 // the lanes take turns in, as on a GPU it depends on the scheduling).
@@ -349,8 +348,7 @@ template <typename T>
 inline unsigned __match_all_sync(unsigned mask, T value, int* pred)
 {
     const unsigned same = __match_any_sync(mask, value);
-    *pred = same == (mask & nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / nn_cuda_cpu::kWarpSize,
-                                                   nn_cuda_cpu::threads_in_block()));
+    *pred = same == nn_cuda_cpu::current->warp_participants;  // the lanes of the mask that took part
     return *pred ? same : 0u;
 }
 

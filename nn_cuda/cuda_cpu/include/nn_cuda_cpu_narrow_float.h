@@ -1,0 +1,208 @@
+// What cuda_fp16.h (__half, binary16) and cuda_bf16.h (__nv_bfloat16, bfloat16) share on the CPU:
+// a 16-bit float is its bits, converted from a double or a float by rounding in software (ties to
+// even unless the function names another mode, NaN kept quiet, overflow to infinity), widened to a
+// float exactly. Arithmetic widens to float, computes there and rounds once: a float carries more
+// than twice the bits of either format plus two, so + - * / and sqrt give the correctly rounded
+// result, as a GPU's instructions do; fma is computed in double for the same reason. The math
+// functions (hexp, hlog, ...) round the float function's value, where a GPU's are approximations
+// of their own: the two can differ in the last bit.
+#pragma once
+
+#include <stdint.h>
+#include <string.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace nn_cuda_cpu {
+
+enum class Rounding { nearest_even, toward_zero, down, up };
+
+// The bits of `value` in a binary format of E exponent bits and M fraction bits (binary16: 5, 10;
+// bfloat16: 8, 7), rounded as `mode` says.
+template <int E, int M>
+uint16_t narrow_bits(double value, Rounding mode)
+{
+    constexpr int bias = (1 << (E - 1)) - 1;
+    constexpr uint64_t infinity = ((uint64_t{1} << E) - 1) << M;
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    const uint16_t sign = static_cast<uint16_t>((bits >> 63) << 15);
+    const bool negative = sign != 0;
+    const uint64_t magnitude = bits & 0x7FFFFFFFFFFFFFFFull;
+    if (magnitude >= 0x7FF0000000000000ull) {  // infinity, or a NaN made quiet with its payload's top bits
+        const uint64_t nan = magnitude > 0x7FF0000000000000ull
+                                 ? (uint64_t{1} << (M - 1)) | ((magnitude >> (52 - M)) & ((uint64_t{1} << M) - 1))
+                                 : 0;
+        return static_cast<uint16_t>(sign | infinity | nan);
+    }
+    // value = significand 2^(exponent - 52); the format's numbers are s 2^(e - M) with e >= 1 - bias
+    // (below that, the subnormals' fixed unit)
+    const int biased = static_cast<int>(magnitude >> 52);
+    const int exponent = (biased == 0 ? 1 : biased) - 1023;
+    const uint64_t significand = (magnitude & ((uint64_t{1} << 52) - 1)) | (biased == 0 ? 0 : uint64_t{1} << 52);
+    const int scale = std::max(exponent, 1 - bias);
+    const int dropped = std::min(52 - M + scale - exponent, 54);  // bits below the format's unit
+    uint64_t kept = significand >> dropped;
+    const uint64_t rest = significand & ((uint64_t{1} << dropped) - 1), halfway = uint64_t{1} << (dropped - 1);
+    switch (mode) {
+    case Rounding::nearest_even: kept += rest > halfway || (rest == halfway && (kept & 1)); break;
+    case Rounding::toward_zero: break;
+    case Rounding::down: kept += rest != 0 && negative; break;
+    case Rounding::up: kept += rest != 0 && !negative; break;
+    }
+    // a normal number's leading bit, 2^M in `kept`, adds the 1 its exponent field lacks (a carry of the
+    // rounding too); a subnormal's field is 0
+    uint64_t field = (static_cast<uint64_t>(scale + bias - 1) << M) + kept;
+    if (field >= infinity) {
+        const bool to_infinity = mode == Rounding::nearest_even || (mode == Rounding::up && !negative) ||
+                                 (mode == Rounding::down && negative);
+        field = to_infinity ? infinity : infinity - 1;  // else the largest finite number
+    }
+    return static_cast<uint16_t>(sign | field);
+}
+
+// The float of the bits of a number of that format (exact: a float holds every one of them).
+template <int E, int M>
+float widen(uint16_t bits)
+{
+    constexpr int bias = (1 << (E - 1)) - 1;
+    const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+    const uint32_t exponent = (bits & 0x7FFFu) >> M, fraction = bits & ((1u << M) - 1);
+    uint32_t wide;
+    if (exponent == (1u << E) - 1) {
+        wide = sign | 0x7F800000u | (fraction << (23 - M));
+    } else if (exponent == 0 && E < 8) {  // a subnormal of a narrower range: a normal float
+        const float magnitude = std::ldexp(static_cast<float>(fraction), 1 - bias - M);
+        return sign ? -magnitude : magnitude;
+    } else {  // with E == 8 (bfloat16) the exponent field is the float's
+        wide = sign | ((exponent + (E == 8 ? 0 : 127 - bias)) << 23) | (fraction << (23 - M));
+    }
+    float result;
+    memcpy(&result, &wide, sizeof(result));
+    return result;
+}
+
+// A 16-bit atomic update by compare-and-swap (a GPU's atomicAdd on __half and __nv_bfloat16).
+template <typename T, typename Update>
+T atomic_update16(T* address, Update update)
+{
+    static_assert(sizeof(T) == 2, "a 16-bit value");
+    uint16_t* bits = reinterpret_cast<uint16_t*>(address);
+    uint16_t expected = __atomic_load_n(bits, __ATOMIC_RELAXED);
+    for (;;) {
+        T old;
+        memcpy(&old, &expected, 2);
+        const T updated = update(old);
+        uint16_t desired;
+        memcpy(&desired, &updated, 2);
+        if (__atomic_compare_exchange_n(bits, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            return old;
+        }
+    }
+}
+
+}  // namespace nn_cuda_cpu
+
+// A value rounded to the nearest 16-bit float of type T (each format's header defines its own).
+template <typename T>
+T nn_cuda_cpu_narrow(double value);
+
+// What both formats have, for a scalar type T of E exponent and M fraction bits and its pair T2
+// (members x and y): the operators (unless __CUDA_NO_HALF_OPERATORS__ or
+// __CUDA_NO_BFLOAT16_OPERATORS__, as `no_operators` says), CUDA's functions of one name for both
+// (__hadd, __hfma, __heq, hexp, __hadd2, ...), atomicAdd and __ldg of the pair.
+#define NN_CUDA_CPU_NARROW_FLOAT_FUNCTIONS(T, T2, E, M)                                                        \
+    inline float nn_cuda_cpu_wide(T a) { return nn_cuda_cpu::widen<E, M>(a.__x); }                             \
+    template <>                                                                                                \
+    inline T nn_cuda_cpu_narrow<T>(double v)                                                                   \
+    {                                                                                                          \
+        return T::from_bits(nn_cuda_cpu::narrow_bits<E, M>(v, nn_cuda_cpu::Rounding::nearest_even));          \
+    }                                                                                                          \
+    inline T __hadd(T a, T b) { return nn_cuda_cpu_narrow<T>(nn_cuda_cpu_wide(a) + nn_cuda_cpu_wide(b)); }         \
+    inline T __hsub(T a, T b) { return nn_cuda_cpu_narrow<T>(nn_cuda_cpu_wide(a) - nn_cuda_cpu_wide(b)); }         \
+    inline T __hmul(T a, T b) { return nn_cuda_cpu_narrow<T>(nn_cuda_cpu_wide(a) * nn_cuda_cpu_wide(b)); }         \
+    inline T __hdiv(T a, T b) { return nn_cuda_cpu_narrow<T>(nn_cuda_cpu_wide(a) / nn_cuda_cpu_wide(b)); }         \
+    inline T __hfma(T a, T b, T c)                                                                             \
+    {                                                                                                          \
+        return nn_cuda_cpu_narrow<T>(static_cast<double>(nn_cuda_cpu_wide(a)) * nn_cuda_cpu_wide(b) + nn_cuda_cpu_wide(c)); \
+    }                                                                                                          \
+    inline T __hadd_rn(T a, T b) { return __hadd(a, b); }                                                      \
+    inline T __hsub_rn(T a, T b) { return __hsub(a, b); }                                                      \
+    inline T __hmul_rn(T a, T b) { return __hmul(a, b); }                                                      \
+    inline T __hneg(T a) { return T::from_bits(static_cast<unsigned short>(a.__x ^ 0x8000u)); }                 \
+    inline T __habs(T a) { return T::from_bits(static_cast<unsigned short>(a.__x & 0x7FFFu)); }                 \
+    inline bool __hisnan(T a) { return std::isnan(nn_cuda_cpu_wide(a)); }                                     \
+    inline int __hisinf(T a) { return std::isinf(nn_cuda_cpu_wide(a)) ? (a.__x & 0x8000u ? -1 : 1) : 0; }       \
+    inline T __hmax(T a, T b) { return nn_cuda_cpu_narrow<T>(fmaxf(nn_cuda_cpu_wide(a), nn_cuda_cpu_wide(b))); }  \
+    inline T __hmin(T a, T b) { return nn_cuda_cpu_narrow<T>(fminf(nn_cuda_cpu_wide(a), nn_cuda_cpu_wide(b))); }  \
+    inline bool __heq(T a, T b) { return nn_cuda_cpu_wide(a) == nn_cuda_cpu_wide(b); }                         \
+    inline bool __hne(T a, T b) { return nn_cuda_cpu_wide(a) != nn_cuda_cpu_wide(b); }                         \
+    inline bool __hlt(T a, T b) { return nn_cuda_cpu_wide(a) < nn_cuda_cpu_wide(b); }                          \
+    inline bool __hle(T a, T b) { return nn_cuda_cpu_wide(a) <= nn_cuda_cpu_wide(b); }                         \
+    inline bool __hgt(T a, T b) { return nn_cuda_cpu_wide(a) > nn_cuda_cpu_wide(b); }                          \
+    inline bool __hge(T a, T b) { return nn_cuda_cpu_wide(a) >= nn_cuda_cpu_wide(b); }                         \
+    inline T hsqrt(T a) { return nn_cuda_cpu_narrow<T>(sqrtf(nn_cuda_cpu_wide(a))); }                             \
+    inline T hrsqrt(T a) { return nn_cuda_cpu_narrow<T>(1.0f / sqrtf(nn_cuda_cpu_wide(a))); }                     \
+    inline T hrcp(T a) { return nn_cuda_cpu_narrow<T>(1.0f / nn_cuda_cpu_wide(a)); }                              \
+    inline T hexp(T a) { return nn_cuda_cpu_narrow<T>(expf(nn_cuda_cpu_wide(a))); }                               \
+    inline T hexp2(T a) { return nn_cuda_cpu_narrow<T>(exp2f(nn_cuda_cpu_wide(a))); }                             \
+    inline T hlog(T a) { return nn_cuda_cpu_narrow<T>(logf(nn_cuda_cpu_wide(a))); }                               \
+    inline T hlog2(T a) { return nn_cuda_cpu_narrow<T>(log2f(nn_cuda_cpu_wide(a))); }                             \
+    inline T hlog10(T a) { return nn_cuda_cpu_narrow<T>(log10f(nn_cuda_cpu_wide(a))); }                           \
+    inline T hsin(T a) { return nn_cuda_cpu_narrow<T>(sinf(nn_cuda_cpu_wide(a))); }                               \
+    inline T hcos(T a) { return nn_cuda_cpu_narrow<T>(cosf(nn_cuda_cpu_wide(a))); }                               \
+    inline T htanh(T a) { return nn_cuda_cpu_narrow<T>(tanhf(nn_cuda_cpu_wide(a))); }                             \
+    inline T hfloor(T a) { return nn_cuda_cpu_narrow<T>(floorf(nn_cuda_cpu_wide(a))); }                           \
+    inline T hceil(T a) { return nn_cuda_cpu_narrow<T>(ceilf(nn_cuda_cpu_wide(a))); }                             \
+    inline T htrunc(T a) { return nn_cuda_cpu_narrow<T>(truncf(nn_cuda_cpu_wide(a))); }                           \
+    inline T hrint(T a) { return nn_cuda_cpu_narrow<T>(rintf(nn_cuda_cpu_wide(a))); }                             \
+    inline T2 __hadd2(T2 a, T2 b) { return T2(__hadd(a.x, b.x), __hadd(a.y, b.y)); }                           \
+    inline T2 __hsub2(T2 a, T2 b) { return T2(__hsub(a.x, b.x), __hsub(a.y, b.y)); }                           \
+    inline T2 __hmul2(T2 a, T2 b) { return T2(__hmul(a.x, b.x), __hmul(a.y, b.y)); }                           \
+    inline T2 __h2div(T2 a, T2 b) { return T2(__hdiv(a.x, b.x), __hdiv(a.y, b.y)); }                           \
+    inline T2 __hfma2(T2 a, T2 b, T2 c) { return T2(__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)); }           \
+    inline T2 __hneg2(T2 a) { return T2(__hneg(a.x), __hneg(a.y)); }                                           \
+    inline T2 __habs2(T2 a) { return T2(__habs(a.x), __habs(a.y)); }                                           \
+    inline T2 __hmax2(T2 a, T2 b) { return T2(__hmax(a.x, b.x), __hmax(a.y, b.y)); }                           \
+    inline T2 __hmin2(T2 a, T2 b) { return T2(__hmin(a.x, b.x), __hmin(a.y, b.y)); }                           \
+    inline T2 h2sqrt(T2 a) { return T2(hsqrt(a.x), hsqrt(a.y)); }                                              \
+    inline T2 h2exp(T2 a) { return T2(hexp(a.x), hexp(a.y)); }                                                 \
+    inline T2 h2log(T2 a) { return T2(hlog(a.x), hlog(a.y)); }                                                 \
+    inline float2 nn_cuda_cpu_wide2(T2 a) { return make_float2(nn_cuda_cpu_wide(a.x), nn_cuda_cpu_wide(a.y)); } \
+    inline T atomicAdd(T* address, T value)                                                                    \
+    {                                                                                                          \
+        nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);                                    \
+        return nn_cuda_cpu::atomic_update16(address, [value](T old) { return __hadd(old, value); });           \
+    }                                                                                                          \
+    inline T2 atomicAdd(T2* address, T2 value) /* each half atomically, as a GPU's */                          \
+    {                                                                                                          \
+        return T2(atomicAdd(&address->x, value.x), atomicAdd(&address->y, value.y));                           \
+    }
+
+// The operators of a scalar type T and its pair T2, through the functions above.
+#define NN_CUDA_CPU_NARROW_FLOAT_OPERATORS(T, T2)                                                              \
+    inline T operator+(const T& a, const T& b) { return __hadd(a, b); }                                       \
+    inline T operator-(const T& a, const T& b) { return __hsub(a, b); }                                       \
+    inline T operator*(const T& a, const T& b) { return __hmul(a, b); }                                       \
+    inline T operator/(const T& a, const T& b) { return __hdiv(a, b); }                                       \
+    inline T& operator+=(T& a, const T& b) { return a = __hadd(a, b); }                                       \
+    inline T& operator-=(T& a, const T& b) { return a = __hsub(a, b); }                                       \
+    inline T& operator*=(T& a, const T& b) { return a = __hmul(a, b); }                                       \
+    inline T& operator/=(T& a, const T& b) { return a = __hdiv(a, b); }                                       \
+    inline T operator+(const T& a) { return a; }                                                              \
+    inline T operator-(const T& a) { return __hneg(a); }                                                      \
+    inline bool operator==(const T& a, const T& b) { return __heq(a, b); }                                    \
+    inline bool operator!=(const T& a, const T& b) { return __hne(a, b); }                                    \
+    inline bool operator<(const T& a, const T& b) { return __hlt(a, b); }                                     \
+    inline bool operator<=(const T& a, const T& b) { return __hle(a, b); }                                    \
+    inline bool operator>(const T& a, const T& b) { return __hgt(a, b); }                                     \
+    inline bool operator>=(const T& a, const T& b) { return __hge(a, b); }                                    \
+    inline T2 operator+(const T2& a, const T2& b) { return __hadd2(a, b); }                                   \
+    inline T2 operator-(const T2& a, const T2& b) { return __hsub2(a, b); }                                   \
+    inline T2 operator*(const T2& a, const T2& b) { return __hmul2(a, b); }                                   \
+    inline T2 operator/(const T2& a, const T2& b) { return __h2div(a, b); }                                   \
+    inline T2& operator+=(T2& a, const T2& b) { return a = __hadd2(a, b); }                                   \
+    inline T2& operator-=(T2& a, const T2& b) { return a = __hsub2(a, b); }                                   \
+    inline T2& operator*=(T2& a, const T2& b) { return a = __hmul2(a, b); }                                   \
+    inline T2 operator-(const T2& a) { return __hneg2(a); }

@@ -1,0 +1,222 @@
+"""Half precision and bfloat16 on the CPU runner (cuda_fp16.h, cuda_bf16.h), against NumPy.
+
+- every one of the 65,536 bit patterns of each format widens to the float NumPy gives;
+- floats and doubles round to the nearest 16-bit float (ties to even, subnormals, overflow) as
+  NumPy's float16 rounds, and toward zero, down and up as the neighbours say; a double rounds once
+  (a value that rounding through float would take to a tie rounds right);
+- + - * / fma sqrt and the pair type compute the correctly rounded result, as a GPU's instructions
+  do (NumPy's float16 arithmetic; bfloat16 through float32 and one rounding);
+- __half values move through warp shuffles and atomicAdd, and arrays of them through pointers.
+"""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import RawModule
+
+pytestmark = pytest.mark.slow  # a module build (about three seconds)
+
+CODE = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// out[i] = the float of the 16-bit pattern bits[i], in each format.
+extern "C" __global__ void widen(const unsigned short* bits, float* half_out, float* bf16_out, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        half_out[i] = __half2float(__ushort_as_half(bits[i]));
+        bf16_out[i] = __bfloat162float(__ushort_as_bfloat16(bits[i]));
+    }
+}
+
+// Row r of out: x rounded to the nearest (r = 0), toward zero, down and up, in each format; row 4
+// the nearest __half of the double y.
+extern "C" __global__ void narrow(const float* x, const double* y, unsigned short* half_out,
+                                  unsigned short* bf16_out, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        half_out[0 * n + i] = __half_as_ushort(__float2half_rn(x[i]));
+        half_out[1 * n + i] = __half_as_ushort(__float2half_rz(x[i]));
+        half_out[2 * n + i] = __half_as_ushort(__float2half_rd(x[i]));
+        half_out[3 * n + i] = __half_as_ushort(__float2half_ru(x[i]));
+        half_out[4 * n + i] = __half_as_ushort(__double2half(y[i]));
+        bf16_out[0 * n + i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
+        bf16_out[1 * n + i] = __bfloat16_as_ushort(__float2bfloat16_rz(x[i]));
+        bf16_out[2 * n + i] = __bfloat16_as_ushort(__float2bfloat16_rd(x[i]));
+        bf16_out[3 * n + i] = __bfloat16_as_ushort(__float2bfloat16_ru(x[i]));
+    }
+}
+
+// Rows of out: a + b, a - b, a * b, a / b, fma(a, b, c), sqrt|a|, and the pair (a, b) times c.
+template <typename T, typename T2>
+__global__ void arithmetic(const T* a, const T* b, const T* c, T* out, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[0 * n + i] = a[i] + b[i];
+        out[1 * n + i] = __hsub(a[i], b[i]);
+        T product = a[i];
+        product *= b[i];
+        out[2 * n + i] = product;
+        out[3 * n + i] = a[i] / b[i];
+        out[4 * n + i] = __hfma(a[i], b[i], c[i]);
+        out[5 * n + i] = hsqrt(__habs(a[i]));
+        const T2 pair = T2(a[i], b[i]) * T2(c[i], c[i]);
+        out[6 * n + i] = pair.x;
+        out[7 * n + i] = pair.y;
+    }
+}
+
+// Each warp sums its 32 halves by shuffles; lane 0 stores the sum and adds it to *total atomically.
+extern "C" __global__ void warp_sums(const __half* x, __half* sums, __half* total)
+{
+    __half v = x[blockIdx.x * blockDim.x + threadIdx.x];
+    for (int offset = 16; offset > 0; offset /= 2) {
+        v = v + __shfl_xor_sync(0xffffffff, v, offset);
+    }
+    if (threadIdx.x % 32 == 0) {
+        sums[(blockIdx.x * blockDim.x + threadIdx.x) / 32] = v;
+        atomicAdd(total, v);
+    }
+}
+"""
+
+INSTANCES = ("arithmetic<__half, __half2>", "arithmetic<__nv_bfloat16, __nv_bfloat162>")
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["plain", "checking"])
+def module(request):
+    return RawModule(code=CODE, name_expressions=INSTANCES, check=request.param)
+
+
+def launch(kernel, n, *args):
+    kernel(((n + 127) // 128,), (128,), (*args, np.int32(n)))
+
+
+# ---- references ------------------------------------------------------------------------------------
+
+
+def bf16_widened(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def bf16_nearest(x):
+    """The bits of the nearest bfloat16 of the float32 array x (ties to even; NaN quiet)."""
+    u = x.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), ((u >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+def directed(x, nearest_bits, widen):
+    """Toward zero, down and up, from the nearest: where the nearest is beyond x in the wrong
+    direction, the neighbour one step toward x (a step of the magnitude's bits)."""
+    x = x.astype(np.float64)
+    near = widen(nearest_bits).astype(np.float64)
+    sign, magnitude = nearest_bits & 0x8000, (nearest_bits & 0x7FFF).astype(np.int32)
+    smaller = (sign | np.maximum(magnitude - 1, 0)).astype(np.uint16)  # one step toward zero
+    larger = (sign | (magnitude + 1)).astype(np.uint16)  # one step away from zero
+    finite = np.isfinite(x)
+    toward_zero = np.where(finite & (np.abs(near) > np.abs(x)), smaller, nearest_bits)
+    down = np.where(finite & (near > x), np.where(x >= 0, smaller, larger), nearest_bits)
+    up = np.where(finite & (near < x), np.where(x >= 0, larger, smaller), nearest_bits)
+    return toward_zero, down, up
+
+
+def same_numbers(got_bits, want_bits, widen):
+    """Equal bits, NaN for NaN (a NaN's payload is the format's own business)."""
+    nan = np.isnan(widen(want_bits))
+    assert (np.isnan(widen(got_bits)) == nan).all()
+    mismatch = np.flatnonzero((got_bits != want_bits) & ~nan)
+    assert mismatch.size == 0, [(hex(int(got_bits[i])), hex(int(want_bits[i]))) for i in mismatch[:5]]
+
+
+def half_widened(bits):
+    return bits.view(np.float16).astype(np.float32)
+
+
+def test_every_bit_pattern_widens_as_numpy_widens_it(module):
+    bits = np.arange(65536, dtype=np.uint16)
+    if module.check:  # NaN out of inputs that hold no float NaN is what the checking mode reports
+        bits = bits[~np.isnan(half_widened(bits)) & ~np.isnan(bf16_widened(bits))]
+    half_out, bf16_out = np.zeros(bits.size, np.float32), np.zeros(bits.size, np.float32)
+    launch(module.get_function("widen"), bits.size, bits, half_out, bf16_out)
+    for got, want in ((half_out, half_widened(bits)), (bf16_out, bf16_widened(bits))):
+        nan = np.isnan(want)
+        assert (np.isnan(got) == nan).all()
+        np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))  # -0.0 too
+
+
+def test_floats_and_doubles_round_in_each_mode(module):
+    rng = np.random.default_rng(0)
+    x = np.concatenate([
+        rng.standard_normal(3000).astype(np.float32) * np.float32(2.0) ** rng.integers(-30, 20, 3000),
+        half_widened(rng.integers(0, 0x7C00, 500, dtype=np.uint16)) * np.float32(1 + 2**-11),  # ties
+        np.float32([0.0, -0.0, 65504, 65519.99, 65520, -65520, 1e30, -1e30, np.inf, -np.inf, np.nan,
+                    2**-24, 2**-25, 1.5 * 2**-25, -(2**-25) * 1.0001, 3e38, -3e38]),
+    ]).astype(np.float32)
+    # 1 + 2^-11 + 2^-40 is 1 + 2^-11 in float (a tie of binary16 that rounds to 1): rounded once, 1 + 2^-10
+    y = x.astype(np.float64)
+    y[-2:] = [1 + 2**-11 + 2**-40, -(1 + 2**-11 + 2**-40)]
+    n = x.size
+    half_out, bf16_out = np.zeros(5 * n, np.uint16), np.zeros(4 * n, np.uint16)
+    launch(module.get_function("narrow"), n, x, y, half_out, bf16_out)
+    half_out, bf16_out = half_out.reshape(5, n), bf16_out.reshape(4, n)
+
+    with np.errstate(over="ignore"):
+        half_nearest = x.astype(np.float16).view(np.uint16)
+        half_of_y = y.astype(np.float16).view(np.uint16)
+    same_numbers(half_out[0], half_nearest, half_widened)
+    for got, want in zip(half_out[1:4], directed(x, half_nearest, half_widened)):
+        same_numbers(got, want, half_widened)
+    same_numbers(half_out[4], half_of_y, half_widened)
+    assert half_out[4, -2:].tolist() == [0x3C01, 0xBC01]  # 1 + 2^-10: one rounding, not two
+
+    nearest = bf16_nearest(x)
+    same_numbers(bf16_out[0], nearest, bf16_widened)
+    for got, want in zip(bf16_out[1:4], directed(x, nearest, bf16_widened)):
+        same_numbers(got, want, bf16_widened)
+
+
+def test_arithmetic_is_correctly_rounded_in_both_formats(module):
+    rng = np.random.default_rng(1)
+    n = 4000
+    def finite(top):  # bit patterns below top's, either sign; no zero (0 / 0 is NaN, which the checking mode reports)
+        return rng.integers(1, top, n, dtype=np.uint16) | (rng.integers(0, 2, n, dtype=np.uint16) << 15)
+
+    # binary16: NumPy's float16 arithmetic rounds once; fma from the exact double product
+    a, b, c = (finite(0x7C00).view(np.float16) for _ in range(3))
+    out = np.zeros(8 * n, np.float16)
+    launch(module.get_function(INSTANCES[0]), n, a, b, c, out)
+    with np.errstate(all="ignore"):
+        f64 = [v.astype(np.float64) for v in (a, b, c)]
+        want = np.stack([a + b, a - b, a * b, a / b, (f64[0] * f64[1] + f64[2]).astype(np.float16),
+                         np.sqrt(np.abs(a)), a * c, b * c])
+    for row, expected in zip(out.reshape(8, n), want):
+        same_numbers(row.view(np.uint16), expected.view(np.uint16), half_widened)
+
+    # bfloat16: through float32 and one rounding (fma: the double result rounds once)
+    a, b, c = (finite(0x7F80) for _ in range(3))
+    out = np.zeros(8 * n, np.uint16)
+    launch(module.get_function(INSTANCES[1]), n, a, b, c, out)
+    wa, wb, wc = (bf16_widened(v) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        exact = wa.astype(np.float64) * wb + wc
+        # a double rounded to bfloat16 directly: its bits rounded at the bfloat16's last fraction bit
+        u = exact.view(np.uint64)
+        once = ((u + (1 << 44) - 1 + ((u >> 45) & 1)) >> 45 << 45).view(np.float64).astype(np.float32)
+        want = [bf16_nearest(v.astype(np.float32)) for v in
+                (wa + wb, wa - wb, wa * wb, wa / wb, once, np.sqrt(np.abs(wa)), wa * wc, wb * wc)]
+    normal_fma = np.isfinite(exact) & (np.abs(exact) > 2.0**-126)  # the reference's range
+    for k, (row, expected) in enumerate(zip(out.reshape(8, n), want)):
+        keep = normal_fma if k == 4 else np.ones(n, bool)
+        same_numbers(row[keep], expected[keep], bf16_widened)
+
+
+def test_halves_move_through_shuffles_and_atomics(module):
+    x = np.random.default_rng(2).integers(-8, 9, 256).astype(np.float16)  # exact sums in any order
+    sums, total = np.full(8, np.nan, np.float16), np.zeros(1, np.float16)
+    module.get_function("warp_sums")((2,), (128,), (x, sums, total))
+    np.testing.assert_array_equal(sums, x.reshape(8, 32).astype(np.float64).sum(axis=1))
+    assert total[0] == x.astype(np.float64).sum()
