@@ -6,7 +6,9 @@
   (a value that rounding through float would take to a tie rounds right);
 - + - * / fma sqrt and the pair type compute the correctly rounded result, as a GPU's instructions
   do (NumPy's float16 arithmetic; bfloat16 through float32 and one rounding);
-- __half values move through warp shuffles and atomicAdd, and arrays of them through pointers.
+- __half values move through warp shuffles and atomicAdd, and arrays of them through pointers;
+  atomics on both formats are order-dependent rounding, not a race, in the checking mode; a __half
+  passes by value; an #if after #include <cuda_bf16.h> is honoured by the scan for kernels.
 """
 
 import numpy as np
@@ -220,3 +222,51 @@ def test_halves_move_through_shuffles_and_atomics(module):
     module.get_function("warp_sums")((2,), (128,), (x, sums, total))
     np.testing.assert_array_equal(sums, x.reshape(8, 32).astype(np.float64).sum(axis=1))
     assert total[0] == x.astype(np.float64).sum()
+
+
+ACCUMULATE = r"""
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+// Every thread adds its value to the totals atomically, in bfloat16, in half precision and (x, 2 x)
+// as a bfloat16 pair, and scales its own element of x by `factor` (a __half by value).
+extern "C" __global__ void accumulate(__nv_bfloat16* total, __half* half_total, __nv_bfloat162* pair_total,
+                                      const float* x, __half* scaled, __half factor)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(total, __float2bfloat16(x[i]));
+    atomicAdd(half_total, __float2half(x[i]));
+    atomicAdd(pair_total, __floats2bfloat162_rn(x[i], 2.0f * x[i]));
+    scaled[i] = __float2half(x[i]) * factor;
+}
+
+#if !defined(NOT_DEFINED_ANYWHERE)  // the kernel scan reads the code through the runner's headers
+extern "C" __global__ void present(float* out) { out[0] = 1.0f; }
+#else
+extern "C" __global__ void absent(float* out) { out[0] = 2.0f; }
+#endif
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_sixteen_bit_atomics_and_values_by_value(check):
+    module = RawModule(code=ACCUMULATE, check=check)
+    kernel = module.get_function("accumulate")
+    assert kernel.signature == ("__nv_bfloat16*", "__half*", "__nv_bfloat162*", "const float*", "__half*", "__half")
+    x = np.random.default_rng(3).random(256).astype(np.float32)
+    total, half_total, pair_total = np.zeros(1, np.uint16), np.zeros(1, np.float16), np.zeros(2, np.uint16)
+    scaled = np.zeros(256, np.float16)
+    # checking: the two thread orders round the sums differently, which is not a race
+    kernel((8,), (32,), (total, half_total, pair_total, x, scaled, 0.5))
+    exact = x.astype(np.float64).sum()  # about 128: 256 additions each rounding at 2^-9 (bf16), 2^-12 (half)
+    assert abs(bf16_widened(total)[0] - exact) < 0.05 * exact
+    assert abs(float(half_total[0]) - exact) < 0.02 * exact
+    np.testing.assert_allclose(bf16_widened(pair_total), [exact, 2 * exact], rtol=0.05)
+    np.testing.assert_array_equal(scaled, x.astype(np.float16) * np.float16(0.5))
+    with pytest.raises(TypeError, match=r"argument 4 \(__half\*\) takes an array of 2-byte items"):
+        kernel((8,), (32,), (total, half_total, pair_total, x, x, 0.5))
+    out = np.zeros(1, np.float32)
+    module.get_function("present")(1, 1, (out,))
+    assert out[0] == 1.0
+    with pytest.raises(LookupError, match=r"no kernel 'absent' in this RawModule; it holds 'accumulate', 'present'"):
+        module.get_function("absent")  # before, the scan ignored the #if and the build failed on it

@@ -12,7 +12,10 @@ the bytes whatever the parameter is; here every argument must fit its parameter:
   (an enum is its underlying integer type);
 - a struct by value ("struct of N bytes": a vector type, a struct of parameters, an empty tag type
   such as std::true_type, of 1 byte) takes the bytes of a NumPy scalar or one-element array of
-  exactly N bytes (a structured dtype for a struct of fields), as CuPy passes them.
+  exactly N bytes (a structured dtype for a struct of fields), as CuPy passes them;
+- a 16-bit float ("__half", "__nv_bfloat16") or a pair of them ("__half2", "__nv_bfloat162") takes
+  a NumPy scalar of its size (its bits; a float for __half too), and a pointer to them an array of
+  2-byte items (float16, or uint16 bits).
 Anything else raises TypeError naming the argument's index, its C type and what was given.
 """
 
@@ -30,6 +33,9 @@ from .runner import SCALAR_CTYPES
 UNSUPPORTED = "?"
 #: runtime.h's name of a struct passed by value: "struct of 16 bytes"
 _STRUCT = re.compile(r"struct of (\d+) bytes?")
+#: the 16-bit floats of cuda_fp16.h and cuda_bf16.h and their pairs, as a signature names them ->
+#: their bytes (NumPy has float16; a bfloat16 array is its bits, uint16)
+NARROW_FLOATS = {"__half": 2, "__nv_bfloat16": 2, "__half2": 4, "__nv_bfloat162": 4}
 
 
 def scalar_dtype(c_type: str) -> np.dtype:
@@ -44,7 +50,7 @@ def unsupported(signature) -> list[int]:
             c_type = c_type[:-1].replace("const ", "", 1)
             if c_type == "void":
                 return True
-        return c_type in SCALAR_CTYPES or _STRUCT.fullmatch(c_type) is not None
+        return c_type in SCALAR_CTYPES or c_type in NARROW_FLOATS or _STRUCT.fullmatch(c_type) is not None
 
     return [i for i, c_type in enumerate(signature) if not passable(c_type)]
 
@@ -75,6 +81,10 @@ def _argument(where: str, c_type: str, value):
     struct = _STRUCT.fullmatch(c_type)
     if struct is not None:
         return _struct_bytes(where, int(struct[1]), value)
+    if c_type in NARROW_FLOATS:  # its bits, as CuPy passes a NumPy scalar of its size; or a float for __half
+        if c_type == "__half" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = np.float16(value)
+        return _struct_bytes(where, NARROW_FLOATS[c_type], value)
     dtype = scalar_dtype(c_type)
     if isinstance(value, np.generic):
         if value.dtype != dtype:
@@ -117,6 +127,8 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
     pointee = c_type.replace("const ", "").rstrip("*")
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where} takes a NumPy array, got {_given(value)}")
+    if pointee in NARROW_FLOATS and value.dtype.itemsize != 2:
+        raise TypeError(f"{where} takes an array of 2-byte items (float16, or uint16 bits), got {_given(value)}")
     if pointee in SCALAR_CTYPES and value.dtype != scalar_dtype(pointee):  # void and structs: any dtype
         raise TypeError(f"{where} takes an array of {scalar_dtype(pointee)}, got {_given(value)}")
     if not value.flags.c_contiguous:

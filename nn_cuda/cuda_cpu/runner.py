@@ -55,10 +55,23 @@ _SIGNALS = {
     8: "an arithmetic fault (integer division by zero)",  # SIGFPE
     11: "an invalid memory access",  # SIGSEGV
 }
-#: itemsize -> how far two thread orders of a kernel with floating-point atomics may differ, relative
+#: format -> how far two thread orders of a kernel with floating-point atomics may differ, relative
 #: to the array's largest magnitude: a sum of a few thousand terms in another order (float32: 2^-24
-#: per addition; float64: 2^-53), of about a hundred in float16 (2^-11)
-ROUNDING_RTOL = {2: 5e-2, 4: 1e-4, 8: 1e-12}
+#: per addition; float64: 2^-53), of about a hundred in float16 (2^-11), a few dozen in bfloat16 (2^-8)
+ROUNDING_RTOL = {"float16": 5e-2, "bfloat16": 1e-1, "float32": 1e-4, "float64": 1e-12}
+
+
+def float_values(array: np.ndarray, c_type: str) -> tuple[np.ndarray | None, str | None]:
+    """(the floats an argument holds, their format), or (None, None) for an array of no floats. A
+    bfloat16 array is its bits (uint16) to NumPy: the signature ("__nv_bfloat16*") says it is one."""
+    pointee = c_type.replace("const ", "").rstrip("*")
+    if pointee in ("__nv_bfloat16", "__nv_bfloat162"):
+        return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32), "bfloat16"
+    if pointee in ("__half", "__half2"):
+        return array.view(np.float16), "float16"
+    if array.dtype.kind == "f":
+        return array, array.dtype.name
+    return None, None
 #: seconds a launch may run before it is stopped (0: no limit)
 WATCHDOG_VARIABLE = "NN_CUDA_CPU_WATCHDOG"
 DEFAULT_WATCHDOG_SECONDS = 60.0
@@ -485,11 +498,13 @@ class _CheckedBuffers:
         names = self.names
         for i, before in snapshot.items():
             now = self.copies[i].view
-            if rounding and now.dtype.kind == "f":
-                scale = float(np.nanmax(np.abs(before), initial=0.0))
+            values_before, format_name = float_values(before, self.launch.signature[i])
+            if rounding and format_name is not None:
+                values_now = float_values(now, self.launch.signature[i])[0]
+                scale = float(np.nanmax(np.abs(values_before), initial=0.0))
                 with np.errstate(invalid="ignore"):
-                    differs = ~((np.abs(before - now) <= ROUNDING_RTOL[now.dtype.itemsize] * scale)
-                                | (np.isnan(before) & np.isnan(now)))
+                    differs = ~((np.abs(values_before - values_now) <= ROUNDING_RTOL[format_name] * scale)
+                                | (np.isnan(values_before) & np.isnan(values_now)))
                 differs = differs.reshape(-1)
                 flat = int(np.argmax(differs))
             else:

@@ -1048,10 +1048,20 @@ const char* c_type_name()
 // "struct of N bytes": passed by value, the launcher passes N bytes, as CuPy passes the bytes of a
 // NumPy scalar or one-element array; pointed to (float4*), any array. An enum is its underlying
 // integer type.
+// The name a 16-bit float type gives itself in a signature ("__half", "__nv_bfloat16": cuda_fp16.h
+// and cuda_bf16.h specialise it), so that the launcher knows what an array of them holds; nullptr
+// for every other type.
+template <typename T>
+struct narrow_float_name {
+    static constexpr const char* value = nullptr;
+};
+
 template <typename T>
 std::string value_type_name()
 {
-    if constexpr (std::is_enum<T>::value) {
+    if constexpr (narrow_float_name<T>::value != nullptr) {
+        return narrow_float_name<T>::value;
+    } else if constexpr (std::is_enum<T>::value) {
         return c_type_name<typename std::underlying_type<T>::type>();
     } else if constexpr (std::is_class<T>::value && std::is_trivially_copyable<T>::value) {
         return "struct of " + std::to_string(sizeof(T)) + (sizeof(T) == 1 ? " byte" : " bytes");

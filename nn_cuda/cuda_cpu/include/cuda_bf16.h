@@ -51,6 +51,15 @@ struct alignas(4) __nv_bfloat162 {
 typedef __nv_bfloat16 nv_bfloat16;
 typedef __nv_bfloat162 nv_bfloat162;
 
+template <>
+struct nn_cuda_cpu::narrow_float_name<__nv_bfloat16> {  // in signatures
+    static constexpr const char* value = "__nv_bfloat16";
+};
+template <>
+struct nn_cuda_cpu::narrow_float_name<__nv_bfloat162> {
+    static constexpr const char* value = "__nv_bfloat162";
+};
+
 NN_CUDA_CPU_NARROW_FLOAT_FUNCTIONS(__nv_bfloat16, __nv_bfloat162, 8, 7)
 #if !defined(__CUDA_NO_BFLOAT16_OPERATORS__)
 NN_CUDA_CPU_NARROW_FLOAT_OPERATORS(__nv_bfloat16, __nv_bfloat162)

@@ -52,6 +52,15 @@ struct alignas(4) __half2 {
 typedef __half half;
 typedef __half2 half2;
 
+template <>
+struct nn_cuda_cpu::narrow_float_name<__half> {  // in signatures
+    static constexpr const char* value = "__half";
+};
+template <>
+struct nn_cuda_cpu::narrow_float_name<__half2> {
+    static constexpr const char* value = "__half2";
+};
+
 NN_CUDA_CPU_NARROW_FLOAT_FUNCTIONS(__half, __half2, 5, 10)
 #if !defined(__CUDA_NO_HALF_OPERATORS__)
 NN_CUDA_CPU_NARROW_FLOAT_OPERATORS(__half, __half2)
