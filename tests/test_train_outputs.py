@@ -109,7 +109,10 @@ SAVE_NEVER_ENDS = textwrap.dedent("""
         stream.write(b"the first bytes of a checkpoint")
         stream.flush()
         print("saving", flush=True)
-        time.sleep(120)
+        # in short sleeps, as a real save writes in chunks: a signal that lands on another thread
+        # (a BLAS worker) does not interrupt the main thread's sleep, only its next step
+        for _ in range(1200):
+            time.sleep(0.1)
 
     np.savez = slow_savez
     sys.exit(main(sys.argv[1:]))

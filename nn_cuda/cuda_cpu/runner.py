@@ -519,7 +519,8 @@ class _CheckedBuffers:
                     + (", beyond the rounding of its floating-point atomics" if rounding else "")
                     + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing (or, "
                     "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or blocks "
-                    "share global memory that one of them writes (here blocks take turns, barrier to barrier)"
+                    "share global memory that one of them writes (here blocks take turns, barrier to barrier); "
+                    "or a thread uses a local variable it never set, whose value is whatever its stack held"
                 )
 
     def pointers(self) -> list:
