@@ -104,6 +104,90 @@ T atomic_update16(T* address, Update update)
 
 }  // namespace nn_cuda_cpu
 
+// The members of a 16-bit float type T with bits __x: from and to its raw struct Raw, from_bits,
+// and (NN_CUDA_CPU_NARROW_FLOAT_CONVERSIONS, unless a header's __CUDA_NO_*_CONVERSIONS__ says not)
+// the implicit conversions from the numbers, rounded to nearest even, and to float.
+#define NN_CUDA_CPU_NARROW_FLOAT_MEMBERS(T, Raw)                                                          \
+    unsigned short __x;                                                                                 \
+    T() = default;                                                                                      \
+    T(const Raw& raw) : __x(raw.x) {}                                                                   \
+    T& operator=(const Raw& raw)                                                                        \
+    {                                                                                                   \
+        __x = raw.x;                                                                                    \
+        return *this;                                                                                   \
+    }                                                                                                   \
+    operator Raw() const { return Raw{__x}; }                                                           \
+    static T from_bits(unsigned short bits) { return T(Raw{bits}); }
+#define NN_CUDA_CPU_NARROW_FLOAT_CONVERSIONS(T, E, M)                                                     \
+    T(double v) : __x(nn_cuda_cpu::narrow_bits<E, M>(v, nn_cuda_cpu::Rounding::nearest_even)) {}        \
+    T(float v) : T(static_cast<double>(v)) {}                                                           \
+    T(short v) : T(static_cast<double>(v)) {}                                                           \
+    T(unsigned short v) : T(static_cast<double>(v)) {}                                                  \
+    T(int v) : T(static_cast<double>(v)) {}                                                             \
+    T(unsigned int v) : T(static_cast<double>(v)) {}                                                    \
+    T(long long v) : T(static_cast<double>(v)) {}                                                       \
+    T(unsigned long long v) : T(static_cast<double>(v)) {}                                              \
+    operator float() const { return nn_cuda_cpu::widen<E, M>(__x); }
+
+// The pair type T2 of T (members x and y), with its raw struct Raw2, and its name in signatures and
+// T's: "__half2", "__half".
+#define NN_CUDA_CPU_NARROW_FLOAT_PAIR(T, T2, Raw, Raw2)                                                   \
+    struct alignas(4) T2 {                                                                              \
+        T x, y;                                                                                         \
+        T2() = default;                                                                                 \
+        T2(T a, T b) : x(a), y(b) {}                                                                    \
+        T2(const Raw2& raw) : x(Raw{raw.x}), y(Raw{raw.y}) {}                                           \
+        operator Raw2() const { return Raw2{x.__x, y.__x}; }                                            \
+    };                                                                                                  \
+    template <>                                                                                         \
+    struct nn_cuda_cpu::narrow_float_name<T> {                                                          \
+        static constexpr const char* value = #T;                                                        \
+    };                                                                                                  \
+    template <>                                                                                         \
+    struct nn_cuda_cpu::narrow_float_name<T2> {                                                         \
+        static constexpr const char* value = #T2;                                                       \
+    };
+
+// CUDA's functions named after the format, N = half or bfloat16 (__float2half_rn,
+// __float2bfloat16_rn, __half2float, __bfloat162float, __halves2half2, ...), for T of E and M bits.
+#define NN_CUDA_CPU_NARROW_FLOAT_NAMED(N, T, T2, E, M)                                                    \
+    inline T nn_cuda_cpu_rounded_##N(double v, nn_cuda_cpu::Rounding mode)                              \
+    {                                                                                                   \
+        return T::from_bits(nn_cuda_cpu::narrow_bits<E, M>(v, mode));                                    \
+    }                                                                                                   \
+    inline T __float2##N##_rn(float v) { return nn_cuda_cpu_rounded_##N(v, nn_cuda_cpu::Rounding::nearest_even); } \
+    inline T __float2##N(float v) { return __float2##N##_rn(v); }                                        \
+    inline T __float2##N##_rz(float v) { return nn_cuda_cpu_rounded_##N(v, nn_cuda_cpu::Rounding::toward_zero); } \
+    inline T __float2##N##_rd(float v) { return nn_cuda_cpu_rounded_##N(v, nn_cuda_cpu::Rounding::down); } \
+    inline T __float2##N##_ru(float v) { return nn_cuda_cpu_rounded_##N(v, nn_cuda_cpu::Rounding::up); }  \
+    inline T __double2##N(double v) { return nn_cuda_cpu_rounded_##N(v, nn_cuda_cpu::Rounding::nearest_even); } \
+    inline T __int2##N##_rn(int v) { return __double2##N(v); }                                         \
+    inline T __uint2##N##_rn(unsigned int v) { return __double2##N(v); }                                \
+    inline T __ll2##N##_rn(long long v) { return __double2##N(static_cast<double>(v)); }                 \
+    inline float __##N##2float(T h) { return nn_cuda_cpu_wide(h); }                                     \
+    inline int __##N##2int_rz(T h) { return static_cast<int>(truncf(__##N##2float(h))); }               \
+    inline int __##N##2int_rn(T h) { return static_cast<int>(rintf(__##N##2float(h))); }                \
+    inline int __##N##2int_rd(T h) { return static_cast<int>(floorf(__##N##2float(h))); }               \
+    inline int __##N##2int_ru(T h) { return static_cast<int>(ceilf(__##N##2float(h))); }                \
+    inline short __##N##_as_short(T h) { return static_cast<short>(h.__x); }                            \
+    inline unsigned short __##N##_as_ushort(T h) { return h.__x; }                                      \
+    inline T __short_as_##N(short bits) { return T::from_bits(static_cast<unsigned short>(bits)); }     \
+    inline T __ushort_as_##N(unsigned short bits) { return T::from_bits(bits); }                        \
+    inline T2 make_##N##2(T a, T b) { return T2(a, b); }                                                \
+    inline T2 __halves2##N##2(T a, T b) { return T2(a, b); }                                            \
+    inline T2 __##N##2##N##2(T a) { return T2(a, a); }                                                  \
+    inline T2 __float2##N##2_rn(float v) { return __##N##2##N##2(__float2##N##_rn(v)); }                \
+    inline T2 __floats2##N##2_rn(float a, float b) { return T2(__float2##N##_rn(a), __float2##N##_rn(b)); } \
+    inline T2 __float22##N##2_rn(float2 v) { return __floats2##N##2_rn(v.x, v.y); }                     \
+    inline float2 __##N##22float2(T2 h) { return nn_cuda_cpu_wide2(h); }                                \
+    inline T __low2##N(T2 h) { return h.x; }                                                            \
+    inline T __high2##N(T2 h) { return h.y; }                                                           \
+    inline float __low2float(T2 h) { return __##N##2float(h.x); }                                       \
+    inline float __high2float(T2 h) { return __##N##2float(h.y); }                                      \
+    inline T2 __lows2##N##2(T2 a, T2 b) { return T2(a.x, b.x); }                                        \
+    inline T2 __highs2##N##2(T2 a, T2 b) { return T2(a.y, b.y); }                                       \
+    inline T2 __lowhigh2highlow(T2 h) { return T2(h.y, h.x); }
+
 // A value rounded to the nearest 16-bit float of type T (each format's header defines its own).
 template <typename T>
 T nn_cuda_cpu_narrow(double value);
