@@ -497,22 +497,37 @@ def test_a_cuda_header_the_runner_lacks_stops_the_build_naming_it(header, what):
     assert "(RawModule code):1" in str(raised.value)  # the line that includes it
 
 
-def test_headers_and_qualifiers_that_a_gpu_build_takes_compile():
+def test_headers_macros_and_qualifiers_that_a_gpu_build_takes_compile():
+    # __CUDACC__ and __CUDA_ARCH__ (sm_80) are defined, as for device code (helper_math.h of
+    # cuda-samples adds host fallbacks without __CUDACC__); assert needs no #include, as with NVRTC
     code = r"""
     #include <cuda_runtime.h>
+    #include <cuda_runtime_api.h>
     #include <vector_types.h>
     #include <device_launch_parameters.h>
     #include <math_constants.h>
+    #if !defined(__CUDACC__) || __CUDA_ARCH__ < 800
+    #error "device code sees __CUDACC__ and an __CUDA_ARCH__ of at least 800"
+    #endif
     extern "C" __global__ void constants(float* out, const __grid_constant__ int n)
     {
+        assert(n <= 4);
         if (threadIdx.x < n) {
             out[threadIdx.x] = CUDART_PI_F * threadIdx.x + static_cast<float>(CUDART_SQRT_TWO);
         }
     }
+    #if __CUDA_ARCH__ >= 800  // the kernel scan sees the device branches too
+    extern "C" __global__ void sm80(float* out) { out[0] = __CUDA_ARCH__; }
+    #endif
     """
+    module = RawModule(code=code)
     out = np.zeros(4, np.float32)
-    RawModule(code=code).get_function("constants")(1, 4, (out, np.int32(4)))
+    module.get_function("constants")(1, 4, (out, np.int32(4)))
     np.testing.assert_allclose(out, np.pi * np.arange(4) + np.sqrt(2), rtol=1e-6)
+    module.get_function("sm80")(1, 1, (out,))
+    assert out[0] == 800
+    with pytest.raises(KernelError, match=r"assertion `n <= 4` failed"):
+        module.get_function("constants")(1, 4, (out, np.int32(5)))
 
 
 def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):
@@ -593,3 +608,70 @@ def test_a_missing_closing_brace_is_named_first_not_buried_under_the_instance_ta
     first_line = str(raised.value).splitlines()[0]
     assert first_line.startswith("the RawModule code does not compile for the CPU: a `}` is missing (the block "
                                  "opened at (RawModule code):2, or one inside it, is never closed)"), first_line
+
+
+DIRECTED = r"""
+// Row r of out, for mode m = r / 7 (to nearest, toward zero, down, up) and operation r % 7: a + b,
+// a - b, a * b, a / b, 1 / a, sqrt |a|, fma(a, b, c), in the precision T (interval arithmetic's
+// building blocks, as cuda-samples' interval sample uses them).
+#define ROW(mode, k) out[((mode) * 7 + (k)) * n + i]
+extern "C" __global__ void directed_float(const float* a, const float* b, const float* c, float* out, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float x = a[i], y = b[i], z = c[i], w = fabsf(a[i]);
+    ROW(0, 0) = __fadd_rn(x, y); ROW(0, 1) = __fsub_rn(x, y); ROW(0, 2) = __fmul_rn(x, y); ROW(0, 3) = __fdiv_rn(x, y);
+    ROW(0, 4) = __frcp_rn(x); ROW(0, 5) = __fsqrt_rn(w); ROW(0, 6) = __fmaf_rn(x, y, z);
+    ROW(1, 0) = __fadd_rz(x, y); ROW(1, 1) = __fsub_rz(x, y); ROW(1, 2) = __fmul_rz(x, y); ROW(1, 3) = __fdiv_rz(x, y);
+    ROW(1, 4) = __frcp_rz(x); ROW(1, 5) = __fsqrt_rz(w); ROW(1, 6) = __fmaf_rz(x, y, z);
+    ROW(2, 0) = __fadd_rd(x, y); ROW(2, 1) = __fsub_rd(x, y); ROW(2, 2) = __fmul_rd(x, y); ROW(2, 3) = __fdiv_rd(x, y);
+    ROW(2, 4) = __frcp_rd(x); ROW(2, 5) = __fsqrt_rd(w); ROW(2, 6) = __fmaf_rd(x, y, z);
+    ROW(3, 0) = __fadd_ru(x, y); ROW(3, 1) = __fsub_ru(x, y); ROW(3, 2) = __fmul_ru(x, y); ROW(3, 3) = __fdiv_ru(x, y);
+    ROW(3, 4) = __frcp_ru(x); ROW(3, 5) = __fsqrt_ru(w); ROW(3, 6) = __fmaf_ru(x, y, z);
+}
+extern "C" __global__ void directed_double(const double* a, const double* b, const double* c, double* out, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const double x = a[i], y = b[i], z = c[i], w = fabs(a[i]);
+    ROW(0, 0) = __dadd_rn(x, y); ROW(0, 1) = __dsub_rn(x, y); ROW(0, 2) = __dmul_rn(x, y); ROW(0, 3) = __ddiv_rn(x, y);
+    ROW(0, 4) = __drcp_rn(x); ROW(0, 5) = __dsqrt_rn(w); ROW(0, 6) = __fma_rn(x, y, z);
+    ROW(1, 0) = __dadd_rz(x, y); ROW(1, 1) = __dsub_rz(x, y); ROW(1, 2) = __dmul_rz(x, y); ROW(1, 3) = __ddiv_rz(x, y);
+    ROW(1, 4) = __drcp_rz(x); ROW(1, 5) = __dsqrt_rz(w); ROW(1, 6) = __fma_rz(x, y, z);
+    ROW(2, 0) = __dadd_rd(x, y); ROW(2, 1) = __dsub_rd(x, y); ROW(2, 2) = __dmul_rd(x, y); ROW(2, 3) = __ddiv_rd(x, y);
+    ROW(2, 4) = __drcp_rd(x); ROW(2, 5) = __dsqrt_rd(w); ROW(2, 6) = __fma_rd(x, y, z);
+    ROW(3, 0) = __dadd_ru(x, y); ROW(3, 1) = __dsub_ru(x, y); ROW(3, 2) = __dmul_ru(x, y); ROW(3, 3) = __ddiv_ru(x, y);
+    ROW(3, 4) = __drcp_ru(x); ROW(3, 5) = __dsqrt_ru(w); ROW(3, 6) = __fma_ru(x, y, z);
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_directed_rounding_intrinsics_bracket_the_exact_result(dtype):
+    from fractions import Fraction
+
+    rng = np.random.default_rng(4)
+    n = 200
+    a, b, c = ((rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype) for _ in range(3))
+    a[:4], b[:4] = [1, 3, 0.5, 2], [3, 1, 0.25, 2]  # exact results among them: every mode agrees
+    out = np.full(4 * 7 * n, np.nan, dtype)
+    name = "directed_float" if dtype == np.float32 else "directed_double"
+    RawModule(code=DIRECTED).get_function(name)((2,), (128,), (a, b, c, out, np.int32(n)))
+    nearest, toward_zero, down, up = out.reshape(4, 7, n)
+    exact = [lambda x, y, z: x + y, lambda x, y, z: x - y, lambda x, y, z: x * y, lambda x, y, z: x / y,
+             lambda x, y, z: 1 / x, None, lambda x, y, z: x * y + z]
+    for k in range(7):
+        for i in range(n):
+            lo, hi, zero, near = (Fraction(float(v[k, i])) for v in (down, up, toward_zero, nearest))
+            if k == 5:  # sqrt |a|: lo^2 <= |a| <= hi^2
+                value = abs(Fraction(float(a[i])))
+                assert lo * lo <= value <= hi * hi, (k, i)
+                inside = lo * lo == value
+            else:
+                value = exact[k](Fraction(float(a[i])), Fraction(float(b[i])), Fraction(float(c[i])))
+                assert lo <= value <= hi, (k, i)
+                inside = lo == value
+            # the two neighbours of an inexact result, or the result itself
+            assert hi == lo if inside else float(hi) == np.nextafter(dtype(float(lo)), dtype(np.inf)), (k, i)
+            assert zero == (lo if value >= 0 else hi), (k, i)
+            assert near in (lo, hi), (k, i)

@@ -47,6 +47,11 @@ INCLUDE_DIR = Path(__file__).with_name("include")
 # -g1: line tables only, so that a fault is reported at its kernel's file:line (runner.source_at);
 # DWARF 4, whose line tables name the file of a #line directive where binutils 2.40 reads DWARF 5's
 # as the generated .cpp.
+#: what a CUDA compiler defines for device code, so that code takes its device branches here too:
+#: __CUDACC__, and the __CUDA_ARCH__ of sm_80, whose device functions the runner has (the warp
+#: reduce functions, cuda::barrier); not NVRTC's __CUDACC_RTC__, under which code may declare what the
+#: host headers the runner includes already declare (uint64_t, ...)
+DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800")
 BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE",
               "-Wno-unknown-pragmas", "-fstack-clash-protection")
 # GCC gives the __shared__ arrays of a template kernel (function-local statics of a template) the
@@ -243,7 +248,7 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool)
     gcc = "Free Software Foundation" in version and "clang" not in version
     if gcc and check:
         unit = gcc_unroll_pragmas(unit)
-    flags = [*BASE_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
+    flags = [*BASE_FLAGS, *DEVICE_MACROS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
              *(CHECK_FLAGS if check else WORKER_FLAGS if threads_from_environment() > 1 else ()), *extra_flags,
              f"-isystem{INCLUDE_DIR}"]
     key = hashlib.sha256()

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cfenv>
 #include <chrono>
 
 // ---- vector types: the layout and alignment of CUDA's -------------------------------------------
@@ -96,13 +97,73 @@ inline void __sincosf(float x, float* s, float* c) { *s = sinf(x), *c = cosf(x);
 inline float __powf(float x, float y) { return powf(x, y); }
 inline float __fdividef(float x, float y) { return x / y; }
 inline float __saturatef(float x) { return x != x ? 0.0f : fminf(fmaxf(x, 0.0f), 1.0f); }  // NaN -> 0
+
+// ---- IEEE operations rounded as their name says: _rn to nearest, _rz toward zero, _rd down, _ru up ----
+
 inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
 inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __drcp_rn(double x) { return 1.0 / x; }
+inline double __dsqrt_rn(double x) { return sqrt(x); }
+
+namespace nn_cuda_cpu {
+
+template <typename T>
+inline T read_once(T value)  // through a volatile copy: read where the program says, not earlier
+{
+    volatile T copy = value;
+    return copy;
+}
+
+// One operation in the host's rounding mode `mode` (FE_DOWNWARD, ...), restored after it: the
+// operands are read and the result stored through volatile copies, so that the compiler computes
+// the operation between the two changes of the mode, not before or after them.
+template <typename T, typename Operation, typename... Operands>
+inline T rounded(int mode, Operation operation, Operands... operands)
+{
+    const int previous = fegetround();
+    fesetround(mode);
+    volatile T result = operation(read_once(operands)...);
+    fesetround(previous);
+    return result;
+}
+
+}  // namespace nn_cuda_cpu
+
+#define NN_CUDA_CPU_ROUNDED_OPERATIONS(suffix, mode)                                                       \
+    inline float __fadd_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x + y; }, a, b); } \
+    inline float __fsub_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x - y; }, a, b); } \
+    inline float __fmul_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x * y; }, a, b); } \
+    inline float __fdiv_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x / y; }, a, b); } \
+    inline float __frcp_##suffix(float a) { return nn_cuda_cpu::rounded<float>(mode, [](float x) { return 1.0f / x; }, a); } \
+    inline float __fsqrt_##suffix(float a) { return nn_cuda_cpu::rounded<float>(mode, [](float x) { return sqrtf(x); }, a); } \
+    inline float __fmaf_##suffix(float a, float b, float c)                                                \
+    {                                                                                                      \
+        return nn_cuda_cpu::rounded<float>(mode, [](float x, float y, float z) { return fmaf(x, y, z); }, a, b, c); \
+    }                                                                                                      \
+    inline double __dadd_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x + y; }, a, b); } \
+    inline double __dsub_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x - y; }, a, b); } \
+    inline double __dmul_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x * y; }, a, b); } \
+    inline double __ddiv_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x / y; }, a, b); } \
+    inline double __drcp_##suffix(double a) { return nn_cuda_cpu::rounded<double>(mode, [](double x) { return 1.0 / x; }, a); } \
+    inline double __dsqrt_##suffix(double a) { return nn_cuda_cpu::rounded<double>(mode, [](double x) { return sqrt(x); }, a); } \
+    inline double __fma_##suffix(double a, double b, double c)                                             \
+    {                                                                                                      \
+        return nn_cuda_cpu::rounded<double>(mode, [](double x, double y, double z) { return fma(x, y, z); }, a, b, c); \
+    }
+NN_CUDA_CPU_ROUNDED_OPERATIONS(rz, FE_TOWARDZERO)
+NN_CUDA_CPU_ROUNDED_OPERATIONS(rd, FE_DOWNWARD)
+NN_CUDA_CPU_ROUNDED_OPERATIONS(ru, FE_UPWARD)
+
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 

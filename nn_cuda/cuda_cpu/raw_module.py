@@ -270,15 +270,17 @@ def _closing_brace(text: str) -> int:
 
 def _preprocessed(code: str, flags) -> str | None:
     """The code after the host preprocessor (runtime.h left out, so __global__ stays), or None. The
-    runner's own CUDA headers (cuda_bf16.h, cooperative_groups.h, ...) are on the include path, as in
-    the build: without them the preprocessor would fail at their #include and every #if be ignored."""
+    runner's own CUDA headers (cuda_bf16.h, cooperative_groups.h, ...) are on the include path and the
+    device macros defined, as in the build: without the headers the preprocessor would fail at their
+    #include and every #if be ignored."""
     compiler = build.find_compiler()
     with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
         source = Path(work) / "raw_module.cu"
         source.write_text(code)
         try:
-            result = subprocess.run([compiler, "-x", "c++", "-std=c++17", *flags, f"-isystem{build.INCLUDE_DIR}",
-                                     "-E", "-P", str(source)], capture_output=True, text=True, timeout=120)
+            result = subprocess.run([compiler, "-x", "c++", "-std=c++17", *build.DEVICE_MACROS, *flags,
+                                     f"-isystem{build.INCLUDE_DIR}", "-E", "-P", str(source)],
+                                    capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.SubprocessError):
             return None
     return result.stdout if result.returncode == 0 else None

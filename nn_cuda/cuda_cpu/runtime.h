@@ -23,6 +23,7 @@
 // message naming the kernel, the block and the thread instead of killing the process.
 #pragma once
 
+#include <assert.h>  // NVRTC has assert built in, and nvcc's cuda_runtime.h includes it
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
