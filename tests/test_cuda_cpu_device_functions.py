@@ -297,10 +297,13 @@ def test_the_clock_grows_and_a_failed_assert_is_a_kernel_error(features):
 @pytest.mark.parametrize("call, what", [
     ("__isGlobal(&v)", "__isGlobal (address space queries)"),
     ("__isShared(&v)", "__isShared (address space queries)"),
+    ("tex2D<float>(texture, 0.5f, 0.5f)", "tex2D (textures and surfaces)"),
+    ("(tex1Dfetch(&v, texture, 3), v)", "tex1Dfetch (textures and surfaces)"),
+    ("(surf2Dwrite(v, surface, 0, 0), v)", "surf2Dwrite (textures and surfaces)"),
 ])
 def test_what_the_runner_cannot_run_stops_the_build_naming_it(call, what):
-    code = ('extern "C" __global__ void uses(float* out)\n{\n    float v = out[0];\n'
-            f"    out[1] = {call};\n}}\n")
+    code = ('extern "C" __global__ void uses(float* out, cudaTextureObject_t texture, cudaSurfaceObject_t surface)'
+            f"\n{{\n    float v = out[0];\n    out[1] = {call};\n}}\n")
     with pytest.raises(KernelBuildError) as raised:
         RawModule(code=code).get_function("uses")
     message = str(raised.value)
@@ -528,6 +531,14 @@ def test_headers_macros_and_qualifiers_that_a_gpu_build_takes_compile():
     assert out[0] == 800
     with pytest.raises(KernelError, match=r"assertion `n <= 4` failed"):
         module.get_function("constants")(1, 4, (out, np.int32(5)))
+
+
+def test_a_kernel_launch_in_the_code_is_named(tmp_path):
+    code = ('__global__ void child(float* out) { out[0] = 1.0f; }\n'
+            'extern "C" __global__ void parent(float* out)\n{\n    child<<<1, 1>>>(out);\n}\n')
+    with pytest.raises(KernelBuildError, match=r"a kernel launch, kernel<<<\.\.\.>>>\(\.\.\.\), in the code: the CPU "
+                                               r"runner does not support one from device code \(dynamic parallelism\)"):
+        RawModule(code=code).get_function("parent")
 
 
 def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):

@@ -342,8 +342,9 @@ def _missing_brace(log: str) -> str:
     return f": a `}}` is missing (the block opened at {opened[-1]}, or one inside it, is never closed)"
 
 
-def _hint(log: str) -> str:
-    """What a compiler message means for CUDA code, where the message itself does not say it."""
+def _hint(log: str, unit: str) -> str:
+    """What a compiler message about the source `unit` means for CUDA code, where the message itself
+    does not say it."""
     # GCC 12: "conflicting specifiers in declaration"; GCC 13: "'static' specifier conflicts with
     # 'extern'"; clang: "cannot combine with previous 'extern' declaration specifier"
     if any(words in log for words in ("conflicting specifiers in declaration", "specifier conflicts with",
@@ -353,6 +354,9 @@ def _hint(log: str) -> str:
                 "declare the array in the code)")
     if "no such instruction" in log or "unknown mnemonic" in log:
         return "\n(inline PTX assembly, asm(\"...\"), runs on a GPU only: the CPU runner does not support it)"
+    if re.search(r"<<<.*>>>", unit) and "expected primary-expression" in log:
+        return ("\n(a kernel launch, kernel<<<...>>>(...), in the code: the CPU runner does not support one from "
+                "device code (dynamic parallelism), and a RawModule's kernels are launched from Python)")
     return ""
 
 
@@ -387,7 +391,7 @@ def _compile(plan: _Plan) -> Path:
                 log = result.stderr.strip().replace(str(source), f"({plan.table})")
                 raise KernelBuildError(
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
-                    f"exited with status {result.returncode}):\n{log}" + _hint(log)
+                    f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
                 )
             # The unit itself is in the manifest's key; the files it reads name the library.
             read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())

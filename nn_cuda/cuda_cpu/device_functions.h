@@ -452,3 +452,38 @@ NN_CUDA_CPU_UNSUPPORTED(__isGlobal, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isShared, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isLocal, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isConstant, "address space queries")
+
+// Textures and surfaces: a texture object's handle is a number, as CUDA's, so a kernel that takes
+// one compiles, and a fetch or a surface access stops the build at its line. Both forms: the value
+// returned (tex2D<float>(tex, x, y)) and written through a pointer (tex2D(&v, tex, x, y)).
+typedef unsigned long long cudaTextureObject_t;
+typedef unsigned long long cudaSurfaceObject_t;
+#define NN_CUDA_CPU_UNSUPPORTED_TEXTURE(function)                                                    \
+    template <typename T, typename... A>                                                             \
+    inline T function(A...)                                                                          \
+    {                                                                                                \
+        static_assert(nn_cuda_cpu_unsupported<T, A...>, "the CPU runner does not support " #function \
+                                                        " (textures and surfaces)");                 \
+        return T();                                                                                  \
+    }                                                                                                \
+    template <typename... A>                                                                         \
+    inline void function(A...)                                                                       \
+    {                                                                                                \
+        static_assert(nn_cuda_cpu_unsupported<A...>, "the CPU runner does not support " #function    \
+                                                     " (textures and surfaces)");                    \
+    }
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex1Dfetch)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex1D)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex2D)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex3D)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex1DLayered)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex2DLayered)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex2DLod)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex2DGather)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(texCubemap)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf1Dread)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf2Dread)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf3Dread)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf1Dwrite)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf2Dwrite)
+NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf3Dwrite)
