@@ -39,6 +39,12 @@ RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
 #: the CUDA headers a kernel may include that the CPU runner provides (<cooperative_groups.h>)
 INCLUDE_DIR = Path(__file__).with_name("include")
 
+#: what a CUDA compiler defines for device code, so that code takes its device branches here too:
+#: __CUDACC__, and the __CUDA_ARCH__ of sm_80, whose device functions the runner has (the warp
+#: reduce functions, cuda::barrier); not NVRTC's __CUDACC_RTC__, under which code may declare what the
+#: host headers the runner includes already declare (uint64_t, ...)
+DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800")
+
 # -O2: the kernels' loops are worth optimising; -U_FORTIFY_SOURCE: the fibers switch stacks, which
 # glibc's fortified longjmp checks would take for stack corruption; #pragma unroll is CUDA's.
 # -fstack-clash-protection: a frame larger than a page touches each page as it grows, so a thread
@@ -47,11 +53,6 @@ INCLUDE_DIR = Path(__file__).with_name("include")
 # -g1: line tables only, so that a fault is reported at its kernel's file:line (runner.source_at);
 # DWARF 4, whose line tables name the file of a #line directive where binutils 2.40 reads DWARF 5's
 # as the generated .cpp.
-#: what a CUDA compiler defines for device code, so that code takes its device branches here too:
-#: __CUDACC__, and the __CUDA_ARCH__ of sm_80, whose device functions the runner has (the warp
-#: reduce functions, cuda::barrier); not NVRTC's __CUDACC_RTC__, under which code may declare what the
-#: host headers the runner includes already declare (uint64_t, ...)
-DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800")
 BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE",
               "-Wno-unknown-pragmas", "-fstack-clash-protection")
 # GCC gives the __shared__ arrays of a template kernel (function-local statics of a template) the
