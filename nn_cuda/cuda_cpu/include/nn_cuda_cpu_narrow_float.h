@@ -139,14 +139,16 @@ T atomic_update16(T* address, Update update)
         T2(const Raw2& raw) : x(Raw{raw.x}), y(Raw{raw.y}) {}                                           \
         operator Raw2() const { return Raw2{x.__x, y.__x}; }                                            \
     };                                                                                                  \
+    namespace nn_cuda_cpu {                                                                             \
     template <>                                                                                         \
-    struct nn_cuda_cpu::narrow_float_name<T> {                                                          \
+    struct narrow_float_name<T> {                                                                       \
         static constexpr const char* value = #T;                                                        \
     };                                                                                                  \
     template <>                                                                                         \
-    struct nn_cuda_cpu::narrow_float_name<T2> {                                                         \
+    struct narrow_float_name<T2> {                                                                      \
         static constexpr const char* value = #T2;                                                       \
-    };
+    };                                                                                                  \
+    }
 
 // CUDA's functions named after the format, N = half or bfloat16 (__float2half_rn,
 // __float2bfloat16_rn, __half2float, __bfloat162float, __halves2half2, ...), for T of E and M bits.
