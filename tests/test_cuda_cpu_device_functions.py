@@ -624,36 +624,23 @@ def test_a_missing_closing_brace_is_named_first_not_buried_under_the_instance_ta
 DIRECTED = r"""
 // Row r of out, for mode m = r / 7 (to nearest, toward zero, down, up) and operation r % 7: a + b,
 // a - b, a * b, a / b, 1 / a, sqrt |a|, fma(a, b, c), in the precision T (interval arithmetic's
-// building blocks, as cuda-samples' interval sample uses them).
-#define ROW(mode, k) out[((mode) * 7 + (k)) * n + i]
-extern "C" __global__ void directed_float(const float* a, const float* b, const float* c, float* out, int n)
-{
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const float x = a[i], y = b[i], z = c[i], w = fabsf(a[i]);
-    ROW(0, 0) = __fadd_rn(x, y); ROW(0, 1) = __fsub_rn(x, y); ROW(0, 2) = __fmul_rn(x, y); ROW(0, 3) = __fdiv_rn(x, y);
-    ROW(0, 4) = __frcp_rn(x); ROW(0, 5) = __fsqrt_rn(w); ROW(0, 6) = __fmaf_rn(x, y, z);
-    ROW(1, 0) = __fadd_rz(x, y); ROW(1, 1) = __fsub_rz(x, y); ROW(1, 2) = __fmul_rz(x, y); ROW(1, 3) = __fdiv_rz(x, y);
-    ROW(1, 4) = __frcp_rz(x); ROW(1, 5) = __fsqrt_rz(w); ROW(1, 6) = __fmaf_rz(x, y, z);
-    ROW(2, 0) = __fadd_rd(x, y); ROW(2, 1) = __fsub_rd(x, y); ROW(2, 2) = __fmul_rd(x, y); ROW(2, 3) = __fdiv_rd(x, y);
-    ROW(2, 4) = __frcp_rd(x); ROW(2, 5) = __fsqrt_rd(w); ROW(2, 6) = __fmaf_rd(x, y, z);
-    ROW(3, 0) = __fadd_ru(x, y); ROW(3, 1) = __fsub_ru(x, y); ROW(3, 2) = __fmul_ru(x, y); ROW(3, 3) = __fdiv_ru(x, y);
-    ROW(3, 4) = __frcp_ru(x); ROW(3, 5) = __fsqrt_ru(w); ROW(3, 6) = __fmaf_ru(x, y, z);
-}
-extern "C" __global__ void directed_double(const double* a, const double* b, const double* c, double* out, int n)
-{
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const double x = a[i], y = b[i], z = c[i], w = fabs(a[i]);
-    ROW(0, 0) = __dadd_rn(x, y); ROW(0, 1) = __dsub_rn(x, y); ROW(0, 2) = __dmul_rn(x, y); ROW(0, 3) = __ddiv_rn(x, y);
-    ROW(0, 4) = __drcp_rn(x); ROW(0, 5) = __dsqrt_rn(w); ROW(0, 6) = __fma_rn(x, y, z);
-    ROW(1, 0) = __dadd_rz(x, y); ROW(1, 1) = __dsub_rz(x, y); ROW(1, 2) = __dmul_rz(x, y); ROW(1, 3) = __ddiv_rz(x, y);
-    ROW(1, 4) = __drcp_rz(x); ROW(1, 5) = __dsqrt_rz(w); ROW(1, 6) = __fma_rz(x, y, z);
-    ROW(2, 0) = __dadd_rd(x, y); ROW(2, 1) = __dsub_rd(x, y); ROW(2, 2) = __dmul_rd(x, y); ROW(2, 3) = __ddiv_rd(x, y);
-    ROW(2, 4) = __drcp_rd(x); ROW(2, 5) = __dsqrt_rd(w); ROW(2, 6) = __fma_rd(x, y, z);
-    ROW(3, 0) = __dadd_ru(x, y); ROW(3, 1) = __dsub_ru(x, y); ROW(3, 2) = __dmul_ru(x, y); ROW(3, 3) = __ddiv_ru(x, y);
-    ROW(3, 4) = __drcp_ru(x); ROW(3, 5) = __dsqrt_ru(w); ROW(3, 6) = __fma_ru(x, y, z);
-}
+// building blocks, as cuda-samples' interval sample uses them). ADD ... FMA name the precision's
+// intrinsics (__fadd or __dadd, ...); the mode's suffix is pasted on.
+#define ROWS(m, mode, ADD, SUB, MUL, DIV, RCP, SQRT, FMA)                                          \
+    out[(m * 7 + 0) * n + i] = ADD##_##mode(x, y); out[(m * 7 + 1) * n + i] = SUB##_##mode(x, y); \
+    out[(m * 7 + 2) * n + i] = MUL##_##mode(x, y); out[(m * 7 + 3) * n + i] = DIV##_##mode(x, y); \
+    out[(m * 7 + 4) * n + i] = RCP##_##mode(x); out[(m * 7 + 5) * n + i] = SQRT##_##mode(w);     \
+    out[(m * 7 + 6) * n + i] = FMA##_##mode(x, y, z);
+#define DIRECTED_KERNEL(name, T, ...)                                                              \
+    extern "C" __global__ void name(const T* a, const T* b, const T* c, T* out, int n)             \
+    {                                                                                              \
+        const int i = blockIdx.x * blockDim.x + threadIdx.x;                                       \
+        if (i >= n) return;                                                                        \
+        const T x = a[i], y = b[i], z = c[i], w = a[i] < 0 ? -a[i] : a[i];                        \
+        ROWS(0, rn, __VA_ARGS__) ROWS(1, rz, __VA_ARGS__) ROWS(2, rd, __VA_ARGS__) ROWS(3, ru, __VA_ARGS__) \
+    }
+DIRECTED_KERNEL(directed_float, float, __fadd, __fsub, __fmul, __fdiv, __frcp, __fsqrt, __fmaf)
+DIRECTED_KERNEL(directed_double, double, __dadd, __dsub, __dmul, __ddiv, __drcp, __dsqrt, __fma)
 """
 
 

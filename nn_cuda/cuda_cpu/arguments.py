@@ -27,15 +27,12 @@ import re
 
 import numpy as np
 
-from .runner import SCALAR_CTYPES
+from .runner import NARROW_FLOATS, SCALAR_CTYPES
 
 #: runtime.h's name of an unsupported type (a reference, a pointer to a pointer)
 UNSUPPORTED = "?"
 #: runtime.h's name of a struct passed by value: "struct of 16 bytes"
 _STRUCT = re.compile(r"struct of (\d+) bytes?")
-#: the 16-bit floats of cuda_fp16.h and cuda_bf16.h and their pairs, as a signature names them ->
-#: their bytes (NumPy has float16; a bfloat16 array is its bits, uint16)
-NARROW_FLOATS = {"__half": 2, "__nv_bfloat16": 2, "__half2": 4, "__nv_bfloat162": 4}
 
 
 def scalar_dtype(c_type: str) -> np.dtype:
@@ -84,7 +81,7 @@ def _argument(where: str, c_type: str, value):
     if c_type in NARROW_FLOATS:  # its bits, as CuPy passes a NumPy scalar of its size; or a float for __half
         if c_type == "__half" and isinstance(value, (int, float)) and not isinstance(value, bool):
             value = np.float16(value)
-        return _struct_bytes(where, NARROW_FLOATS[c_type], value)
+        return _struct_bytes(where, 4 if c_type.endswith("2") else 2, value)  # a pair, or one
     dtype = scalar_dtype(c_type)
     if isinstance(value, np.generic):
         if value.dtype != dtype:

@@ -61,14 +61,19 @@ _SIGNALS = {
 ROUNDING_RTOL = {"float16": 5e-2, "bfloat16": 1e-1, "float32": 1e-4, "float64": 1e-12}
 
 
+#: the 16-bit floats of cuda_fp16.h and cuda_bf16.h and their pairs, as a signature names them ->
+#: the format of their 2-byte items (NumPy has float16; a bfloat16 array is its bits, uint16)
+NARROW_FLOATS = {"__half": "float16", "__half2": "float16", "__nv_bfloat16": "bfloat16", "__nv_bfloat162": "bfloat16"}
+
+
 def float_values(array: np.ndarray, c_type: str) -> tuple[np.ndarray | None, str | None]:
     """(the floats an argument holds, their format), or (None, None) for an array of no floats. A
     bfloat16 array is its bits (uint16) to NumPy: the signature ("__nv_bfloat16*") says it is one."""
-    pointee = c_type.replace("const ", "").rstrip("*")
-    if pointee in ("__nv_bfloat16", "__nv_bfloat162"):
-        return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32), "bfloat16"
-    if pointee in ("__half", "__half2"):
-        return array.view(np.float16), "float16"
+    narrow = NARROW_FLOATS.get(c_type.replace("const ", "").rstrip("*"))
+    if narrow == "bfloat16":
+        return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32), narrow
+    if narrow == "float16":
+        return array.view(np.float16), narrow
     if array.dtype.kind == "f":
         return array, array.dtype.name
     return None, None

@@ -1045,10 +1045,6 @@ const char* c_type_name()
     return "?";
 }
 
-// A struct (a vector type, a struct of parameters, an empty tag type such as std::true_type) is
-// "struct of N bytes": passed by value, the launcher passes N bytes, as CuPy passes the bytes of a
-// NumPy scalar or one-element array; pointed to (float4*), any array. An enum is its underlying
-// integer type.
 // The name a 16-bit float type gives itself in a signature ("__half", "__nv_bfloat16": cuda_fp16.h
 // and cuda_bf16.h specialise it), so that the launcher knows what an array of them holds; nullptr
 // for every other type.
@@ -1057,6 +1053,10 @@ struct narrow_float_name {
     static constexpr const char* value = nullptr;
 };
 
+// A type's name in a signature: a 16-bit float's own; a struct (a vector type, a struct of
+// parameters, an empty tag type such as std::true_type) is "struct of N bytes": passed by value, the
+// launcher passes N bytes, as CuPy passes the bytes of a NumPy scalar or one-element array; pointed
+// to (float4*), any array. An enum is its underlying integer type.
 template <typename T>
 std::string value_type_name()
 {
