@@ -145,8 +145,9 @@ def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(signal_number, returncode,
     job.send_signal(signal_number)
     sent = time.monotonic()
     out, err = job.communicate(timeout=30)
-    # measured: 0.03 s (Ctrl-C, the process exit included) and 0.004 s (SIGTERM) on the 2-core machine
-    assert time.monotonic() - sent < 1.0
+    # measured: 0.03 s (Ctrl-C, the process exit included) and 0.004 s (SIGTERM) on the 2-core machine;
+    # the bound leaves room for a loaded machine (without the stop, the launch spins until the timeout)
+    assert time.monotonic() - sent < 5.0
     assert job.returncode == returncode, err
     assert said in out and "Traceback" not in err
 
@@ -184,7 +185,8 @@ def test_ctrl_c_and_sigterm_stop_a_spinning_kernel_in_numbas_simulator(signal_nu
     job.send_signal(signal_number)
     sent = time.monotonic()
     _, err = job.communicate(timeout=30)
-    # measured: about 0.5-0.7 s on the 2-core machine (the simulator checks for the signal between steps)
-    assert time.monotonic() - sent < 1.5
+    # measured: about 0.5-0.7 s on the 2-core machine (the simulator checks for the signal between
+    # steps); the bound leaves room for a loaded machine (without the stop, it spins until the timeout)
+    assert time.monotonic() - sent < 5.0
     assert job.returncode == 128 + signal_number
     assert err.strip().splitlines()[-1] == f"spin: interrupted ({signal.Signals(signal_number).name})"
