@@ -1,8 +1,9 @@
 """Cooperative groups on the CPU runner (<cooperative_groups.h>, its reduce.h, scan.h and
 memcpy_async.h): the block, static and run-time tiles, the grid's ranks, binary and labeled
 partitions, and cg::reduce and the scans, through RawModule against NumPy in the plain and the
-checking mode. What needs a cooperative launch or the lanes a branch leaves active stops the build
-naming itself; a tile the runner cannot make is a KernelError. Then threads that wait for others:
+checking mode. What needs the lanes a branch leaves active stops the build naming itself; a tile the
+runner cannot make is a KernelError. A cooperative launch (enable_cooperative_groups=True) syncs its
+whole grid, and a grid.sync() it cannot complete is a KernelError. Then threads that wait for others:
 libcu++'s cuda::barrier with cuda::memcpy_async, and __nanosleep in a spin loop, within a block and
 between blocks. The kernels are written here."""
 
@@ -232,15 +233,105 @@ def test_a_tile_wider_than_a_warp_is_a_kernel_error(groups):
         groups.get_function("wide_tile")(1, 128, (np.zeros(128, np.int32),))
 
 
-@pytest.mark.parametrize("call, what", [
-    ("cg::this_grid().sync()", "grid_group::sync (a grid-wide barrier"),
-    ("cg::coalesced_threads().sync()", "coalesced_threads (the lanes a branch leaves active"),
-])
-def test_what_needs_a_cooperative_launch_stops_the_build_naming_it(call, what):
+def test_the_lanes_a_branch_leaves_active_stop_the_build_naming_them():
     code = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
-            f'extern "C" __global__ void uses(float* out)\n{{\n    {call};\n    out[0] = 1.0f;\n}}\n')
-    with pytest.raises(KernelBuildError, match=r"the CPU runner does not support " + what.replace("(", r"\(")):
+            'extern "C" __global__ void uses(float* out)\n{\n    cg::coalesced_threads().sync();\n    out[0] = 1;\n}\n')
+    with pytest.raises(KernelBuildError, match=r"the CPU runner does not support coalesced_threads \(the lanes a "
+                                               "branch leaves active"):
         RawModule(code=code).get_function("uses")
+
+
+# ---- a cooperative launch: grid_group::sync -------------------------------------------------------
+
+GRID = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+// Two passes over the grid, a grid.sync() between them (a cooperative launch): each block sums its
+// grid-stride share of x into partial[block] through __shared__ memory, then every thread of every
+// block reads all the partial sums and scales its elements of x by their total.
+extern "C" __global__ void normalise(const float* x, float* partial, float* out, int n)
+{
+    __shared__ float sums[128];
+    cg::grid_group grid = cg::this_grid();
+    float mine = 0.0f;
+    for (int i = grid.thread_rank(); i < n; i += grid.size()) {
+        mine += x[i];
+    }
+    sums[threadIdx.x] = mine;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            sums[threadIdx.x] += sums[threadIdx.x + half];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = sums[0];
+    }
+    grid.sync();
+    float total = 0.0f;
+    for (int b = 0; b < gridDim.x; ++b) {
+        total += partial[b];
+    }
+    for (int i = grid.thread_rank(); i < n; i += grid.size()) {
+        out[i] = x[i] / total;
+    }
+}
+
+// valid[thread] = whether the grid can sync (a cooperative launch)
+extern "C" __global__ void validity(int* valid) { valid[threadIdx.x] = cg::this_grid().is_valid(); }
+
+// Thread 0 of block 1 returns before the grid.sync() the others wait at.
+extern "C" __global__ void leaves_early(float* out)
+{
+    if (blockIdx.x == 1 && threadIdx.x == 0) {
+        return;
+    }
+    cg::this_grid().sync();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_cooperative_launch_syncs_the_whole_grid(check):
+    module = RawModule(code=GRID, enable_cooperative_groups=True, check=check)
+    x = np.random.default_rng(3).random(1000).astype(np.float32)
+    partial, out = np.full(4, np.nan, np.float32), np.full(1000, np.nan, np.float32)
+    module.get_function("normalise")((4,), (128,), (x, partial, out, np.int32(1000)))
+    # every block read every other block's partial sum, written before the grid.sync(); each block's
+    # __shared__ sums stayed its own while the four took turns (float32 sums of 1,000 values: 1e-6)
+    np.testing.assert_allclose(partial.sum(), x.sum(dtype=np.float64), rtol=1e-6)
+    np.testing.assert_allclose(out, x / x.sum(dtype=np.float64), rtol=1e-6)
+    valid = np.full(2, -1, np.int32)
+    module.get_function("validity")((1,), (2,), (valid,))
+    assert valid.tolist() == [1, 1]
+
+
+def test_a_grid_sync_outside_a_cooperative_launch_is_a_kernel_error():
+    module = RawModule(code=GRID)
+    valid = np.full(2, -1, np.int32)
+    module.get_function("validity")((1,), (2,), (valid,))
+    assert valid.tolist() == [0, 0]  # as on a GPU: the grid of an ordinary launch cannot sync
+    out = np.zeros(1000, np.float32)
+    with pytest.raises(KernelError, match=r"normalise: grid_group::sync\(\) in thread \(\d+, 0, 0\) of block "
+                                          r"\(\d, 0, 0\) of a launch that is not cooperative.*"
+                                          r"enable_cooperative_groups=True"):
+        module.get_function("normalise")((2,), (128,), (out, np.zeros(2, np.float32), out.copy(), np.int32(1000)))
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_cooperative_grid_too_large_or_a_thread_that_skips_the_sync_is_a_kernel_error(check):
+    module = RawModule(code=GRID, enable_cooperative_groups=True, check=check)
+    out = np.zeros(640, np.float32)
+    with pytest.raises(KernelError, match=r"normalise: a cooperative launch of 5 blocks: the CPU runner keeps at "
+                                          r"most 4 blocks resident at once .*cudaErrorCooperativeLaunchTooLarge"):
+        module.get_function("normalise")((5,), (128,), (out, np.zeros(5, np.float32), out.copy(), np.int32(640)))
+    with pytest.raises(KernelError, match=r"leaves_early: thread \(\d+, 0, 0\) of block \(\d, 0, 0\) waits at "
+                                          r"grid_group::sync\(\) for 1 threads of the grid that returned before "
+                                          r"reaching it"):
+        module.get_function("leaves_early")((2,), (32,), (np.zeros(64, np.float32),))
 
 
 WAITING = r"""

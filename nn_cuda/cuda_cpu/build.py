@@ -245,14 +245,15 @@ class _Plan:
     table: str  # what the generated source file holds: "the instance table of gemm1_naive.cu"
 
 
-def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool) -> _Plan:
+def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool, workers: bool = True) -> _Plan:
     compiler = find_compiler()
     version = host_compiler.compiler_version(compiler)
     gcc = "Free Software Foundation" in version and "clang" not in version
     if gcc and check:
         unit = gcc_unroll_pragmas(unit)
     flags = [*BASE_FLAGS, *DEVICE_MACROS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
-             *(CHECK_FLAGS if check else WORKER_FLAGS if threads_from_environment() > 1 else ()), *extra_flags,
+             *(CHECK_FLAGS if check else WORKER_FLAGS if workers and threads_from_environment() > 1 else ()),
+             *extra_flags,
              f"-isystem{INCLUDE_DIR}"]
     key = hashlib.sha256()
     for part in (unit, compiler, version, " ".join(flags)):
@@ -262,10 +263,12 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool)
     return _Plan(compiler, flags, unit, manifest, stem, what, table)
 
 
-def _code_plan(code: str, flags, instances, check: bool, name: str | None) -> _Plan:
-    """The build of a code string with host compiler `flags` (see host_flags) and `instances`."""
+def _code_plan(code: str, flags, instances, check: bool, name: str | None, workers: bool) -> _Plan:
+    """The build of a code string with host compiler `flags` (see host_flags) and `instances`; its
+    blocks on one host thread when not `workers` (a cooperative module's: its __shared__ arrays are
+    then plain statics, which its resident blocks take turns with)."""
     return _plan(code_unit(code, instances, name), list(flags), Path(name).stem if name else "raw_module",
-                 name or "the RawModule code", _table_of(name), check)
+                 name or "the RawModule code", _table_of(name), check, workers)
 
 
 #: the manifest's suffix: the files the preprocessor read for one translation unit, one per line
@@ -296,20 +299,21 @@ def _built(plan: _Plan) -> Path:
     return _cached_library(plan.manifest) or _compile(plan)
 
 
-def code_library(code: str, flags, instances, check: bool, name: str | None = None) -> Path:
+def code_library(code: str, flags, instances, check: bool, name: str | None = None, workers: bool = True) -> Path:
     """The cached shared library of a code string (host compiler `flags`, from host_flags) holding
     `instances`, in that order (name expressions or names of extern "C" kernels); built first if
     missing or if a file it was built from has changed since."""
-    return _built(_code_plan(code, flags, instances, check, name))
+    return _built(_code_plan(code, flags, instances, check, name, workers))
 
 
-def load_code(code: str, flags, instances, check: bool, name: str | None = None) -> tuple[ctypes.CDLL, str]:
+def load_code(code: str, flags, instances, check: bool, name: str | None = None,
+              workers: bool = True) -> tuple[ctypes.CDLL, str]:
     """(the loaded library of code_library, a name under which another process reads it).
 
     A cached library that is not what was built (build_cache.open_verified) is never loaded: it is
     built again, and one line on stderr says why.
     """
-    return _load(_code_plan(code, flags, instances, check, name))
+    return _load(_code_plan(code, flags, instances, check, name, workers))
 
 
 def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:

@@ -19,7 +19,12 @@ The cuda-cpu backend builds each kernels/*.cu file as a RawModule too (backends/
 
 `extern __shared__ T name[];` is sized by the launch's shared_mem (dynamic_shared_as_pointers).
 
-Not supported: cubin or PTX files (path=), and parameters of other types than arguments.py lists (structs, vector types).
+`enable_cooperative_groups=True` launches the module's kernels cooperatively, as CuPy does: every block
+of the grid (at most 4 here) stays resident, taking turns on one host thread, so grid_group::sync()
+waits for the whole grid.
+
+Not supported: cubin or PTX files (path=), references and pointers to pointers as parameters
+(arguments.py), translate_cucomplex and jitify.
 """
 
 from __future__ import annotations
@@ -58,8 +63,7 @@ class RawModule:
             raise TypeError(f"code must be the CUDA C source as a str, got {type(code).__name__}")
         if backend not in ("nvrtc", "nvcc"):
             raise ValueError(f"backend must be 'nvrtc' or 'nvcc', got {backend!r}")
-        for flag, value in (("translate_cucomplex", translate_cucomplex),
-                            ("enable_cooperative_groups", enable_cooperative_groups), ("jitify", jitify)):
+        for flag, value in (("translate_cucomplex", translate_cucomplex), ("jitify", jitify)):
             if value:
                 raise ValueError(f"{flag}=True is not supported by the CPU runner")
         if isinstance(name_expressions, str) or not all(isinstance(n, str) for n in name_expressions or ()):
@@ -69,6 +73,8 @@ class RawModule:
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.check = check_mode_from_environment() if check is None else bool(check)
+        #: its kernels are launched cooperatively, as CuPy's (grid_group::sync)
+        self.enable_cooperative_groups = bool(enable_cooperative_groups)
         self.name = name
         self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
         if self._cpu_code != code:  # it declares extern __shared__ memory: the checking mode watches its end
@@ -81,8 +87,9 @@ class RawModule:
         if self._kernels is not None:
             return
         instances = self._instances()
-        kernels = LoadedKernels(*build.load_code(self._cpu_code, self._flags, instances, self.check, self.name),
-                                self.check)
+        cooperative = self.enable_cooperative_groups
+        kernels = LoadedKernels(*build.load_code(self._cpu_code, self._flags, instances, self.check, self.name,
+                                                 workers=not cooperative), self.check, cooperative)
         if kernels.count() != len(instances):
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
         _refuse_too_much_static_shared(kernels.tool_path, self.name or build.CODE_NAME)
@@ -98,7 +105,8 @@ class RawModule:
 
     def library_path(self) -> Path:
         """The module's library in the build cache, built first if needed (not loaded)."""
-        return build.code_library(self._cpu_code, self._flags, self._instances(), self.check, self.name)
+        return build.code_library(self._cpu_code, self._flags, self._instances(), self.check, self.name,
+                                  workers=not self.enable_cooperative_groups)
 
     def _instances(self) -> list[str]:
         """The name expressions, then the extern "C" kernels of the code."""
@@ -156,9 +164,7 @@ class RawKernel:
                 f"pointer): ({', '.join(self.signature)})"
             )
 
-    def __call__(self, grid, block, args, *, shared_mem: int = 0, enable_cooperative_groups: bool = False):
-        if enable_cooperative_groups:
-            raise ValueError("enable_cooperative_groups=True is not supported by the CPU runner")
+    def __call__(self, grid, block, args, *, shared_mem: int = 0):
         launch = _Launch(self.name, _dimensions("grid", grid), _dimensions("block", block),
                          arguments.pack(self.name, self.signature, args), self.signature,
                          shared_mem=self._shared_bytes(shared_mem))

@@ -124,14 +124,15 @@ def _nothing_to_describe(address: int) -> str:
 class LoadedKernels:
     """The instances of one loaded library, launched by their index in its instance table."""
 
-    def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool):
+    def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool, cooperative: bool = False):
         self.check = check
+        self.cooperative = cooperative  # every launch keeps its grid resident (grid_group::sync)
         self._lib = library
         self.tool_path = tool_path  # the library as another process (nm, addr2line) reads it
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
-        self.threads = 1 if check else threads_from_environment()
+        self.threads = 1 if check or cooperative else threads_from_environment()
         # what every launch passes, made once: the instances' signatures, the fault record, the message
         self._signatures = [self.signature(index) for index in range(self.count())]
         self._fault = (ctypes.c_longlong * 9)()
@@ -140,8 +141,8 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_stack_layout(layout)
         self._lib.nn_cuda_cpu_use_stacks(ctypes.c_void_p(fiber_stacks.process_stacks(layout[0], layout[1])),
                                          ctypes.c_size_t(layout[1]))
-        if check:
-            self._set_shared_regions()
+        if check or cooperative:  # blocks that take turns copy their __shared__ arrays in and out
+            self._set_shared_regions(poisoned=check)
 
     def count(self) -> int:
         """How many instances the library holds."""
@@ -175,6 +176,7 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_set_watchdog(ctypes.c_double(self.watchdog))
         # per launch, as the watchdog: two modules of one library may have been made with different settings
         self._lib.nn_cuda_cpu_set_workers(ctypes.c_size_t(self.threads))
+        self._lib.nn_cuda_cpu_set_cooperative(int(self.cooperative))
         if self.check:
             with _CheckedBuffers(launch, names) as buffers:
                 # Twice, in two thread orders, from the same start: a race-free kernel writes the
@@ -266,11 +268,12 @@ class LoadedKernels:
         anchor = "nn_cuda_cpu_instance_count"
         return ctypes.cast(getattr(self._lib, anchor), ctypes.c_void_p).value - symbols[anchor][1]
 
-    def _set_shared_regions(self) -> None:
+    def _set_shared_regions(self, poisoned: bool) -> None:
         """Tell the library where its __shared__ arrays are: the function-local statics (_ZZ
         symbols; a template instance's are exported, other kernels' are not) and the variables in
         runtime.h's section of __shared__ ones (those at file scope). Every one's address is the
-        library's load address plus the symbol's value."""
+        library's load address plus the symbol's value. Each block's start fills them with NaN when
+        `poisoned` (the checking mode), else with zeros."""
         symbols = _symbol_table(self.tool_path, "the checking mode finds __shared__ arrays")
         base = self._load_address(symbols)
         bounds = (ctypes.c_size_t * 2)()
@@ -281,7 +284,7 @@ class LoadedKernels:
                         and "nn_cuda_cpu_shared_anchor" not in name
                         and not ("_" + name.lstrip("_")).startswith(_CPP_RUNTIME)  # one "_" on every host
                         and (name.lstrip("_").startswith("ZZ") or base + value in in_section)]
-        self._fill_shared(poisoned=range(len(self._shared)), dynamic=True)
+        self._fill_shared(poisoned=range(len(self._shared)) if poisoned else (), dynamic=poisoned)
 
     def _fill_shared(self, poisoned, dynamic: bool) -> None:
         """Fill the __shared__ arrays of `poisoned` (indices into self._shared), and extern __shared__

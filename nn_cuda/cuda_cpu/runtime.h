@@ -21,6 +21,10 @@
 // write outside a buffer, which the Python side surrounds with inaccessible pages; an index out of
 // the bounds of a __shared__ or local array, trapped by -fsanitize=bounds) end the launch with a
 // message naming the kernel, the block and the thread instead of killing the process.
+//
+// A cooperative launch (nn_cuda_cpu_set_cooperative) keeps its whole grid resident, at most four
+// blocks taking turns on one host thread as in the checking mode, so that grid_group::sync() can
+// wait for every thread of the grid.
 #pragma once
 
 #include <assert.h>  // NVRTC has assert built in, and nvcc's cuda_runtime.h includes it
@@ -264,11 +268,21 @@ inline void hand_over()
     }
 }
 
+// A cooperative launch (cudaLaunchCooperativeKernel; CuPy's RawModule(enable_cooperative_groups=True))
+// keeps every block of its grid resident, taking turns as the checking mode's blocks do, on one host
+// thread, so that grid_group::sync() can wait for all of them (grid_sync, below).
+static bool cooperative = false;
+static size_t grid_threads = 0;  // the threads of the grid
+static size_t grid_threads_done = 0;  // those that returned
+static size_t grid_sync_arrivals = 0;  // those that wait at the grid.sync() of this round
+static unsigned long long grid_sync_round = 0;  // grid.sync()s completed
+
 [[noreturn]] void fiber_main()
 {
     launch.thread_body(launch.args);
     current->state = State::done;
     ++phase.done;
+    grid_threads_done += cooperative;
     hand_over();
     __builtin_trap();  // a finished fiber is never resumed
 }
@@ -602,6 +616,38 @@ constexpr int kReported = 2;  // what fault_exit's sigsetjmp returns then (a fau
 
 [[noreturn]] void end_launch_reported() { siglongjmp(worker.fault_exit, kReported); }
 
+// grid_group::sync(): the last thread of the grid to arrive ends the round; the others yield until
+// it has (their blocks take turns meanwhile). Threads that returned never arrive: when only they are
+// missing, the grid would wait for ever (a GPU hangs), which is reported.
+__attribute__((noinline)) void grid_sync()
+{
+    if (!cooperative) {
+        report("%s: grid_group::sync() in thread (%u, %u, %u) of block (%u, %u, %u) of a launch that is not "
+               "cooperative: a grid-wide barrier needs every block of the grid resident at once, which only a "
+               "cooperative launch promises (CuPy: RawModule(..., enable_cooperative_groups=True), here too)",
+               launch.kernel, current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x,
+               block_idx.y, block_idx.z);
+        end_launch_reported();
+    }
+    const unsigned long long round = grid_sync_round;
+    if (++grid_sync_arrivals == grid_threads) {
+        grid_sync_arrivals = 0;
+        ++grid_sync_round;
+        return;
+    }
+    while (grid_sync_round == round) {
+        if (grid_sync_arrivals + grid_threads_done == grid_threads) {
+            report("%s: thread (%u, %u, %u) of block (%u, %u, %u) waits at grid_group::sync() for %zu threads of "
+                   "the grid that returned before reaching it: every thread of a cooperative grid must reach each "
+                   "grid.sync() (on a GPU the grid hangs)",
+                   launch.kernel, current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x,
+                   block_idx.y, block_idx.z, grid_threads_done);
+            end_launch_reported();
+        }
+        yield_thread();
+    }
+}
+
 // ---- warps: 32 consecutive threads that meet at __syncwarp and the *_sync shuffles and votes ----------
 
 constexpr unsigned kWarpSize = 32;
@@ -905,11 +951,12 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
 
 // The random generator of the running launch (the resident blocks' schedulers share it).
 static Random* launch_random = nullptr;
+static bool shuffling = false;  // the threads of each phase run in a random order (the checking mode)
 
 // A resident block's scheduler: runs its block to the end, then hands back for good.
 [[noreturn]] void block_main()
 {
-    const bool ok = run_block(threads_in_block(), true, *launch_random, running * threads_in_block());
+    const bool ok = run_block(threads_in_block(), shuffling, *launch_random, running * threads_in_block());
     Resident& self = residents[running];
     self.ok = ok;
     self.live = false;
@@ -1237,12 +1284,24 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         return 1;
     }
     const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
+    if (cooperative && blocks > kResidentBlocks) {
+        report("%s: a cooperative launch of %zu blocks: the CPU runner keeps at most %zu blocks resident at once "
+               "(a GPU refuses a cooperative grid larger than its SMs hold, cudaErrorCooperativeLaunchTooLarge); "
+               "launch at most %zu blocks (a grid-stride loop covers the data with any number)",
+               kernel, blocks, kResidentBlocks, kResidentBlocks);
+        return 1;
+    }
     // In the checking mode the blocks take turns (up to 4 resident, each with a scheduler's stack);
-    // grids too large to shuffle run in order, one block at a time. In the plain mode the blocks are
-    // shared among the workers.
-    interleaving = check && blocks > 1 && blocks <= (size_t{1} << 22);
+    // grids too large to shuffle run in order, one block at a time; so do a cooperative launch's. In
+    // the plain mode the blocks are shared among the workers.
+    interleaving = cooperative || (check && blocks > 1 && blocks <= (size_t{1} << 22));
+    shuffling = check != 0;
     const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
-    const size_t workers = check ? 1 : std::min({worker_count, blocks, kResidentBlocks});
+    const size_t workers = check || cooperative ? 1 : std::min({worker_count, blocks, kResidentBlocks});
+    grid_threads = blocks * threads;
+    grid_threads_done = 0;
+    grid_sync_arrivals = 0;
+    grid_sync_round = 0;
     if (stacks.count < std::max(resident * (threads + 1), workers * threads)) {
         report("%s: the CPU runner has no stacks for its threads (nn_cuda_cpu_use_stacks was not called)", kernel);
         return 1;
@@ -1279,7 +1338,9 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         for (size_t b = 0; b < blocks; ++b) {
             block_order[b] = b;
         }
-        std::shuffle(block_order.begin(), block_order.end(), random);
+        if (check) {
+            std::shuffle(block_order.begin(), block_order.end(), random);
+        }
     }
     std::vector<Outcome> outcomes(workers);
     std::vector<std::thread> helpers;
@@ -1388,6 +1449,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
     extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }      \
     extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
     extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }                     \
+    extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }             \
     extern "C" void nn_cuda_cpu_shared_section(uintptr_t* bounds) { nn_cuda_cpu::shared_section(bounds); }    \
     extern "C" void nn_cuda_cpu_stack_layout(size_t* layout)                                           \
     {                                                                                                  \

@@ -5,9 +5,10 @@
 //
 // Built on runtime.h, which every CPU build includes first: a block's sync is __syncthreads(), a
 // tile's is __syncwarp over the tile's lanes, and a tile's shuffles and votes are the *_sync ones
-// with the tile's mask and width. What needs a cooperative launch (grid_group::sync, a grid-wide
-// barrier) or the lanes a branch leaves active (coalesced_threads) stops the build naming itself,
-// as every function the runner lacks does. The partitions of a tile by a predicate or a label
+// with the tile's mask and width; the grid's sync is runtime.h's grid_sync, in a cooperative launch
+// (RawModule(..., enable_cooperative_groups=True)). What needs the lanes a branch leaves active
+// (coalesced_threads) stops the build naming itself, as every function the runner lacks does. The
+// partitions of a tile by a predicate or a label
 // (binary_partition, labeled_partition) are coalesced groups: any lanes of one warp.
 #pragma once
 
@@ -183,11 +184,12 @@ void sync(const Group& group)
     group.sync();
 }
 
-// ---- the grid: its ranks; a grid-wide barrier needs every block resident at once -------------------
+// ---- the grid: its ranks; a grid-wide barrier needs a cooperative launch ---------------------------
 
 class grid_group {
 public:
-    bool is_valid() const { return true; }
+    // as on a GPU: only a cooperative launch makes a grid that can sync
+    bool is_valid() const { return nn_cuda_cpu::cooperative; }
     unsigned long long num_blocks() const { return 1ull * gridDim.x * gridDim.y * gridDim.z; }
     unsigned long long block_rank() const { return blockIdx.x + 1ull * gridDim.x * (blockIdx.y + 1ull * gridDim.y * blockIdx.z); }
     unsigned long long num_threads() const { return num_blocks() * nn_cuda_cpu::threads_in_block(); }
@@ -195,12 +197,7 @@ public:
     unsigned long long thread_rank() const { return block_rank() * nn_cuda_cpu::threads_in_block() + nn_cuda_cpu::current->tid; }
     dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
     dim3 dim_blocks() const { return gridDim; }
-    template <typename Unused = void>
-    void sync() const
-    {
-        static_assert(nn_cuda_cpu_unsupported<Unused>, "the CPU runner does not support grid_group::sync (a "
-                                                    "grid-wide barrier: its blocks run one after another)");
-    }
+    void sync() const { nn_cuda_cpu::grid_sync(); }
 };
 
 inline grid_group this_grid() { return grid_group(); }
