@@ -15,6 +15,7 @@ import pytest
 
 from nn_cuda import kernel_info
 from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
 
 pytestmark = pytest.mark.slow  # each test builds a library (about a second)
 
@@ -100,6 +101,21 @@ def test_every_scalar_type_reaches_the_kernel_with_its_value():
     kernel(1, 1, (out, 250, -100, -30000, 60000, 4000000000, -2**40, 18446744073709551615, 2**33, False,
                   0.25, -1e300))
     np.testing.assert_array_equal(out, [250, -100, -30000, 60000, 4000000000, -2**40, 615, 2**33, -1, 0.25, -1e300])
+
+
+def test_a_cpp_kernel_is_found_through_name_expressions_as_with_cupy_and_a_wrong_one_is_named():
+    # Most code a student writes declares `__global__ void sum_reduction(...)` without extern "C":
+    # CuPy, and the runner, find such a kernel only through name_expressions; the messages say so.
+    code = "__global__ void sum_reduction(int* v) { v[threadIdx.x] = 2 * threadIdx.x; }\n"
+    with pytest.raises(LookupError, match=r"sum_reduction is a C\+\+ kernel of the code \(not extern \"C\"\).*"
+                                          r"name_expressions=\('sum_reduction',\)"):
+        RawModule(code=code).get_function("sum_reduction")
+    out = np.zeros(4, np.int32)
+    RawModule(code=code, name_expressions=("sum_reduction",)).get_function("sum_reduction")(1, 4, (out,))
+    assert out.tolist() == [0, 2, 4, 6]
+    with pytest.raises(KernelBuildError, match=r"name_expressions names 'sumReduction', which is no kernel of the "
+                                               r"code.*did you mean .sum_reduction.\?\)$"):
+        RawModule(code=code, name_expressions=("sumReduction",)).get_function("sumReduction")
 
 
 def test_define_and_include_options_reach_the_code(tmp_path):

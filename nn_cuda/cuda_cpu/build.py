@@ -349,6 +349,13 @@ def _missing_brace(log: str) -> str:
     return f": a `}}` is missing (the block opened at {opened[-1]}, or one inside it, is never closed)"
 
 
+#: GCC's and clang's error on a name of the instance table (a name expression) that the code does not
+#: declare, with GCC's guess at the name meant
+_UNDECLARED_INSTANCE = re.compile(r"^\(the instance table of [^)\n]*\):\d+:\d+: error: (?:[‘'`](?P<name>[^’'\n]+)[’'] "
+                                  r"was not declared in this scope(?P<guess>; did you mean [‘'`][^’'\n]+[’']\?)?|"
+                                  r"use of undeclared identifier '(?P<clang>[^'\n]+)')", re.M)
+
+
 def _hint(log: str, unit: str) -> str:
     """What a compiler message about the source `unit` means for CUDA code, where the message itself
     does not say it."""
@@ -359,6 +366,12 @@ def _hint(log: str, unit: str) -> str:
         return ("\n(an `extern __shared__` array declared in an included header: the CPU runner makes those of "
                 "the code it is given into its dynamic shared memory, not those of the headers it includes; "
                 "declare the array in the code)")
+    undeclared = _UNDECLARED_INSTANCE.search(log)
+    if undeclared:
+        named = undeclared["name"] or undeclared["clang"]
+        return (f"\n(name_expressions names {named!r}, which is no kernel of the code: each entry is a "
+                "__global__ function or a template instance of one, spelled as the code spells it"
+                f"{undeclared['guess'] or ''})")
     if "no such instruction" in log or "unknown mnemonic" in log:
         return "\n(inline PTX assembly, asm(\"...\"), runs on a GPU only: the CPU runner does not support it)"
     if re.search(r"<<<.*>>>", unit) and "expected primary-expression" in log:

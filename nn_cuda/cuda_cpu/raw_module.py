@@ -116,9 +116,14 @@ class RawModule:
         """The kernel `name`: one of name_expressions, or an extern "C" kernel of the code."""
         self.compile()
         if name not in self._index:
+            if re.search(rf"\b__global__\b[^;{{}}]*?\b{re.escape(name)}\s*\(", self.code):
+                how = (f"{name} is a C++ kernel of the code (not extern \"C\"), which CuPy finds only through "
+                       f"name_expressions too: RawModule(..., name_expressions=({name!r},))")
+            else:
+                how = "a template instance must be listed in name_expressions, spelled the same"
             raise LookupError(
                 f"no kernel {name!r} in this RawModule; it holds {', '.join(map(repr, self._index)) or 'none'} "
-                "(a template instance must be listed in name_expressions, spelled the same)"
+                f"({how})"
             )
         return RawKernel(name, self._index[name], self._kernels)
 
