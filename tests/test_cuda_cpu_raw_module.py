@@ -118,6 +118,44 @@ def test_a_cpp_kernel_is_found_through_name_expressions_as_with_cupy_and_a_wrong
         RawModule(code=code, name_expressions=("sumReduction",)).get_function("sumReduction")
 
 
+POINTER_IN_A_STRUCT = r"""
+// A column of a matrix as a struct that holds its elements' address, as course solutions pass
+// matrices: data[i] += 1 (a read and a write of memory that is no argument).
+struct Column {
+    int rows;
+    float* data;
+};
+extern "C" __global__ void increment(Column column, float* scaled, const float* x)
+{
+    const int i = threadIdx.x;
+    if (i < column.rows) {
+        column.data[i] += 1.0f;
+        scaled[i] = 2.0f * x[i];
+    }
+}
+"""
+
+
+def test_the_checking_mode_runs_once_a_kernel_that_reaches_memory_through_a_struct(capfd):
+    # The checking mode runs a launch twice from the same start (its arguments put back between the
+    # runs). Memory reached through a pointer in a struct is no argument: run twice, it was
+    # incremented twice. The launch now runs once, saying why.
+    module = RawModule(code=POINTER_IN_A_STRUCT, check=True)
+    data, scaled, x = np.zeros(8, np.float32), np.full(8, np.nan, np.float32), np.arange(8, dtype=np.float32)
+    column = np.array((8, data.ctypes.data), dtype=np.dtype([("rows", np.int32), ("data", np.uint64)], align=True))
+    for _ in range(2):
+        module.get_function("increment")(1, 8, (column, scaled, x))
+    np.testing.assert_array_equal(data, 2.0)
+    np.testing.assert_array_equal(scaled, 2 * x)
+    err = capfd.readouterr().err
+    assert err.count("increment: args[0] (its bytes 8 to 15) holds a pointer to memory that is no argument") == 1
+    # a struct of values (the same bytes, no address in them) keeps the comparison of two orders
+    RawModule(code=BY_VALUE, check=True).get_function("by_value")(
+        1, 4, (scaled, x, np.array([(2.0, 3)], dtype=[("s", np.float32), ("t", np.int32)]),
+               np.zeros(1, [(c, np.float32) for c in "xyzw"]), np.int16(1)))
+    assert "holds a pointer" not in capfd.readouterr().err
+
+
 def test_define_and_include_options_reach_the_code(tmp_path):
     headers = tmp_path / "headers"
     headers.mkdir()
