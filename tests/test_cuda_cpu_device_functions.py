@@ -544,7 +544,8 @@ def test_a_kernel_launch_in_the_code_is_named(tmp_path):
 def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):
     (tmp_path / "shared_memory.cuh").write_text(
         "template <typename T>\n__device__ T* dynamic_tile()\n{\n    extern __shared__ T tile[];\n    return tile;\n}\n")
-    code = '#include "shared_memory.cuh"\nextern "C" __global__ void k(float* out) { out[0] = *dynamic_tile<float>(); }\n'
+    # through #include <...> (a quoted include's header is rewritten as the code is: test_cuda_cpu_raw_module.py)
+    code = '#include <shared_memory.cuh>\nextern "C" __global__ void k(float* out) { out[0] = *dynamic_tile<float>(); }\n'
     with pytest.raises(KernelBuildError, match=r"an `extern __shared__` array declared in an included header"):
         RawModule(code=code, options=(f"-I{tmp_path}",)).get_function("k")
     ptx = 'extern "C" __global__ void k(unsigned* out)\n{\n    unsigned lane;\n' \

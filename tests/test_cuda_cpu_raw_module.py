@@ -578,6 +578,59 @@ extern "C" __global__ void reverse_through_dynamic(const float* x, float* out)
 """
 
 
+SHARED_MEMORY_HEADER = """#pragma once
+// cuda-samples' idiom: a struct whose conversion hands out the block's dynamic shared memory
+template <class T> struct SharedMemory {
+    __device__ inline operator T*() { extern __shared__ int __smem[]; return (T*)__smem; }
+};
+#define BUILD_SHARED_DOUBLES(n) \\
+    __device__ double* shared_doubles() \\
+    { \\
+        extern __shared__ double n[]; \\
+        return n; \\
+    }
+BUILD_SHARED_DOUBLES(s_double)
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_extern_shared_in_an_included_header_is_the_dynamic_shared_memory(tmp_path, check):
+    # A header reached through quoted includes (two levels, one inside a macro's definition) declared
+    # extern __shared__ arrays the runner did not rewrite: the build stopped ("conflicting specifiers").
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "shared_memory.cuh").write_text(SHARED_MEMORY_HEADER)
+    (tmp_path / "outer.cuh").write_text('#pragma once\n#include "inner/shared_memory.cuh"\n')
+    code = r"""
+    #include "outer.cuh"
+    // out = x reversed, through the dynamic shared memory as floats; sums[0] = the sum as doubles
+    extern "C" __global__ void reverse(const float* x, float* out, double* sums, int n)
+    {
+        float* tile = SharedMemory<float>();
+        tile[threadIdx.x] = x[threadIdx.x];
+        __syncthreads();
+        out[threadIdx.x] = tile[n - 1 - threadIdx.x];
+        __syncthreads();
+        double* total = shared_doubles();
+        if (threadIdx.x == 0) {
+            total[0] = 0.0;
+            for (int i = 0; i < n; ++i) {
+                total[0] += out[i];
+            }
+            sums[0] = total[0];
+        }
+    }
+    """
+    module = RawModule(code=code, options=(f"-I{tmp_path}",), check=check)
+    x, out, sums = np.arange(64, dtype=np.float32), np.full(64, np.nan, np.float32), np.full(1, np.nan)
+    module.get_function("reverse")(1, 64, (x, out, sums, np.int32(64)), shared_mem=64 * 4)
+    np.testing.assert_array_equal(out, x[::-1])
+    assert sums[0] == x.sum()
+    # an edit of the header builds again; an error in it names the header's own file and line
+    (tmp_path / "inner" / "shared_memory.cuh").write_text(SHARED_MEMORY_HEADER + "oops\n")
+    with pytest.raises(KernelBuildError, match=rf"{re.escape(str(tmp_path / 'inner' / 'shared_memory.cuh'))}:13:"):
+        RawModule(code=code, options=(f"-I{tmp_path}",), check=check).get_function("reverse")
+
+
 def test_extern_shared_at_file_scope_is_each_host_threads_own(monkeypatch):
     # The blocks run on two host threads at once: one pointer for both would let them overwrite
     # each other's block (20 launches of 256 blocks, so that they meet)

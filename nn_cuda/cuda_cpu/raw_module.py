@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import arguments, build
+from . import arguments, build, shared_headers
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment,
                      static_shared_bytes)
 
@@ -69,7 +69,6 @@ class RawModule:
         if isinstance(name_expressions, str) or not all(isinstance(n, str) for n in name_expressions or ()):
             raise TypeError(f"name_expressions must be a tuple of strings, got {name_expressions!r}")
         self.code = code
-        self._cpu_code = dynamic_shared_as_pointers(code)
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.check = check_mode_from_environment() if check is None else bool(check)
@@ -77,6 +76,9 @@ class RawModule:
         self.enable_cooperative_groups = bool(enable_cooperative_groups)
         self.name = name
         self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
+        # extern __shared__ arrays as pointers, in the code and in the headers it includes
+        self._cpu_code = shared_headers.rewritten(dynamic_shared_as_pointers(code), self._flags,
+                                                  dynamic_shared_as_pointers)
         if self._cpu_code != code:  # it declares extern __shared__ memory: the checking mode watches its end
             self._flags.append(DYNAMIC_SHARED_FLAG)
         self._kernels: LoadedKernels | None = None
@@ -217,8 +219,9 @@ DYNAMIC_SHARED_FLAG = "-DNN_CUDA_CPU_DYNAMIC_SHARED"
 # `extern` and `__shared__`, in any order, as CUDA allows.
 _UNSIZED_ARRAY = re.compile(r"(?P<specifiers>(?:[^;{}()]|\([ \t]*\d+[ \t]*\))*?)\b(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*;")
 _ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*\(\s*\d+\s*\)")
-#: blank space, comments and preprocessor lines (what may stand between a declaration and the last ;)
-_LEADING_NON_CODE = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/|(?<![^\n])[ \t]*#[^\n]*)*", re.DOTALL)
+#: blank space, line continuations (in a macro), comments and preprocessor lines (what may stand
+#: between a declaration and the last ;)
+_LEADING_NON_CODE = re.compile(r"(?:\s+|\\\n|//[^\n]*|/\*.*?\*/|(?<![^\n])[ \t]*#[^\n]*)*", re.DOTALL)
 
 
 def dynamic_shared_as_pointers(code: str) -> str:
@@ -237,7 +240,9 @@ def dynamic_shared_as_pointers(code: str) -> str:
         leading = specifiers[:len(specifiers) - len(specifiers.lstrip())]
         element = " ".join(word for word in _ALIGNMENT.sub(" ", specifiers).split()
                            if word not in ("extern", "__shared__"))
-        lines = "\n" * code.count("\n", start + len(leading), end)
+        # the same lines, continued where they were (a declaration inside a macro's definition)
+        lines = "".join("\\\n" if code[k - 1] == "\\" else "\n" for k in range(start + len(leading), end)
+                        if code[k] == "\n")
         # each host thread has its own region (runtime.h): a pointer at file scope is one per thread too
         pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element}* const {declaration['name']} = "
                    f"reinterpret_cast<{element}*>(::nn_cuda_cpu::dynamic_shared);{lines}"]

@@ -1,0 +1,89 @@
+"""The code's own headers, rewritten as the code is, when one of them declares `extern __shared__`.
+
+The CPU runner makes `extern __shared__ T name[];` a pointer to its dynamic shared memory by
+rewriting the source (raw_module.dynamic_shared_as_pointers). A header the code includes, such as
+cuda-samples' `sharedmem.cuh` with its `SharedMemory<T>` structs, is read by the compiler itself,
+so its declaration stayed as written, and the build stopped ("conflicting specifiers"). Now, when
+a header reachable from the code through `#include "..."` declares one, every such header is copied
+into the private build cache, rewritten, with its quoted includes (and the code's) pointing to the
+copies, and a `#line` directive that keeps the compiler's messages on the original file and line.
+The copies' folder is named by their contents, so an edit of a header makes another build.
+
+Headers reached through `#include <...>` or a macro are read as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from . import build_cache
+
+#: `#include "name"`: the quoted name, and where it stands
+_QUOTED_INCLUDE = re.compile(r'^(?P<lead>[ \t]*#[ \t]*include[ \t]*)"(?P<name>[^"\n]+)"', re.M)
+#: a declaration that holds both `extern` and `__shared__` (in either order) before its `;`
+_EXTERN_SHARED = re.compile(r"\bextern\b[^;{}]*\b__shared__\b|\b__shared__\b[^;{}]*\bextern\b")
+#: the subfolder of the build cache that holds the copies
+FOLDER = "headers"
+
+
+def include_dirs(flags) -> list[Path]:
+    """The -I folders of host compiler `flags` (build.host_flags makes them absolute)."""
+    return [Path(flag[2:]) for flag in flags if flag.startswith("-I") and len(flag) > 2]
+
+
+def _resolve(name: str, including: Path | None, folders: list[Path]) -> Path | None:
+    """Where the compiler finds `#include "name"`: beside the including file, then in the -I folders
+    (the code itself is compiled from a temporary folder, so only those)."""
+    for folder in ([including.parent] if including is not None else []) + folders:
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _headers(code: str, folders: list[Path]) -> dict[Path, str]:
+    """{path: text} of every header reachable from `code` through quoted includes."""
+    found: dict[Path, str] = {}
+    pending = [(code, None)]
+    while pending:
+        text, including = pending.pop()
+        for include in _QUOTED_INCLUDE.finditer(text):
+            path = _resolve(include["name"], including, folders)
+            if path is not None and path not in found:
+                found[path] = path.read_text(errors="replace")
+                pending.append((found[path], path))
+    return found
+
+
+def rewritten(code: str, flags, rewrite) -> str:
+    """`code`, its quoted includes pointing to rewritten copies of the headers they reach when one of
+    those declares extern __shared__ (`rewrite` makes a source's declarations pointers, on the same
+    lines); else `code` as it is."""
+    folders = include_dirs(flags)
+    headers = _headers(code, folders)
+    if not any(_EXTERN_SHARED.search(text) for text in headers.values()):
+        return code
+    digest = hashlib.sha256()
+    for path in sorted(headers):
+        digest.update(str(path).encode() + b"\0" + headers[path].encode() + b"\0")
+    folder = build_cache.folder() / FOLDER / digest.hexdigest()[:16]
+    copies = {path: folder / f"{i}_{path.name}" for i, path in enumerate(sorted(headers))}
+
+    def pointing_to_copies(text: str, including: Path | None) -> str:
+        def copy_of(include: re.Match) -> str:
+            path = _resolve(include["name"], including, folders)
+            return include[0] if path not in copies else f'{include["lead"]}"{copies[path]}"'
+        return _QUOTED_INCLUDE.sub(copy_of, text)
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, text in headers.items():
+        original = str(path).replace("\\", "\\\\").replace('"', '\\"')
+        body = f'#line 1 "{original}"\n' + pointing_to_copies(rewrite(text), path)
+        if not copies[path].is_file() or copies[path].read_text() != body:
+            temporary = copies[path].with_name(f".{copies[path].name}.{os.getpid()}.part")  # ranks write at once
+            temporary.write_text(body)
+            temporary.replace(copies[path])
+    return pointing_to_copies(code, None)
