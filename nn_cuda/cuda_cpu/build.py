@@ -364,7 +364,8 @@ def _hint(log: str, unit: str) -> str:
     if any(words in log for words in ("conflicting specifiers in declaration", "specifier conflicts with",
                                       "cannot combine with previous")):
         return ("\n(an `extern __shared__` array declared in an included header: the CPU runner makes those of "
-                "the code it is given into its dynamic shared memory, not those of the headers it includes; "
+                "the code and of the headers it reaches through #include \"...\" into its dynamic shared memory, "
+                "not those of a header included through #include <...> or a macro; include it with quotes, or "
                 "declare the array in the code)")
     undeclared = _UNDECLARED_INSTANCE.search(log)
     if undeclared:

@@ -188,7 +188,7 @@ class LoadedKernels:
                 # put back between the runs, and a second run would start from the first one's results.
                 start = buffers.snapshot()
                 self._call(index, launch, buffers.pointers(), buffers.describe_fault)
-                holder = pointer_in_structs(launch, names)
+                holder = _pointer_in_structs(launch, names)
                 if holder is None:
                     first = buffers.snapshot()
                     buffers.restore(start)
@@ -466,7 +466,7 @@ class _GuardedCopy:
         return None
 
 
-def pointer_in_structs(launch, names: list[str]) -> str | None:
+def _pointer_in_structs(launch, names: list[str]) -> str | None:
     """"args[2] (its bytes 8 to 15)": the first struct argument passed by value with an 8-byte word
     that is the address of writable memory of this process (a struct of matrix dimensions and a
     pointer to their elements); None when there is none, or where the process's memory map cannot

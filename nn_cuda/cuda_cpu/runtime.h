@@ -1291,9 +1291,9 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
                kernel, blocks, kResidentBlocks, kResidentBlocks);
         return 1;
     }
-    // In the checking mode the blocks take turns (up to 4 resident, each with a scheduler's stack);
-    // grids too large to shuffle run in order, one block at a time; so do a cooperative launch's. In
-    // the plain mode the blocks are shared among the workers.
+    // In the checking mode and in a cooperative launch the blocks take turns (up to 4 resident, each
+    // with a scheduler's stack); in the checking mode, grids too large to shuffle run in order, one
+    // block at a time. In the plain mode the blocks are shared among the workers.
     interleaving = cooperative || (check && blocks > 1 && blocks <= (size_t{1} << 22));
     shuffling = check != 0;
     const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;

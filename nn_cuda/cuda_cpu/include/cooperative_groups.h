@@ -8,8 +8,8 @@
 // with the tile's mask and width; the grid's sync is runtime.h's grid_sync, in a cooperative launch
 // (RawModule(..., enable_cooperative_groups=True)). What needs the lanes a branch leaves active
 // (coalesced_threads) stops the build naming itself, as every function the runner lacks does. The
-// partitions of a tile by a predicate or a label
-// (binary_partition, labeled_partition) are coalesced groups: any lanes of one warp.
+// partitions of a tile by a predicate or a label (binary_partition, labeled_partition) are coalesced
+// groups: any lanes of one warp.
 #pragma once
 
 namespace cooperative_groups {
