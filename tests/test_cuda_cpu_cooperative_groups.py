@@ -484,3 +484,62 @@ def test_a_block_that_waits_for_a_later_one_ends_where_blocks_take_turns_or_run_
                                           r"of block \(0, 0, 0\)"):
         RawModule(code=WAITING, check=False).get_function("wait_for_the_next_block")(
             2, 32, (np.zeros(2, np.int32), out))
+
+
+PIPELINES = r"""
+#include <cuda/pipeline>
+#include <cuda_pipeline.h>
+
+// out[i] = x[i] + x[i + n]: both halves staged in shared memory through the thread's own pipeline,
+// one stage each, committed one after the other and waited for together.
+extern "C" __global__ void staged(const float* x, float* out, int n)
+{
+    __shared__ float stage[2][64];
+    cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+    for (int s = 0; s < 2; ++s) {
+        pipe.producer_acquire();
+        cuda::memcpy_async(&stage[s][threadIdx.x], &x[s * n + threadIdx.x], sizeof(float), pipe);
+        pipe.producer_commit();
+    }
+    cuda::pipeline_consumer_wait_prior<0>(pipe);
+    pipe.consumer_release();
+    out[threadIdx.x] = stage[0][threadIdx.x] + stage[1][threadIdx.x];
+}
+
+// The primitives: each thread stages 16 bytes, of which the last `zfill` are zeros.
+extern "C" __global__ void primitives(const float4* x, float4* out, int zfill)
+{
+    __shared__ float4 tile[32];
+    __pipeline_memcpy_async(&tile[threadIdx.x], &x[threadIdx.x], sizeof(float4), zfill);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    out[threadIdx.x] = tile[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_threads_own_pipeline_and_the_pipeline_primitives_stage_copies(check):
+    module = RawModule(code=PIPELINES, check=check)
+    x, out = np.arange(128, dtype=np.float32), np.full(64, np.nan, np.float32)
+    module.get_function("staged")(1, 64, (x, out, np.int32(64)))
+    np.testing.assert_array_equal(out, x[:64] + x[64:])
+    x4, out4 = np.arange(1, 129, dtype=np.float32), np.full(128, np.nan, np.float32)
+    module.get_function("primitives")(1, 32, (x4, out4, np.int32(4)))
+    expected = x4.reshape(32, 4).copy()
+    expected[:, 3] = 0  # the last 4 bytes of each 16
+    np.testing.assert_array_equal(out4.reshape(32, 4), expected)
+    # CUDA's requirements on the sizes fail as an assert
+    with pytest.raises(KernelError, match=r"primitives: assertion `zfill <= size_and_align` failed"):
+        module.get_function("primitives")(1, 32, (x4, out4, np.int32(20)))
+
+
+def test_a_pipeline_shared_by_a_block_stops_the_build_naming_it():
+    code = ("#include <cuda/pipeline>\n#include <cooperative_groups.h>\n"
+            'extern "C" __global__ void shared_pipeline(float* out)\n{\n'
+            "    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, 2> state;\n"
+            "    auto pipe = cuda::make_pipeline(cooperative_groups::this_thread_block(), &state);\n"
+            "    out[0] = 1.0f;\n}\n")
+    with pytest.raises(KernelBuildError, match=r"the CPU runner does not support a cuda::pipeline shared by the "
+                                               r"threads of a group \(cuda::pipeline_shared_state\)"):
+        RawModule(code=code).get_function("shared_pipeline")

@@ -491,7 +491,6 @@ def test_scoped_atomics_and_the_integer_min_and_max(features):
 
 @pytest.mark.parametrize("header, what", [
     ("mma.h", "tensor core matrix operations"),
-    ("cuda/pipeline", "cuda::pipeline"),
 ])
 def test_a_cuda_header_the_runner_lacks_stops_the_build_naming_it(header, what):
     code = f'#include <{header}>\nextern "C" __global__ void uses(float* out) {{ out[0] = 1.0f; }}\n'

@@ -77,9 +77,10 @@ class RawModule:
         self.name = name
         self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
         # extern __shared__ arrays as pointers, in the code and in the headers it includes
-        self._cpu_code = shared_headers.rewritten(dynamic_shared_as_pointers(code), self._flags,
+        aligned = alignas_before_shared(code)
+        self._cpu_code = shared_headers.rewritten(dynamic_shared_as_pointers(aligned), self._flags,
                                                   dynamic_shared_as_pointers)
-        if self._cpu_code != code:  # it declares extern __shared__ memory: the checking mode watches its end
+        if self._cpu_code != aligned:  # it declares extern __shared__ memory: the checking mode watches its end
             self._flags.append(DYNAMIC_SHARED_FLAG)
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
@@ -222,6 +223,16 @@ _ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*\(\s*\d+\s*\)")
 #: blank space, line continuations (in a macro), comments and preprocessor lines (what may stand
 #: between a declaration and the last ;)
 _LEADING_NON_CODE = re.compile(r"(?:\s+|\\\n|//[^\n]*|/\*.*?\*/|(?<![^\n])[ \t]*#[^\n]*)*", re.DOTALL)
+
+
+#: `__shared__ alignas(...)`: C++'s alignas may not follow a specifier here (__shared__ is `static`)
+_ALIGNAS_AFTER_SHARED = re.compile(r"\b__shared__(?P<space>\s+)(?P<alignas>alignas\s*\((?:[^()]|\([^()]*\))*\))")
+
+
+def alignas_before_shared(code: str) -> str:
+    """`__shared__ alignas(16) float t[64];` as `alignas(16) __shared__ float t[64];`, which CUDA takes
+    alike and C++ takes with `__shared__` a storage class (on the same lines)."""
+    return _ALIGNAS_AFTER_SHARED.sub(lambda m: f"{m['alignas']}{m['space']}__shared__", code)
 
 
 def dynamic_shared_as_pointers(code: str) -> str:

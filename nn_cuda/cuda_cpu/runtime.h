@@ -74,7 +74,9 @@
 #define __grid_constant__  // a const kernel parameter the kernel may take the address of
 // A global variable of the library: the Python side reads and writes it (RawModule.get_global).
 #define __constant__ __attribute__((used))
-#define __align__(n) alignas(n)
+// GCC's attribute, as CUDA's headers define it for a GCC host: it may stand among the specifiers
+// (`__shared__ __align__(16) float tile[...]`), where C++'s alignas may not.
+#define __align__(n) __attribute__((aligned(n)))
 // One static array per kernel instance: each host thread runs one block at a time (and in the checking
 // mode blocks take turns and copy their own in), so it is the block's memory; a thread_local one in
 // the build whose blocks run on several host threads. "used" keeps it (and its address) visible, so
