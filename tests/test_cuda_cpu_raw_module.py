@@ -578,21 +578,25 @@ extern "C" __global__ void reverse_through_dynamic(const float* x, float* out)
 """
 
 
-@pytest.mark.parametrize("declaration", [
-    "__shared__ __align__(16) float tile[64];", "__shared__ alignas(16) float tile[64];",
-    "__align__(16) __shared__ float tile[64];", "alignas(alignof(float4)) __shared__ float tile[64];",
-    "__shared__ float __align__(16) tile[64];",
-])
-def test_an_aligned_shared_array_compiles_in_every_order_cuda_takes(declaration):
+ALIGNED_DECLARATIONS = ("__shared__ __align__(16) float tile[64];", "__shared__ alignas(16) float tile[64];",
+                        "__align__(16) __shared__ float tile[64];",
+                        "alignas(alignof(float4)) __shared__ float tile[64];", "__shared__ float __align__(16) tile[64];")
+
+
+def test_an_aligned_shared_array_compiles_in_every_order_cuda_takes():
     # `__shared__ __align__(16) float tile[...]`, common in GEMM code, did not compile: __align__ was
     # C++'s alignas, which may not follow `static` (what __shared__ is here) among the specifiers.
-    code = (f'extern "C" __global__ void reverse(float* out, unsigned long long* address)\n{{\n    {declaration}\n'
-            "    tile[threadIdx.x] = threadIdx.x;\n    __syncthreads();\n    out[threadIdx.x] = tile[63 - threadIdx.x];\n"
-            "    address[0] = reinterpret_cast<unsigned long long>(tile);\n}\n")
-    out, address = np.zeros(64, np.float32), np.zeros(1, np.uint64)
-    RawModule(code=code).get_function("reverse")(1, 64, (out, address))
-    np.testing.assert_array_equal(out, np.arange(64)[::-1])
-    assert address[0] % 16 == 0
+    code = "".join(f'extern "C" __global__ void reverse{i}(float* out, unsigned long long* address)\n{{\n'
+                   f"    {declaration}\n    tile[threadIdx.x] = threadIdx.x;\n    __syncthreads();\n"
+                   "    out[threadIdx.x] = tile[63 - threadIdx.x];\n"
+                   "    address[0] = reinterpret_cast<unsigned long long>(tile);\n}\n"
+                   for i, declaration in enumerate(ALIGNED_DECLARATIONS))
+    module = RawModule(code=code)
+    for i in range(len(ALIGNED_DECLARATIONS)):
+        out, address = np.zeros(64, np.float32), np.zeros(1, np.uint64)
+        module.get_function(f"reverse{i}")(1, 64, (out, address))
+        np.testing.assert_array_equal(out, np.arange(64)[::-1])
+        assert address[0] % 16 == 0, ALIGNED_DECLARATIONS[i]
 
 
 SHARED_MEMORY_HEADER = """#pragma once
