@@ -75,7 +75,7 @@ struct Gf2Matrix {
     unsigned int rows[160][5];
 };
 
-inline void apply(const Gf2Matrix& matrix, unsigned int v[5])
+inline void xorwow_apply(const Gf2Matrix& matrix, unsigned int v[5])
 {
     unsigned int image[5] = {0, 0, 0, 0, 0};
     for (int word = 0; word < 5; ++word) {
@@ -89,11 +89,11 @@ inline void apply(const Gf2Matrix& matrix, unsigned int v[5])
     memcpy(v, image, sizeof image);
 }
 
-inline void square(const Gf2Matrix& matrix, Gf2Matrix& squared)
+inline void xorwow_square(const Gf2Matrix& matrix, Gf2Matrix& squared)
 {
     for (int b = 0; b < 160; ++b) {
         memcpy(squared.rows[b], matrix.rows[b], sizeof squared.rows[b]);
-        apply(matrix, squared.rows[b]);
+        xorwow_apply(matrix, squared.rows[b]);
     }
 }
 
@@ -102,7 +102,7 @@ struct XorwowJumps {
     Gf2Matrix sequence[64];  // M^(2^(67 + i))
 };
 
-inline void build(XorwowJumps& jumps)
+inline void build_xorwow_jumps(XorwowJumps& jumps)
 {
     for (int b = 0; b < 160; ++b) {
         unsigned int* row = jumps.offset[0].rows[b];
@@ -111,15 +111,15 @@ inline void build(XorwowJumps& jumps)
         xorwow_shift(row);
     }
     for (int i = 1; i < 64; ++i) {
-        square(jumps.offset[i - 1], jumps.offset[i]);
+        xorwow_square(jumps.offset[i - 1], jumps.offset[i]);
     }
     Gf2Matrix power = jumps.offset[63];  // M^(2^63), squared 4 times to M^(2^67)
     for (int i = 0; i < 4; ++i) {
-        square(power, jumps.sequence[0]);
+        xorwow_square(power, jumps.sequence[0]);
         power = jumps.sequence[0];
     }
     for (int i = 1; i < 64; ++i) {
-        square(jumps.sequence[i - 1], jumps.sequence[i]);
+        xorwow_square(jumps.sequence[i - 1], jumps.sequence[i]);
     }
 }
 
@@ -135,7 +135,7 @@ inline const XorwowJumps& xorwow_jumps()
     if (!xorwow_jumps_built.load(std::memory_order_acquire)) {  // whichever host thread comes first
         std::lock_guard<std::mutex> lock(xorwow_jumps_building);
         if (!xorwow_jumps_built.load(std::memory_order_relaxed)) {
-            build(xorwow_jumps_table);
+            build_xorwow_jumps(xorwow_jumps_table);
             xorwow_jumps_built.store(true, std::memory_order_release);
         }
     }
@@ -146,7 +146,7 @@ inline void xorwow_skip(const Gf2Matrix (&powers)[64], unsigned long long n, uns
 {
     for (int i = 0; n != 0; ++i, n >>= 1) {
         if (n & 1) {
-            apply(powers[i], v);
+            xorwow_apply(powers[i], v);
         }
     }
 }
