@@ -139,26 +139,26 @@ inline T rounded(int mode, Operation operation, Operands... operands)
 
 }  // namespace nn_cuda_cpu
 
+// __fadd_rz, __dadd_rz, ...: the operations of CUDA's float (prefix f) or double (d) names, rounded
+// in `mode`; std::sqrt and std::fma round in the type they are given.
+#define NN_CUDA_CPU_ROUNDED_OPERATIONS_OF(T, prefix, suffix, mode)                                         \
+    inline T __##prefix##add_##suffix(T a, T b) { return nn_cuda_cpu::rounded<T>(mode, [](T x, T y) { return x + y; }, a, b); } \
+    inline T __##prefix##sub_##suffix(T a, T b) { return nn_cuda_cpu::rounded<T>(mode, [](T x, T y) { return x - y; }, a, b); } \
+    inline T __##prefix##mul_##suffix(T a, T b) { return nn_cuda_cpu::rounded<T>(mode, [](T x, T y) { return x * y; }, a, b); } \
+    inline T __##prefix##div_##suffix(T a, T b) { return nn_cuda_cpu::rounded<T>(mode, [](T x, T y) { return x / y; }, a, b); } \
+    inline T __##prefix##rcp_##suffix(T a) { return nn_cuda_cpu::rounded<T>(mode, [](T x) { return T(1) / x; }, a); } \
+    inline T __##prefix##sqrt_##suffix(T a) { return nn_cuda_cpu::rounded<T>(mode, [](T x) { return std::sqrt(x); }, a); }
+// ... and the fused multiply-adds, whose names do not follow the pattern (__fmaf_rz, __fma_rz)
 #define NN_CUDA_CPU_ROUNDED_OPERATIONS(suffix, mode)                                                       \
-    inline float __fadd_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x + y; }, a, b); } \
-    inline float __fsub_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x - y; }, a, b); } \
-    inline float __fmul_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x * y; }, a, b); } \
-    inline float __fdiv_##suffix(float a, float b) { return nn_cuda_cpu::rounded<float>(mode, [](float x, float y) { return x / y; }, a, b); } \
-    inline float __frcp_##suffix(float a) { return nn_cuda_cpu::rounded<float>(mode, [](float x) { return 1.0f / x; }, a); } \
-    inline float __fsqrt_##suffix(float a) { return nn_cuda_cpu::rounded<float>(mode, [](float x) { return sqrtf(x); }, a); } \
+    NN_CUDA_CPU_ROUNDED_OPERATIONS_OF(float, f, suffix, mode)                                              \
+    NN_CUDA_CPU_ROUNDED_OPERATIONS_OF(double, d, suffix, mode)                                             \
     inline float __fmaf_##suffix(float a, float b, float c)                                                \
     {                                                                                                      \
-        return nn_cuda_cpu::rounded<float>(mode, [](float x, float y, float z) { return fmaf(x, y, z); }, a, b, c); \
+        return nn_cuda_cpu::rounded<float>(mode, [](float x, float y, float z) { return std::fma(x, y, z); }, a, b, c); \
     }                                                                                                      \
-    inline double __dadd_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x + y; }, a, b); } \
-    inline double __dsub_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x - y; }, a, b); } \
-    inline double __dmul_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x * y; }, a, b); } \
-    inline double __ddiv_##suffix(double a, double b) { return nn_cuda_cpu::rounded<double>(mode, [](double x, double y) { return x / y; }, a, b); } \
-    inline double __drcp_##suffix(double a) { return nn_cuda_cpu::rounded<double>(mode, [](double x) { return 1.0 / x; }, a); } \
-    inline double __dsqrt_##suffix(double a) { return nn_cuda_cpu::rounded<double>(mode, [](double x) { return sqrt(x); }, a); } \
     inline double __fma_##suffix(double a, double b, double c)                                             \
     {                                                                                                      \
-        return nn_cuda_cpu::rounded<double>(mode, [](double x, double y, double z) { return fma(x, y, z); }, a, b, c); \
+        return nn_cuda_cpu::rounded<double>(mode, [](double x, double y, double z) { return std::fma(x, y, z); }, a, b, c); \
     }
 NN_CUDA_CPU_ROUNDED_OPERATIONS(rz, FE_TOWARDZERO)
 NN_CUDA_CPU_ROUNDED_OPERATIONS(rd, FE_DOWNWARD)
