@@ -45,7 +45,7 @@ SLOW_MODULES = {
     "test_adversarial_async.py", "test_kernels_compile.py", "test_cuda_cpu.py", "test_cuda_cpu_training.py",
     "test_report.py", "test_doc_tables.py", "test_readme_examples.py", "test_gpu_machine_simulation.py",
     "test_grade.py", "test_bench_gemm.py", "test_bench_cli.py", "test_gpu_install.py", "test_kernel_checks.py",
-    "test_course.py", "test_exit_status.py",
+    "test_course.py", "test_exit_status.py", "test_gpu_mirror.py",
 }
 
 
@@ -55,3 +55,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+# ---- NN_CUDA_GPU_MIRROR=DIR: every CPU-runner launch again on the GPU (gpu_mirror.py) ---------------
+
+def _gpu_mirror_fixture():
+    import pytest
+
+    @pytest.fixture(autouse=True, scope="session")
+    def gpu_mirror():
+        from gpu_mirror import Mirror, cupy_device
+
+        out = Path(os.environ["NN_CUDA_GPU_MIRROR"])
+        out.mkdir(parents=True, exist_ok=True)
+        patcher = pytest.MonkeyPatch()
+        mirror = Mirror(cupy_device(), out / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.jsonl")
+        mirror.install(patcher)
+        yield mirror
+        patcher.undo()
+
+    return gpu_mirror
+
+
+if os.environ.get("NN_CUDA_GPU_MIRROR"):
+    gpu_mirror = _gpu_mirror_fixture()

@@ -31,7 +31,7 @@ extern "C" __global__ void row_softmax(const float* x, float* y, int rows, int c
         return;
     }
     const float* in = x + row * cols;
-    float m = -INFINITY;
+    float m = __int_as_float(0xff800000);  // -inf
     for (int i = warp.thread_rank(); i < cols; i += warp.size()) {
         m = fmaxf(m, in[i]);
     }
@@ -158,7 +158,7 @@ def test_a_softmax_by_warp_reduce_matches_numpy(groups):
     rows, cols = 10, 70  # 4 warps per block, 3 blocks; the last warps have no row
     x = (np.random.default_rng(0).standard_normal((rows, cols)) * 4).astype(np.float32)
     y = np.full_like(x, np.nan)
-    groups.get_function("row_softmax")(3, 128, (x, y, np.int32(rows), np.int32(cols)))
+    groups.get_function("row_softmax")((3,), (128,), (x, y, np.int32(rows), np.int32(cols)))
     e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
     reference = e / e.sum(1, keepdims=True)
     # float32 exp, sum of 70 terms and a division: a few units of 2^-24 (measured 1.1e-7)
@@ -169,7 +169,7 @@ def test_tiles_reduce_a_block_through_shared_memory(groups):
     blocks, threads = 3, 256
     x = np.random.default_rng(1).integers(-1000, 1000, blocks * threads).astype(np.int32)
     sums, minima = np.full(blocks, -1, np.int32), np.full(blocks, -1, np.int32)
-    groups.get_function("block_sums")(blocks, threads, (x, sums, minima))
+    groups.get_function("block_sums")((blocks,), (threads,), (x, sums, minima))
     assert sums.tolist() == x.reshape(blocks, threads).sum(1).tolist()
     assert minima.tolist() == x.reshape(blocks, threads).min(1).tolist()
 
@@ -179,7 +179,7 @@ def test_scans_nested_tiles_and_shuffles_match_numpy(groups):
     x = np.random.default_rng(2).integers(0, 10, n).astype(np.int32)
     outputs = [np.full(n, -1, np.int32) for _ in range(3)] + [np.zeros(n, np.uint32), np.full(n, -1, np.int32),
                                                              np.full(3 * n, -1, np.int32)]
-    groups.get_function("scans_and_tiles")(1, n, (x, *outputs))
+    groups.get_function("scans_and_tiles")((1,), (n,), (x, *outputs))
     inclusive, exclusive, sum8, odd8, rank4, shuffled = outputs
     by16 = x.reshape(-1, 16)
     assert inclusive.tolist() == np.cumsum(by16, 1).ravel().tolist()
@@ -199,7 +199,7 @@ def test_binary_and_labeled_partitions_match_numpy(groups):
     x = rng.integers(0, 100, blocks * threads).astype(np.int32)
     label = rng.integers(0, 5, blocks * threads).astype(np.int32)
     counts, sums, largest = np.zeros(2, np.int32), np.zeros(2, np.int32), np.full(5, -1, np.int32)
-    groups.get_function("partitions")(blocks, threads, (x, label, counts, sums, largest))
+    groups.get_function("partitions")((blocks,), (threads,), (x, label, counts, sums, largest))
     odd = x % 2 == 1
     assert counts.tolist() == [int((~odd).sum()), int(odd.sum())]
     assert sums.tolist() == [int(x[~odd].sum()), int(x[odd].sum())]
@@ -208,7 +208,7 @@ def test_binary_and_labeled_partitions_match_numpy(groups):
 
 def test_a_group_shuffles_values_of_any_type(groups):
     words, pairs = np.zeros(4 * 32, np.uint32), np.zeros(2 * 32)
-    groups.get_function("shuffle_structs")(1, 32, (words, pairs))
+    groups.get_function("shuffle_structs")((1,), (32,), (words, pairs))
     partner = np.arange(32) ^ 1
     assert words.reshape(32, 4).tolist() == (partner[:, None] * np.arange(1, 5)).tolist()
     # the next thread of the same parity: i + 2, or i itself for the last of each parity
@@ -230,7 +230,7 @@ def test_the_grid_group_ranks_every_thread(groups):
 def test_a_tile_wider_than_a_warp_is_a_kernel_error(groups):
     with pytest.raises(KernelError, match=r"wide_tile: tiled_partition\(group, 64\) in thread \(\d+, 0, 0\) of block "
                                           r"\(0, 0, 0\): the CPU runner takes tiles of 1, 2, 4, 8, 16 or 32 threads"):
-        groups.get_function("wide_tile")(1, 128, (np.zeros(128, np.int32),))
+        groups.get_function("wide_tile")((1,), (128,), (np.zeros(128, np.int32),))
 
 
 def test_the_lanes_a_branch_leaves_active_stop_the_build_naming_them():
@@ -440,20 +440,20 @@ def test_a_block_barrier_with_async_copies_stages_and_sums_each_tile(check):
     module = RawModule(code=WAITING, check=check)
     x = np.random.default_rng(4).standard_normal(3 * 64).astype(np.float32)
     out, sums = np.full_like(x, np.nan), np.full(3, np.nan, np.float32)
-    module.get_function("staged_reverse")(3, 64, (x, out, sums))
+    module.get_function("staged_reverse")((3,), (64,), (x, out, sums))
     np.testing.assert_array_equal(out, x.reshape(3, 64)[:, ::-1].reshape(-1))
     expected = x.reshape(3, 64).astype(np.float64).sum(1)
     # 64 float32 additions in order: within 64 units of float32's 6e-8 of the float64 sums
     assert np.abs(sums - expected).max() <= 64 * 6e-8 * np.abs(x).reshape(3, 64).sum(1).max()
     out[:] = np.nan
-    module.get_function("group_copy")(3, 64, (x, out))
+    module.get_function("group_copy")((3,), (64,), (x, out))
     np.testing.assert_array_equal(out, 2 * x.reshape(3, 64)[:, ::-1].reshape(-1))
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
 def test_a_thread_that_sleeps_while_it_waits_lets_the_others_run(check):
     out = np.zeros(1, np.int32)
-    RawModule(code=WAITING, check=check).get_function("wait_for_the_last_thread")(1, 64, (out,))
+    RawModule(code=WAITING, check=check).get_function("wait_for_the_last_thread")((1,), (64,), (out,))
     assert out.tolist() == [42]
 
 
@@ -461,7 +461,7 @@ def test_a_thread_that_sleeps_while_it_waits_lets_the_others_run(check):
 def test_lanes_waiting_at_a_shuffle_keep_their_values_while_other_blocks_take_turns(check):
     x = np.arange(16 * 64, dtype=np.int32)
     out = np.full(x.size, -1, np.int32)
-    RawModule(code=WAITING, check=check).get_function("shuffle_after_a_wait")(16, 64, (x, out))
+    RawModule(code=WAITING, check=check).get_function("shuffle_after_a_wait")((16,), (64,), (x, out))
     first_warps = (np.arange(x.size) % 64) < 32
     assert out[first_warps].tolist() == (x ^ 1)[first_warps].tolist()
 
@@ -469,12 +469,12 @@ def test_lanes_waiting_at_a_shuffle_keep_their_values_while_other_blocks_take_tu
 def test_a_block_that_waits_for_a_later_one_ends_where_blocks_take_turns_or_run_at_once(monkeypatch):
     # the checking mode keeps up to 4 blocks resident, as a GPU does: block 0's wait ends
     out = np.zeros(1, np.int32)
-    RawModule(code=WAITING, check=True).get_function("wait_for_the_next_block")(2, 32, (np.zeros(2, np.int32), out))
+    RawModule(code=WAITING, check=True).get_function("wait_for_the_next_block")((2,), (32,), (np.zeros(2, np.int32), out))
     assert out.tolist() == [7]
     # the plain mode on two host threads runs both blocks at once: block 0's wait ends too
     monkeypatch.setenv("NN_CUDA_CPU_THREADS", "2")
     out[:] = 0
-    RawModule(code=WAITING, check=False).get_function("wait_for_the_next_block")(2, 32, (np.zeros(2, np.int32), out))
+    RawModule(code=WAITING, check=False).get_function("wait_for_the_next_block")((2,), (32,), (np.zeros(2, np.int32), out))
     assert out.tolist() == [7]
     # on one host thread it runs one block after another: block 0 would wait forever, the watchdog
     # ends it
@@ -483,7 +483,7 @@ def test_a_block_that_waits_for_a_later_one_ends_where_blocks_take_turns_or_run_
     with pytest.raises(KernelError, match=r"wait_for_the_next_block: still running after 1 s .* in thread \(0, 0, 0\) "
                                           r"of block \(0, 0, 0\)"):
         RawModule(code=WAITING, check=False).get_function("wait_for_the_next_block")(
-            2, 32, (np.zeros(2, np.int32), out))
+            (2,), (32,), (np.zeros(2, np.int32), out))
 
 
 PIPELINES = r"""
@@ -522,16 +522,16 @@ extern "C" __global__ void primitives(const float4* x, float4* out, int zfill)
 def test_a_threads_own_pipeline_and_the_pipeline_primitives_stage_copies(check):
     module = RawModule(code=PIPELINES, check=check)
     x, out = np.arange(128, dtype=np.float32), np.full(64, np.nan, np.float32)
-    module.get_function("staged")(1, 64, (x, out, np.int32(64)))
+    module.get_function("staged")((1,), (64,), (x, out, np.int32(64)))
     np.testing.assert_array_equal(out, x[:64] + x[64:])
     x4, out4 = np.arange(1, 129, dtype=np.float32), np.full(128, np.nan, np.float32)
-    module.get_function("primitives")(1, 32, (x4, out4, np.int32(4)))
+    module.get_function("primitives")((1,), (32,), (x4, out4, np.int32(4)))
     expected = x4.reshape(32, 4).copy()
     expected[:, 3] = 0  # the last 4 bytes of each 16
     np.testing.assert_array_equal(out4.reshape(32, 4), expected)
     # CUDA's requirements on the sizes fail as an assert
     with pytest.raises(KernelError, match=r"primitives: assertion `zfill <= size_and_align` failed"):
-        module.get_function("primitives")(1, 32, (x4, out4, np.int32(20)))
+        module.get_function("primitives")((1,), (32,), (x4, out4, np.int32(20)))
 
 
 def test_a_pipeline_shared_by_a_block_stops_the_build_naming_it():

@@ -134,6 +134,18 @@ def same_numbers(got_bits, want_bits, widen):
     assert mismatch.size == 0, [(hex(int(got_bits[i])), hex(int(want_bits[i]))) for i in mismatch[:5]]
 
 
+def fma_rounded_to_odd(a, b, c):
+    """a * b + c of float64 arrays whose products are exact, rounded to odd: a last bit of 1 where the
+    double sum is not exact (two-sum error), so that one more rounding to 16 bits is the exact result's."""
+    product = a * b
+    total = product + c
+    c_part = total - product
+    error = (product - (total - c_part)) + (c - c_part)
+    even = (total.view(np.uint64) & 1) == 0
+    inexact = (error != 0) & np.isfinite(total) & even
+    return np.where(inexact, np.nextafter(total, np.where(error > 0, np.inf, -np.inf)), total)
+
+
 def half_widened(bits):
     return bits.view(np.float16).astype(np.float32)
 
@@ -148,6 +160,11 @@ def test_every_bit_pattern_widens_as_numpy_widens_it(module):
         nan = np.isnan(want)
         assert (np.isnan(got) == nan).all()
         np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))  # -0.0 too
+    # a NaN's bits, as an H100 gives them: every binary16 NaN widens to 0x7FFFFFFF, a bfloat16 NaN
+    # keeps its bits (payload and sign)
+    half_nan, bf16_nan = np.isnan(half_widened(bits)), np.isnan(bf16_widened(bits))
+    assert (half_out[half_nan].view(np.uint32) == 0x7FFFFFFF).all()
+    np.testing.assert_array_equal(bf16_out[bf16_nan].view(np.uint32), bf16_widened(bits[bf16_nan]).view(np.uint32))
 
 
 def test_floats_and_doubles_round_in_each_mode(module):
@@ -179,6 +196,11 @@ def test_floats_and_doubles_round_in_each_mode(module):
     same_numbers(bf16_out[0], nearest, bf16_widened)
     for got, want in zip(bf16_out[1:4], directed(x, nearest, bf16_widened)):
         same_numbers(got, want, bf16_widened)
+    # a NaN's bits, as an H100 gives them: 0x7FFF from a float in either format and mode, the quiet
+    # NaN of the payload (0x7E00) from a double
+    nan = np.isnan(x)
+    assert (half_out[:4, nan] == 0x7FFF).all() and (bf16_out[:, nan] == 0x7FFF).all()
+    assert (half_out[4, nan] == 0x7E00).all()
 
 
 def test_arithmetic_is_correctly_rounded_in_both_formats(module):
@@ -187,24 +209,24 @@ def test_arithmetic_is_correctly_rounded_in_both_formats(module):
     def finite(top):  # bit patterns below top's, either sign; no zero (0 / 0 is NaN, which the checking mode reports)
         return rng.integers(1, top, n, dtype=np.uint16) | (rng.integers(0, 2, n, dtype=np.uint16) << 15)
 
-    # binary16: NumPy's float16 arithmetic rounds once; fma from the exact double product
+    # binary16: NumPy's float16 arithmetic rounds once; fma from the double rounded to odd
     a, b, c = (finite(0x7C00).view(np.float16) for _ in range(3))
     out = np.zeros(8 * n, np.float16)
     launch(module.get_function(INSTANCES[0]), n, a, b, c, out)
     with np.errstate(all="ignore"):
         f64 = [v.astype(np.float64) for v in (a, b, c)]
-        want = np.stack([a + b, a - b, a * b, a / b, (f64[0] * f64[1] + f64[2]).astype(np.float16),
+        want = np.stack([a + b, a - b, a * b, a / b, fma_rounded_to_odd(*f64).astype(np.float16),
                          np.sqrt(np.abs(a)), a * c, b * c])
     for row, expected in zip(out.reshape(8, n), want):
         same_numbers(row.view(np.uint16), expected.view(np.uint16), half_widened)
 
-    # bfloat16: through float32 and one rounding (fma: the double result rounds once)
+    # bfloat16: through float32 and one rounding (fma: the double rounded to odd rounds once)
     a, b, c = (finite(0x7F80) for _ in range(3))
     out = np.zeros(8 * n, np.uint16)
     launch(module.get_function(INSTANCES[1]), n, a, b, c, out)
     wa, wb, wc = (bf16_widened(v) for v in (a, b, c))
     with np.errstate(all="ignore"):
-        exact = wa.astype(np.float64) * wb + wc
+        exact = fma_rounded_to_odd(wa.astype(np.float64), wb.astype(np.float64), wc.astype(np.float64))
         # a double rounded to bfloat16 directly: its bits rounded at the bfloat16's last fraction bit
         u = exact.view(np.uint64)
         once = ((u + (1 << 44) - 1 + ((u >> 45) & 1)) >> 45 << 45).view(np.float64).astype(np.float32)
@@ -257,16 +279,55 @@ def test_sixteen_bit_atomics_and_values_by_value(check):
     total, half_total, pair_total = np.zeros(1, np.uint16), np.zeros(1, np.float16), np.zeros(2, np.uint16)
     scaled = np.zeros(256, np.float16)
     # checking: the two thread orders round the sums differently, which is not a race
-    kernel((8,), (32,), (total, half_total, pair_total, x, scaled, 0.5))
+    kernel((8,), (32,), (total, half_total, pair_total, x, scaled, np.float16(0.5)))
     exact = x.astype(np.float64).sum()  # about 128: 256 additions each rounding at 2^-9 (bf16), 2^-12 (half)
     assert abs(bf16_widened(total)[0] - exact) < 0.05 * exact
     assert abs(float(half_total[0]) - exact) < 0.02 * exact
     np.testing.assert_allclose(bf16_widened(pair_total), [exact, 2 * exact], rtol=0.05)
     np.testing.assert_array_equal(scaled, x.astype(np.float16) * np.float16(0.5))
     with pytest.raises(TypeError, match=r"argument 4 \(__half\*\) takes an array of 2-byte items"):
-        kernel((8,), (32,), (total, half_total, pair_total, x, x, 0.5))
+        kernel((8,), (32,), (total, half_total, pair_total, x, x, np.float16(0.5)))
+    # CuPy passes a Python float as a double, of which a GPU reads the first two bytes (an H100 scaled
+    # by 0.0 where 0.5 was meant): refused, naming the parameter
+    with pytest.raises(TypeError, match=r"argument 5 \(__half\) takes a NumPy scalar of its size .*CuPy passes a "
+                                        r"Python float as 8 bytes, of which a GPU reads the first 2"):
+        kernel((8,), (32,), (total, half_total, pair_total, x, scaled, 0.5))
     out = np.zeros(1, np.float32)
-    module.get_function("present")(1, 1, (out,))
+    module.get_function("present")((1,), (1,), (out,))
     assert out[0] == 1.0
     with pytest.raises(LookupError, match=r"no kernel 'absent' in this RawModule; it holds 'accumulate', 'present'"):
         module.get_function("absent")  # before, the scan ignored the #if and the build failed on it
+
+
+NAN_RESULTS = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// Rows of out: inf - inf, NaN + 1, a float -NaN converted, sqrt(-1), inf * 0, fma(NaN, NaN, NaN),
+// in each format (half, then bfloat16).
+template <typename T>
+__device__ void nan_results(T infinity, T nan, float negative_nan, unsigned short* out)
+{
+    out[0] = __hsub(infinity, infinity).__x;
+    out[1] = __hadd(nan, T(1.0f)).__x;
+    out[2] = T(negative_nan).__x;
+    out[3] = hsqrt(T(-1.0f)).__x;
+    out[4] = __hmul(infinity, T(0.0f)).__x;
+    out[5] = __hfma(nan, nan, nan).__x;
+}
+extern "C" __global__ void nans(const unsigned short* bits, const float* negative_nan, unsigned short* out)
+{
+    nan_results(__ushort_as_half(bits[0]), __ushort_as_half(bits[1]), *negative_nan, out);
+    nan_results(__ushort_as_bfloat16(bits[2]), __ushort_as_bfloat16(bits[3]), *negative_nan, out + 6);
+}
+"""
+
+
+def test_every_nan_an_operation_makes_is_0x7fff_as_on_a_gpu():
+    # measured on an H100 (2026-11-26): each of these gave 0x7FFF in both formats, whatever the operands'
+    # payloads and signs; the host's float arithmetic would keep a payload and the sign
+    out = np.zeros(12, np.uint16)
+    bits = np.array([0x7C00, 0x7E55, 0x7F80, 0x7FA5], np.uint16)
+    negative_nan = np.array([0xFFC12345], np.uint32).view(np.float32)
+    RawModule(code=NAN_RESULTS).get_function("nans")((1,), (1,), (bits, negative_nan, out))
+    assert [hex(v) for v in out] == ["0x7fff"] * 12

@@ -44,9 +44,15 @@ def test_an_extern_c_kernel_runs_by_its_name():
     y = np.full(n, 0.5, dtype=np.float32)
     kernel((3,), (32,), (y, x, np.float32(2.0), np.int32(n)))
     np.testing.assert_array_equal(y, 2 * x + 0.5)
-    # Python scalars are converted to the parameter's type; an int grid and block as in CuPy
-    kernel(3, 32, (y, x, -1.0, n))
+    # a Python int reaches an int parameter as itself, as from CuPy (a long long whose first bytes a GPU reads)
+    kernel((3,), (32,), (y, x, np.float32(-1.0), n))
     np.testing.assert_array_equal(y, x + 0.5)
+    # CuPy refuses an int grid or block ("expected tuple, got int"; measured on an H100): so does the runner
+    with pytest.raises(TypeError, match=r"grid must be a tuple of 1 to 3 ints, as CuPy's RawKernel takes it, got int "
+                                        r"3 \(write \(3,\)\)"):
+        kernel(3, (32,), (y, x, np.float32(1), n))
+    with pytest.raises(TypeError, match=r"block must be a tuple .* got list \[32\] \(write \(32,\)\)"):
+        kernel((3,), [32], (y, x, np.float32(1), n))
 
 
 def test_a_template_instance_runs_by_its_name_expression():
@@ -70,7 +76,7 @@ def test_a_template_instance_runs_by_its_name_expression():
     module.get_function("reverse_tiles<double, 8>")((2, 1), (8, 1, 1), (values, out, 16))
     np.testing.assert_array_equal(out, np.concatenate([values[7::-1], values[:7:-1]]))
     small = np.full(8, np.nan, dtype=np.float32)
-    module.get_function("reverse_tiles<float, 4>")(2, 4, (values[:8].astype(np.float32), small, 8))
+    module.get_function("reverse_tiles<float, 4>")((2,), (4,), (values[:8].astype(np.float32), small, 8))
     np.testing.assert_array_equal(small, [3, 2, 1, 0, 7, 6, 5, 4])
     with pytest.raises(LookupError, match=r"no kernel 'reverse_tiles<double,8>'.*name_expressions"):
         module.get_function("reverse_tiles<double,8>")  # spelled otherwise: not the listed instance
@@ -78,7 +84,6 @@ def test_a_template_instance_runs_by_its_name_expression():
 
 def test_every_scalar_type_reaches_the_kernel_with_its_value():
     code = r"""
-    #include <cstddef>
     extern "C" __global__ void scalars(double* out, unsigned char u8, signed char i8, short i16,
                                        unsigned short u16, unsigned int u32, long long i64,
                                        unsigned long long u64, size_t size, bool flag, float f, double d)
@@ -92,14 +97,15 @@ def test_every_scalar_type_reaches_the_kernel_with_its_value():
     assert kernel.signature[1:] == ("unsigned char", "signed char", "short", "unsigned short", "unsigned int",
                                     "long long", "unsigned long long", "unsigned long", "bool", "float", "double")
     out = np.full(11, np.nan)
-    kernel(1, 1, (out, np.uint8(250), np.int8(-100), np.int16(-30000), np.uint16(60000), np.uint32(4000000000),
+    kernel((1,), (1,), (out, np.uint8(250), np.int8(-100), np.int16(-30000), np.uint16(60000), np.uint32(4000000000),
                   np.int64(-2**40), np.uint64(18446744073709551615), np.uint64(2**33), np.bool_(True),
                   np.float32(0.25), np.float64(-1e300)))
     np.testing.assert_array_equal(out, [250, -100, -30000, 60000, 4000000000, -2**40, 615, 2**33, 1, 0.25, -1e300])
-    # the same values as Python scalars, converted to each parameter's type
+    # the same values as Python scalars where CuPy passes them as the number (ints to integers, a bool to
+    # bool, a float to double); a float parameter takes a numpy.float32 only
     out[:] = np.nan
-    kernel(1, 1, (out, 250, -100, -30000, 60000, 4000000000, -2**40, 18446744073709551615, 2**33, False,
-                  0.25, -1e300))
+    kernel((1,), (1,), (out, 250, -100, -30000, 60000, 4000000000, -2**40, 18446744073709551615, 2**33, False,
+                  np.float32(0.25), -1e300))
     np.testing.assert_array_equal(out, [250, -100, -30000, 60000, 4000000000, -2**40, 615, 2**33, -1, 0.25, -1e300])
 
 
@@ -111,7 +117,7 @@ def test_a_cpp_kernel_is_found_through_name_expressions_as_with_cupy_and_a_wrong
                                           r"name_expressions=\('sum_reduction',\)"):
         RawModule(code=code).get_function("sum_reduction")
     out = np.zeros(4, np.int32)
-    RawModule(code=code, name_expressions=("sum_reduction",)).get_function("sum_reduction")(1, 4, (out,))
+    RawModule(code=code, name_expressions=("sum_reduction",)).get_function("sum_reduction")((1,), (4,), (out,))
     assert out.tolist() == [0, 2, 4, 6]
     with pytest.raises(KernelBuildError, match=r"name_expressions names 'sumReduction', which is no kernel of the "
                                                r"code.*did you mean .sum_reduction.\?\)$"):
@@ -144,14 +150,14 @@ def test_the_checking_mode_runs_once_a_kernel_that_reaches_memory_through_a_stru
     data, scaled, x = np.zeros(8, np.float32), np.full(8, np.nan, np.float32), np.arange(8, dtype=np.float32)
     column = np.array((8, data.ctypes.data), dtype=np.dtype([("rows", np.int32), ("data", np.uint64)], align=True))
     for _ in range(2):
-        module.get_function("increment")(1, 8, (column, scaled, x))
+        module.get_function("increment")((1,), (8,), (column, scaled, x))
     np.testing.assert_array_equal(data, 2.0)
     np.testing.assert_array_equal(scaled, 2 * x)
     err = capfd.readouterr().err
     assert err.count("increment: args[0] (its bytes 8 to 15) holds a pointer to memory that is no argument") == 1
     # a struct of values (the same bytes, no address in them) keeps the comparison of two orders
     RawModule(code=BY_VALUE, check=True).get_function("by_value")(
-        1, 4, (scaled, x, np.array([(2.0, 3)], dtype=[("s", np.float32), ("t", np.int32)]),
+        (1,), (4,), (scaled, x, np.array([(2.0, 3)], dtype=[("s", np.float32), ("t", np.int32)]),
                np.zeros(1, [(c, np.float32) for c in "xyzw"]), np.int16(1)))
     assert "holds a pointer" not in capfd.readouterr().err
 
@@ -170,14 +176,14 @@ def test_define_and_include_options_reach_the_code(tmp_path):
     """
     module = RawModule(code=code, options=("-std=c++17", "-DSCALE=3", f"-I{headers}", "--use_fast_math"))
     out = np.full(5, -7, dtype=np.int32)
-    module.get_function("affine")(1, 5, (out,))
+    module.get_function("affine")((1,), (5,), (out,))
     np.testing.assert_array_equal(out, 3 * np.arange(5) + 100)
     # the kernel under the #if branch not taken is not part of the module
     with pytest.raises(LookupError, match="no kernel 'other'"):
         module.get_function("other")
     # an edit to the header builds again (the cache is keyed by every file the preprocessor read)
     (headers / "offset.cuh").write_text("#define OFFSET 200\n")
-    RawModule(code=code, options=("-DSCALE=3", f"-I{headers}")).get_function("affine")(1, 5, (out,))
+    RawModule(code=code, options=("-DSCALE=3", f"-I{headers}")).get_function("affine")((1,), (5,), (out,))
     np.testing.assert_array_equal(out, 3 * np.arange(5) + 200)
     with pytest.raises(ValueError, match=r"does not take the option '-O3'"):
         RawModule(code=code, options=("-O3",))
@@ -187,20 +193,28 @@ def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_p
     kernel = RawModule(code=SAXPY).get_function("saxpy")
     y, x = np.zeros(4, np.float32), np.ones(4, np.float32)
     with pytest.raises(TypeError, match=r"saxpy takes 4 arguments \(float\*, const float\*, float, int\), got 3"):
-        kernel(1, 4, (y, x, np.float32(1)))
+        kernel((1,), (4,), (y, x, np.float32(1)))
     with pytest.raises(TypeError, match=r"argument 1 \(const float\*\) takes an array of float32, got an array "
                                         r"of float64"):
-        kernel(1, 4, (y, np.ones(4), np.float32(1), 4))
+        kernel((1,), (4,), (y, np.ones(4), np.float32(1), 4))
     with pytest.raises(TypeError, match=r"argument 3 \(int\) takes a numpy.int32, got a numpy.int64"):
-        kernel(1, 4, (y, x, np.float32(1), np.int64(4)))
+        kernel((1,), (4,), (y, x, np.float32(1), np.int64(4)))
     with pytest.raises(TypeError, match=r"argument 2 \(float\) takes a numpy.float32, got a numpy.float64"):
-        kernel(1, 4, (y, x, np.float64(1), 4))
+        kernel((1,), (4,), (y, x, np.float64(1), 4))
     with pytest.raises(TypeError, match=r"argument 3 \(int\): 4294967296 is outside the range of int32"):
-        kernel(1, 4, (y, x, 1.0, 2**32))
+        kernel((1,), (4,), (y, x, np.float32(1), 2**32))
     with pytest.raises(TypeError, match=r"argument 0 \(float\*\) takes a C-contiguous array"):
-        kernel(1, 4, (np.zeros(8, np.float32)[::2], x, 1.0, 4))
+        kernel((1,), (4,), (np.zeros(8, np.float32)[::2], x, np.float32(1), 4))
+    # what CuPy passes as other bits than the number on a GPU (a Python float is a double, an int a long
+    # long: an H100 read 1.5 as 0.0 and 3 as 4.2e-45 in a float parameter)
+    with pytest.raises(TypeError, match=r"argument 2 \(float\) takes a numpy.float32, got a Python float: CuPy "
+                                        r"passes a Python float as a double"):
+        kernel((1,), (4,), (y, x, 1.5, 4))
+    with pytest.raises(TypeError, match=r"argument 2 \(float\) takes a numpy.float32, got a Python int: CuPy "
+                                        r"passes a Python int as a long long"):
+        kernel((1,), (4,), (y, x, 3, 4))
     with pytest.raises(TypeError, match=r"argument 0 \(float\*\) takes a NumPy array, got a Python int"):
-        kernel(1, 4, (0, x, 1.0, 4))
+        kernel((1,), (4,), (0, x, 1.0, 4))
     assert not y.any()  # nothing ran
     # a parameter of a type no argument can be passed to is refused when the kernel is asked for
     pointers = RawModule(code='extern "C" __global__ void rows(int* out, float** rows) {}\n')
@@ -209,7 +223,7 @@ def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_p
 
 
 BY_VALUE = r"""
-#include <type_traits>
+#include <cuda/std/type_traits>
 
 struct Affine {
     float scale;
@@ -234,7 +248,7 @@ extern "C" __global__ void swap_halves(float4* out, const float4* in)
 
 // An empty tag type picks the instance, as llm.c's matmul_backward_bias kernels 8 and 9 do.
 template <bool Accumulate>
-__global__ void tagged(float* out, std::bool_constant<Accumulate>)
+__global__ void tagged(float* out, cuda::std::bool_constant<Accumulate>)
 {
     out[threadIdx.x] = Accumulate ? out[threadIdx.x] + 1.0f : 1.0f;
 }
@@ -248,22 +262,22 @@ def test_structs_vector_types_enums_and_tags_pass_by_value_as_cupy_passes_them()
     affine = np.array([(2.0, 3)], dtype=[("scale", np.float32), ("shift", np.int32)])  # a one-element array
     vector = np.array((0.5, 9.0, 9.0, 1.0), dtype=[(c, np.float32) for c in "xyzw"])[()]  # a scalar (numpy.void)
     x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
-    kernel(1, 4, (out, x, affine, vector, np.int16(2)))
+    kernel((1,), (4,), (out, x, affine, vector, np.int16(2)))
     np.testing.assert_array_equal(out, (2 * x + 3) * 1.5)
-    kernel(1, 4, (out, x, affine, vector, 1))
+    kernel((1,), (4,), (out, x, affine, vector, 1))
     np.testing.assert_array_equal(out, 2 * x + 3 + 1.5)
     with pytest.raises(TypeError, match=r"argument 2 \(struct of 8 bytes\) takes a NumPy scalar or a one-element "
                                         r"array of 8 byte\(s\) .*, got an array of float32 of 4 byte\(s\)"):
-        kernel(1, 4, (out, x, np.ones(1, np.float32), vector, 1))
+        kernel((1,), (4,), (out, x, np.ones(1, np.float32), vector, 1))
     swap = module.get_function("swap_halves")
     assert swap.signature == ("struct of 16 bytes*", "const struct of 16 bytes*")
     data = np.arange(8, dtype=np.float32)
     swapped = np.zeros(8, np.float32)
-    swap(1, 2, (swapped, data))  # float32 arrays, as a CuPy user passes them
+    swap((1,), (2,), (swapped, data))  # float32 arrays, as a CuPy user passes them
     np.testing.assert_array_equal(swapped, [2, 3, 0, 1, 6, 7, 4, 5])
     tagged = module.get_function("tagged<true>")
     assert tagged.signature == ("float*", "struct of 1 byte")
-    tagged(1, 4, (out, np.bool_(True)))  # CuPy passes the tag as one byte too
+    tagged((1,), (4,), (out, np.bool_(True)))  # CuPy passes the tag as one byte too
     np.testing.assert_array_equal(out, 2 * x + 3 + 2.5)
 
 
@@ -273,16 +287,16 @@ def test_a_write_past_the_end_in_the_checking_mode_raises_kernel_error(monkeypat
     assert module.check
     kernel = module.get_function("saxpy")
     y, x = np.zeros(40, np.float32), np.ones(64, np.float32)  # y is read: it is not poisoned
-    kernel(2, 32, (y, x, 3.0, 40))  # the correct bound: runs
+    kernel((2,), (32,), (y, x, np.float32(3.0), 40))  # the correct bound: runs
     np.testing.assert_array_equal(y, 3)
     # n larger than y: threads 8..31 of block 1 write past its end (in a shuffled order)
     with pytest.raises(KernelError, match=r"saxpy: an invalid memory access: an access (\d+) element\(s\) past the "
                                           r"end of args\[0\] in thread \((\d+), 0, 0\) of block \(1, 0, 0\)") as raised:
-        kernel(2, 32, (y, x, 3.0, 64))
+        kernel((2,), (32,), (y, x, np.float32(3.0), 64))
     past, thread = (int(v) for v in re.search(r"an access (\d+) .* thread \((\d+),", str(raised.value)).groups())
     assert past == 32 + thread - 40 + 1 and thread >= 8
     np.testing.assert_array_equal(y, 3)  # a failed launch leaves the arrays as they were
-    kernel(2, 32, (y, x, 1.0, 40))  # Python survives, and the module still runs
+    kernel((2,), (32,), (y, x, np.float32(1.0), 40))  # Python survives, and the module still runs
     np.testing.assert_array_equal(y, 4)
 
 
@@ -297,7 +311,7 @@ def test_the_projects_naive_gemm_runs_through_raw_module():
         kernel = module.get_function(kernel_info.gemm_kernel_name("naive", dtype, False, True))
         assert kernel.signature[:3] == (f"const {name}*", f"const {name}*", f"{name}*")
         C = np.full((M, N), np.nan, dtype=dtype)
-        kernel(((N + 31) // 32, (M + 7) // 8), (32, 8), (A.astype(dtype), B.astype(dtype), C, M, N, K, 1.0, 0.0))
+        kernel(((N + 31) // 32, (M + 7) // 8), (32, 8), (A.astype(dtype), B.astype(dtype), C, M, N, K, dtype(1), dtype(0)))
         reference = A @ B.T
         assert np.linalg.norm(C - reference) / np.linalg.norm(reference) < tolerance
 
@@ -332,7 +346,7 @@ def test_an_unwritten_shared_element_is_caught_in_a_kernel_that_is_not_a_templat
                                               r"\(first at index \(26,\)\) though no input did: the kernel read "
                                               rf"__shared__ `tile` \(in {name}\) where no thread of the block had "
                                               r"written it"):
-            module.get_function(name)(1, 32, (np.zeros(32, np.float32),))
+            module.get_function(name)((1,), (32,), (np.zeros(32, np.float32),))
 
 
 def test_function_local_statics_that_are_no_shared_arrays_are_left_alone_by_the_checking_mode():
@@ -353,7 +367,7 @@ def test_function_local_statics_that_are_no_shared_arrays_are_left_alone_by_the_
     }
     """
     out = np.full(32, np.nan, np.float32)
-    RawModule(code=code, check=True).get_function("scale")(1, 32, (out,))
+    RawModule(code=code, check=True).get_function("scale")((1,), (32,), (out,))
     np.testing.assert_array_equal(out, 2.0 * np.arange(31, -1, -1))
 
 
@@ -380,9 +394,9 @@ def test_a_diagnosis_rerun_that_faults_leaves_the_first_report():
     with pytest.raises(KernelError, match=r"zero_goes_astray: 1 element\(s\) of args\[0\] hold NaN after the launch "
                                           r"\(first at index \(26,\)\) though no input did: the kernel read poisoned "
                                           r"memory \(__shared__ memory before any thread wrote it\) or left elements"):
-        kernel(1, 32, (out,))
+        kernel((1,), (32,), (out,))
     tile_written = RawModule(code=code.replace("threadIdx.x != 5", "true"), check=True)
-    tile_written.get_function("zero_goes_astray")(1, 32, (out,))  # the process and the runner go on
+    tile_written.get_function("zero_goes_astray")((1,), (32,), (out,))  # the process and the runner go on
     assert out.tolist() == [1.0] * 32
 
 
@@ -400,10 +414,10 @@ extern "C" __global__ void chain(int* out, int n)
 def test_the_checking_mode_runs_blocks_in_random_orders_so_a_race_between_blocks_shows(monkeypatch):
     out = np.zeros(32, np.int32)
     monkeypatch.setenv("NN_CUDA_CPU_THREADS", "1")  # the plain mode with its blocks one after another
-    RawModule(code=CHAIN, check=False).get_function("chain")(32, 32, (out, np.int32(32)))  # in order: no report
+    RawModule(code=CHAIN, check=False).get_function("chain")((32,), (32,), (out, np.int32(32)))  # in order: no report
     assert out.tolist() == [1] * 31 + [2]
     with pytest.raises(KernelError, match=r"chain: the result depends on the order"):
-        RawModule(code=CHAIN, check=True).get_function("chain")(32, 32, (np.zeros(32, np.int32), np.int32(32)))
+        RawModule(code=CHAIN, check=True).get_function("chain")((32,), (32,), (np.zeros(32, np.int32), np.int32(32)))
 
 
 SCRATCH = r"""
@@ -439,12 +453,12 @@ def test_blocks_take_turns_in_the_checking_mode_so_global_scratch_shared_by_bloc
     reversed_blocks = x.reshape(8, 32)[:, ::-1].reshape(-1)
     out = np.full_like(x, np.nan)
     monkeypatch.setenv("NN_CUDA_CPU_THREADS", "1")  # the plain mode with its blocks one after another
-    RawModule(code=SCRATCH, check=False).get_function("reverse_through_global")(8, 32, (x, out))
+    RawModule(code=SCRATCH, check=False).get_function("reverse_through_global")((8,), (32,), (x, out))
     np.testing.assert_array_equal(out, reversed_blocks)  # one block at a time: the bug cannot show
     # in the checking mode up to 4 blocks are resident and take turns barrier to barrier, as on a GPU
     with pytest.raises(KernelError, match=r"reverse_through_global: the result depends on the order .* or blocks "
                                           r"share global memory that one of them writes"):
-        RawModule(code=SCRATCH, check=True).get_function("reverse_through_global")(8, 32, (x, out))
+        RawModule(code=SCRATCH, check=True).get_function("reverse_through_global")((8,), (32,), (x, out))
 
 
 def test_a_file_scope_shared_array_is_each_blocks_own_and_filled_with_nan_in_the_checking_mode():
@@ -452,12 +466,12 @@ def test_a_file_scope_shared_array_is_each_blocks_own_and_filled_with_nan_in_the
     kernel = module.get_function("reverse_through_file_shared")
     x = np.arange(8 * 32, dtype=np.float32)
     out = np.full_like(x, np.nan)
-    kernel(8, 32, (x, out, np.int32(0)))  # blocks take turns, each with its own copy: no race
+    kernel((8,), (32,), (x, out, np.int32(0)))  # blocks take turns, each with its own copy: no race
     np.testing.assert_array_equal(out, x.reshape(8, 32)[:, ::-1].reshape(-1))
     with pytest.raises(KernelError, match=r"reverse_through_file_shared: 8 element\(s\) of args\[1\] hold NaN after "
                                           r"the launch \(first at index \(31,\)\) though no input did: the kernel "
                                           r"read __shared__ `file_tile` where no thread"):
-        kernel(8, 32, (x, out, np.int32(1)))
+        kernel((8,), (32,), (x, out, np.int32(1)))
 
 
 FIRST_WARP_REDUCES = r"""
@@ -530,10 +544,10 @@ def test_every_library_runs_its_threads_on_the_process_pool_of_stacks():
         return len(Path("/proc/self/maps").read_text().splitlines())
 
     out = np.zeros(8 * 1024, np.float32)
-    RawModule(code=code, check=True).get_function("fill")(8, 1024, (out,))
+    RawModule(code=code, check=True).get_function("fill")((8,), (1024,), (out,))
     before = mappings()
     for copy in range(2):
-        RawModule(code=code + f"// copy {copy}\n", check=True).get_function("fill")(8, 1024, (out,))
+        RawModule(code=code + f"// copy {copy}\n", check=True).get_function("fill")((8,), (1024,), (out,))
     assert mappings() - before < 2 * 100  # a library's own segments, not thousands of stacks
     assert out.tolist() == [1.0] * out.size
 
@@ -594,7 +608,7 @@ def test_an_aligned_shared_array_compiles_in_every_order_cuda_takes():
     module = RawModule(code=code)
     for i in range(len(ALIGNED_DECLARATIONS)):
         out, address = np.zeros(64, np.float32), np.zeros(1, np.uint64)
-        module.get_function(f"reverse{i}")(1, 64, (out, address))
+        module.get_function(f"reverse{i}")((1,), (64,), (out, address))
         np.testing.assert_array_equal(out, np.arange(64)[::-1])
         assert address[0] % 16 == 0, ALIGNED_DECLARATIONS[i]
 
@@ -643,7 +657,7 @@ def test_extern_shared_in_an_included_header_is_the_dynamic_shared_memory(tmp_pa
     """
     module = RawModule(code=code, options=(f"-I{tmp_path}",), check=check)
     x, out, sums = np.arange(64, dtype=np.float32), np.full(64, np.nan, np.float32), np.full(1, np.nan)
-    module.get_function("reverse")(1, 64, (x, out, sums, np.int32(64)), shared_mem=64 * 4)
+    module.get_function("reverse")((1,), (64,), (x, out, sums, np.int32(64)), shared_mem=64 * 4)
     np.testing.assert_array_equal(out, x[::-1])
     assert sums[0] == x.sum()
     # an edit of the header builds again; an error in it names the header's own file and line
@@ -711,3 +725,23 @@ def test_every_form_of_unroll_pragma_builds_and_computes_the_same(check):
     rows = x.reshape(8, 16).astype(np.float64)
     expected = 3 * rows.sum(axis=1) + x[:5].astype(np.float64).sum()
     assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6, out  # 48 float32 additions
+
+
+def test_a_standard_header_nvrtc_lacks_stops_the_build_as_on_a_gpu():
+    # NVRTC has no C or C++ standard header: CuPy's build of `#include <cassert>` failed on an H100
+    # ("cannot open source file"), where the host compiler has it
+    body = 'extern "C" __global__ void k(float* out) { out[0] = cuda::std::numeric_limits<float>::max(); }\n'
+    code = "// #include <cmath> in a comment is none\n#include <cassert>\n#include <cuda/std/limits>\n" + body
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):2: NVRTC, CuPy's default compiler, has no "
+                                               r"<cassert> .* Include <cuda/std/cassert> .*backend='nvcc'"):
+        RawModule(code=code).get_function("k")
+    with pytest.raises(KernelBuildError, match=r"kernel.cu:1: .* has no <stdio.h> .* Include CUDA's own headers"):
+        RawModule(code="#include <stdio.h>\n" + body, name="kernel.cu").get_function("k")
+    # nvcc has them; code that keeps them from NVRTC is left alone; libcu++'s counterpart is there
+    for module in (RawModule(code=code, backend="nvcc"),
+                   RawModule(code="#ifndef __CUDACC_RTC__\n#include <cassert>\n#endif\n#include <cuda/std/limits>\n"
+                                  + body),
+                   RawModule(code=code.replace("<cassert>", "<cuda/std/cassert>"))):
+        out = np.zeros(1, np.float32)
+        module.get_function("k")((1,), (1,), (out,))
+        assert out[0] == np.finfo(np.float32).max

@@ -51,10 +51,10 @@ def test_the_watchdog_stops_a_kernel_that_spins_for_ever(monkeypatch):
     with pytest.raises(KernelError, match=r"spin: still running after 1.5 s \(NN_CUDA_CPU_WATCHDOG\) in thread "
                                           r"\(0, 0, 0\) of block \(0, 0, 0\) at \(RawModule code\):"
                                           rf"{spin_line}: a thread that waits for another"):
-        kernel(1, 2, (np.zeros(1, np.int32),))
+        kernel((1,), (2,), (np.zeros(1, np.int32),))
     assert time.monotonic() - started < 10
     flag = np.ones(1, np.int32)  # already set: the same kernel ends at once, and the module goes on
-    kernel(1, 2, (flag,))
+    kernel((1,), (2,), (flag,))
 
 
 def test_the_watchdog_stops_blocks_that_spin_on_every_host_thread(monkeypatch):
@@ -65,9 +65,9 @@ def test_the_watchdog_stops_blocks_that_spin_on_every_host_thread(monkeypatch):
     started = time.monotonic()
     with pytest.raises(KernelError, match=r"spin: still running after 1.5 s \(NN_CUDA_CPU_WATCHDOG\) in thread "
                                           r"\(0, 0, 0\) of block \(\d, 0, 0\)"):
-        kernel(4, 2, (np.zeros(1, np.int32),))
+        kernel((4,), (2,), (np.zeros(1, np.int32),))
     assert time.monotonic() - started < 10
-    kernel(4, 2, (np.ones(1, np.int32),))  # the module goes on, its host threads too
+    kernel((4,), (2,), (np.ones(1, np.int32),))  # the module goes on, its host threads too
 
 
 ONE_BAD_BLOCK = r"""
@@ -88,16 +88,16 @@ def test_a_fault_on_any_host_thread_is_named_and_the_module_goes_on(monkeypatch,
     out = np.zeros(8 * 32, np.int32)
     with pytest.raises(KernelError, match=rf"store_in_page_zero: an invalid memory access in thread \(3, 0, 0\) of "
                                           rf"block \({bad_block}, 0, 0\)"):
-        kernel(8, 32, (out, np.int32(bad_block), np.int64(16)))
+        kernel((8,), (32,), (out, np.int32(bad_block), np.int64(16)))
     out[:] = 0
-    kernel(8, 32, (out, np.int32(-1), np.int64(16)))  # no block faults: every block runs
+    kernel((8,), (32,), (out, np.int32(-1), np.int64(16)))  # no block faults: every block runs
     assert out.tolist() == [1] * out.size
 
 
 def test_a_thread_whose_locals_outgrow_its_stack_is_named():
     with pytest.raises(KernelError, match=r"big_local: a thread's local variables outgrew its stack .* in thread "
                                           r"\(0, 0, 0\) of block \(0, 0, 0\)"):
-        RawModule(code=CODE).get_function("big_local")(1, 2, (np.ones(2, np.float32),))
+        RawModule(code=CODE).get_function("big_local")((1,), (2,), (np.ones(2, np.float32),))
 
 
 @pytest.mark.parametrize("text", ["soon", "-1"])
@@ -125,7 +125,7 @@ from nn_cuda.cuda_cpu import RawModule
 kernel = RawModule(code=sys.argv[1]).get_function("spin")
 print("launching", flush=True)
 try:
-    kernel(int(sys.argv[2]), 2, (np.zeros(1, np.int32),))
+    kernel((int(sys.argv[2]),), (2,), (np.zeros(1, np.int32),))
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)

@@ -271,12 +271,12 @@ def test_match_and_reduce_match_numpy(warps):
 
 def test_lanes_that_returned_do_not_hold_up_a_warp_sync_but_hand_nothing_over(warps):
     out = np.zeros(32, np.uint32)
-    warps.get_function("half_warp_returns")(1, 32, (out, np.int32(0)))
+    warps.get_function("half_warp_returns")((1,), (32,), (out, np.int32(0)))
     assert out[:16].tolist() == [0x80005555] * 16  # the even lanes of 0-15 (returned lanes vote 0), and all
     assert out[16:].tolist() == [sum(range(16))] * 16
     with pytest.raises(KernelError, match=r"half_warp_returns: thread \(\d+, 0, 0\) .* with mask 0xffffffff and "
                                           r"reads the value of lane (1[6-9]|2\d|3[01]), which returned before it"):
-        warps.get_function("half_warp_returns")(1, 32, (out, np.int32(1)))
+        warps.get_function("half_warp_returns")((1,), (32,), (out, np.int32(1)))
 
 
 def test_a_warp_sync_that_a_lane_never_reaches_is_a_kernel_error(warps):
@@ -284,14 +284,14 @@ def test_a_warp_sync_that_a_lane_never_reaches_is_a_kernel_error(warps):
     with pytest.raises(KernelError, match=r"half_warp_at_the_barrier: in block \(0, 0, 0\), thread \(\d+, 0, 0\) waits "
                                           r"at a warp sync .* mask 0xffffffff\) for lane 16 of its warp, which waits at "
                                           r"__syncthreads\(\) instead"):
-        warps.get_function("half_warp_at_the_barrier")(1, 32, (out,))
+        warps.get_function("half_warp_at_the_barrier")((1,), (32,), (out,))
 
 
 def test_legacy_warp_synchronous_code_is_reported_in_the_checking_mode():
     kernel = RawModule(code=WARPS, check=True).get_function("legacy_warp_sum")
     x = np.random.default_rng(3).standard_normal(64).astype(np.float32)
     with pytest.raises(KernelError, match=r"legacy_warp_sum: the result depends on the order .* a __syncwarp\(\)"):
-        kernel(1, 64, (x, np.zeros(1, np.float32)))
+        kernel((1,), (64,), (x, np.zeros(1, np.float32)))
 
 
 @pytest.mark.parametrize("kernel, threads, message", [
@@ -308,4 +308,4 @@ def test_a_warp_sync_outside_its_mask_is_a_kernel_error_in_both_modes(warps, ker
     x = np.ones(threads, np.float32)
     args = (x, np.zeros(threads, np.float32)) if kernel != "own_lane_left_out" else (np.zeros(threads, np.float32),)
     with pytest.raises(KernelError, match=f"{kernel}: .*" + message):
-        warps.get_function(kernel)(1, threads, args)
+        warps.get_function(kernel)((1,), (threads,), args)

@@ -7,15 +7,17 @@ the bytes whatever the parameter is; here every argument must fit its parameter:
 - a pointer takes a C-contiguous NumPy array of the pointee's dtype (void* and a pointer to a struct,
   float4* say, take any dtype), and a non-const pointer a writeable one; None passes a null
   pointer, as CuPy passes it;
-- a scalar takes a NumPy scalar of exactly its dtype, or a Python value converted to it: an int for
-  an integer parameter when it is in range, an int or a float for a float or double, a bool for bool
-  (an enum is its underlying integer type);
+- a scalar takes a NumPy scalar of exactly its dtype, or a Python value that reaches it on a GPU as
+  itself: an int for an integer parameter when it is in range (CuPy passes it as a long long, whose
+  first bytes are the value), a float for a double, a bool for bool (an enum is its underlying
+  integer type). CuPy passes a Python float to a float parameter as a double, and an int to a float
+  or double as a long long: a GPU reads other bits than the number, so here they are refused;
 - a struct by value ("struct of N bytes": a vector type, a struct of parameters, an empty tag type
   such as std::true_type, of 1 byte) takes the bytes of a NumPy scalar or one-element array of
   exactly N bytes (a structured dtype for a struct of fields), as CuPy passes them;
 - a 16-bit float ("__half", "__nv_bfloat16") or a pair of them ("__half2", "__nv_bfloat162") takes
-  a NumPy scalar of its size (its bits; a float for __half too), and a pointer to them an array of
-  2-byte items (float16, or uint16 bits).
+  a NumPy scalar of its size (its bits; numpy.float16 for __half, never a Python float, which CuPy
+  passes as a double), and a pointer to them an array of 2-byte items (float16, or uint16 bits).
 Anything else raises TypeError naming the argument's index, its C type and what was given.
 """
 
@@ -78,9 +80,11 @@ def _argument(where: str, c_type: str, value):
     struct = _STRUCT.fullmatch(c_type)
     if struct is not None:
         return _struct_bytes(where, int(struct[1]), value)
-    if c_type in NARROW_FLOATS:  # its bits, as CuPy passes a NumPy scalar of its size; or a float for __half
-        if c_type == "__half" and isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = np.float16(value)
+    if c_type in NARROW_FLOATS:  # its bits, as CuPy passes a NumPy scalar of its size
+        if isinstance(value, (int, float)):
+            raise TypeError(f"{where} takes a NumPy scalar of its size (numpy.float16 for __half): CuPy passes "
+                            f"a Python {type(value).__name__} as 8 bytes, of which a GPU reads the first "
+                            f"{4 if c_type.endswith('2') else 2}, not the number")
         return _struct_bytes(where, 4 if c_type.endswith("2") else 2, value)  # a pair, or one
     dtype = scalar_dtype(c_type)
     if isinstance(value, np.generic):
@@ -99,8 +103,13 @@ def _argument(where: str, c_type: str, value):
             raise TypeError(f"{where}: {value} is outside the range of {dtype.name} "
                             f"({limits.min} to {limits.max})")
         return dtype.type(value)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"{where} takes a numpy.{dtype.name} or a Python float, got {_given(value)}")
+    if dtype != np.float64 or not isinstance(value, float):
+        # CuPy passes a Python float as a double and an int as a long long: a GPU reads their first bytes
+        python = " or a Python float" if dtype == np.float64 else ""
+        why = (f": CuPy passes a Python {type(value).__name__} as a "
+               f"{'double' if isinstance(value, float) else 'long long'}, whose bytes a {c_type} parameter "
+               f"does not read as the number on a GPU" if type(value) in (int, float) else "")
+        raise TypeError(f"{where} takes a numpy.{dtype.name}{python}, got {_given(value)}{why}")
     number = float(value)
     if math.isfinite(number) and abs(number) > np.finfo(dtype).max:
         raise TypeError(f"{where}: {value} is outside the range of {dtype.name}")

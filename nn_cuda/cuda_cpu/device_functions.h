@@ -51,29 +51,35 @@ NN_CUDA_CPU_VECTOR3(double3, double)
 NN_CUDA_CPU_VECTOR4(double4, double, 16)
 inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { return uint3{x, y, z}; }
 
-// ---- min and max: CUDA's global overloads, in the common type of the two --------------------------
+// ---- min and max: CUDA's global overloads, exactly that set ------------------------------------------
+// Each of the four integer widths (int, long, long long) with itself, unsigned with itself, and the
+// mixed signed and unsigned pairs (in the unsigned type); float, double and the mixed pair (in
+// double). A call that fits none or more than one best is an error here as under NVRTC: min(-5LL, 3)
+// ("more than one instance of overloaded function min", seen on an H100's NVRTC) does not build.
 
-template <typename A, typename B>
-inline typename std::common_type<A, B>::type min(A a, B b)
-{
-    using C = typename std::common_type<A, B>::type;
-    if constexpr (std::is_floating_point<C>::value) {
-        return std::fmin(C(a), C(b));  // as fminf: a NaN loses to a number
-    } else {
-        return C(a) < C(b) ? C(a) : C(b);
-    }
-}
+#define NN_CUDA_CPU_INTEGER_MIN_MAX(S, U)                                  \
+    inline S min(S a, S b) { return a < b ? a : b; }                       \
+    inline S max(S a, S b) { return a < b ? b : a; }                       \
+    inline U min(U a, U b) { return a < b ? a : b; }                       \
+    inline U max(U a, U b) { return a < b ? b : a; }                       \
+    inline U min(S a, U b) { return min(static_cast<U>(a), b); }           \
+    inline U max(S a, U b) { return max(static_cast<U>(a), b); }           \
+    inline U min(U a, S b) { return min(a, static_cast<U>(b)); }           \
+    inline U max(U a, S b) { return max(a, static_cast<U>(b)); }
+NN_CUDA_CPU_INTEGER_MIN_MAX(int, unsigned int)
+NN_CUDA_CPU_INTEGER_MIN_MAX(long, unsigned long)
+NN_CUDA_CPU_INTEGER_MIN_MAX(long long, unsigned long long)
+#undef NN_CUDA_CPU_INTEGER_MIN_MAX
 
-template <typename A, typename B>
-inline typename std::common_type<A, B>::type max(A a, B b)
-{
-    using C = typename std::common_type<A, B>::type;
-    if constexpr (std::is_floating_point<C>::value) {
-        return std::fmax(C(a), C(b));
-    } else {
-        return C(a) < C(b) ? C(b) : C(a);
-    }
-}
+// as fminf and fmin: a NaN loses to a number
+inline float min(float a, float b) { return std::fmin(a, b); }
+inline float max(float a, float b) { return std::fmax(a, b); }
+inline double min(double a, double b) { return std::fmin(a, b); }
+inline double max(double a, double b) { return std::fmax(a, b); }
+inline double min(float a, double b) { return std::fmin(static_cast<double>(a), b); }
+inline double max(float a, double b) { return std::fmax(static_cast<double>(a), b); }
+inline double min(double a, float b) { return std::fmin(a, static_cast<double>(b)); }
+inline double max(double a, float b) { return std::fmax(a, static_cast<double>(b)); }
 
 // The integer ones of CUDA's math API, each in its own type.
 inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }

@@ -17,6 +17,10 @@ The cuda-cpu backend builds each kernels/*.cu file as a RawModule too (backends/
 
 `get_global(name)` gives the bytes of a __device__ or __constant__ variable as a writable NumPy array.
 
+What CuPy refuses is refused here too: a grid or block that is not a tuple, a scalar CuPy would pass
+as other bytes than the parameter reads (arguments.py), and with backend="nvrtc" an #include of a C
+or C++ standard header, which NVRTC does not have (nvrtc_headers.py).
+
 `extern __shared__ T name[];` is sized by the launch's shared_mem (dynamic_shared_as_pointers).
 
 `enable_cooperative_groups=True` launches the module's kernels cooperatively, as CuPy does: every block
@@ -37,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import arguments, build, shared_headers
+from . import arguments, build, nvrtc_headers, shared_headers
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment,
                      static_shared_bytes)
 
@@ -69,6 +73,7 @@ class RawModule:
         if isinstance(name_expressions, str) or not all(isinstance(n, str) for n in name_expressions or ()):
             raise TypeError(f"name_expressions must be a tuple of strings, got {name_expressions!r}")
         self.code = code
+        self.backend = backend
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.check = check_mode_from_environment() if check is None else bool(check)
@@ -89,6 +94,9 @@ class RawModule:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
         if self._kernels is not None:
             return
+        refused = self.backend == "nvrtc" and nvrtc_headers.refusal(self.code, self.name or build.CODE_NAME)
+        if refused:
+            raise build.KernelBuildError(refused)
         instances = self._instances()
         cooperative = self.enable_cooperative_groups
         kernels = LoadedKernels(*build.load_code(self._cpu_code, self._flags, instances, self.check, self.name,
@@ -198,13 +206,18 @@ class RawKernel:
 
 
 def _dimensions(what: str, value) -> tuple:
-    """A grid or block as CuPy takes it (an int, or a tuple of 1 to 3 ints) -> (x, y, z)."""
-    shape = value if isinstance(value, (tuple, list)) else (value,)
+    """A grid or block as CuPy takes it (a tuple of 1 to 3 ints; CuPy refuses an int or a list with
+    "Argument 'grid' has incorrect type") -> (x, y, z)."""
+    if not isinstance(value, tuple):
+        hint = f" ({value},)" if isinstance(value, int) else f" {tuple(value)}" if isinstance(value, list) else ""
+        raise TypeError(f"{what} must be a tuple of 1 to 3 ints, as CuPy's RawKernel takes it, got "
+                        f"{type(value).__name__} {value!r} (write{hint or ' a tuple'})")
+    shape = value
     if not 1 <= len(shape) <= 3:
-        raise ValueError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+        raise ValueError(f"{what} must be a tuple of 1 to 3 ints, got {value!r}")
     for size in shape:
         if isinstance(size, bool) or not hasattr(size, "__index__"):
-            raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+            raise TypeError(f"{what} must be a tuple of 1 to 3 ints, got {value!r}")
         if not 1 <= size <= _MAX_DIMENSION:
             raise ValueError(f"{what} sizes must be 1 to {_MAX_DIMENSION}, got {value!r}")
     return tuple(int(size) for size in shape) + (1,) * (3 - len(shape))
