@@ -58,7 +58,7 @@ def summary(records: list[dict]) -> dict:
         if record["outcome"] == "GPU build failed":
             first_error = next((line.strip() for line in record["error"].splitlines() if "error" in line),
                                record["error"].splitlines()[0])
-            failed_builds.setdefault(record["test"], re.sub(r"^\S*?\.cu\((\d+)\)", r"line \1", first_error))
+            failed_builds.setdefault(record["test"], re.sub(r"\S*?\.cu\((\d+)\)", r"line \1", first_error))
     return {
         "launches": len(records),
         "outcomes": dict(collections.Counter(record["outcome"] for record in records).most_common()),
@@ -84,6 +84,8 @@ def library_versions() -> dict:
     import cupy
     from cupy.cuda import nvrtc, runtime
 
+    if runtime.getDeviceCount() < 1:  # NVRTC and the runtime answer without a GPU
+        raise RuntimeError("CuPy sees no GPU")
     return {"cupy": cupy.__version__, "nvrtc": ".".join(map(str, nvrtc.getVersion())),
             "cuda_runtime": runtime.runtimeGetVersion(), "cuda_driver": runtime.driverGetVersion()}
 

@@ -305,15 +305,17 @@ NAN_RESULTS = r"""
 
 // Rows of out: inf - inf, NaN + 1, a float -NaN converted, sqrt(-1), inf * 0, fma(NaN, NaN, NaN),
 // in each format (half, then bfloat16).
+__device__ unsigned short bits_of(__half h) { return __half_as_ushort(h); }
+__device__ unsigned short bits_of(__nv_bfloat16 h) { return __bfloat16_as_ushort(h); }
 template <typename T>
 __device__ void nan_results(T infinity, T nan, float negative_nan, unsigned short* out)
 {
-    out[0] = __hsub(infinity, infinity).__x;
-    out[1] = __hadd(nan, T(1.0f)).__x;
-    out[2] = T(negative_nan).__x;
-    out[3] = hsqrt(T(-1.0f)).__x;
-    out[4] = __hmul(infinity, T(0.0f)).__x;
-    out[5] = __hfma(nan, nan, nan).__x;
+    out[0] = bits_of(__hsub(infinity, infinity));
+    out[1] = bits_of(__hadd(nan, T(1.0f)));
+    out[2] = bits_of(T(negative_nan));
+    out[3] = bits_of(hsqrt(T(-1.0f)));
+    out[4] = bits_of(__hmul(infinity, T(0.0f)));
+    out[5] = bits_of(__hfma(nan, nan, nan));
 }
 extern "C" __global__ void nans(const unsigned short* bits, const float* negative_nan, unsigned short* out)
 {

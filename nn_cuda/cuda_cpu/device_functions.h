@@ -52,7 +52,7 @@ NN_CUDA_CPU_VECTOR4(double4, double, 16)
 inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { return uint3{x, y, z}; }
 
 // ---- min and max: CUDA's global overloads, exactly that set ------------------------------------------
-// Each of the four integer widths (int, long, long long) with itself, unsigned with itself, and the
+// Each integer width (int, long, long long) with itself, its unsigned twin with itself, and the
 // mixed signed and unsigned pairs (in the unsigned type); float, double and the mixed pair (in
 // double). A call that fits none or more than one best is an error here as under NVRTC: min(-5LL, 3)
 // ("more than one instance of overloaded function min", seen on an H100's NVRTC) does not build.

@@ -1,9 +1,10 @@
 // What cuda_fp16.h (__half, binary16) and cuda_bf16.h (__nv_bfloat16, bfloat16) share on the CPU:
 // a 16-bit float is its bits, converted from a double or a float by rounding in software (ties to
-// even unless the function names another mode, NaN kept quiet, overflow to infinity), widened to a
-// float exactly. Arithmetic widens to float, computes there and rounds once: a float carries more
-// than twice the bits of either format plus two, so + - * / and sqrt give the correctly rounded
-// result, as a GPU's instructions do; fma is computed in double for the same reason. The math
+// even unless the function names another mode, a NaN's bits as NanBits says, overflow to infinity),
+// widened to a float exactly. Arithmetic widens to float, computes there and rounds once: a float
+// carries more than twice the bits of either format plus two, so + - * / and sqrt give the correctly
+// rounded result, as a GPU's instructions do; fma is computed in double, rounded to odd
+// (fma_rounded_to_odd), for the same reason. The math
 // functions (hexp, hlog, ...) round the float function's value, where a GPU's are approximations
 // of their own: the two can differ in the last bit.
 #pragma once
