@@ -745,3 +745,36 @@ def test_a_standard_header_nvrtc_lacks_stops_the_build_as_on_a_gpu():
         out = np.zeros(1, np.float32)
         module.get_function("k")((1,), (1,), (out,))
         assert out[0] == np.finfo(np.float32).max
+
+
+OUT_OF_BOUNDS = r"""
+extern "C" __global__ void write_at(float* x, long long offset) { x[threadIdx.x + offset] = 1.0f; }
+extern "C" __global__ void add_one(const float* in, float* out) { out[threadIdx.x] = in[threadIdx.x] + 1.0f; }
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_write_past_a_numpy_array_faults_and_leaves_the_heap_alone(check):
+    # the arrays are copied between guard spans for the launch (the plain mode used to pass the
+    # NumPy array itself, and a write past it landed in Python's heap: no error, 1.0 in memory it
+    # does not own); an index off by up to a whole array, or by 1 MiB, lands in a guard
+    module = RawModule(code=OUT_OF_BOUNDS, check=check)
+    write_at = module.get_function("write_at")
+    small, large = np.zeros(32, np.float32), np.zeros(600_000, np.float32)  # 2.4 MB
+    for x, offset in ((small, 40), (small, 200_000), (large, 600_000 + 500_000)):
+        neighbours = [np.zeros(32, np.float32) for _ in range(8)]
+        with pytest.raises(KernelError, match=r"write_at: an invalid memory access"):
+            write_at((1,), (32,), (x, np.int64(offset)))
+        assert all(not n.any() for n in neighbours)
+    write_at((1,), (32,), (small, np.int64(0)))  # in bounds: written back to the caller's array
+    assert small.tolist() == [1.0] * 32
+
+
+def test_an_array_passed_twice_is_one_copy_and_comes_back():
+    module = RawModule(code=OUT_OF_BOUNDS, check=False)
+    x = np.arange(32, dtype=np.float32)
+    module.get_function("add_one")((1,), (32,), (x, x))  # in place, as on a GPU
+    assert x.tolist() == list(range(1, 33))
+    halves = np.arange(64, dtype=np.float32)
+    module.get_function("add_one")((1,), (32,), (halves[32:], halves[:32]))  # views of one array: their own copies
+    assert halves[:32].tolist() == list(range(33, 65)) and halves[32:].tolist() == list(range(32, 64))

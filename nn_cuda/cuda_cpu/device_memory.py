@@ -1,5 +1,6 @@
 """Device memory on the CPU runner: `empty(shape, dtype)` gives each array pages of its own between two
-inaccessible pages, as cudaMalloc gives each allocation memory of its own on a GPU.
+inaccessible spans (guard_bytes: 1 MiB, or the array's size if more, so that an index off by up to
+a whole array still lands in one), as cudaMalloc gives each allocation memory of its own on a GPU.
 
 A kernel that reads or writes past such an array then faults on a guard page, outside the checking
 mode too, and the launch ends in a KernelError naming the thread and the line; past a NumPy array
@@ -8,20 +9,31 @@ starts on a 256-byte boundary, cudaMalloc's alignment (so vector loads such as f
 so up to 255 bytes after its end lie before the guard page: an access there is not caught (the
 checking mode's exact bounds catch it) but stays in the array's own pages. The pages, guards
 included, are unmapped when the array is freed. The cuda-cpu backend allocates all its arrays here.
+
+`guarded(args, signature)` does the same for a RawModule launch outside the checking mode: each
+NumPy array a pointer parameter takes is copied here for the launch (unless it lies here already)
+and the copies of non-const ones are copied back after it, so that a write past a user's array
+faults instead of landing in Python's heap.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
+import weakref
 
 import numpy as np
 
 #: where an array starts: cudaMalloc's alignment
 ALIGNMENT = 256
+#: the least inaccessible span on each side of an array (address space only: never touched)
+GUARD_BYTES = 1 << 20
 PROT_NONE = 0  # mprotect: no access (the mmap module names the others)
 
 _libc = None
+#: the memory of every array empty() made, while it lives
+_ALLOCATIONS: weakref.WeakSet = weakref.WeakSet()
 
 
 def libc():
@@ -45,14 +57,21 @@ def empty(shape, dtype) -> np.ndarray:
     page = mmap.PAGESIZE
     span = -(-max(count * dtype.itemsize, 1) // ALIGNMENT) * ALIGNMENT
     data = -(-span // page) * page
-    memory = mmap.mmap(-1, page + data + page)  # guard, data, guard
-    array = np.frombuffer(memory, dtype=dtype, count=count, offset=page + data - span).reshape(shape)
-    base = array.__array_interface__["data"][0] - (page + data - span)
+    guard = guard_bytes(data)
+    memory = mmap.mmap(-1, guard + data + guard)  # guard, data, guard
+    _ALLOCATIONS.add(memory)
+    array = np.frombuffer(memory, dtype=dtype, count=count, offset=guard + data - span).reshape(shape)
+    base = array.__array_interface__["data"][0] - (guard + data - span)
     protect = libc().mprotect
-    if protect(base, page, PROT_NONE) != 0 or protect(base + page + data, page, PROT_NONE) != 0:
+    if protect(base, guard, PROT_NONE) != 0 or protect(base + guard + data, guard, PROT_NONE) != 0:
         raise MemoryError(f"could not protect the guard pages of a {shape} {dtype} array "
                           f"(errno {ctypes.get_errno()})")
     return array
+
+
+def guard_bytes(data_bytes: int) -> int:
+    """The inaccessible span on each side of `data_bytes` (a whole number of pages) of an array."""
+    return max(GUARD_BYTES, data_bytes)
 
 
 def to_device(host_array) -> np.ndarray:
@@ -61,3 +80,35 @@ def to_device(host_array) -> np.ndarray:
     array = empty(host_array.shape, host_array.dtype)
     array[...] = host_array
     return array
+
+
+def holds(array: np.ndarray) -> bool:
+    """Whether `array` lies in memory empty() gave (between guard pages already)."""
+    base = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return isinstance(base, mmap.mmap) and base in _ALLOCATIONS
+
+
+@contextlib.contextmanager
+def guarded(args: tuple, signature: tuple):
+    """`args` with each array a pointer parameter takes in device memory (an argument passed twice
+    shares one copy; arrays that overlap partially, and those here already, are passed as they are);
+    on leaving, the copies of the non-const ones are written back to the caller's arrays."""
+    values, copies = list(args), {}
+    arrays = [i for i, (value, c_type) in enumerate(zip(args, signature))
+              if isinstance(value, np.ndarray) and c_type.endswith("*") and not holds(value)]
+    for i in arrays:
+        array = args[i]
+        twin = next((j for j in copies if args[j].ctypes.data == array.ctypes.data
+                     and args[j].nbytes == array.nbytes), None)
+        if twin is not None:
+            values[i] = values[twin]
+        elif not any(np.may_share_memory(args[j], array) for j in arrays if j != i):
+            values[i] = copies[i] = to_device(array)
+    try:
+        yield tuple(values)
+    finally:
+        for i, copy in copies.items():
+            if any(values[j] is copy and not signature[j].startswith("const ") for j in arrays):
+                args[i][...] = copy

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import arguments, build, nvrtc_headers, shared_headers
+from . import arguments, build, device_memory, nvrtc_headers, shared_headers
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment,
                      static_shared_bytes)
 
@@ -181,10 +181,16 @@ class RawKernel:
             )
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0):
-        launch = _Launch(self.name, _dimensions("grid", grid), _dimensions("block", block),
-                         arguments.pack(self.name, self.signature, args), self.signature,
-                         shared_mem=self._shared_bytes(shared_mem))
-        self._kernels.launch(self._index, launch, [f"args[{i}]" for i in range(len(launch.args))])
+        grid, block = _dimensions("grid", grid), _dimensions("block", block)
+        packed, names = arguments.pack(self.name, self.signature, args), [f"args[{i}]" for i in range(len(args))]
+        shared_mem = self._shared_bytes(shared_mem)
+        if self._kernels.check:  # the checking mode guards its own copies
+            self._kernels.launch(self._index, _Launch(self.name, grid, block, packed, self.signature,
+                                                      shared_mem=shared_mem), names)
+            return
+        with device_memory.guarded(packed, self.signature) as in_device_memory:
+            self._kernels.launch(self._index, _Launch(self.name, grid, block, in_device_memory, self.signature,
+                                                      shared_mem=shared_mem), names)
 
     def _shared_bytes(self, shared_mem) -> int:
         """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless

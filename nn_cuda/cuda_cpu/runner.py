@@ -81,7 +81,6 @@ def float_values(array: np.ndarray, c_type: str) -> tuple[np.ndarray | None, str
 #: seconds a launch may run before it is stopped (0: no limit)
 WATCHDOG_VARIABLE = "NN_CUDA_CPU_WATCHDOG"
 DEFAULT_WATCHDOG_SECONDS = 60.0
-_GUARD_BYTES = 1 << 20  # inaccessible on each side of a checked buffer
 _MESSAGE_BYTES = 2048
 
 
@@ -432,15 +431,16 @@ class _GuardedCopy:
         self.array, self.names, self.read_only = array, names, read_only
         page = mmap.PAGESIZE
         data_pages = max(1, -(-array.nbytes // page)) * page
-        self.length = 2 * _GUARD_BYTES + data_pages
+        self.guard = device_memory.guard_bytes(data_pages)
+        self.length = 2 * self.guard + data_pages
         self.base = libc.mmap(None, self.length, mmap.PROT_READ | mmap.PROT_WRITE,
                               mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
         if self.base in (None, ctypes.c_void_p(-1).value):
             raise MemoryError(f"could not map {self.length} bytes for a checked buffer")
-        self.start = self.base + _GUARD_BYTES + data_pages - array.nbytes
+        self.start = self.base + self.guard + data_pages - array.nbytes
         self.end = self.start + array.nbytes
-        libc.mprotect(self.base, _GUARD_BYTES, device_memory.PROT_NONE)
-        libc.mprotect(self.base + _GUARD_BYTES + data_pages, _GUARD_BYTES, device_memory.PROT_NONE)
+        libc.mprotect(self.base, self.guard, device_memory.PROT_NONE)
+        libc.mprotect(self.base + self.guard + data_pages, self.guard, device_memory.PROT_NONE)
         self.view = np.ctypeslib.as_array((ctypes.c_char * max(1, array.nbytes)).from_address(self.start))
         self.view = self.view[: array.nbytes].view(array.dtype).reshape(array.shape)
         self.view[...] = array
@@ -448,7 +448,7 @@ class _GuardedCopy:
 
     def protect(self) -> None:
         if self.read_only:
-            device_memory.libc().mprotect(self.base + _GUARD_BYTES, self._data_pages, mmap.PROT_READ)
+            device_memory.libc().mprotect(self.base + self.guard, self._data_pages, mmap.PROT_READ)
 
     def release(self) -> None:
         self.view = None
@@ -459,7 +459,7 @@ class _GuardedCopy:
         size = self.array.itemsize
         if self.start <= address < self.end:
             return f": a write to the input {name}" if self.read_only else None
-        if self.end <= address < self.end + _GUARD_BYTES:
+        if self.end <= address < self.end + self.guard:
             return f": an access {(address - self.end) // size + 1} element(s) past the end of {name}"
         if self.base <= address < self.start:
             return f": an access {(self.start - address - 1) // size + 1} element(s) before the start of {name}"
