@@ -28,6 +28,8 @@ from typing import Callable
 
 import numpy as np
 
+from nn_cuda.cuda_cpu.raw_module import DEFAULT_DYNAMIC_SHARED_BYTES
+
 
 @dataclasses.dataclass
 class Device:
@@ -168,12 +170,10 @@ class Mirror:
             record["error"] = f"{type(error).__name__}: {_first_line(error)}"
             self._write(record)
             raise
-        if holds_pointer:
-            pass
-        elif self.gpu_lost is not None:
+        if not holds_pointer and self.gpu_lost is not None:
             record["outcome"] = "not run: the GPU's context was lost earlier"
             record["error"] = self.gpu_lost
-        elif before is not None:
+        elif not holds_pointer and before is not None:
             self._run_on_device(module, kernel, grid, block, args, *before, shared_mem, record)
         self._write(record)
 
@@ -200,9 +200,9 @@ class Mirror:
             self._inside.active = True
             for name, data in globals_before.items():
                 self.device.write_global(device_module, name, data)
-            if kernel.max_dynamic_shared_size_bytes != 48 * 1024:
+            if kernel.max_dynamic_shared_size_bytes != DEFAULT_DYNAMIC_SHARED_BYTES:
                 function.max_dynamic_shared_size_bytes = kernel.max_dynamic_shared_size_bytes
-            function(_tuple(grid), _tuple(block), tuple(device_args), shared_mem=shared_mem)
+            function(grid, block, tuple(device_args), shared_mem=shared_mem)  # tuples: the runner took them
             self.device.synchronize()
         except Exception as error:
             record["outcome"] = "GPU launch failed"
@@ -257,11 +257,6 @@ def _struct_holding_a_pointer(kernel, args) -> str | None:
 
 def _is_buffer(argument, c_type: str) -> bool:
     return isinstance(argument, np.ndarray) and c_type.endswith("*")
-
-
-def _tuple(value) -> tuple:
-    """A grid or block as CuPy takes it: a tuple (CuPy refuses an int or a list)."""
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 def _shape(value):
