@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
 
 pytestmark = pytest.mark.slow  # a module build (about three seconds)
 
@@ -333,3 +334,11 @@ def test_every_nan_an_operation_makes_is_0x7fff_as_on_a_gpu():
     negative_nan = np.array([0xFFC12345], np.uint32).view(np.float32)
     RawModule(code=NAN_RESULTS).get_function("nans")((1,), (1,), (bits, negative_nan, out))
     assert [hex(v) for v in out] == ["0x7fff"] * 12
+
+
+def test_reading_the_bits_member_does_not_build_as_under_nvrtc():
+    # NVIDIA's headers keep __half's and __nv_bfloat16's __x protected: NVRTC refused a kernel that read
+    # h.__x on an H100 ("member ... is inaccessible"); __half_as_ushort is the way on both
+    code = '#include <cuda_fp16.h>\nextern "C" __global__ void k(unsigned short* out) { out[0] = __half(1.0f).__x; }\n'
+    with pytest.raises(KernelBuildError, match=r"__x.* is protected"):
+        RawModule(code=code).get_function("k")

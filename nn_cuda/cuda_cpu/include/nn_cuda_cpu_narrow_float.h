@@ -130,11 +130,17 @@ T atomic_update16(T* address, Update update)
 
 }  // namespace nn_cuda_cpu
 
-// The members of a 16-bit float type T with bits __x: from and to its raw struct Raw, from_bits,
-// and (NN_CUDA_CPU_NARROW_FLOAT_CONVERSIONS, unless a header's __CUDA_NO_*_CONVERSIONS__ says not)
-// the implicit conversions from the numbers, rounded to nearest even, and to float.
+// The members of a 16-bit float type T with bits __x (protected, as in NVIDIA's headers, where NVRTC
+// refuses code that reads h.__x; the runner's own functions read nn_cuda_cpu_bits()): from and to
+// its raw struct Raw, from_bits, and (NN_CUDA_CPU_NARROW_FLOAT_CONVERSIONS, unless a header's
+// __CUDA_NO_*_CONVERSIONS__ says not) the implicit conversions from the numbers, rounded to nearest
+// even, and to float.
 #define NN_CUDA_CPU_NARROW_FLOAT_MEMBERS(T, Raw)                                                          \
+  protected:                                                                                            \
     unsigned short __x;                                                                                 \
+                                                                                                        \
+  public:                                                                                               \
+    unsigned short nn_cuda_cpu_bits() const { return __x; }                                             \
     T() = default;                                                                                      \
     T(const Raw& raw) : __x(raw.x) {}                                                                   \
     T& operator=(const Raw& raw)                                                                        \
@@ -164,7 +170,7 @@ T atomic_update16(T* address, Update update)
         T2() = default;                                                                                 \
         T2(T a, T b) : x(a), y(b) {}                                                                    \
         T2(const Raw2& raw) : x(Raw{raw.x}), y(Raw{raw.y}) {}                                           \
-        operator Raw2() const { return Raw2{x.__x, y.__x}; }                                            \
+        operator Raw2() const { return Raw2{x.nn_cuda_cpu_bits(), y.nn_cuda_cpu_bits()}; }                                            \
     };                                                                                                  \
     namespace nn_cuda_cpu {                                                                             \
     template <>                                                                                         \
@@ -202,8 +208,8 @@ T atomic_update16(T* address, Update update)
     inline int __##N##2int_rn(T h) { return static_cast<int>(rintf(__##N##2float(h))); }                \
     inline int __##N##2int_rd(T h) { return static_cast<int>(floorf(__##N##2float(h))); }               \
     inline int __##N##2int_ru(T h) { return static_cast<int>(ceilf(__##N##2float(h))); }                \
-    inline short __##N##_as_short(T h) { return static_cast<short>(h.__x); }                            \
-    inline unsigned short __##N##_as_ushort(T h) { return h.__x; }                                      \
+    inline short __##N##_as_short(T h) { return static_cast<short>(h.nn_cuda_cpu_bits()); }             \
+    inline unsigned short __##N##_as_ushort(T h) { return h.nn_cuda_cpu_bits(); }                       \
     inline T __short_as_##N(short bits) { return T::from_bits(static_cast<unsigned short>(bits)); }     \
     inline T __ushort_as_##N(unsigned short bits) { return T::from_bits(bits); }                        \
     inline T2 make_##N##2(T a, T b) { return T2(a, b); }                                                \
@@ -230,7 +236,7 @@ T nn_cuda_cpu_narrow(double value);
 // __CUDA_NO_BFLOAT16_OPERATORS__, as `no_operators` says), CUDA's functions of one name for both
 // (__hadd, __hfma, __heq, hexp, __hadd2, ...), atomicAdd and __ldg of the pair.
 #define NN_CUDA_CPU_NARROW_FLOAT_FUNCTIONS(T, T2, E, M)                                                        \
-    inline float nn_cuda_cpu_wide(T a) { return nn_cuda_cpu::widen<E, M>(a.__x); }                             \
+    inline float nn_cuda_cpu_wide(T a) { return nn_cuda_cpu::widen<E, M>(a.nn_cuda_cpu_bits()); }              \
     template <>                                                                                                \
     inline T nn_cuda_cpu_narrow<T>(double v)                                                                   \
     {                                                                                                          \
@@ -247,10 +253,10 @@ T nn_cuda_cpu_narrow(double value);
     inline T __hadd_rn(T a, T b) { return __hadd(a, b); }                                                      \
     inline T __hsub_rn(T a, T b) { return __hsub(a, b); }                                                      \
     inline T __hmul_rn(T a, T b) { return __hmul(a, b); }                                                      \
-    inline T __hneg(T a) { return T::from_bits(static_cast<unsigned short>(a.__x ^ 0x8000u)); }                 \
-    inline T __habs(T a) { return T::from_bits(static_cast<unsigned short>(a.__x & 0x7FFFu)); }                 \
+    inline T __hneg(T a) { return T::from_bits(static_cast<unsigned short>(a.nn_cuda_cpu_bits() ^ 0x8000u)); }  \
+    inline T __habs(T a) { return T::from_bits(static_cast<unsigned short>(a.nn_cuda_cpu_bits() & 0x7FFFu)); }  \
     inline bool __hisnan(T a) { return std::isnan(nn_cuda_cpu_wide(a)); }                                     \
-    inline int __hisinf(T a) { return std::isinf(nn_cuda_cpu_wide(a)) ? (a.__x & 0x8000u ? -1 : 1) : 0; }       \
+    inline int __hisinf(T a) { return std::isinf(nn_cuda_cpu_wide(a)) ? (a.nn_cuda_cpu_bits() & 0x8000u ? -1 : 1) : 0; } \
     inline T __hmax(T a, T b) { return nn_cuda_cpu_narrow<T>(fmaxf(nn_cuda_cpu_wide(a), nn_cuda_cpu_wide(b))); }  \
     inline T __hmin(T a, T b) { return nn_cuda_cpu_narrow<T>(fminf(nn_cuda_cpu_wide(a), nn_cuda_cpu_wide(b))); }  \
     inline bool __heq(T a, T b) { return nn_cuda_cpu_wide(a) == nn_cuda_cpu_wide(b); }                         \
