@@ -778,3 +778,29 @@ def test_an_array_passed_twice_is_one_copy_and_comes_back():
     halves = np.arange(64, dtype=np.float32)
     module.get_function("add_one")((1,), (32,), (halves[32:], halves[:32]))  # views of one array: their own copies
     assert halves[:32].tolist() == list(range(33, 65)) and halves[32:].tolist() == list(range(32, 64))
+
+
+@pytest.mark.parametrize("include, expression, builds", [
+    ("", "-INFINITY", False), ("", "FLT_MAX", False), ("", "(float)INT_MAX", False), ("", "M_PI", False),
+    ("<cuda/std/cmath>", "-INFINITY", True), ("<cuda/std/cfloat>", "FLT_MAX", True),
+    ("<cuda/std/climits>", "(float)INT_MAX", True), ("<cuda/std/climits>", "FLT_MAX", False),
+    ("<cuda/std/cstdint>", "(float)(int32_t)INT32_MAX", True), ("<math_constants.h>", "-CUDART_INF_F", True),
+    ("<cooperative_groups.h>", "(float)INT_MAX", True), ("<cooperative_groups.h>", "-INFINITY", False),
+])
+def test_the_c_librarys_macros_are_seen_as_nvrtc_shows_them(include, expression, builds):
+    # measured through CuPy on an H100: without an include NVRTC defines none of them; libcu++'s
+    # headers define their groups; after cooperative_groups.h INT_MAX built and INFINITY did not
+    code = (f"#include {include}\n" if include else "\n") + \
+        f'extern "C" __global__ void k(float* out) {{ out[0] = {expression}; }}\n'
+    name = expression.strip("-()").split(")")[-1]
+    if builds:
+        out = np.zeros(1, np.float32)
+        RawModule(code=code).get_function("k")((1,), (1,), (out,))
+        assert out[0] != 0
+    else:
+        with pytest.raises(KernelBuildError, match=rf"\(RawModule code\):2:\d+: error: .{name}. was not declared"):
+            RawModule(code=code).get_function("k")
+    out = np.zeros(1, np.float32)  # nvcc, a host compiler's headers and all: the host's macros are there
+    RawModule(code=code.replace("<cooperative_groups.h>", "<climits>"), backend="nvcc").get_function("k")(
+        (1,), (1,), (out,))
+    assert out[0] != 0

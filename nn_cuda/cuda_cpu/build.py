@@ -219,8 +219,12 @@ CODE_NAME = "(RawModule code)"
 
 def code_unit(code: str, instances, name: str | None = None) -> str:
     """The C++ source of a library: the runtime, the code (called `name` in messages), its instances."""
-    return _unit(f"#line 1 {_quoted(name or CODE_NAME)}\n{code}\n#line 1 {_quoted(f'({_table_of(name)})')}\n",
-                 instances)
+    return _unit(f"{line_one(name)}{code}\n#line 1 {_quoted(f'({_table_of(name)})')}\n", instances)
+
+
+def line_one(name: str | None) -> str:
+    """The directive that makes the next line the first of the code called `name` in messages."""
+    return f"#line 1 {_quoted(name or CODE_NAME)}\n"
 
 
 def _quoted(text: str) -> str:

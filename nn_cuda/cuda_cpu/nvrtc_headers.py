@@ -9,6 +9,13 @@ build, as CuPy's build would fail on a GPU; backend="nvcc" takes them, as nvcc d
 
 Only `#include <name>` lines of the code itself are read (not the headers it includes, nor an include
 through a macro), and none at all in code that tests `__CUDACC_RTC__`, which may keep them from NVRTC.
+
+The C library's macros are NVRTC's too: without an include NVRTC defines none of INT_MAX, FLT_MAX,
+INFINITY, NAN, M_PI, HUGE_VALF, EOF (only NULL); libcu++'s <cuda/std/climits>, <cfloat>, <cstdint>,
+<cmath> and <limits> define the groups of MACRO_GROUPS their entries name (measured through CuPy on
+the same H100). `prelude()` is what an NVRTC build puts between the runtime and the code: each macro
+of the host's headers pushed and undefined, so that the code sees what NVRTC shows it, and the
+restoring macro each of the runner's <cuda/std/...> headers calls (NN_CUDA_CPU_RESTORE_FOR_cmath, ...).
 """
 
 from __future__ import annotations
@@ -34,6 +41,47 @@ STANDARD_HEADERS = _CPP_HEADERS | {f"c{name}" for name in _C_HEADERS} | {f"{name
 #: their libcu++ counterparts, which NVRTC finds and the CPU runner has (include/cuda/std/)
 CUDA_STD_COUNTERPARTS = ("array", "atomic", "cassert", "cfloat", "climits", "cmath", "cstddef", "cstdint",
                          "limits", "type_traits", "utility")
+
+#: the C library's macros by the libcu++ headers that define them under NVRTC (CUDA 13)
+MACRO_GROUPS = {
+    "LIMITS": """CHAR_BIT SCHAR_MIN SCHAR_MAX UCHAR_MAX CHAR_MIN CHAR_MAX SHRT_MIN SHRT_MAX USHRT_MAX INT_MIN
+        INT_MAX UINT_MAX LONG_MIN LONG_MAX ULONG_MAX LLONG_MIN LLONG_MAX ULLONG_MAX MB_LEN_MAX""".split(),
+    "FLOATS": """FLT_RADIX FLT_MANT_DIG DBL_MANT_DIG LDBL_MANT_DIG FLT_DIG DBL_DIG LDBL_DIG FLT_MIN_EXP
+        DBL_MIN_EXP LDBL_MIN_EXP FLT_MIN_10_EXP DBL_MIN_10_EXP LDBL_MIN_10_EXP FLT_MAX_EXP DBL_MAX_EXP
+        LDBL_MAX_EXP FLT_MAX_10_EXP DBL_MAX_10_EXP LDBL_MAX_10_EXP FLT_MAX DBL_MAX LDBL_MAX FLT_EPSILON
+        DBL_EPSILON LDBL_EPSILON FLT_MIN DBL_MIN LDBL_MIN FLT_TRUE_MIN DBL_TRUE_MIN LDBL_TRUE_MIN
+        DECIMAL_DIG FLT_EVAL_METHOD FLT_ROUNDS""".split(),
+    "STDINT": """INT8_MIN INT16_MIN INT32_MIN INT64_MIN INT8_MAX INT16_MAX INT32_MAX INT64_MAX UINT8_MAX
+        UINT16_MAX UINT32_MAX UINT64_MAX INTPTR_MIN INTPTR_MAX UINTPTR_MAX INTMAX_MIN INTMAX_MAX UINTMAX_MAX
+        PTRDIFF_MIN PTRDIFF_MAX SIZE_MAX INT8_C INT16_C INT32_C INT64_C UINT8_C UINT16_C UINT32_C UINT64_C
+        INTMAX_C UINTMAX_C""".split(),
+    "MATH": "INFINITY NAN FP_NAN FP_INFINITE FP_ZERO FP_SUBNORMAL FP_NORMAL".split(),
+    #: defined by no header NVRTC finds: never restored
+    "NONE": """HUGE_VAL HUGE_VALF HUGE_VALL M_E M_LOG2E M_LOG10E M_LN2 M_LN10 M_PI M_PI_2 M_PI_4 M_1_PI
+        M_2_PI M_2_SQRTPI M_SQRT2 M_SQRT1_2 EOF RAND_MAX EXIT_SUCCESS EXIT_FAILURE""".split(),
+}
+#: the groups each of the runner's <cuda/std/...> headers restores, as libcu++'s defines them; and
+#: "cuda_header", what the runner's CUDA headers built on libcu++ restore (cooperative_groups.h,
+#: cuda/barrier, cuda/pipeline, cuda_pipeline.h, curand_kernel.h, cuda_fp16.h, cuda_bf16.h): on the
+#: H100 a kernel used INT_MAX after cooperative_groups.h alone, and INFINITY failed there; the float
+#: and stdint limits are given too, not measured, so that no code that builds on a GPU fails here
+RESTORED_BY = {"climits": ("LIMITS",), "cfloat": ("FLOATS",), "cstdint": ("LIMITS", "STDINT"),
+               "cmath": ("LIMITS", "FLOATS", "STDINT", "MATH"), "limits": ("LIMITS", "FLOATS", "STDINT"),
+               "cuda_header": ("LIMITS", "FLOATS", "STDINT")}
+
+
+def prelude() -> str:
+    """The lines an NVRTC build puts before the code: every macro of MACRO_GROUPS pushed and undefined,
+    and NN_CUDA_CPU_RESTORE_<GROUP> for each group that a <cuda/std/...> header brings back."""
+    lines = [f'#pragma push_macro("{name}")\n#undef {name}' for names in MACRO_GROUPS.values() for name in names]
+    for group, names in MACRO_GROUPS.items():
+        if group != "NONE":
+            pops = " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names)
+            lines.append(f"#define NN_CUDA_CPU_RESTORE_{group} {pops}")
+    for header, groups in RESTORED_BY.items():
+        lines.append(f"#define NN_CUDA_CPU_RESTORE_FOR_{header} " + " ".join(f"NN_CUDA_CPU_RESTORE_{g}" for g in groups))
+    return "\n".join(lines) + "\n"
+
 
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<(?P<name>[^>\n]+)>", re.M)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)

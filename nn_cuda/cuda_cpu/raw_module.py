@@ -87,6 +87,8 @@ class RawModule:
                                                   dynamic_shared_as_pointers)
         if self._cpu_code != aligned:  # it declares extern __shared__ memory: the checking mode watches its end
             self._flags.append(DYNAMIC_SHARED_FLAG)
+        if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
+            self._cpu_code = nvrtc_headers.prelude() + build.line_one(name) + self._cpu_code
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
 

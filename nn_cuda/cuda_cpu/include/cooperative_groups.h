@@ -377,3 +377,7 @@ T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value)
 }
 
 }  // namespace cooperative_groups
+
+#ifdef NN_CUDA_CPU_RESTORE_FOR_cuda_header  // an NVRTC build: the limits macros CUDA's headers bring (nvrtc_headers.py)
+NN_CUDA_CPU_RESTORE_FOR_cuda_header
+#endif

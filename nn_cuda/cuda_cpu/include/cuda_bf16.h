@@ -38,3 +38,7 @@ NN_CUDA_CPU_NARROW_FLOAT_NAMED(bfloat16, __nv_bfloat16, __nv_bfloat162, 8, 7)
 #define CUDART_NEG_ZERO_BF16 __ushort_as_bfloat16(0x8000U)
 #define CUDART_ZERO_BF16 __ushort_as_bfloat16(0x0000U)
 #define CUDART_ONE_BF16 __ushort_as_bfloat16(0x3F80U)
+
+#ifdef NN_CUDA_CPU_RESTORE_FOR_cuda_header  // an NVRTC build: the limits macros CUDA's headers bring (nvrtc_headers.py)
+NN_CUDA_CPU_RESTORE_FOR_cuda_header
+#endif

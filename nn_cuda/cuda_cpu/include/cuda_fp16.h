@@ -39,3 +39,7 @@ NN_CUDA_CPU_NARROW_FLOAT_NAMED(half, __half, __half2, 5, 10)
 #define CUDART_NEG_ZERO_FP16 __ushort_as_half(0x8000U)
 #define CUDART_ZERO_FP16 __ushort_as_half(0x0000U)
 #define CUDART_ONE_FP16 __ushort_as_half(0x3C00U)
+
+#ifdef NN_CUDA_CPU_RESTORE_FOR_cuda_header  // an NVRTC build: the limits macros CUDA's headers bring (nvrtc_headers.py)
+NN_CUDA_CPU_RESTORE_FOR_cuda_header
+#endif

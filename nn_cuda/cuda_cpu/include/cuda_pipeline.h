@@ -2,3 +2,7 @@
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
+
+#ifdef NN_CUDA_CPU_RESTORE_FOR_cuda_header  // an NVRTC build: the limits macros CUDA's headers bring (nvrtc_headers.py)
+NN_CUDA_CPU_RESTORE_FOR_cuda_header
+#endif

@@ -518,3 +518,7 @@ NN_CUDA_CPU_UNSUPPORTED(curand_poisson, "cuRAND's Poisson draws")
 NN_CUDA_CPU_UNSUPPORTED(curand_poisson4, "cuRAND's Poisson draws")
 NN_CUDA_CPU_UNSUPPORTED(curand_discrete, "cuRAND's discrete distributions")
 NN_CUDA_CPU_UNSUPPORTED(curand_discrete4, "cuRAND's discrete distributions")
+
+#ifdef NN_CUDA_CPU_RESTORE_FOR_cuda_header  // an NVRTC build: the limits macros CUDA's headers bring (nvrtc_headers.py)
+NN_CUDA_CPU_RESTORE_FOR_cuda_header
+#endif

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#define CUDART_INF_F HUGE_VALF
+#define CUDART_INF_F __builtin_huge_valf()
 #define CUDART_NAN_F __builtin_nanf("")
 #define CUDART_ZERO_F 0.0f
 #define CUDART_ONE_F 1.0f
@@ -22,7 +22,7 @@
 #define CUDART_LN2_F 0.693147181f
 #define CUDART_THIRD_F 0.333333333f
 
-#define CUDART_INF HUGE_VAL
+#define CUDART_INF __builtin_huge_val()
 #define CUDART_NAN __builtin_nan("")
 #define CUDART_ZERO 0.0
 #define CUDART_ONE 1.0

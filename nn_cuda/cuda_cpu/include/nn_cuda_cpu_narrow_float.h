@@ -106,7 +106,7 @@ inline double fma_rounded_to_odd(float a, float b, float c)
     if (error == 0 || !std::isfinite(sum) || (bits & 1)) {
         return sum;
     }
-    return std::nextafter(sum, error > 0 ? INFINITY : -INFINITY);
+    return std::nextafter(sum, error > 0 ? __builtin_inf() : -__builtin_inf());
 }
 
 // A 16-bit atomic update by compare-and-swap (a GPU's atomicAdd on __half and __nv_bfloat16).
