@@ -775,6 +775,8 @@ def test_an_array_passed_twice_is_one_copy_and_comes_back():
     x = np.arange(32, dtype=np.float32)
     module.get_function("add_one")((1,), (32,), (x, x))  # in place, as on a GPU
     assert x.tolist() == list(range(1, 33))
+    with pytest.raises(KernelError, match=r"add_one: an invalid memory access"):  # the one copy is guarded
+        module.get_function("add_one")((1,), (128,), (x, x))
     halves = np.arange(64, dtype=np.float32)
     module.get_function("add_one")((1,), (32,), (halves[32:], halves[:32]))  # views of one array: their own copies
     assert halves[:32].tolist() == list(range(33, 65)) and halves[32:].tolist() == list(range(32, 64))

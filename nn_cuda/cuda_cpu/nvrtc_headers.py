@@ -1,4 +1,5 @@
-"""What NVRTC, CuPy's default compiler, cannot include: the C and C++ standard library's headers.
+"""What NVRTC, CuPy's default compiler, lacks that a host compiler has: the C and C++ standard
+library's headers, and the C library's macros.
 
 NVRTC compiles device code without a host toolchain: `#include <cassert>`, `<cmath>`, `<cstdint>`,
 `<type_traits>`, `<stdio.h>` and the like fail there ("cannot open source file", every one of 23
@@ -72,7 +73,8 @@ RESTORED_BY = {"climits": ("LIMITS",), "cfloat": ("FLOATS",), "cstdint": ("LIMIT
 
 def prelude() -> str:
     """The lines an NVRTC build puts before the code: every macro of MACRO_GROUPS pushed and undefined,
-    and NN_CUDA_CPU_RESTORE_<GROUP> for each group that a <cuda/std/...> header brings back."""
+    NN_CUDA_CPU_RESTORE_<GROUP> popping each group but NONE, and NN_CUDA_CPU_RESTORE_FOR_<header>
+    popping the groups RESTORED_BY gives that header (the headers call it at their end)."""
     lines = [f'#pragma push_macro("{name}")\n#undef {name}' for names in MACRO_GROUPS.values() for name in names]
     for group, names in MACRO_GROUPS.items():
         if group != "NONE":
