@@ -782,27 +782,40 @@ def test_an_array_passed_twice_is_one_copy_and_comes_back():
     assert halves[:32].tolist() == list(range(33, 65)) and halves[32:].tolist() == list(range(32, 64))
 
 
-@pytest.mark.parametrize("include, expression, builds", [
-    ("", "-INFINITY", False), ("", "FLT_MAX", False), ("", "(float)INT_MAX", False), ("", "M_PI", False),
-    ("<cuda/std/cmath>", "-INFINITY", True), ("<cuda/std/cfloat>", "FLT_MAX", True),
-    ("<cuda/std/climits>", "(float)INT_MAX", True), ("<cuda/std/climits>", "FLT_MAX", False),
-    ("<cuda/std/cstdint>", "(float)(int32_t)INT32_MAX", True), ("<math_constants.h>", "-CUDART_INF_F", True),
-    ("<cooperative_groups.h>", "(float)INT_MAX", True), ("<cooperative_groups.h>", "-INFINITY", False),
+#: (header, expression) pairs that build under NVRTC, as measured through CuPy on an H100
+MACROS_A_HEADER_BRINGS = [("cuda/std/cmath", "-INFINITY"), ("cuda/std/cfloat", "FLT_MAX"),
+                          ("cuda/std/climits", "(float)INT_MAX"), ("cuda/std/cstdint", "(float)(int32_t)INT32_MAX"),
+                          ("math_constants.h", "-CUDART_INF_F"), ("cooperative_groups.h", "(float)INT_MAX")]
+
+
+def macro_kernels(expressions) -> str:
+    return "".join(f'extern "C" __global__ void k{i}(float* out) {{ out[0] = {e}; }}\n'
+                   for i, e in enumerate(expressions))
+
+
+@pytest.mark.parametrize("include, expression", [
+    ("", "-INFINITY"), ("", "FLT_MAX"), ("", "(float)INT_MAX"), ("", "M_PI"),
+    ("<cuda/std/climits>", "FLT_MAX"), ("<cooperative_groups.h>", "-INFINITY"),
 ])
-def test_the_c_librarys_macros_are_seen_as_nvrtc_shows_them(include, expression, builds):
-    # measured through CuPy on an H100: without an include NVRTC defines none of them; libcu++'s
-    # headers define their groups; after cooperative_groups.h INT_MAX built and INFINITY did not
-    code = (f"#include {include}\n" if include else "\n") + \
-        f'extern "C" __global__ void k(float* out) {{ out[0] = {expression}; }}\n'
+def test_a_c_library_macro_nvrtc_does_not_define_there_is_not_declared_here(include, expression):
+    # without an include NVRTC defines none of them; <cuda/std/climits> no float limit; after
+    # cooperative_groups.h INFINITY failed on the H100
+    code = (f"#include {include}\n" if include else "\n") + macro_kernels([expression])
     name = expression.strip("-()").split(")")[-1]
-    if builds:
+    with pytest.raises(KernelBuildError, match=rf"\(RawModule code\):2:\d+: error: .{name}. was not declared"):
+        RawModule(code=code).get_function("k0")
+
+
+def test_the_c_librarys_macros_come_with_the_headers_that_bring_them_under_nvrtc():
+    headers = "".join(f"#include <{header}>\n" for header, _ in MACROS_A_HEADER_BRINGS)
+    module = RawModule(code=headers + macro_kernels(e for _, e in MACROS_A_HEADER_BRINGS))
+    for i in range(len(MACROS_A_HEADER_BRINGS)):
         out = np.zeros(1, np.float32)
-        RawModule(code=code).get_function("k")((1,), (1,), (out,))
+        module.get_function(f"k{i}")((1,), (1,), (out,))
         assert out[0] != 0
-    else:
-        with pytest.raises(KernelBuildError, match=rf"\(RawModule code\):2:\d+: error: .{name}. was not declared"):
-            RawModule(code=code).get_function("k")
-    out = np.zeros(1, np.float32)  # nvcc, a host compiler's headers and all: the host's macros are there
-    RawModule(code=code.replace("<cooperative_groups.h>", "<climits>"), backend="nvcc").get_function("k")(
-        (1,), (1,), (out,))
-    assert out[0] != 0
+    # nvcc has a host compiler's headers: the host's macros are there without an include
+    bare = RawModule(code=macro_kernels(["-INFINITY", "FLT_MAX", "(float)INT_MAX", "M_PI"]), backend="nvcc")
+    for i in range(4):
+        out = np.zeros(1, np.float32)
+        bare.get_function(f"k{i}")((1,), (1,), (out,))
+        assert out[0] != 0
