@@ -93,7 +93,8 @@ def library_versions() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="pytest-xdist workers (default: every core)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count(),
+                        help="pytest-xdist workers (default: every core)")
     parser.add_argument("--out", default="runs/runner_vs_gpu.json", help="the record to write")
     args = parser.parse_args(argv)
     try:

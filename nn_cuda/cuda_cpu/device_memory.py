@@ -90,23 +90,26 @@ def holds(array: np.ndarray) -> bool:
     return isinstance(base, mmap.mmap) and base in _ALLOCATIONS
 
 
+def same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays are views of the same bytes (an argument passed twice)."""
+    return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
+
+
 @contextlib.contextmanager
 def guarded(args: tuple, signature: tuple):
     """`args` with each array a pointer parameter takes in device memory (an argument passed twice
     shares one copy; arrays that overlap partially, and those here already, are passed as they are);
     on leaving, the copies of the non-const ones are written back to the caller's arrays."""
-    def same(a: np.ndarray, b: np.ndarray) -> bool:
-        return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
-
     values, copies = list(args), {}
     arrays = [i for i, (value, c_type) in enumerate(zip(args, signature))
               if isinstance(value, np.ndarray) and c_type.endswith("*") and not holds(value)]
     for i in arrays:
         array = args[i]
-        twin = next((j for j in copies if same(args[j], array)), None)
+        twin = next((j for j in copies if same_memory(args[j], array)), None)
         if twin is not None:
             values[i] = values[twin]
-        elif not any(np.may_share_memory(args[j], array) and not same(args[j], array) for j in arrays if j != i):
+        elif not any(np.may_share_memory(args[j], array) and not same_memory(args[j], array)
+                     for j in arrays if j != i):
             values[i] = copies[i] = to_device(array)
     try:
         yield tuple(values)

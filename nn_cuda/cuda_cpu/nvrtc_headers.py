@@ -21,7 +21,10 @@ restoring macro each of the runner's <cuda/std/...> headers calls (NN_CUDA_CPU_R
 
 from __future__ import annotations
 
+import functools
 import re
+
+from .build import INCLUDE_DIR
 
 #: the C++ standard library's headers, and the C library's in both spellings
 _CPP_HEADERS = frozenset("""
@@ -39,9 +42,6 @@ _C_HEADERS = frozenset("""
     stdarg stdbool stddef stdint stdio stdlib string tgmath time uchar wchar wctype
 """.split())
 STANDARD_HEADERS = _CPP_HEADERS | {f"c{name}" for name in _C_HEADERS} | {f"{name}.h" for name in _C_HEADERS}
-#: their libcu++ counterparts, which NVRTC finds and the CPU runner has (include/cuda/std/)
-CUDA_STD_COUNTERPARTS = ("array", "atomic", "cassert", "cfloat", "climits", "cmath", "cstddef", "cstdint",
-                         "limits", "type_traits", "utility")
 
 #: the C library's macros by the libcu++ headers that define them under NVRTC (CUDA 13)
 MACRO_GROUPS = {
@@ -71,6 +71,7 @@ RESTORED_BY = {"climits": ("LIMITS",), "cfloat": ("FLOATS",), "cstdint": ("LIMIT
                "cuda_header": ("LIMITS", "FLOATS", "STDINT")}
 
 
+@functools.cache
 def prelude() -> str:
     """The lines an NVRTC build puts before the code: every macro of MACRO_GROUPS pushed and undefined,
     NN_CUDA_CPU_RESTORE_<GROUP> popping each group but NONE, and NN_CUDA_CPU_RESTORE_FOR_<header>
@@ -81,7 +82,8 @@ def prelude() -> str:
             pops = " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names)
             lines.append(f"#define NN_CUDA_CPU_RESTORE_{group} {pops}")
     for header, groups in RESTORED_BY.items():
-        lines.append(f"#define NN_CUDA_CPU_RESTORE_FOR_{header} " + " ".join(f"NN_CUDA_CPU_RESTORE_{g}" for g in groups))
+        restores = " ".join(f"NN_CUDA_CPU_RESTORE_{group}" for group in groups)
+        lines.append(f"#define NN_CUDA_CPU_RESTORE_FOR_{header} {restores}")
     return "\n".join(lines) + "\n"
 
 
@@ -104,8 +106,8 @@ def refusal(code: str, name: str) -> str | None:
     if not found:
         return None
     line, header = found[0]
-    counterpart = header if header in CUDA_STD_COUNTERPARTS else None
-    instead = (f"<cuda/std/{counterpart}> (libcu++, which NVRTC has)" if counterpart
+    counterpart = (INCLUDE_DIR / "cuda" / "std" / header).is_file()  # the runner's libcu++ headers
+    instead = (f"<cuda/std/{header}> (libcu++, which NVRTC has)" if counterpart
                else "CUDA's own headers (assert and printf need no #include)")
     return (f"{name}:{line}: NVRTC, CuPy's default compiler, has no <{header}> (no C or C++ standard library "
             f"header): CuPy's build of this code fails on a GPU. Include {instead}, or build with "

@@ -33,6 +33,7 @@ Not supported: cubin or PTX files (path=), references and pointers to pointers a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import subprocess
@@ -186,12 +187,10 @@ class RawKernel:
         grid, block = _dimensions("grid", grid), _dimensions("block", block)
         packed, names = arguments.pack(self.name, self.signature, args), [f"args[{i}]" for i in range(len(args))]
         shared_mem = self._shared_bytes(shared_mem)
-        if self._kernels.check:  # the checking mode guards its own copies
-            self._kernels.launch(self._index, _Launch(self.name, grid, block, packed, self.signature,
-                                                      shared_mem=shared_mem), names)
-            return
-        with device_memory.guarded(packed, self.signature) as in_device_memory:
-            self._kernels.launch(self._index, _Launch(self.name, grid, block, in_device_memory, self.signature,
+        # outside the checking mode, which guards copies of its own, the arrays go to device memory
+        with (contextlib.nullcontext(packed) if self._kernels.check
+              else device_memory.guarded(packed, self.signature)) as launched:
+            self._kernels.launch(self._index, _Launch(self.name, grid, block, launched, self.signature,
                                                       shared_mem=shared_mem), names)
 
     def _shared_bytes(self, shared_mem) -> int:
@@ -220,15 +219,14 @@ def _dimensions(what: str, value) -> tuple:
         hint = f" ({value},)" if isinstance(value, int) else f" {tuple(value)}" if isinstance(value, list) else ""
         raise TypeError(f"{what} must be a tuple of 1 to 3 ints, as CuPy's RawKernel takes it, got "
                         f"{type(value).__name__} {value!r} (write{hint or ' a tuple'})")
-    shape = value
-    if not 1 <= len(shape) <= 3:
+    if not 1 <= len(value) <= 3:
         raise ValueError(f"{what} must be a tuple of 1 to 3 ints, got {value!r}")
-    for size in shape:
+    for size in value:
         if isinstance(size, bool) or not hasattr(size, "__index__"):
             raise TypeError(f"{what} must be a tuple of 1 to 3 ints, got {value!r}")
         if not 1 <= size <= _MAX_DIMENSION:
             raise ValueError(f"{what} sizes must be 1 to {_MAX_DIMENSION}, got {value!r}")
-    return tuple(int(size) for size in shape) + (1,) * (3 - len(shape))
+    return tuple(int(size) for size in value) + (1,) * (3 - len(value))
 
 
 # ---- extern __shared__ ------------------------------------------------------------------------------

@@ -501,7 +501,7 @@ class _CheckedBuffers:
         launch, names = self.launch, self.names
         arrays = {i: x for i, x in enumerate(launch.args) if isinstance(x, np.ndarray)}
         for i, array in arrays.items():
-            twin = next((j for j in self.copies if _same_memory(arrays[j], array)), None)
+            twin = next((j for j in self.copies if device_memory.same_memory(arrays[j], array)), None)
             if twin is not None:
                 self.copies[i] = self.copies[twin]
                 self.copies[i].names.append(names[i])
@@ -615,5 +615,3 @@ class _CheckedBuffers:
             )
 
 
-def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
