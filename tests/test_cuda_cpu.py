@@ -6,6 +6,7 @@ must be reported. The correct kernels pass the same checks (tests/test_cuda_kern
 instance in the checking mode).
 """
 
+import ctypes
 import hashlib
 import mmap
 import os
@@ -377,6 +378,46 @@ def built_naive(tmp_path_factory):
         else:
             os.environ["NN_CUDA_CACHE_DIR"] = previous
     return folder
+
+
+def dynamic_shared_capacity(library: Path) -> int:
+    """What a built library's runtime answers to nn_cuda_cpu_dynamic_shared_capacity (runtime.cpp)."""
+    answer = ctypes.CDLL(str(library)).nn_cuda_cpu_dynamic_shared_capacity
+    answer.restype = ctypes.c_size_t
+    return answer()
+
+
+def test_the_runtime_is_compiled_once_per_set_of_flags_and_an_edit_of_it_rebuilds(tmp_path, monkeypatch, capfd):
+    # runtime.cpp is compiled into an object once per set of flags and linked into each library built
+    # with them; an edit of it must reach every library built after it, though no file the kernel's
+    # own compilation reads has changed.
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    for name in ("runtime.cpp", "runtime.h", "device_functions.h"):
+        shutil.copy(build.RUNTIME_SOURCE.with_name(name), runtime / name)
+    monkeypatch.setattr(build, "RUNTIME_SOURCE", runtime / "runtime.cpp")
+    code = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }'
+    capfd.readouterr()
+    first = build.code_library(code, [], ["k"], check=False)
+    other = build.code_library(code.replace("1.0f", "2.0f"), [], ["k"], check=False)
+    objects = lambda: sorted(first.parent.glob("runtime-*.o"))  # noqa: E731
+    assert other != first and len(objects()) == 1
+    assert capfd.readouterr().err.count("compiling the runner's runtime") == 1
+    build.code_library(code, build.host_flags(("-DNN_CUDA_TEST_FLAG=1",)), ["k"], check=False)
+    assert len(objects()) == 2  # other flags, another object
+    assert dynamic_shared_capacity(first) == 227 * 1024
+
+    source = runtime / "runtime.cpp"
+    text = source.read_text()
+    answer = "{ return nn_cuda_cpu::kDynamicSharedBytes; }"
+    assert text.count(answer) == 1
+    source.write_text(text.replace(answer, "{ return nn_cuda_cpu::kDynamicSharedBytes - 16; }"))
+    edited = build.code_library(code, [], ["k"], check=False)
+    assert edited != first and len(objects()) == 3
+    assert dynamic_shared_capacity(edited) == 227 * 1024 - 16
+    source.write_text(text)  # the first contents find the first library again, built as it was
+    assert build.code_library(code, [], ["k"], check=False) == first
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The CUDA C kernels of kernels/*.cu compiled by the host C++ compiler and run on the CPU.
 
-- runtime.h   the CUDA built-ins (threadIdx, __shared__, __syncthreads) with fibers for threads
+- runtime.h   what a kernel sees: the CUDA built-ins (threadIdx, __shared__, __syncthreads), warps
+- runtime.cpp   what runs a launch: fibers for threads, the block scheduler, the checking mode, faults
 - device_functions.h  CUDA's device functions and types (vector types, min/max, intrinsics, assert)
 - build.py    the compiler, the translation unit of one kernel file or code string, building and loading a library
 - build_cache.py  the private cache of built libraries: what it loads is what was built

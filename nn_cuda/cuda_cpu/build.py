@@ -1,10 +1,11 @@
 """Building CUDA C for the CPU: the host C++ compiler, one shared library per code.
 
-A library holds runtime.h (the CUDA built-ins on fibers), the kernel code (unchanged but for its
-`#pragma unroll` lines in GCC's checking build: `gcc_unroll_pragmas`), and a table of its instances
-in the order given: its name expressions and extern "C" kernels (RawModule, raw_module.py; the
-cuda-cpu backend builds each kernels/*.cu file that way, with the instances that
-`nn_cuda.kernel_info.name_expressions` lists). Options are NVRTC's, mapped by `host_flags`. It is
+A library holds runtime.h (what a kernel sees of CUDA), the kernel code (unchanged but for its
+`#pragma unroll` lines in GCC's checking build: `gcc_unroll_pragmas`), a table of its instances, and
+the runtime that runs its launches (runtime.cpp, compiled once per set of flags: "the runtime"
+below). The instances are, in the order given, its name expressions and extern "C" kernels
+(RawModule, raw_module.py; the cuda-cpu backend builds each kernels/*.cu file that way, with the
+instances that `nn_cuda.kernel_info.name_expressions` lists). Options are NVRTC's, mapped by `host_flags`. It is
 built once into the private build cache, `$NN_CUDA_CACHE_DIR/cuda_cpu` (default
 `~/.cache/nn_cuda/cuda_cpu`; build_cache.py), so a second run loads it at once.
 
@@ -13,7 +14,8 @@ every build writes the compiler's own list of the files its preprocessor read (-
 any depth, a header named by a macro, runtime.h and the system headers, into a manifest keyed by what
 is known before compiling (the translation unit with the code, the compiler and its version, the
 flags). A lookup reads that manifest and hashes the files it lists, now: an edit to any of them gives
-another name, which is not in the cache, so the code is built again. The build writes temporary
+another name, which is not in the cache, so the code is built again; the runtime's object is
+found the same way, and its name is part of a library's key. The build writes temporary
 files and renames them, so concurrent ranks are safe. `load_code` loads a library only after
 checking that it is what was built, and rebuilds one that is not, saying so in one line. The
 compiler's messages call the code by the name it is given (a file's path), its lines numbered from 1.
@@ -36,6 +38,8 @@ from ..errors import BackendUnavailable, KernelFailure
 from . import build_cache
 
 RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
+#: the part of the runtime that runs launches, compiled once per set of flags ("the runtime", below)
+RUNTIME_SOURCE = Path(__file__).with_name("runtime.cpp")
 #: the CUDA headers a kernel may include that the CPU runner provides (<cooperative_groups.h>)
 INCLUDE_DIR = Path(__file__).with_name("include")
 
@@ -77,7 +81,7 @@ FMA_FLAGS = {"gcc": ("-ffp-contract=fast", "-fno-tree-vectorize"),
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
 # With more than one host thread (NN_CUDA_CPU_THREADS, by default the cores this process may use),
-# the plain mode runs a launch's blocks on them all (runtime.h, "workers"): what a running block owns
+# the plain mode runs a launch's blocks on them all (runtime.cpp, "workers"): what a running block owns
 # is thread_local there, each function finding its module's thread-local block once (local-dynamic).
 # That costs one thread about 1.4x on a kernel with barriers, so one thread builds without it.
 WORKER_FLAGS = ("-DNN_CUDA_CPU_WORKERS", "-pthread", "-ftls-model=local-dynamic")
@@ -131,7 +135,7 @@ THREADS_VARIABLE = "NN_CUDA_CPU_THREADS"
 
 def threads_from_environment() -> int:
     """$NN_CUDA_CPU_THREADS, else the cores this process may use: how many host threads run the
-    blocks of a plain-mode launch (runtime.h takes at most 4)."""
+    blocks of a plain-mode launch (runtime.cpp takes at most 4)."""
     text = os.environ.get(THREADS_VARIABLE, "")
     if not text:
         return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -247,6 +251,8 @@ class _Plan:
     stem: str  # names the generated source: "gemm_naive" -> gemm_naive_cpu.cpp
     what: str  # "kernels/gemm1_naive.cu"
     table: str  # what the generated source file holds: "the instance table of gemm1_naive.cu"
+    inputs: tuple = ()  # compiled objects linked in: the runtime's
+    suffix: str = ".so"  # what it builds: a library, or (".o") the runtime's object
 
 
 def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool, workers: bool = True) -> _Plan:
@@ -259,12 +265,40 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool,
              *(CHECK_FLAGS if check else WORKER_FLAGS if workers and threads_from_environment() > 1 else ()),
              *extra_flags,
              f"-isystem{INCLUDE_DIR}"]
+    runtime = _runtime_object(compiler, version, flags)
+    manifest = _manifest(stem, unit, compiler, version, " ".join(flags), runtime.name)
+    return _Plan(compiler, flags, unit, manifest, stem, what, table, inputs=(runtime,))
+
+
+def _manifest(stem: str, *key_parts: str) -> Path:
+    """The manifest of a build, named by what is known before compiling it."""
     key = hashlib.sha256()
-    for part in (unit, compiler, version, " ".join(flags)):
+    for part in key_parts:
         key.update(part.encode())
         key.update(b"\0")
-    manifest = build_cache.folder() / f"{stem}-{key.hexdigest()[:16]}{_MANIFEST}"
-    return _Plan(compiler, flags, unit, manifest, stem, what, table)
+    return build_cache.folder() / f"{stem}-{key.hexdigest()[:16]}{_MANIFEST}"
+
+
+# ---- the runtime: compiled once per set of flags -------------------------------------------------------
+#
+# runtime.cpp (the block scheduler, the checking mode, faults, the C interface) is most of what a
+# library holds, and compiling it took about 0.75 of the 1.2 s a library of an empty kernel took on the
+# 2-core AMD EPYC of the tables. It is compiled into an object once per set of flags (the kernel's
+# own, -D and -I included, so that both parts see the same declarations), cached as a library is,
+# and linked into every library built with those flags; each library still has its own copy of the
+# launch's state. A library's manifest key holds the object's name, which changes with any file the
+# object was built from, so an edited runtime.cpp rebuilds the libraries too.
+
+
+def _runtime_object(compiler: str, version: str, flags) -> Path:
+    """The cached object of runtime.cpp for these flags, built (and verified) first if missing."""
+    unit = f'#include "{RUNTIME_SOURCE.as_posix()}"\n'
+    flags = [*flags, "-c"]
+    plan = _Plan(compiler, flags, unit, _manifest("runtime", unit, compiler, version, " ".join(flags)), "runtime",
+                 "the runner's runtime (runtime.cpp)", "runtime.cpp", suffix=".o")
+    descriptor, target = _verified_build(plan)
+    os.close(descriptor)
+    return target
 
 
 def _code_plan(code: str, flags, instances, check: bool, name: str | None, workers: bool) -> _Plan:
@@ -279,13 +313,13 @@ def _code_plan(code: str, flags, instances, check: bool, name: str | None, worke
 _MANIFEST = ".deps"
 
 
-def _library_named_by(manifest: Path, files_read: list[Path]) -> Path:
-    """The library built from the current contents of `files_read` under this manifest's key."""
+def _library_named_by(manifest: Path, files_read: list[Path], suffix: str) -> Path:
+    """The library (or object) built from the current contents of `files_read` under this manifest's key."""
     digest = host_compiler.files_digest(files_read)
-    return manifest.with_name(f"{manifest.name[:-len(_MANIFEST)]}-{digest[:16]}.so")
+    return manifest.with_name(f"{manifest.name[:-len(_MANIFEST)]}-{digest[:16]}{suffix}")
 
 
-def _cached_library(manifest: Path) -> Path | None:
+def _cached_library(manifest: Path, suffix: str) -> Path | None:
     """The library the manifest names for the files as they are now; None when there is no
     manifest, when a file it lists is gone, or when the library for today's contents is not built."""
     try:
@@ -294,13 +328,13 @@ def _cached_library(manifest: Path) -> Path | None:
         return None
     if not listed or not all(path.is_file() for path in listed):
         return None
-    library = _library_named_by(manifest, listed)
+    library = _library_named_by(manifest, listed, suffix)
     return library if library.is_file() else None
 
 
 def _built(plan: _Plan) -> Path:
     """The cached library of a plan, built first if missing or if a file it was built from changed."""
-    return _cached_library(plan.manifest) or _compile(plan)
+    return _cached_library(plan.manifest, plan.suffix) or _compile(plan)
 
 
 def code_library(code: str, flags, instances, check: bool, name: str | None = None, workers: bool = True) -> Path:
@@ -321,6 +355,15 @@ def load_code(code: str, flags, instances, check: bool, name: str | None = None,
 
 
 def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
+    descriptor, target = _verified_build(plan)
+    # The descriptor stays open: the library is never unloaded, and nm reads it through it.
+    return (ctypes.CDLL(build_cache.loader_path(descriptor, target)),
+            build_cache.tool_path(descriptor, target))
+
+
+def _verified_build(plan: _Plan) -> tuple[int, Path]:
+    """(an open descriptor of the plan's cached build, its path), built again first if it is not what
+    was built (build_cache.open_verified), which one line on stderr says."""
     target = _built(plan)
     descriptor, problem = build_cache.open_verified(target)
     if descriptor is None:
@@ -332,9 +375,7 @@ def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
         if descriptor is None:
             raise KernelBuildError(f"the CPU build of {plan.what} {problem} right after it was built, in "
                                    f"{target.parent}; set NN_CUDA_CACHE_DIR to a folder of your own")
-    # The descriptor stays open: the library is never unloaded, and nm reads it through it.
-    return (ctypes.CDLL(build_cache.loader_path(descriptor, target)),
-            build_cache.tool_path(descriptor, target))
+    return descriptor, target
 
 
 #: the compiler's note on the brace a missing `}` leaves open (GCC quotes it in Unicode or ASCII)
@@ -402,7 +443,8 @@ def _compile(plan: _Plan) -> Path:
         source = Path(work) / f"{plan.stem}_cpu.cpp"
         source.write_text(plan.unit)
         depfile = Path(work) / "files_read.d"
-        command = [plan.compiler, *plan.flags, "-MD", "-MF", str(depfile), "-o", str(temporary), str(source)]
+        command = [plan.compiler, *plan.flags, "-MD", "-MF", str(depfile), "-o", str(temporary), str(source),
+                   *map(str, plan.inputs)]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if result.returncode != 0:
@@ -421,7 +463,7 @@ def _compile(plan: _Plan) -> Path:
             # The unit itself is in the manifest's key; the files it reads name the library.
             read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())
                     if path != source]
-            target = _library_named_by(manifest, read)
+            target = _library_named_by(manifest, read, plan.suffix)
             build_cache.store(temporary, target)
             build_cache.write_private_text(manifest, "".join(f"{path}\n" for path in read))
             return target

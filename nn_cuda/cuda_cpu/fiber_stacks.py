@@ -1,5 +1,5 @@
 """The stacks the CPU runner's threads run on: one pool for the process, which every library it loads
-(each kernel file, each RawModule) is given (runtime.h StackPool).
+(each kernel file, each RawModule) is given (runtime.cpp StackPool).
 
 The pool is as large as a launch can need: in the checking mode 4 blocks of 1024 threads are
 resident at once, each with a scheduler's stack as well; the sizes are the runtime's

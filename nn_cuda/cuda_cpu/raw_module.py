@@ -231,7 +231,7 @@ def _dimensions(what: str, value) -> tuple:
 
 # ---- extern __shared__ ------------------------------------------------------------------------------
 
-#: the build of a code with extern __shared__ memory: runtime.h then pins a write past the launch's
+#: the build of a code with extern __shared__ memory: runtime.cpp then pins a write past the launch's
 #: shared_mem on the thread that made it, in the checking mode
 DYNAMIC_SHARED_FLAG = "-DNN_CUDA_CPU_DYNAMIC_SHARED"
 

@@ -46,7 +46,7 @@ SCALAR_CTYPES = {
     "unsigned int": ctypes.c_uint, "long": ctypes.c_long, "unsigned long": ctypes.c_ulong,
     "unsigned long long": ctypes.c_ulonglong,
 }
-#: runtime.h's fault code for a thread that outgrew its stack (kStackOverflow)
+#: runtime.cpp's fault code for a thread that outgrew its stack (kStackOverflow)
 _STACK_OVERFLOW = 1000
 _SIGNALS = {
     _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner): a large local "
@@ -333,7 +333,7 @@ class LoadedKernels:
 
 
 #: the runner's own headers, which a fault's file:line skips to the kernel's code
-_RUNTIME_FILES = ("runtime.h", "device_functions.h")
+_RUNTIME_FILES = ("runtime.h", "runtime.cpp", "device_functions.h")
 
 
 def _source_frame(line: str) -> tuple[str, str] | None:

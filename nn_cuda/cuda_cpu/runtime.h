@@ -1,45 +1,27 @@
-// CUDA C on the CPU: the CUDA programming model, enough to run kernels/*.cu and the CUDA C of
-// RawModule unchanged (device_functions.h, included at the end, adds CUDA's device functions).
+// CUDA C on the CPU, the part a kernel sees: the CUDA keywords, threadIdx and the other built-ins,
+// __syncthreads, warps, and (device_functions.h, included at the end) CUDA's device functions.
 //
 // The host C++ compiler builds one shared library per kernel file: this header, then the .cu file,
-// then a table of the template instances the Python side asked for (see nn_cuda/cuda_cpu/build.py).
+// then a table of the template instances the Python side asked for (see nn_cuda/cuda_cpu/build.py),
+// linked with runtime.cpp, which runs launches: it is compiled once per set of compiler flags and
+// cached, so that a kernel's build compiles the kernel, not the runner (build.py, "the runtime").
+// The two share the launch's state declared here: C++17 inline variables, one per library.
+//
 // A launch runs the blocks of the grid on the calling thread and, in the plain mode, on worker
-// threads beside it (NN_CUDA_CPU_THREADS host threads in all; see "workers" below), each taking the
+// threads beside it (NN_CUDA_CPU_THREADS host threads in all; runtime.cpp, "workers"), each taking the
 // next block as it finishes one, as a GPU's SMs do. The threads of a block are fibers: each has its
 // own small stack and runs until it reaches __syncthreads() or a warp sync, yields (__nanosleep, a
 // cuda::barrier wait) or returns; when every live thread waits at the barrier the next phase starts.
 // So a kernel sees threadIdx, blockIdx, blockDim, gridDim, per-block __shared__ memory and a real
 // barrier, exactly as on a GPU, but the threads of a block between two barriers run one after
-// another, never at the same time.
-//
-// Checking mode (check != 0 in nn_cuda_cpu_launch): the threads of each phase run in a random order
-// (seeded), up to four blocks are resident at once and take turns phase by phase in a random order
-// (each keeps its own __shared__ memory, copied in and out as they take turns), so blocks that share
-// global memory one of them writes see each other's work half done, as on a GPU; __shared__ memory
-// is filled with NaN bytes before every block (with zeros, array by
-// array, when the Python side looks for the array read before it was written), and faults (a read or
-// write outside a buffer, which the Python side surrounds with inaccessible pages; an index out of
-// the bounds of a __shared__ or local array, trapped by -fsanitize=bounds) end the launch with a
-// message naming the kernel, the block and the thread instead of killing the process.
-//
-// A cooperative launch (nn_cuda_cpu_set_cooperative) keeps its whole grid resident, at most four
-// blocks taking turns on one host thread as in the checking mode, so that grid_group::sync() can
-// wait for every thread of the grid.
+// another, never at the same time. The checking mode and cooperative launches: runtime.cpp.
 #pragma once
 
 #include <assert.h>  // NVRTC has assert built in, and nvcc's cuda_runtime.h includes it
 #include <math.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/time.h>
-#include <ucontext.h>
-#include <unistd.h>
-
-#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -47,13 +29,10 @@
 #include <climits>
 #include <cmath>
 #include <cstddef>
-#include <random>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <type_traits>
 #include <utility>
-#include <vector>
+
 
 // What a running block owns (its threads, its __shared__ memory, where a fault returns to) is a
 // copy per host thread in the plain build, whose blocks run on several host threads at once
@@ -105,6 +84,9 @@ struct dim3 {
     constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
 };
 
+// Everything of the runner is the library's own: two libraries loaded at once never share it.
+#pragma GCC visibility push(hidden)
+
 namespace nn_cuda_cpu {
 
 // ---- fibers: a stack and a saved stack pointer per CUDA thread ---------------------------------
@@ -122,80 +104,14 @@ struct Fiber {
     unsigned warp_syncs = 0;  // how many warp syncs it has passed in this block
 };
 
-extern "C" void nn_cuda_cpu_switch(void** save_sp, void* next_sp);
-
-// The switch saves the callee-saved registers on the current stack, stores the stack pointer in
-// *save_sp, loads next_sp and restores the registers pushed there: a function call that returns
-// on another stack. Everything else is saved by the caller, as for any call.
-// The start of the switch function (Mach-O names carry a leading underscore, ELF ones a type).
-#if defined(__APPLE__)
-#define NN_CUDA_CPU_SWITCH_LABEL(elf_type) ".text\n.p2align 4\n_nn_cuda_cpu_switch:\n"
-#else
-#define NN_CUDA_CPU_SWITCH_LABEL(elf_type) \
-    ".text\n.p2align 4\n.hidden nn_cuda_cpu_switch\n.type nn_cuda_cpu_switch, " elf_type "\nnn_cuda_cpu_switch:\n"
-#endif
-
-#if defined(__x86_64__)
-#define NN_CUDA_CPU_SAVED_WORDS 6
-__asm__(
-    NN_CUDA_CPU_SWITCH_LABEL("@function")
-    "    pushq %rbp\n"
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
-    "    movq %rsp, (%rdi)\n"
-    "    movq %rsi, %rsp\n"
-    "    popq %r15\n"
-    "    popq %r14\n"
-    "    popq %r13\n"
-    "    popq %r12\n"
-    "    popq %rbx\n"
-    "    popq %rbp\n"
-    "    ret\n");
-#elif defined(__aarch64__)
-#define NN_CUDA_CPU_SAVED_WORDS 22  // x19-x30 and d8-d15, 176 bytes
-__asm__(
-    NN_CUDA_CPU_SWITCH_LABEL("%function")
-    "    sub sp, sp, #176\n"
-    "    stp x19, x20, [sp, #0]\n"
-    "    stp x21, x22, [sp, #16]\n"
-    "    stp x23, x24, [sp, #32]\n"
-    "    stp x25, x26, [sp, #48]\n"
-    "    stp x27, x28, [sp, #64]\n"
-    "    stp x29, x30, [sp, #80]\n"
-    "    stp d8, d9, [sp, #96]\n"
-    "    stp d10, d11, [sp, #112]\n"
-    "    stp d12, d13, [sp, #128]\n"
-    "    stp d14, d15, [sp, #144]\n"
-    "    mov x9, sp\n"
-    "    str x9, [x0]\n"
-    "    mov sp, x1\n"
-    "    ldp x19, x20, [sp, #0]\n"
-    "    ldp x21, x22, [sp, #16]\n"
-    "    ldp x23, x24, [sp, #32]\n"
-    "    ldp x25, x26, [sp, #48]\n"
-    "    ldp x27, x28, [sp, #64]\n"
-    "    ldp x29, x30, [sp, #80]\n"
-    "    ldp d8, d9, [sp, #96]\n"
-    "    ldp d10, d11, [sp, #112]\n"
-    "    ldp d12, d13, [sp, #128]\n"
-    "    ldp d14, d15, [sp, #144]\n"
-    "    add sp, sp, #176\n"
-    "    ret\n");
-#else
-#error "the cuda-cpu backend switches threads with x86-64 or arm64 instructions; this CPU is neither"
-#endif
-
 // ---- the state of the running launch (one launch at a time per process) -------------------------
 
-// External linkage on purpose: the compiler must assume that the opaque switch in a barrier may
-// change them, so threadIdx is read anew after every __syncthreads().
-__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER Fiber* current = nullptr;
-__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER uint3 block_idx{};
-__attribute__((visibility("hidden"))) dim3 block_dim{};
-__attribute__((visibility("hidden"))) dim3 grid_dim{};
+// Inline variables, one object in the library. The compiler must assume that the opaque switch in a
+// barrier may change them, so threadIdx is read anew after every __syncthreads().
+inline NN_CUDA_CPU_PER_WORKER Fiber* current = nullptr;
+inline NN_CUDA_CPU_PER_WORKER uint3 block_idx{};
+inline dim3 block_dim{};
+inline dim3 grid_dim{};
 
 struct Launch {
     void (*thread_body)(void**) = nullptr;
@@ -205,405 +121,53 @@ struct Launch {
     std::atomic<bool> message_written{false};  // the first report of the launch is the one kept
     const char* kernel = "";
 };
-static Launch launch;
-
-// A host thread running blocks of the launch: the calling thread, or a worker beside it.
-struct Worker {
-    void* scheduler_sp = nullptr;  // the block scheduler's stack while a fiber runs
-    sigjmp_buf fault_exit;
-    volatile sig_atomic_t active = 0;  // inside its blocks: a stop signal jumps to fault_exit
-};
-static NN_CUDA_CPU_PER_WORKER Worker worker;
-
-// How many threads of the running block reached a __syncthreads, a warp sync, or their end during
-// the current phase: when every thread waits at __syncthreads (the usual case) the scheduler starts
-// the next phase at once, without looking at each thread.
-struct PhaseCounts {
-    size_t at_barrier = 0;
-    size_t at_warp_sync = 0;
-    size_t yielded = 0;
-    size_t done = 0;
-};
-static NN_CUDA_CPU_PER_WORKER PhaseCounts phase;
-
-// The threads still to run in the current phase, in their order: a thread that stops (at a
-// barrier, a warp sync, a yield or its end) switches straight to the next one, and the last one
-// back to the block's scheduler, one switch per thread instead of two. External linkage, as for
-// `current`: the switch must not be assumed to leave it unchanged.
-struct PhaseQueue {
-    const size_t* next = nullptr;
-    const size_t* end = nullptr;
-};
-__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER PhaseQueue queue;
-
-// The running block's threads (fiber_pool + its slot's first). External linkage on purpose, as for
-// `current`: the launcher changes it while a block's scheduler waits in a switch.
-__attribute__((visibility("hidden"))) NN_CUDA_CPU_PER_WORKER Fiber* fibers = nullptr;
-
-#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
-void watch_past_dynamic_shared(const Fiber& stopping);  // the checking mode's (below)
-#endif
-
-// Where the running thread goes when it stops: the next thread of the phase, or the scheduler.
-inline void hand_over()
-{
-    Fiber* const stopping = current;
-#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
-    watch_past_dynamic_shared(*stopping);
-#endif
-    if (queue.next != queue.end) {
-        Fiber* const next = &fibers[*queue.next++];
-        if (queue.next != queue.end) {
-            // The thread after it: the top of its stack (saved registers, then its kernel's frame),
-            // fetched a turn ahead. A block's 1024 stacks outgrow the L1 cache, and each switch
-            // otherwise waits for those lines (measured: the tiled GEMM 0.48 -> 0.44 s).
-            const char* const sp = static_cast<const char*>(fibers[*queue.next].saved_sp);
-            __builtin_prefetch(sp);
-            __builtin_prefetch(sp + 64);
-            __builtin_prefetch(sp + 128);
-        }
-        next->state = State::ready;  // released from the barrier it waited at, if any
-        current = next;
-        nn_cuda_cpu_switch(&stopping->saved_sp, next->saved_sp);
-    } else {
-        nn_cuda_cpu_switch(&stopping->saved_sp, worker.scheduler_sp);
-    }
-}
+inline Launch launch;
 
 // A cooperative launch (cudaLaunchCooperativeKernel; CuPy's RawModule(enable_cooperative_groups=True))
 // keeps every block of its grid resident, taking turns as the checking mode's blocks do, on one host
-// thread, so that grid_group::sync() can wait for all of them (grid_sync, below).
-static bool cooperative = false;
-static size_t grid_threads = 0;  // the threads of the grid
-static size_t grid_threads_done = 0;  // those that returned
-static size_t grid_sync_arrivals = 0;  // those that wait at the grid.sync() of this round
-static unsigned long long grid_sync_round = 0;  // grid.sync()s completed
-
-[[noreturn]] void fiber_main()
-{
-    launch.thread_body(launch.args);
-    current->state = State::done;
-    ++phase.done;
-    grid_threads_done += cooperative;
-    hand_over();
-    __builtin_trap();  // a finished fiber is never resumed
-}
-
-// ---- stacks ---------------------------------------------------------------------------------------
-
-constexpr size_t kStackBytes = 64 * 1024;  // the kernels keep a few hundred bytes per thread
-constexpr size_t kCacheLine = 64;
-constexpr size_t kStackColors = 64;  // 64 offsets of a cache line: 4 KiB, one page, at most
-
-// In the checking mode up to kResidentBlocks blocks are resident at once (see run_interleaved).
-constexpr size_t kResidentBlocks = 4;
-constexpr size_t kMaxThreads = 1024;  // a block's, on every GPU since sm_30
-// The stacks of the process's pool: the threads and a scheduler of each resident block.
-constexpr size_t kPoolStacks = kResidentBlocks * (kMaxThreads + 1);
-
-// The stacks the fibers run on: one pool for the whole process, mapped once by the Python side
-// (nn_cuda/cuda_cpu/fiber_stacks.py) for every library it loads, kPoolStacks stacks of kStackBytes,
-// each above an inaccessible page (a stack overflow faults). A pool per library would cost each
-// library two memory mappings per stack, and a process that loads many libraries would run out of
-// mappings (vm.max_map_count).
-struct StackPool {
-    char* base = nullptr;
-    size_t count = 0;
-    size_t page = 0;
-
-    void adopt(void* memory, size_t n)
-    {
-        page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-        base = static_cast<char*>(memory);
-        count = n;
-    }
-
-    // The initial stack pointer of stack i: registers to restore (zero) under `entry`'s address
-    // (fiber_main for a CUDA thread, block_main for a resident block's scheduler).
-    void* initial_sp(size_t i, void (*entry)() = &fiber_main) const
-    {
-        // Each stack starts at another offset within its page (cache coloring): stacks a page-size
-        // multiple apart would put every thread's hot top-of-stack lines in the same few cache sets.
-        char* top = base + (i + 1) * (kStackBytes + page) - (i % kStackColors) * kCacheLine;
-        void** sp = reinterpret_cast<void**>(top);
-#if defined(__x86_64__)
-        *--sp = nullptr;                                    // fiber_main's return address: never used
-        *--sp = reinterpret_cast<void*>(entry);              // where the switch's ret goes
-        for (int r = 0; r < NN_CUDA_CPU_SAVED_WORDS; ++r) {  // rbp, rbx, r12-r15
-            *--sp = nullptr;
-        }
-#else
-        sp -= NN_CUDA_CPU_SAVED_WORDS;  // x19..x30, d8..d15; x30 (the link register) is word 11
-        for (int r = 0; r < NN_CUDA_CPU_SAVED_WORDS; ++r) {
-            sp[r] = nullptr;
-        }
-        sp[11] = reinterpret_cast<void*>(entry);
-#endif
-        return sp;
-    }
-};
-static StackPool stacks;
-static NN_CUDA_CPU_PER_WORKER std::vector<Fiber> fiber_pool;  // the threads of every resident block, block after block (`fibers`)
-
-// ---- faults ---------------------------------------------------------------------------------------
-
-static NN_CUDA_CPU_PER_WORKER char signal_stack[64 * 1024];
-static NN_CUDA_CPU_PER_WORKER volatile sig_atomic_t fault_signal = 0;
-static NN_CUDA_CPU_PER_WORKER void* volatile fault_address = nullptr;
-// The instruction the thread was at when the signal came: the launcher turns it into the kernel's
-// file:line (the build keeps line tables, -g1). 0 where the platform is not known here.
-static NN_CUDA_CPU_PER_WORKER volatile uintptr_t fault_pc = 0;
-
-uintptr_t program_counter(void* context)
-{
-    const ucontext_t* registers = static_cast<const ucontext_t*>(context);
-#if defined(__x86_64__)
-    return static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-    return static_cast<uintptr_t>(registers->uc_mcontext.pc);
-#else
-    (void)registers;
-    return 0;
-#endif
-}
-
-// What fault[0] reports for an access to the guard page under a thread's stack: the thread's local
-// variables outgrew kStackBytes (a large local array).
-constexpr int kStackOverflow = 1000;
-
-void on_fault(int signal_number, siginfo_t* info, void* context)
-{
-    fault_signal = signal_number;
-    fault_address = info->si_addr;
-    fault_pc = program_counter(context);
-    const char* address = static_cast<const char*>(info->si_addr);
-    const size_t span = kStackBytes + stacks.page;
-    if ((signal_number == SIGSEGV || signal_number == SIGBUS) && stacks.base != nullptr && address >= stacks.base &&
-        address < stacks.base + stacks.count * span && static_cast<size_t>(address - stacks.base) % span < stacks.page) {
-        fault_signal = kStackOverflow;
-    }
-    siglongjmp(worker.fault_exit, 1);
-}
-
-// The host threads of the running launch (the caller first), and the first stop signal one of them
-// received: it passes the signal on to the others, so that each leaves its block.
-static pthread_t launch_thread_ids[kResidentBlocks];
-static std::atomic<int> launch_thread_count{0};
-static std::atomic<int> stop_signal{0};
-
-// Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
-// Python side then raises KeyboardInterrupt, lets SIGTERM take its course, or reports the timeout.
-void on_stop(int signal_number, siginfo_t*, void* context)
-{
-    int none = 0;
-    if (stop_signal.compare_exchange_strong(none, signal_number)) {
-        const int count = launch_thread_count.load();
-        for (int i = 0; i < count; ++i) {
-            if (!pthread_equal(launch_thread_ids[i], pthread_self())) {
-                pthread_kill(launch_thread_ids[i], signal_number);
-            }
-        }
-    }
-    if (!worker.active) {
-        return;  // not in a block: it sees stop_signal before its next block, or the launcher after it
-    }
-    fault_signal = signal_number;
-    fault_address = nullptr;
-    fault_pc = program_counter(context);  // where a kernel that never ends was spinning
-    siglongjmp(worker.fault_exit, 1);
-}
-
-// The signal handlers run on a stack of the host thread's own (a fault may be a stack overflow).
-void use_signal_stack(stack_t* previous)
-{
-    stack_t alternate{};
-    alternate.ss_sp = signal_stack;
-    alternate.ss_size = sizeof(signal_stack);
-    sigaltstack(&alternate, previous);
-}
-
-struct FaultHandlers {
-    static constexpr int kSignals[7] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGINT, SIGTERM, SIGALRM};
-    struct sigaction previous[7];
-    stack_t previous_stack;
-    struct itimerval previous_timer{};
-
-    void install()
-    {
-        use_signal_stack(&previous_stack);
-        struct sigaction action{};
-        action.sa_sigaction = on_fault;
-        action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-        sigemptyset(&action.sa_mask);
-        for (int i = 0; i < 4; ++i) {
-            sigaction(kSignals[i], &action, &previous[i]);
-        }
-        struct sigaction stop{};
-        stop.sa_sigaction = on_stop;
-        stop.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-        sigemptyset(&stop.sa_mask);
-        for (int i = 4; i < 7; ++i) {
-            sigaction(kSignals[i], &stop, &previous[i]);
-        }
-    }
-
-    // The watchdog: SIGALRM after `seconds` (none when 0); whatever timer was set is put back after.
-    void arm(double seconds)
-    {
-        struct itimerval timer{};
-        timer.it_value.tv_sec = static_cast<time_t>(seconds);
-        timer.it_value.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(timer.it_value.tv_sec)) * 1e6);
-        setitimer(ITIMER_REAL, &timer, &previous_timer);
-    }
-
-    void restore()
-    {
-        struct itimerval off{};
-        setitimer(ITIMER_REAL, &off, nullptr);
-        for (int i = 0; i < 7; ++i) {
-            sigaction(kSignals[i], &previous[i], nullptr);
-        }
-        setitimer(ITIMER_REAL, &previous_timer, nullptr);
-        sigaltstack(&previous_stack, nullptr);
-    }
-};
-
-// ---- __shared__ memory filled with NaN bytes (checking mode) --------------------------------------
-
-struct SharedRegion {
-    void* address;
-    size_t bytes;
-    unsigned char fill;  // 0xFF, all-ones bytes: a NaN as float and as double; 0 when a rerun asks
-};
-static std::vector<SharedRegion> shared_regions;  // told by the Python side (the library's symbols)
+// thread, so that grid_group::sync() can wait for all of them (grid_sync, runtime.cpp).
+inline bool cooperative = false;
 
 // Dynamic shared memory (extern __shared__, sized by the launch's shared_mem): one fixed region per
 // host thread, since each runs one block at a time. RawModule rewrites `extern __shared__ T name[];`
 // into a pointer to it (raw_module.py), so its address is a constant, as a GPU's shared window is.
 constexpr size_t kDynamicSharedBytes = 227 * 1024;  // the most an sm_90 GPU gives one block
-alignas(16) static NN_CUDA_CPU_PER_WORKER unsigned char dynamic_shared[kDynamicSharedBytes];
-static size_t dynamic_shared_bytes = 0;  // the launch's shared_mem
-static unsigned char dynamic_shared_fill = 0xFF;
-static double watchdog_seconds = 0.0;  // a launch running longer is stopped (0: never)
-
-// [first, end) of the section of the __shared__ variables that are not a template's (file scope
-// ones included); an empty range where the platform has none.
-void shared_section(uintptr_t* bounds)
-{
-#if defined(__APPLE__)
-    bounds[0] = bounds[1] = 0;
-#else
-    bounds[0] = reinterpret_cast<uintptr_t>(__start_nn_cuda_shared);
-    bounds[1] = reinterpret_cast<uintptr_t>(__stop_nn_cuda_shared);
-#endif
-}
-
-// The checking mode's guard past the launch's extern __shared__ memory: the rest of the region is
-// filled as the memory itself is (NaN bytes, or zeros in a rerun) when the launch starts, so a read
-// past the end takes the fill; a byte that differs when it ends was written past the end. The first
-// such byte, or none (kDynamicSharedBytes).
-void fill_past_dynamic_shared()
-{
-    memset(dynamic_shared + dynamic_shared_bytes, dynamic_shared_fill, kDynamicSharedBytes - dynamic_shared_bytes);
-}
-
-#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
-// In a checked launch of code that declares extern __shared__ memory (RawModule defines the macro),
-// the first kWatchedBytes of the guard are compared with the fill whenever a thread stops (at a
-// barrier, a warp sync, its end). The threads of a checked launch run one at a time, so the first
-// change there is the stopping thread's write, and the report names it, as compute-sanitizer names
-// the thread of an invalid __shared__ write. A write further past the end is still found when the
-// launch ends (written_past_dynamic_shared), without its thread.
-constexpr size_t kWatchedBytes = 64;
-static bool watching_past_dynamic_shared = false;  // this launch is checked
-struct PastEndWrite {
-    bool seen = false;
-    uint3 thread{}, block{};
-    size_t first = 0, last = 0;  // the bytes it changed within the watched ones
-};
-static PastEndWrite past_end_write;
-
-void watch_past_dynamic_shared(const Fiber& stopping)
-{
-    if (!watching_past_dynamic_shared || past_end_write.seen) {
-        return;
-    }
-    const size_t end = std::min(dynamic_shared_bytes + kWatchedBytes, kDynamicSharedBytes);
-    for (size_t i = dynamic_shared_bytes; i < end; ++i) {
-        if (dynamic_shared[i] != dynamic_shared_fill) {
-            if (!past_end_write.seen) {
-                past_end_write = PastEndWrite{true, stopping.thread_idx, block_idx, i, i};
-            }
-            past_end_write.last = i;
-        }
-    }
-}
-#endif
-
-size_t written_past_dynamic_shared(size_t* last)
-{
-    size_t first = kDynamicSharedBytes;
-    for (size_t i = dynamic_shared_bytes; i < kDynamicSharedBytes; ++i) {
-        if (dynamic_shared[i] != dynamic_shared_fill) {
-            first = std::min(first, i);
-            *last = i;
-        }
-    }
-    return first;
-}
-
-void poison_shared()
-{
-    for (const SharedRegion& region : shared_regions) {
-        memset(region.address, region.fill, region.bytes);
-    }
-    memset(dynamic_shared, dynamic_shared_fill, dynamic_shared_bytes);
-}
-
-// ---- the barrier ------------------------------------------------------------------------------------
-
-__attribute__((noinline)) void barrier()
-{
-    __asm__ __volatile__("" ::: "memory");
-    current->state = State::at_barrier;
-    ++phase.at_barrier;
-    hand_over();
-    __asm__ __volatile__("" ::: "memory");
-}
-
-// Lets the other threads of the block run (and, in the checking mode, the other resident blocks)
-// before this one goes on: a thread that waits for another one (cuda::barrier's wait, __nanosleep
-// in a spin loop) would otherwise spin alone, since the threads take turns.
-__attribute__((noinline)) void yield_thread()
-{
-    __asm__ __volatile__("" ::: "memory");
-    current->state = State::yielded;
-    ++phase.yielded;
-    hand_over();
-    __asm__ __volatile__("" ::: "memory");
-}
-
-// __syncthreads_count: a barrier that also sums a predicate over the block. Three totals in turn:
-// a thread adds to total n % 3 and clears total (n + 1) % 3 before barrier n, and reads total n % 3
-// after it. Between two barriers, threads may still read total n - 1 (which nobody clears now) or
-// already add to total n + 1 (which was cleared before barrier n), so one barrier per vote is enough.
-static NN_CUDA_CPU_PER_WORKER int vote_totals[3];
+alignas(16) inline NN_CUDA_CPU_PER_WORKER unsigned char dynamic_shared[kDynamicSharedBytes];
 
 // Whether the launch added floating-point values atomically (device_functions.h): their sum then
 // depends on the order of the threads, within rounding.
-static std::atomic<bool> float_atomics{false};
+inline std::atomic<bool> float_atomics{false};
 
-size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
+inline size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
 
-int barrier_count(bool predicate)
+// ---- warps: 32 consecutive threads that meet at __syncwarp and the *_sync shuffles and votes ----------
+
+constexpr unsigned kWarpSize = 32;
+
+// What the lanes of a warp sync hand each other: two generations (a lane may already write the
+// next one's value while others still read this one's), a 64-bit word per thread.
+inline NN_CUDA_CPU_PER_WORKER unsigned long long warp_slots[2][1024];
+
+inline unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
+
+// The lanes of warp `warp` that exist in a block of `threads` threads (the last warp may be partial).
+inline unsigned lanes_of(size_t warp, size_t threads)
 {
-    const unsigned n = current->votes++;
-    vote_totals[n % 3] += predicate ? 1 : 0;
-    vote_totals[(n + 1) % 3] = 0;
-    barrier();
-    return vote_totals[n % 3];
+    const size_t count = std::min<size_t>(kWarpSize, threads - warp * kWarpSize);
+    return count == kWarpSize ? 0xFFFFFFFFu : (1u << count) - 1u;
 }
 
+// The runner's side of the built-ins (runtime.cpp).
+void barrier();  // __syncthreads()
+void yield_thread();  // lets the other threads run first (__nanosleep, a cuda::barrier wait)
+int barrier_count(bool predicate);  // __syncthreads_count: a barrier that sums a predicate
+[[noreturn]] void end_launch_reported();  // ends the launch with launch.message written
+void grid_sync();  // grid_group::sync() of a cooperative launch
+void warp_sync(unsigned mask);  // __syncwarp: waits for the lanes of `mask` in this thread's warp
+unsigned warp_ballot(unsigned mask, bool flag);  // the lanes of `mask` whose flag is set
+unsigned active_lanes();  // the lanes of this thread's warp that have not returned
+
+// Writes the launch's message, which the Python side raises as a KernelError.
 template <typename... Args>
 void report(const char* format, Args... args)
 {
@@ -612,53 +176,6 @@ void report(const char* format, Args... args)
     }
     snprintf(launch.message, static_cast<size_t>(launch.message_size), format, args...);
 }
-
-// Ends the launch with launch.message already written (a failed device assert): status 1.
-constexpr int kReported = 2;  // what fault_exit's sigsetjmp returns then (a fault returns 1)
-
-[[noreturn]] void end_launch_reported() { siglongjmp(worker.fault_exit, kReported); }
-
-// grid_group::sync(): the last thread of the grid to arrive ends the round; the others yield until
-// it has (their blocks take turns meanwhile). Threads that returned never arrive: when only they are
-// missing, the grid would wait for ever (a GPU hangs), which is reported.
-__attribute__((noinline)) void grid_sync()
-{
-    if (!cooperative) {
-        report("%s: grid_group::sync() in thread (%u, %u, %u) of block (%u, %u, %u) of a launch that is not "
-               "cooperative: a grid-wide barrier needs every block of the grid resident at once, which only a "
-               "cooperative launch promises (CuPy: RawModule(..., enable_cooperative_groups=True), here too)",
-               launch.kernel, current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x,
-               block_idx.y, block_idx.z);
-        end_launch_reported();
-    }
-    const unsigned long long round = grid_sync_round;
-    if (++grid_sync_arrivals == grid_threads) {
-        grid_sync_arrivals = 0;
-        ++grid_sync_round;
-        return;
-    }
-    while (grid_sync_round == round) {
-        if (grid_sync_arrivals + grid_threads_done == grid_threads) {
-            report("%s: thread (%u, %u, %u) of block (%u, %u, %u) waits at grid_group::sync() for %zu threads of "
-                   "the grid that returned before reaching it: every thread of a cooperative grid must reach each "
-                   "grid.sync() (on a GPU the grid hangs)",
-                   launch.kernel, current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x,
-                   block_idx.y, block_idx.z, grid_threads_done);
-            end_launch_reported();
-        }
-        yield_thread();
-    }
-}
-
-// ---- warps: 32 consecutive threads that meet at __syncwarp and the *_sync shuffles and votes ----------
-
-constexpr unsigned kWarpSize = 32;
-
-// What the lanes of a warp sync hand each other: two generations (a lane may already write the
-// next one's value while others still read this one's), a 64-bit word per thread.
-static NN_CUDA_CPU_PER_WORKER unsigned long long warp_slots[2][1024];
-
-unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
 
 // Ends the launch naming the warp sync a thread called wrongly (a GPU leaves the result undefined).
 template <typename... Args>
@@ -676,21 +193,6 @@ template <typename... Args>
         snprintf(launch.message + written, static_cast<size_t>(launch.message_size - written), format, args...);
     }
     end_launch_reported();
-}
-
-// Waits until every lane of `mask` in this thread's warp has reached a warp sync too.
-__attribute__((noinline)) void warp_sync(unsigned mask)
-{
-    if (!((mask >> lane_id()) & 1u)) {
-        warp_misuse(mask, "that leaves out its own lane; every lane that calls it must be in the mask "
-                          "(on a GPU the result is undefined)");
-    }
-    __asm__ __volatile__("" ::: "memory");
-    current->warp_mask = mask;
-    current->state = State::at_warp_sync;
-    ++phase.at_warp_sync;
-    hand_over();
-    __asm__ __volatile__("" ::: "memory");
 }
 
 // A warp sync that also hands `value` over: returns the value of lane `source` of this warp.
@@ -723,13 +225,6 @@ T warp_exchange(unsigned mask, T value, unsigned source)
     return result;
 }
 
-// The lanes of warp `warp` that exist in a block of `threads` threads (the last warp may be partial).
-unsigned lanes_of(size_t warp, size_t threads)
-{
-    const size_t count = std::min<size_t>(kWarpSize, threads - warp * kWarpSize);
-    return count == kWarpSize ? 0xFFFFFFFFu : (1u << count) - 1u;
-}
-
 // A warp sync that hands every lane's `value` to every lane: calls visit(lane, value of that lane)
 // for each lane of `mask` in this warp that took part, not returned before it (the match, reduce and
 // vote functions are built on it: a ballot's bit of a returned lane is 0, as on a GPU).
@@ -751,321 +246,6 @@ void warp_gather(unsigned mask, T value, Visit visit)
             visit(lane, other);
         }
     }
-}
-
-// A warp sync that also hands over a flag: the lanes of `mask` (in this warp) whose flag is set.
-unsigned warp_ballot(unsigned mask, bool flag)
-{
-    unsigned bits = 0;
-    warp_gather(mask, flag, [&](unsigned lane, bool set) { bits |= set ? 1u << lane : 0u; });
-    return bits;
-}
-
-// The lanes of this thread's warp that have not returned.
-unsigned active_lanes()
-{
-    const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
-    const size_t threads = threads_in_block();
-    unsigned bits = 0;
-    for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
-        if (fibers[base + lane].state != State::done) {
-            bits |= 1u << lane;
-        }
-    }
-    return bits;
-}
-
-// The lanes of warp `warp` that have returned.
-unsigned returned_lanes(size_t warp, size_t threads)
-{
-    unsigned bits = 0;
-    for (size_t t = warp * kWarpSize; t < std::min<size_t>(threads, (warp + 1) * kWarpSize); ++t) {
-        bits |= fibers[t].state == State::done ? 1u << (t % kWarpSize) : 0u;
-    }
-    return bits;
-}
-
-// The lanes a thread at a warp sync waits for: those of its mask that the block has and that have
-// not returned (`returned`: its warp's; the CUDA C++ guide asks every non-exited lane of the mask to
-// reach the sync).
-unsigned awaited_lanes(const Fiber& fiber, size_t threads, unsigned returned)
-{
-    return fiber.warp_mask & lanes_of(fiber.tid / kWarpSize, threads) & ~returned;
-}
-
-// Releases the threads at a warp sync whose awaited lanes have all arrived; how many.
-size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
-{
-    const size_t warps = (threads + kWarpSize - 1) / kWarpSize;
-    std::vector<unsigned> arrived(warps, 0u), returned(warps, 0u);
-    for (size_t t = 0; t < threads; ++t) {
-        if (fibers[t].state == State::at_warp_sync) {
-            arrived[t / kWarpSize] |= 1u << (t % kWarpSize);
-        } else if (fibers[t].state == State::done) {
-            returned[t / kWarpSize] |= 1u << (t % kWarpSize);
-        }
-    }
-    for (size_t t = 0; t < threads; ++t) {
-        Fiber& fiber = fibers[t];
-        if (fiber.state != State::at_warp_sync) {
-            continue;
-        }
-        const unsigned needed = awaited_lanes(fiber, threads, returned[t / kWarpSize]);
-        if ((arrived[t / kWarpSize] & needed) == needed) {
-            fiber.warp_participants = needed;
-            released.push_back(t);
-        }
-    }
-    for (size_t t : released) {
-        fibers[t].state = State::ready;
-        ++fibers[t].warp_syncs;
-    }
-    return released.size();
-}
-
-// ---- blocks that take turns (checking mode) ------------------------------------------------------
-
-// In the checking mode up to kResidentBlocks blocks are resident at once, as on a GPU's SMs: each
-// has its own threads and a scheduler of its own (run_block, on a stack of its own), which hands
-// back to the launcher after every phase; the launcher then picks a resident block at random and
-// copies its __shared__ memory in. A block that finishes makes room for the next in the grid's
-// (shuffled) order.
-
-struct Resident {
-    size_t linear = 0;  // the block: x + gridDim.x (y + gridDim.y z)
-    void* sp = nullptr;  // its scheduler's stack while another block runs
-    bool live = false;  // admitted and not finished
-    bool started = false;  // it has run a phase (its __shared__ memory is its own)
-    bool ok = true;  // run_block's verdict, once finished
-    int votes[3] = {0, 0, 0};  // its __syncthreads_count totals
-    std::vector<unsigned char> shared;  // its __shared__ memory while another block runs
-};
-static Resident residents[kResidentBlocks];
-static bool interleaving = false;  // this launch's blocks take turns
-static void* launcher_sp = nullptr;  // the launcher's stack while a resident block runs
-// The resident block that runs. External linkage on purpose, as for `current`.
-__attribute__((visibility("hidden"))) size_t running = 0;
-
-// Where a block's scheduler stands between two phases: in the checking mode, hand back to the
-// launcher, which may run other blocks' phases before this one's next.
-void end_of_phase()
-{
-    if (interleaving) {
-        nn_cuda_cpu_switch(&residents[running].sp, launcher_sp);
-    }
-}
-
-// The checking mode's random orders. It shuffles the threads at every barrier, so the generator is a
-// 64-bit linear congruential one (Knuth's MMIX constants, modulo 2^64: one multiply-add a draw):
-// std::mt19937_64's state refills took 7 % of a checked GEMM's time, std::minstd_rand's modulo
-// 2^31 - 1 most of that again.
-using Random = std::linear_congruential_engine<uint64_t, 6364136223846793005ULL, 1442695040888963407ULL, 0>;
-
-// Runs one block to its end; false (with launch.message set) when its threads disagree on warp syncs.
-// Its threads are `fibers`, on the stacks from `first_stack` on.
-bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
-{
-    const dim3 block = block_dim;
-    std::vector<size_t> order(threads);
-    for (size_t t = 0; t < threads; ++t) {
-        Fiber& fiber = fibers[t];
-        fiber.thread_idx = uint3{static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
-                                 static_cast<unsigned>(t / (block.x * block.y))};
-        fiber.state = State::ready;
-        fiber.votes = 0;
-        fiber.tid = t;
-        fiber.warp_syncs = 0;
-        fiber.warp_participants = 0;
-        fiber.saved_sp = stacks.initial_sp(first_stack + t);
-        order[t] = t;
-    }
-    vote_totals[0] = vote_totals[1] = vote_totals[2] = 0;
-    for (;;) {
-        if (shuffle) {
-            std::shuffle(order.begin(), order.end(), random);
-        }
-        phase = PhaseCounts{};
-        if (!order.empty()) {  // the threads run in `order`, each handing over to the next (hand_over)
-            queue = PhaseQueue{order.data() + 1, order.data() + order.size()};
-            current = &fibers[order[0]];
-            current->state = State::ready;  // released from the barrier it waited at, if any
-            nn_cuda_cpu_switch(&worker.scheduler_sp, current->saved_sp);
-        }
-        current = nullptr;
-        if (phase.at_barrier == threads) {
-            end_of_phase();
-            continue;  // every thread waits at __syncthreads: the same threads run the next phase
-        }
-        // Warps whose lanes all reached their sync go on first, with the threads that yielded (after
-        // the other resident blocks had a turn); __syncthreads waits for the rest.
-        order.clear();
-        const size_t released = release_warp_syncs(threads, order);
-        if (phase.yielded > 0) {
-            for (size_t t = 0; t < threads; ++t) {
-                if (fibers[t].state == State::yielded) {
-                    order.push_back(t);
-                }
-            }
-            end_of_phase();
-            continue;
-        }
-        if (released > 0) {
-            continue;
-        }
-        size_t waiting = 0;
-        size_t stuck = threads;  // a thread left at a warp sync that cannot complete
-        for (size_t t = 0; t < threads; ++t) {
-            if (fibers[t].state == State::at_barrier) {
-                ++waiting;
-                order.push_back(t);
-            } else if (fibers[t].state == State::at_warp_sync) {
-                stuck = std::min(stuck, t);
-            }
-        }
-        if (stuck != threads) {
-            const Fiber& fiber = fibers[stuck];
-            const size_t warp = stuck / kWarpSize;
-            const unsigned missing = awaited_lanes(fiber, threads, returned_lanes(warp, threads));
-            unsigned lane = 0;
-            while (lane < kWarpSize &&
-                   !((missing >> lane) & 1u && fibers[warp * kWarpSize + lane].state != State::at_warp_sync)) {
-                ++lane;
-            }
-            report("%s: in block (%u, %u, %u), thread (%u, %u, %u) waits at a warp sync (__syncwarp or a *_sync "
-                   "shuffle or vote, mask 0x%08x) for lane %u of its warp, which waits at __syncthreads() "
-                   "instead; every lane of the mask that has not returned must reach the same warp sync (on a "
-                   "GPU this hangs or is undefined)",
-                   launch.kernel, block_idx.x, block_idx.y, block_idx.z, fiber.thread_idx.x, fiber.thread_idx.y,
-                   fiber.thread_idx.z, fiber.warp_mask, lane);
-            return false;
-        }
-        if (waiting == 0) {
-            return true;
-        }
-        // The threads that returned do not hold up the barrier the others wait at, as on a GPU (PTX's
-        // `exit` releases a barrier that only exited threads hold up): those others go on alone.
-        for (size_t t : order) {
-            fibers[t].state = State::ready;
-        }
-        end_of_phase();
-    }
-}
-
-// The random generator of the running launch (the resident blocks' schedulers share it).
-static Random* launch_random = nullptr;
-static bool shuffling = false;  // the threads of each phase run in a random order (the checking mode)
-
-// A resident block's scheduler: runs its block to the end, then hands back for good.
-[[noreturn]] void block_main()
-{
-    const bool ok = run_block(threads_in_block(), shuffling, *launch_random, running * threads_in_block());
-    Resident& self = residents[running];
-    self.ok = ok;
-    self.live = false;
-    nn_cuda_cpu_switch(&self.sp, launcher_sp);
-    __builtin_trap();  // a finished block is never resumed
-}
-
-// The bytes of every __shared__ array, of the launch's dynamic shared memory and of the values its
-// lanes hand over at warp syncs (a lane that waits at one, or was released but has not read yet,
-// when the block yields), which a block copies out when another takes its turn and back in when
-// its turn comes again.
-void save_shared(Resident& block)
-{
-    const size_t lanes = threads_in_block() * sizeof(warp_slots[0][0]);
-    size_t bytes = dynamic_shared_bytes + 2 * lanes;
-    for (const SharedRegion& region : shared_regions) {
-        bytes += region.bytes;
-    }
-    block.shared.resize(bytes);
-    unsigned char* to = block.shared.data();
-    for (const SharedRegion& region : shared_regions) {
-        memcpy(to, region.address, region.bytes);
-        to += region.bytes;
-    }
-    memcpy(to, dynamic_shared, dynamic_shared_bytes);
-    memcpy(to + dynamic_shared_bytes, warp_slots[0], lanes);
-    memcpy(to + dynamic_shared_bytes + lanes, warp_slots[1], lanes);
-    memcpy(block.votes, vote_totals, sizeof(vote_totals));
-}
-
-void load_shared(const Resident& block)
-{
-    const size_t lanes = threads_in_block() * sizeof(warp_slots[0][0]);
-    const unsigned char* from = block.shared.data();
-    for (const SharedRegion& region : shared_regions) {
-        memcpy(region.address, from, region.bytes);
-        from += region.bytes;
-    }
-    memcpy(dynamic_shared, from, dynamic_shared_bytes);
-    memcpy(warp_slots[0], from + dynamic_shared_bytes, lanes);
-    memcpy(warp_slots[1], from + dynamic_shared_bytes + lanes, lanes);
-    memcpy(vote_totals, block.votes, sizeof(vote_totals));
-}
-
-uint3 block_index(size_t linear)
-{
-    return uint3{static_cast<unsigned>(linear % grid_dim.x), static_cast<unsigned>(linear / grid_dim.x % grid_dim.y),
-                 static_cast<unsigned>(linear / grid_dim.x / grid_dim.y)};
-}
-
-// Runs the blocks of `order` (the grid's, shuffled) with up to kResidentBlocks of them resident,
-// a phase of a randomly chosen one at a time; false when one of them broke a barrier.
-bool run_interleaved(const std::vector<size_t>& order, size_t threads, Random& random)
-{
-    const size_t slots = std::min(order.size(), kResidentBlocks);
-    const size_t none = slots;
-    size_t next = 0, live = 0, loaded = none;
-    auto admit = [&](size_t slot) {
-        Resident& block = residents[slot];
-        block.linear = order[next++];
-        block.live = true;
-        block.started = false;
-        block.ok = true;
-        block.sp = stacks.initial_sp(slots * threads + slot, &block_main);
-        ++live;
-    };
-    for (size_t slot = 0; slot < slots; ++slot) {
-        admit(slot);
-    }
-    std::vector<size_t> candidates;
-    while (live > 0) {
-        candidates.clear();
-        for (size_t slot = 0; slot < slots; ++slot) {
-            if (residents[slot].live) {
-                candidates.push_back(slot);
-            }
-        }
-        const size_t slot = candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(random)];
-        Resident& block = residents[slot];
-        if (slot != loaded) {
-            if (loaded != none) {
-                save_shared(residents[loaded]);
-            }
-            if (block.started) {
-                load_shared(block);
-            } else {
-                poison_shared();
-                block.started = true;
-            }
-            loaded = slot;
-        }
-        running = slot;
-        block_idx = block_index(block.linear);
-        fibers = fiber_pool.data() + slot * threads;
-        nn_cuda_cpu_switch(&launcher_sp, block.sp);
-        if (!block.live) {
-            --live;
-            loaded = none;  // its memory is nobody's now
-            if (!block.ok) {
-                return false;
-            }
-            if (next < order.size()) {
-                admit(slot);
-            }
-        }
-    }
-    return true;
 }
 
 // ---- the instances of one kernel file -------------------------------------------------------------
@@ -1162,244 +342,19 @@ void run_thread(void** args)
 {
     call_kernel(Kernel, args, parameters_of(Kernel));
 }
-
 struct Instance {
     void (*thread_body)(void**);
     std::string signature;
 };
 
-// ---- one launch ------------------------------------------------------------------------------------
-
-// What one host thread's part of a launch came to.
-struct Outcome {
-    int status = 0;  // 0: its blocks ran; 1: a report (launch.message); 2: a fault or a stop (info)
-    long long info[9] = {};  // as fault[] below
-    unsigned long long ticket = ~0ull;  // the order of the failures: the first one is the launch's
-};
-
-// The plain mode's workers: host threads beside the caller, each taking the next block of the grid
-// that no one has taken yet (NN_CUDA_CPU_THREADS host threads in all, at most kResidentBlocks).
-static size_t worker_count = 1;
-
-void set_workers(size_t n)
-{
-#if defined(NN_CUDA_CPU_WORKERS)
-    worker_count = n < 1 ? 1 : n;
-#else
-    (void)n;  // a build whose blocks share one copy of their state: one host thread
-#endif
-}
-static std::atomic<size_t> next_block{0};
-static std::atomic<bool> stop_blocks{false};  // a block failed: the others take no new block
-static std::atomic<unsigned long long> failures{0};
-
-// Runs this host thread's blocks of the launch: in the checking mode all of them (taking turns, or
-// in the order of `block_order`); in the plain mode the next block nobody has taken, until none is
-// left, on stacks [slot * threads, (slot + 1) * threads) of the pool.
-void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int check, Random& random,
-                const std::vector<size_t>& block_order)
-{
-    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
-    if (fiber_pool.size() < resident * threads) {
-        fiber_pool.resize(resident * threads);
-    }
-    fibers = fiber_pool.data();
-    volatile int status = 0;
-    switch (sigsetjmp(worker.fault_exit, 1)) {
-    case 0:
-        worker.active = 1;
-        if (interleaving) {
-            status = run_interleaved(block_order, threads, random) ? 0 : 1;
-            break;
-        }
-        for (;;) {
-            if (const int signal_number = stop_signal.load()) {  // it came while this thread was not in a block
-                fault_signal = signal_number;
-                fault_address = nullptr;
-                fault_pc = 0;
-                siglongjmp(worker.fault_exit, 1);
-            }
-            const size_t b = next_block.fetch_add(1, std::memory_order_relaxed);
-            if (b >= blocks || stop_blocks.load(std::memory_order_relaxed)) {
-                break;
-            }
-            block_idx = block_index(b);
-            if (check) {
-                poison_shared();
-            }
-            if (!run_block(threads, check != 0, random, slot * threads)) {
-                status = 1;
-                break;
-            }
-        }
-        break;
-    case kReported:
-        status = 1;
-        break;
-    default: {
-        const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
-        const long long info[9] = {fault_signal, reinterpret_cast<long long>(fault_address),
-                                   thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z,
-                                   static_cast<long long>(fault_pc)};
-        memcpy(out.info, info, sizeof(info));
-        status = 2;
-    }
-    }
-    worker.active = 0;
-    current = nullptr;
-    out.status = status;
-    if (status != 0) {
-        out.ticket = failures.fetch_add(1);
-        stop_blocks.store(true);
-    }
-}
-
-void worker_main(Outcome* out, size_t slot, size_t threads, size_t blocks)
-{
-    stack_t previous{};
-    use_signal_stack(&previous);
-    Random unused(0);  // the plain mode runs threads in order
-    const std::vector<size_t> no_order;
-    run_blocks(*out, slot, threads, blocks, 0, unused, no_order);
-    sigaltstack(&previous, nullptr);
-}
-
-// fault[0..8] on a fault: signal, address, the thread's x, y, z, the block's x, y, z, and the
-// program counter.
+// Runs one launch of `instance` (runtime.cpp): 0 when it ran, 1 with `message` written, 2 on a fault
+// (fault[0..8]: signal, address, the thread's x, y, z, the block's x, y, z, the program counter).
 int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned* block, void** args,
                   const char* kernel, int check, unsigned long long seed, long long* fault,
-                  char* message, int message_size)
-{
-    launch.thread_body = instance.thread_body;
-    launch.args = args;
-    launch.kernel = kernel;
-    launch.message = message;
-    launch.message_size = message_size;
-    launch.message_written.store(false);
-    const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
-    // a GPU's limits (every architecture since sm_30): a launch beyond them fails there
-    if (threads == 0 || threads > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[0] == 0 ||
-        grid[1] == 0 || grid[2] == 0 || grid[0] > 2147483647u || grid[1] > 65535 || grid[2] > 65535) {
-        report("%s: invalid launch shape: grid (%u, %u, %u), block (%u, %u, %u); a GPU takes 1 to 1024 threads "
-               "a block, at most (1024, 1024, 64) of them, and a grid of at most (2^31 - 1, 65535, 65535)",
-               kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
-        return 1;
-    }
-    const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
-    if (cooperative && blocks > kResidentBlocks) {
-        report("%s: a cooperative launch of %zu blocks: the CPU runner keeps at most %zu blocks resident at once "
-               "(a GPU refuses a cooperative grid larger than its SMs hold, cudaErrorCooperativeLaunchTooLarge); "
-               "launch at most %zu blocks (a grid-stride loop covers the data with any number)",
-               kernel, blocks, kResidentBlocks, kResidentBlocks);
-        return 1;
-    }
-    // In the checking mode and in a cooperative launch the blocks take turns (up to 4 resident, each
-    // with a scheduler's stack); in the checking mode, grids too large to shuffle run in order, one
-    // block at a time. In the plain mode the blocks are shared among the workers.
-    interleaving = cooperative || (check && blocks > 1 && blocks <= (size_t{1} << 22));
-    shuffling = check != 0;
-    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
-    const size_t workers = check || cooperative ? 1 : std::min({worker_count, blocks, kResidentBlocks});
-    grid_threads = blocks * threads;
-    grid_threads_done = 0;
-    grid_sync_arrivals = 0;
-    grid_sync_round = 0;
-    if (stacks.count < std::max(resident * (threads + 1), workers * threads)) {
-        report("%s: the CPU runner has no stacks for its threads (nn_cuda_cpu_use_stacks was not called)", kernel);
-        return 1;
-    }
-    float_atomics = false;
-    block_dim = dim3{block[0], block[1], block[2]};
-    grid_dim = dim3{grid[0], grid[1], grid[2]};
-    std::seed_seq mixed{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
-    Random random(mixed);  // seeds 1 and 2 as they are would start two sequences nearly alike
-    launch_random = &random;
-    next_block = 0;
-    stop_blocks = false;
-    failures = 0;
-    stop_signal = 0;
-    launch_thread_ids[0] = pthread_self();
-    launch_thread_count = 1;
-
-    if (check) {
-        fill_past_dynamic_shared();
-    }
-#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
-    watching_past_dynamic_shared = check != 0;
-    past_end_write = PastEndWrite{};
-#endif
-    FaultHandlers handlers;
-    handlers.install();
-    handlers.arm(watchdog_seconds);
-    // The blocks in order; in the checking mode in a random order, taking turns, which its two runs
-    // compare: blocks that race on global memory (one reads what another writes) then give
-    // different results.
-    std::vector<size_t> block_order;
-    if (interleaving) {
-        block_order.resize(blocks);
-        for (size_t b = 0; b < blocks; ++b) {
-            block_order[b] = b;
-        }
-        if (check) {
-            std::shuffle(block_order.begin(), block_order.end(), random);
-        }
-    }
-    std::vector<Outcome> outcomes(workers);
-    std::vector<std::thread> helpers;
-    for (size_t w = 1; w < workers; ++w) {
-        try {
-            helpers.emplace_back(worker_main, &outcomes[w], w, threads, blocks);
-        } catch (const std::system_error&) {
-            break;  // no more host threads: the blocks are shared among those there are
-        }
-        launch_thread_ids[w] = helpers.back().native_handle();
-        launch_thread_count = static_cast<int>(w + 1);
-    }
-    run_blocks(outcomes[0], 0, threads, blocks, check, random, block_order);
-    for (std::thread& helper : helpers) {
-        helper.join();
-    }
-    launch_thread_count = 1;  // the workers are gone: a signal from now on is the caller's alone
-    handlers.restore();
-    launch_thread_count = 0;
-    const Outcome* first = nullptr;
-    for (const Outcome& outcome : outcomes) {
-        if (outcome.status != 0 && (first == nullptr || outcome.ticket < first->ticket)) {
-            first = &outcome;
-        }
-    }
-    fflush(stdout);  // the kernels' printf, written by the end of the launch as a GPU's by a sync
-    if (first == nullptr && stop_signal.load() != 0) {  // it came after the last block: a stop all the same
-        outcomes[0] = Outcome{2, {stop_signal.load()}};
-        first = &outcomes[0];
-    }
-    size_t last = 0;
-    const size_t past = first == nullptr && check ? written_past_dynamic_shared(&last) : kDynamicSharedBytes;
-    if (past < kDynamicSharedBytes) {
-        char writer[160] = "";
-#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
-        const PastEndWrite& w = past_end_write;
-        if (w.seen) {
-            snprintf(writer, sizeof(writer), "; thread (%u, %u, %u) of block (%u, %u, %u) wrote bytes %zu to %zu",
-                     w.thread.x, w.thread.y, w.thread.z, w.block.x, w.block.y, w.block.z, w.first, w.last);
-        }
-#endif
-        report("%s: a write past the end of its extern __shared__ memory: the launch gave shared_mem = %zu bytes, "
-               "and bytes %zu to %zu of the block's shared memory were written%s (compute-sanitizer reports an "
-               "invalid __shared__ write on a GPU): pass as shared_mem the bytes the kernel uses",
-               kernel, dynamic_shared_bytes, past, last, writer);
-        return 1;
-    }
-    if (first == nullptr) {
-        return 0;
-    }
-    if (first->status == 2) {
-        memcpy(fault, first->info, sizeof(first->info));
-    }
-    return first->status;
-}
+                  char* message, int message_size);
 
 }  // namespace nn_cuda_cpu
+#pragma GCC visibility pop
 
 // ---- the CUDA built-in variables and functions ----------------------------------------------------
 
@@ -1409,19 +364,6 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
 #define gridDim (::nn_cuda_cpu::grid_dim)
 
 inline void __syncthreads() { nn_cuda_cpu::barrier(); }
-
-// A failed assert() of <assert.h> or <cassert> in a kernel ends the launch with a KernelError, as a
-// GPU's device-side assert ends the kernel, instead of aborting the process. glibc's assert calls
-// __assert_fail; this library's own definition, hidden, is the one its code calls.
-extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
-    const char* expression, const char* file, unsigned int line, const char* function) noexcept
-{
-    const uint3 thread = nn_cuda_cpu::current != nullptr ? nn_cuda_cpu::current->thread_idx : uint3{0, 0, 0};
-    nn_cuda_cpu::report("%s: assertion `%s` failed (%s:%u, in %s) in thread (%u, %u, %u) of block (%u, %u, %u)",
-                        nn_cuda_cpu::launch.kernel, expression, file, line, function, thread.x, thread.y,
-                        thread.z, nn_cuda_cpu::block_idx.x, nn_cuda_cpu::block_idx.y, nn_cuda_cpu::block_idx.z);
-    nn_cuda_cpu::end_launch_reported();
-}
 
 // __trap() ends the launch with a KernelError naming its thread and line, as a GPU's trap ends the
 // kernel with an error (cudaErrorLaunchFailure), instead of taking the process down.
@@ -1442,32 +384,11 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
 #define NN_CUDA_CPU_INSTANCE(...) \
     nn_cuda_cpu::Instance{&nn_cuda_cpu::run_thread<&__VA_ARGS__>, nn_cuda_cpu::signature_of(&__VA_ARGS__)}
 
-// The C interface of the library, after the table `instances` of NN_CUDA_CPU_INSTANCE entries.
+// The C interface of the library that depends on its table `instances` of NN_CUDA_CPU_INSTANCE
+// entries; the rest is runtime.cpp's.
 #define NN_CUDA_CPU_EXPORT(instances)                                                                   \
     extern "C" int nn_cuda_cpu_instance_count() { return sizeof(instances) / sizeof(instances[0]); }     \
     extern "C" const char* nn_cuda_cpu_signature(int i) { return instances[i].signature.c_str(); }       \
-    extern "C" int nn_cuda_cpu_float_atomics() { return nn_cuda_cpu::float_atomics; }                   \
-    extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; } \
-    extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }      \
-    extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }     \
-    extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }                     \
-    extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }             \
-    extern "C" void nn_cuda_cpu_shared_section(uintptr_t* bounds) { nn_cuda_cpu::shared_section(bounds); }    \
-    extern "C" void nn_cuda_cpu_stack_layout(size_t* layout)                                           \
-    {                                                                                                  \
-        layout[0] = nn_cuda_cpu::kStackBytes;                                                          \
-        layout[1] = nn_cuda_cpu::kPoolStacks;                                                          \
-    }                                                                                                  \
-    extern "C" void nn_cuda_cpu_use_stacks(void* base, size_t count) { nn_cuda_cpu::stacks.adopt(base, count); } \
-    extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* bytes,              \
-                                                   const unsigned char* fills, int n, int dynamic_fill) \
-    {                                                                                                  \
-        nn_cuda_cpu::shared_regions.clear();                                                           \
-        for (int i = 0; i < n; ++i) {                                                                  \
-            nn_cuda_cpu::shared_regions.push_back(nn_cuda_cpu::SharedRegion{addresses[i], bytes[i], fills[i]}); \
-        }                                                                                              \
-        nn_cuda_cpu::dynamic_shared_fill = static_cast<unsigned char>(dynamic_fill);                   \
-    }                                                                                                  \
     extern "C" int nn_cuda_cpu_launch(int i, const unsigned* grid, const unsigned* block, void** args, \
                                       const char* kernel, int check, unsigned long long seed,          \
                                       long long* fault, char* message, int message_size)               \

@@ -5,7 +5,7 @@
 //
 // Built on runtime.h, which every CPU build includes first: a block's sync is __syncthreads(), a
 // tile's is __syncwarp over the tile's lanes, and a tile's shuffles and votes are the *_sync ones
-// with the tile's mask and width; the grid's sync is runtime.h's grid_sync, in a cooperative launch
+// with the tile's mask and width; the grid's sync is the runtime's grid_sync, in a cooperative launch
 // (RawModule(..., enable_cooperative_groups=True)). What needs the lanes a branch leaves active
 // (coalesced_threads) stops the build naming itself, as every function the runner lacks does. The
 // partitions of a tile by a predicate or a label (binary_partition, labeled_partition) are coalesced
