@@ -455,26 +455,23 @@ void poison_shared()
 
 // ---- the barrier ------------------------------------------------------------------------------------
 
-__attribute__((noinline)) void barrier()
+// The running thread stops in `state`, counted in `count` (phase's), and hands over; the compiler
+// may keep no memory in registers across it, since other threads run meanwhile.
+inline void stop_in(State state, size_t& count)
 {
     __asm__ __volatile__("" ::: "memory");
-    current->state = State::at_barrier;
-    ++phase.at_barrier;
+    current->state = state;
+    ++count;
     hand_over();
     __asm__ __volatile__("" ::: "memory");
 }
 
+__attribute__((noinline)) void barrier() { stop_in(State::at_barrier, phase.at_barrier); }
+
 // Lets the other threads of the block run (and, in the checking mode, the other resident blocks)
 // before this one goes on: a thread that waits for another one (cuda::barrier's wait, __nanosleep
 // in a spin loop) would otherwise spin alone, since the threads take turns.
-__attribute__((noinline)) void yield_thread()
-{
-    __asm__ __volatile__("" ::: "memory");
-    current->state = State::yielded;
-    ++phase.yielded;
-    hand_over();
-    __asm__ __volatile__("" ::: "memory");
-}
+__attribute__((noinline)) void yield_thread() { stop_in(State::yielded, phase.yielded); }
 
 // __syncthreads_count: a barrier that also sums a predicate over the block. Three totals in turn:
 // a thread adds to total n % 3 and clears total (n + 1) % 3 before barrier n, and reads total n % 3
@@ -537,12 +534,8 @@ __attribute__((noinline)) void warp_sync(unsigned mask)
         warp_misuse(mask, "that leaves out its own lane; every lane that calls it must be in the mask "
                           "(on a GPU the result is undefined)");
     }
-    __asm__ __volatile__("" ::: "memory");
     current->warp_mask = mask;
-    current->state = State::at_warp_sync;
-    ++phase.at_warp_sync;
-    hand_over();
-    __asm__ __volatile__("" ::: "memory");
+    stop_in(State::at_warp_sync, phase.at_warp_sync);
 }
 
 // A warp sync that also hands over a flag: the lanes of `mask` (in this warp) whose flag is set.
