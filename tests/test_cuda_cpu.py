@@ -523,6 +523,22 @@ def test_a_damaged_cached_library_is_rebuilt_saying_so_in_one_line(built_cache, 
     os.close(descriptor)
 
 
+def test_a_damaged_runtime_object_is_rebuilt_saying_so_in_one_line(built_cache, capfd):
+    # The runtime's object is linked into every library built after it: it is verified as a library
+    # is, each time a build is planned, and never linked unless it is what was built.
+    (runtime,) = built_cache.glob("runtime-*.o")
+    runtime.write_bytes(runtime.read_bytes()[:1000])
+    capfd.readouterr()
+    assert gemm_works()
+    lines = [line for line in capfd.readouterr().err.splitlines() if line]
+    assert len(lines) == 2, lines
+    assert "the runner's runtime (runtime.cpp)" in lines[0] and "building it again" in lines[0]
+    assert lines[1].startswith("nn_cuda: compiling the runner's runtime")
+    descriptor, problem = build_cache.open_verified(runtime)
+    assert descriptor is not None, problem
+    os.close(descriptor)
+
+
 def test_a_full_disk_is_not_blamed_on_a_correct_kernel(private_cache, tmp_path, monkeypatch):
     # The compiler cannot write its output (a full disk): not "does not compile".
     compiler = tmp_path / "full-disk-g++"
