@@ -33,7 +33,6 @@
 #include <type_traits>
 #include <utility>
 
-
 // What a running block owns (its threads, its __shared__ memory, where a fault returns to) is a
 // copy per host thread in the plain build, whose blocks run on several host threads at once
 // (NN_CUDA_CPU_WORKERS, build.py); the checking build runs its blocks on one host thread.
@@ -342,6 +341,8 @@ void run_thread(void** args)
 {
     call_kernel(Kernel, args, parameters_of(Kernel));
 }
+
+// One kernel of the library: its thread's body, and its C signature for the Python side.
 struct Instance {
     void (*thread_body)(void**);
     std::string signature;
