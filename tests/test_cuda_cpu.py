@@ -405,7 +405,9 @@ def test_the_runtime_is_compiled_once_per_set_of_flags_and_an_edit_of_it_rebuild
     assert other != first and len(objects()) == 1
     assert capfd.readouterr().err.count("compiling the runner's runtime") == 1
     build.code_library(code, build.host_flags(("-DNN_CUDA_TEST_FLAG=1",)), ["k"], check=False)
-    assert len(objects()) == 2  # other flags, another object
+    assert len(objects()) == 2  # another macro, another object
+    build.code_library(code, build.host_flags((f"-I{tmp_path}",)), ["k"], check=False)
+    assert len(objects()) == 2  # an include folder of the kernel's: the same object
     assert dynamic_shared_capacity(first) == 227 * 1024
 
     source = runtime / "runtime.cpp"

@@ -284,17 +284,19 @@ def _manifest(stem: str, *key_parts: str) -> Path:
 # runtime.cpp (the block scheduler, the checking mode, faults, the C interface) is most of what a
 # library holds: a library of a one-line kernel took 1.17 s to build when it compiled the runtime too,
 # 0.35 s now, on the 2-core AMD EPYC of the tables. It is compiled into an object once per set of
-# flags (the kernel's own, -D and -I included, so that both parts see the same declarations), cached
-# and verified as a library is (the folder is private: the file the linker reads is the one
-# verified), and linked into every library built with those flags; each library still has its own
-# copy of the launch's state. A library's manifest key holds the object's name, which changes with
-# any file the object was built from, so an edited runtime.cpp rebuilds the libraries too.
+# flags: the kernel's own, -D included, so that both parts see the same declarations, but not its -I
+# folders (the runtime includes its own headers and the standard ones, and a test run or a class's
+# workspaces would otherwise compile it once per folder). It is cached and verified as a library is
+# (the folder is private: the file the linker reads is the one verified), and linked into every
+# library built with those flags; each library still has its own copy of the launch's state. A
+# library's manifest key holds the object's name, which changes with any file the object was built
+# from, so an edited runtime.cpp rebuilds the libraries too.
 
 
 def _runtime_object(compiler: str, version: str, flags) -> Path:
     """The cached object of runtime.cpp for these flags, built (and verified) first if missing."""
     unit = f'#include "{RUNTIME_SOURCE.as_posix()}"\n'
-    flags = [*flags, "-c"]
+    flags = [*(flag for flag in flags if not flag.startswith("-I")), "-c"]
     plan = _Plan(compiler, flags, unit, _manifest("runtime", unit, compiler, version, " ".join(flags)), "runtime",
                  "the runner's runtime (runtime.cpp)", "runtime.cpp", suffix=".o")
     descriptor, target = _verified_build(plan)
