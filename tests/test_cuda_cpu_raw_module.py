@@ -747,6 +747,20 @@ def test_a_standard_header_nvrtc_lacks_stops_the_build_as_on_a_gpu():
         assert out[0] == np.finfo(np.float32).max
 
 
+@pytest.mark.parametrize("name, header", [("std::vector<int>", "vector"), ("std::thread", "thread"),
+                                          ("std::mt19937", "random")])
+def test_the_runners_own_headers_declare_no_host_library_a_kernel_did_not_include(name, header):
+    # What runs the launches (threads, random orders, vectors) is runtime.cpp's, compiled apart: a
+    # kernel that names such a class without including its header fails here as under NVRTC, and
+    # builds with the include under nvcc.
+    code = f'extern "C" __global__ void k(int* out) {{ {name} unused; (void)unused; out[0] = 1; }}\n'
+    with pytest.raises(KernelBuildError, match=r"is not a member of .std.|no member named .\w+. in namespace .std."):
+        RawModule(code=code).get_function("k")
+    out = np.zeros(1, np.int32)
+    RawModule(code=f"#include <{header}>\n" + code, backend="nvcc").get_function("k")((1,), (1,), (out,))
+    assert out[0] == 1
+
+
 OUT_OF_BOUNDS = r"""
 extern "C" __global__ void write_at(float* x, long long offset) { x[threadIdx.x + offset] = 1.0f; }
 extern "C" __global__ void add_one(const float* in, float* out) { out[threadIdx.x] = in[threadIdx.x] + 1.0f; }
