@@ -329,19 +329,19 @@ struct FaultHandlers {
     void install()
     {
         use_signal_stack(&previous_stack);
+        handle(0, 4, on_fault);  // the faults
+        handle(4, 7, on_stop);  // Ctrl-C, SIGTERM and the watchdog
+    }
+
+    // kSignals[first..last) go to `handler`, on the signal stack; their previous actions are kept.
+    void handle(int first, int last, void (*handler)(int, siginfo_t*, void*))
+    {
         struct sigaction action{};
-        action.sa_sigaction = on_fault;
+        action.sa_sigaction = handler;
         action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
         sigemptyset(&action.sa_mask);
-        for (int i = 0; i < 4; ++i) {
+        for (int i = first; i < last; ++i) {
             sigaction(kSignals[i], &action, &previous[i]);
-        }
-        struct sigaction stop{};
-        stop.sa_sigaction = on_stop;
-        stop.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-        sigemptyset(&stop.sa_mask);
-        for (int i = 4; i < 7; ++i) {
-            sigaction(kSignals[i], &stop, &previous[i]);
         }
     }
 
