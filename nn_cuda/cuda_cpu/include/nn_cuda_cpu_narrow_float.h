@@ -170,7 +170,7 @@ T atomic_update16(T* address, Update update)
         T2() = default;                                                                                 \
         T2(T a, T b) : x(a), y(b) {}                                                                    \
         T2(const Raw2& raw) : x(Raw{raw.x}), y(Raw{raw.y}) {}                                           \
-        operator Raw2() const { return Raw2{x.nn_cuda_cpu_bits(), y.nn_cuda_cpu_bits()}; }                                            \
+        operator Raw2() const { return Raw2{x.nn_cuda_cpu_bits(), y.nn_cuda_cpu_bits()}; }              \
     };                                                                                                  \
     namespace nn_cuda_cpu {                                                                             \
     template <>                                                                                         \
