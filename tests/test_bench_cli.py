@@ -143,6 +143,12 @@ def test_a_wrong_value_ends_with_one_error_line_naming_the_flag(name, flags, fla
     assert flag in last_line
 
 
+@pytest.mark.parametrize("name", [*BENCHMARKS, *(name for name in SCRIPTS if name != "gpu-check")])
+def test_a_benchmark_writes_a_record_only_where_json_says(name):
+    # `bench adversarial` used to write results/adversarial.json, a committed record, when run alone
+    module = importlib.import_module(SCRIPTS[name] if name in SCRIPTS else BENCHMARKS[name][0])
+    assert module.build_parser().parse_args([]).json is None
+
 def test_lists_reach_the_benchmarks_as_lists():
     import bench_diff as diff
     from nn_cuda.bench import adversarial, scaling

@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=positive_int, default=3,
                    help="runs of each configuration; the fastest training time is reported (the least "
                    "disturbed by other work on the machine), the accuracies are those of the first run")
-    p.add_argument("--json", default="results/adversarial.json", help="where the results go")
+    p.add_argument("--json", metavar="PATH", help="write the results here")
     return p
 
 
@@ -146,9 +146,10 @@ def main(argv=None) -> int:
     # Other work on the machine slows some runs more than others: the load average is part of the result.
     load = {"load_average_before": load_before, "load_average_after": os.getloadavg()[0]}
     payload = {"benchmark": "adversarial", "machine": {**info, **load}, "settings": vars(args), "plain": plain, "results": rows}
-    write_json(args.json, payload)
     printed("adversarial", payload, adversarial_tables)
-    print(f"\nwrote {args.json}")
+    if args.json:
+        write_json(args.json, payload)
+        print(f"\nwrote {args.json}")
     return 0
 
 
