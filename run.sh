@@ -85,7 +85,7 @@ bench_scaling() {
 }
 
 bench_adversarial() {
-    step "$PY" -m nn_cuda.bench adversarial --ranks 2,3,4 --epochs 5 --json "$OUT/adversarial.json"
+    step "$PY" scripts/bench_adversarial.py --ranks 2,3,4 --epochs 5 --json "$OUT/adversarial.json"
 }
 
 bench_roofline() {
@@ -140,7 +140,7 @@ bench_emulated() {
         --history "$OUT/emulated_numpy.json"
     step env NUMBA_ENABLE_CUDASIM=1 "$PY" -m nn_cuda.train --quiet --backend numba --dataset mnist-sample -n 8 -b 32 \
         --max-steps 2 --history "$OUT/emulated_numba-sim.json"
-    step "$PY" -m nn_cuda.bench launch --json "$OUT/launch_cuda-cpu.json"
+    step "$PY" scripts/bench_launch.py --json "$OUT/launch_cuda-cpu.json"
     step "$PY" -m nn_cuda.bench gemm --backend cuda-cpu --sizes 800x1000x784 --trans NN \
         --json "$OUT/gemm_cuda-cpu_float32.json"
 }

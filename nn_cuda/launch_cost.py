@@ -4,7 +4,7 @@ compiled kernel, and the time of each operation's smallest launch (one element, 
 The backends of the CUDA C kernels keep this path short on purpose (nn_cuda/backends/cuda_kernels.py:
 the usual arguments validated in one expression, each kernel's launch line read once, its arguments
 checked against the C signature at its first launch only), so that the CPU runner spends its time in
-the kernels. `python -m nn_cuda.bench launch` measures it; tests/test_launch_cost.py holds it to at
+the kernels. `python scripts/bench_launch.py` measures it; tests/test_launch_cost.py holds it to at
 most MAX_PYTHON_CALLS.
 """
 

@@ -150,8 +150,9 @@ def test_a_benchmark_writes_a_record_only_where_json_says(name):
     assert module.build_parser().parse_args([]).json is None
 
 def test_lists_reach_the_benchmarks_as_lists():
+    import bench_adversarial as adversarial
     import bench_diff as diff
-    from nn_cuda.bench import adversarial, scaling
+    from nn_cuda.bench import scaling
 
     args = scaling.build_parser().parse_args(["--ranks", "1,2", "--parallel", "data,model"])
     assert args.ranks == [1, 2] and args.parallel == ["data", "model"]
@@ -322,7 +323,7 @@ def test_roofline_measures_the_squares_and_the_course_sizes(tmp_path, capsys):
 def test_adversarial_benchmark_runs_serial_and_async_and_reports_both(tmp_path):
     out = tmp_path / "adversarial.json"
     job = subprocess.run(
-        [sys.executable, "-m", "nn_cuda.bench", "adversarial", "--ranks", "2", "--hidden", "8", "--batch", "50",
+        [sys.executable, str(REPO / "scripts" / "bench_adversarial.py"), "--ranks", "2", "--hidden", "8", "--batch", "50",
          "--epochs", "1", "--repeats", "1", "--eval-limit", "20", "--eval-steps", "2", "--eval-eps", "0,0.1",
          "--json", str(out)],
         cwd=tmp_path, capture_output=True, text=True, timeout=280)

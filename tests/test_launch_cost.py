@@ -30,7 +30,7 @@ def test_the_counter_counts_calls():
 
 
 def test_the_benchmark_writes_its_record(tmp_path, capsys):
-    from nn_cuda.bench.launch import main
+    from bench_launch import main
 
     assert main(["--repeat", "3", "--json", str(tmp_path / "launch.json")]) == 0
     record = json.loads((tmp_path / "launch.json").read_text())

@@ -4,12 +4,10 @@ here, as ratios against a baseline timed in the same run, never in tests."""
 
 BENCHMARKS = {
     "gemm": ("nn_cuda.bench.gemm", "GEMM kernels against NumPy float64 and cuBLAS"),
-    "launch": ("nn_cuda.bench.launch", "what one kernel launch costs the host: Python calls and time"),
     "train": ("nn_cuda.bench.train", "training step throughput (and a PyTorch loop when installed)"),
     "scaling": ("nn_cuda.bench.scaling", "data-parallel scaling over MPI ranks (mpiexec -n 1..4)"),
-    "adversarial": ("nn_cuda.bench.adversarial",
-                    "asynchronous adversarial training vs serial (mpiexec -n 2..4, k = P - 1)"),
 }
 #: the benchmarks that became scripts: the records they wrote still name `python -m nn_cuda.bench NAME`
 MOVED = {"lr": "scripts/bench_lr.py", "diff": "scripts/bench_diff.py", "roofline": "scripts/bench_roofline.py",
-         "gpu-check": "scripts/gpu_check.py"}
+         "gpu-check": "scripts/gpu_check.py", "adversarial": "scripts/bench_adversarial.py",
+         "launch": "scripts/bench_launch.py"}

@@ -1,8 +1,9 @@
 """`python -m nn_cuda.bench BENCHMARK [options]`: dispatch to nn_cuda/bench/<BENCHMARK>.py.
 
 The one-off studies behind the project's choices and its report (the learning-rate scans, float32
-against float64, the roofline's measurements) and the acceptance run on a GPU are scripts of their own
-in scripts/, run as `python scripts/NAME.py` from the repository.
+against float64, the roofline's measurements, the asynchronous adversarial pipeline's speedup, the
+cost of one launch) and the acceptance run on a GPU are scripts of their own in scripts/, run as
+`python scripts/NAME.py` from the repository.
 """
 
 import importlib

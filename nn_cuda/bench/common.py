@@ -23,7 +23,7 @@ def run_benchmark(prog: str, main, argv: list[str]) -> int:
     from ..parallel import refuse_extra_ranks
     from ..training import USER_ERRORS
 
-    started_by_themselves = " (bench scaling and bench adversarial start their own mpiexec jobs)"
+    started_by_themselves = " (bench scaling and scripts/bench_adversarial.py start their own mpiexec jobs)"
     if refuse_extra_ranks(prog, prog.removeprefix("nn_cuda."), started_by_themselves):
         return 1
     try:

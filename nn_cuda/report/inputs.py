@@ -25,8 +25,8 @@ KINDS = {
     "diff": ("python scripts/bench_diff.py", "float32 against float64"),
     "history": ("python -m nn_cuda.train --history PATH", "learning curves"),
     "lr": ("python scripts/bench_lr.py", "test accuracy as the learning rate varies"),
-    "adversarial": ("python -m nn_cuda.bench adversarial", "asynchronous adversarial training"),
-    "launch": ("python -m nn_cuda.bench launch", "what one kernel launch costs the host"),
+    "adversarial": ("python scripts/bench_adversarial.py", "asynchronous adversarial training"),
+    "launch": ("python scripts/bench_launch.py", "what one kernel launch costs the host"),
 }
 MACHINE_KEYS = ("date", "command", "cpu")
 

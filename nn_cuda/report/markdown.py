@@ -145,7 +145,7 @@ def _gemm_error_table(rows) -> list[str]:
 
 
 def launch_table(result) -> list[str]:
-    """One `bench launch` run: per operation, its Python calls and its smallest launch against NumPy's."""
+    """One `scripts/bench_launch.py` run: per operation, its Python calls and its smallest launch against NumPy's."""
     rows = [[f"`{row['operation']}`", row["python_calls"], f"{row['launch_us']:.1f} us", f"{row['numpy_us']:.1f} us",
              f"{row['launch_us'] / row['numpy_us']:.1f}x"] for row in result.data["results"]]
     return table(["operation", "Python calls", f"{result.data['backend']} launch", "NumPy", "ratio"], rows) + [""]

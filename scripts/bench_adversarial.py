@@ -1,4 +1,4 @@
-"""`python -m nn_cuda.bench adversarial`: the asynchronous adversary pipeline against serial training.
+"""`python scripts/bench_adversarial.py`: the asynchronous adversary pipeline against serial training.
 
 For each P in --ranks, with k = P - 1 PGD steps (the paper's choice: one updater keeps up with P - 1
 generators when an update costs about one PGD step), it runs
@@ -15,29 +15,33 @@ bounded by the number of cores (machine_info records it).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
-import tempfile
-from pathlib import Path
+from nn_cuda.interrupts import ends_in_one_line_while_starting
 
-from tqdm import tqdm
+with ends_in_one_line_while_starting("scripts/bench_adversarial.py", running=__name__ == "__main__"):
+    import argparse
+    import json
+    import os
+    import sys
+    import tempfile
+    from pathlib import Path
 
-from ..backends import BACKENDS
-from ..arguments import comma_separated, int_at_least, pixel_radius, positive_float, positive_int
-from ..config import DEFAULT_LR, HelpFormatter
-from ..data import DATASETS
-from ..parallel.mpi import find_mpiexec
-from ..records import machine_info, write_json
-from ..report.markdown import adversarial_tables, printed
-from .common import backend_or_usage_error, mpi_child_environment, run_child
+    from tqdm import tqdm
 
-REPO = Path(__file__).resolve().parent.parent.parent
+    from nn_cuda.backends import BACKENDS
+    from nn_cuda.arguments import comma_separated, int_at_least, pixel_radius, positive_float, positive_int
+    from nn_cuda.bench.common import backend_or_usage_error, mpi_child_environment, run_child, run_script
+    from nn_cuda.config import DEFAULT_LR, HelpFormatter
+    from nn_cuda.data import DATASETS
+    from nn_cuda.parallel.mpi import find_mpiexec
+    from nn_cuda.records import machine_info, write_json
+    from nn_cuda.report.markdown import adversarial_tables, printed
+
+#: the repository, put first on the jobs' PYTHONPATH: they run the nn_cuda beside this script
+REPO = Path(__file__).resolve().parent.parent
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench adversarial",
+    p = argparse.ArgumentParser(prog="python scripts/bench_adversarial.py",
                                 formatter_class=HelpFormatter,
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=comma_separated(int_at_least(2)), default=[2, 3, 4],
@@ -67,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(command: list[str], env: dict) -> None:
     job = run_child(command, env)
     if job.returncode != 0:
-        raise SystemExit(f"nn_cuda.bench adversarial: error: {' '.join(command)} failed "
+        raise SystemExit(f"scripts/bench_adversarial.py: error: {' '.join(command)} failed "
                          f"(status {job.returncode}):\n{job.stdout[-2000:]}{job.stderr[-2000:]}")
 
 
@@ -154,4 +158,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("scripts/bench_adversarial.py", main))

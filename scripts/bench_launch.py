@@ -1,4 +1,4 @@
-"""`python -m nn_cuda.bench launch`: what one kernel launch costs the host, per network operation.
+"""`python scripts/bench_launch.py`: what one kernel launch costs the host, per network operation.
 
 For each operation at its smallest size (one element: the launch is all there is), the Python calls
 from the operation to the compiled kernel, and the median time of a launch on the backend, against
@@ -7,18 +7,21 @@ the same operation on the NumPy backend in the same run (nn_cuda.launch_cost).
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import sys
+from nn_cuda.interrupts import ends_in_one_line_while_starting
 
-from tqdm import tqdm
+with ends_in_one_line_while_starting("scripts/bench_launch.py", running=__name__ == "__main__"):
+    import argparse
+    import statistics
+    import sys
 
-from ..arguments import positive_int
-from ..backends import get_backend
-from ..launch_cost import operations, python_calls
-from ..records import machine_info, machine_line, write_json
-from ..report.markdown import launch_table, printed
-from .common import host_seconds
+    from tqdm import tqdm
+
+    from nn_cuda.arguments import positive_int
+    from nn_cuda.backends import get_backend
+    from nn_cuda.bench.common import host_seconds, run_script
+    from nn_cuda.launch_cost import operations, python_calls
+    from nn_cuda.records import machine_info, machine_line, write_json
+    from nn_cuda.report.markdown import launch_table, printed
 
 
 def median_microseconds(call, repeat: int) -> float:
@@ -26,7 +29,7 @@ def median_microseconds(call, repeat: int) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m nn_cuda.bench launch", description=__doc__)
+    p = argparse.ArgumentParser(prog="python scripts/bench_launch.py", description=__doc__)
     p.add_argument("--backend", choices=("cuda-cpu", "cupy"), default="cuda-cpu")
     p.add_argument("--repeat", type=positive_int, default=2000, help="launches timed per operation")
     p.add_argument("--json", metavar="PATH", help="write the results here")
@@ -53,4 +56,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("scripts/bench_launch.py", main))
