@@ -150,10 +150,10 @@ def main(argv=None) -> int:
     # Other work on the machine slows some runs more than others: the load average is part of the result.
     load = {"load_average_before": load_before, "load_average_after": os.getloadavg()[0]}
     payload = {"benchmark": "adversarial", "machine": {**info, **load}, "settings": vars(args), "plain": plain, "results": rows}
-    printed("adversarial", payload, adversarial_tables)
     if args.json:
-        write_json(args.json, payload)
-        print(f"\nwrote {args.json}")
+        write_json(args.json, payload)  # before anything else can fail: the runs took minutes
+        print(f"wrote {args.json}")
+    printed("adversarial", payload, adversarial_tables)
     return 0
 
 
