@@ -9,7 +9,7 @@ COMMANDS = (
     ("nn_cuda.course", "the course for a student: start DIR writes the tasks, check DIR checks them"),
     ("nn_cuda.train", "train the network; under mpirun -n P data or model parallel"),
     ("nn_cuda.grade", "the course's grading modes 1-4 (files under Outputs/), and --kernels DIR... for a class"),
-    ("nn_cuda.bench", "benchmarks: " + ", ".join(BENCHMARKS)),
+    ("nn_cuda.bench", "benchmarks: " + ", ".join(BENCHMARKS) + " (./run.sh lists them with the studies of scripts/)"),
     ("nn_cuda.report", "the report and the result tables, from the benchmarks' records"),
     ("nn_cuda.adversarial", "FGSM and PGD: eval, and adversarial train (--async under mpirun)"),
     ("nn_cuda.data", "download the datasets, and say where each one is found"),
