@@ -40,11 +40,12 @@ namespace nn_cuda_cpu {
 
 // ---- fibers: a stack and a saved stack pointer per CUDA thread ---------------------------------
 
-extern "C" void nn_cuda_cpu_switch(void** save_sp, void* next_sp);
+extern "C" const void* nn_cuda_cpu_switch(void** save_sp, void* next_sp, const void* handed = nullptr);
 
 // The switch saves the callee-saved registers on the current stack, stores the stack pointer in
 // *save_sp, loads next_sp and restores the registers pushed there: a function call that returns
-// on another stack. Everything else is saved by the caller, as for any call.
+// on another stack. Everything else is saved by the caller, as for any call. The call that resumes
+// on the other stack returns `handed`, what the switching side passed along (the stops' call site).
 // The start of the switch function (Mach-O names carry a leading underscore, ELF ones a type).
 #if defined(__APPLE__)
 #define NN_CUDA_CPU_SWITCH_LABEL(elf_type) ".text\n.p2align 4\n_nn_cuda_cpu_switch:\n"
@@ -71,6 +72,7 @@ __asm__(
     "    popq %r12\n"
     "    popq %rbx\n"
     "    popq %rbp\n"
+    "    movq %rdx, %rax\n"
     "    ret\n");
 #elif defined(__aarch64__)
 #define NN_CUDA_CPU_SAVED_WORDS 22  // x19-x30 and d8-d15, 176 bytes
@@ -101,6 +103,7 @@ __asm__(
     "    ldp d12, d13, [sp, #128]\n"
     "    ldp d14, d15, [sp, #144]\n"
     "    add sp, sp, #176\n"
+    "    mov x0, x2\n"
     "    ret\n");
 #else
 #error "the cuda-cpu backend switches threads with x86-64 or arm64 instructions; this CPU is neither"
@@ -146,9 +149,14 @@ void watch_past_dynamic_shared(const Fiber& stopping);  // the checking mode's (
 #endif
 
 // Where the running thread goes when it stops: the next thread of the phase, or the scheduler.
-inline void hand_over()
+// Returns, once this thread runs again, the call site the thread that resumed it stopped at.
+inline const void* hand_over(const void* site)
 {
-    Fiber* const stopping = current;
+    // `current`'s address, found once: GCC would find it again (a call of __tls_get_addr in the
+    // plain build) after the prefetches below.
+    Fiber** running = &current;
+    __asm__("" : "+r"(running));
+    Fiber* const stopping = *running;
 #if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
     watch_past_dynamic_shared(*stopping);
 #endif
@@ -164,11 +172,10 @@ inline void hand_over()
             __builtin_prefetch(sp + 128);
         }
         next->state = State::ready;  // released from the barrier it waited at, if any
-        current = next;
-        nn_cuda_cpu_switch(&stopping->saved_sp, next->saved_sp);
-    } else {
-        nn_cuda_cpu_switch(&stopping->saved_sp, worker.scheduler_sp);
+        *running = next;
+        return nn_cuda_cpu_switch(&stopping->saved_sp, next->saved_sp, site);
     }
+    return nn_cuda_cpu_switch(&stopping->saved_sp, worker.scheduler_sp, site);
 }
 
 // The grid of a cooperative launch (runtime.h, `cooperative`), which grid_sync counts.
@@ -183,7 +190,7 @@ static unsigned long long grid_sync_round = 0;  // grid.sync()s completed
     current->state = State::done;
     ++phase.done;
     grid_threads_done += cooperative;
-    hand_over();
+    hand_over(nullptr);
     __builtin_trap();  // a finished fiber is never resumed
 }
 
@@ -455,23 +462,78 @@ void poison_shared()
 
 // ---- the barrier ------------------------------------------------------------------------------------
 
-// The running thread stops in `state`, counted in `count` (phase's), and hands over; the compiler
-// may keep no memory in registers across it, since other threads run meanwhile.
-inline void stop_in(State state, size_t& count)
+// The running thread stops at `site` in `state`, counted in `count` (phase's), and hands over; the
+// compiler may keep no memory in registers across it, since other threads run meanwhile. Returns
+// the site of the thread that stopped before this one resumed (hand_over).
+inline const void* stop_in(State state, size_t& count, const void* site)
 {
     __asm__ __volatile__("" ::: "memory");
     current->state = state;
     ++count;
-    hand_over();
+    const void* const previous = hand_over(site);
     __asm__ __volatile__("" ::: "memory");
+    return previous;
 }
 
-__attribute__((noinline)) void barrier() { stop_in(State::at_barrier, phase.at_barrier); }
+// The stops a kernel calls: __syncthreads(), a yield (below) and a warp sync (under "warps"), each an
+// extern "C" function entered through barrier(), yield_thread() or warp_sync(). Each takes the call
+// site it was called from (its return address) and returns the site the thread before it stopped at.
+//
+// Why: the thread that resumes after a switch may have stopped at another call site than the thread
+// that switched (two __syncthreads() in a loop: each thread of a phase stops at the second and
+// resumes from the first). A `ret` into the kernel is predicted by the CPU's return stack, which holds
+// the call site of the thread that stopped, so there every switch was mispredicted, and the work of
+// the threads before it, which otherwise overlaps, was thrown away. On x86-64 ELF the entry points
+// therefore return by `ret` when both sites are the same, and otherwise by an indirect jump, which the
+// return stack does not predict (2026-11-26, 800 blocks of 1024 threads: 25 loops of two
+// __syncthreads() with nothing between 0.32-0.33 -> 0.21 s; the same 50 barriers from one call site
+// 0.14 -> 0.16 s, the extra call; the tiled GEMM 0.43-0.45 -> 0.35-0.40 s; docs/kernels.md).
+extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_barrier_stop(const void* site)
+{
+    return stop_in(State::at_barrier, phase.at_barrier, site);
+}
 
 // Lets the other threads of the block run (and, in the checking mode, the other resident blocks)
 // before this one goes on: a thread that waits for another one (cuda::barrier's wait, __nanosleep
 // in a spin loop) would otherwise spin alone, since the threads take turns.
-__attribute__((noinline)) void yield_thread() { stop_in(State::yielded, phase.yielded); }
+extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_yield_stop(const void* site)
+{
+    return stop_in(State::yielded, phase.yielded, site);
+}
+
+extern "C" const void* nn_cuda_cpu_warp_sync_stop(unsigned mask, const void* site);  // under "warps"
+
+#if defined(__x86_64__) && defined(__ELF__)
+// `entry` (a mangled C++ name) passes its return address in `site_register` to `stop`, then returns
+// there by `ret` or by a jump (above). The CFI lets a debugger walk from inside the stop to the kernel.
+#define NN_CUDA_CPU_STOP_ENTRY(entry, stop, site_register)                                          \
+    __asm__(".text\n.p2align 4\n.globl " entry "\n.hidden " entry "\n.type " entry ", @function\n" \
+            entry ":\n"                                                                             \
+            "    .cfi_startproc\n"                                                                 \
+            "    movq (%rsp), " site_register "\n"                                                 \
+            "    subq $8, %rsp\n"                                                                  \
+            "    .cfi_adjust_cfa_offset 8\n"                                                       \
+            "    call " stop "\n"                                                                  \
+            "    addq $8, %rsp\n"                                                                  \
+            "    .cfi_adjust_cfa_offset -8\n"                                                      \
+            "    cmpq %rax, (%rsp)\n"                                                              \
+            "    jne 1f\n"                                                                         \
+            "    ret\n"                                                                            \
+            "1:  movq (%rsp), %rcx\n"                                                              \
+            "    addq $8, %rsp\n"                                                                  \
+            "    .cfi_adjust_cfa_offset -8\n"                                                      \
+            "    .cfi_register %rip, %rcx\n"                                                       \
+            "    jmpq *%rcx\n"                                                                     \
+            "    .cfi_endproc\n"                                                                   \
+            ".size " entry ", .-" entry "\n")
+NN_CUDA_CPU_STOP_ENTRY("_ZN11nn_cuda_cpu7barrierEv", "nn_cuda_cpu_barrier_stop", "%rdi");
+NN_CUDA_CPU_STOP_ENTRY("_ZN11nn_cuda_cpu12yield_threadEv", "nn_cuda_cpu_yield_stop", "%rdi");
+NN_CUDA_CPU_STOP_ENTRY("_ZN11nn_cuda_cpu9warp_syncEj", "nn_cuda_cpu_warp_sync_stop", "%rsi");
+#else
+void barrier() { nn_cuda_cpu_barrier_stop(nullptr); }
+void yield_thread() { nn_cuda_cpu_yield_stop(nullptr); }
+void warp_sync(unsigned mask) { nn_cuda_cpu_warp_sync_stop(mask, nullptr); }
+#endif
 
 // __syncthreads_count: a barrier that also sums a predicate over the block. Three totals in turn:
 // a thread adds to total n % 3 and clears total (n + 1) % 3 before barrier n, and reads total n % 3
@@ -527,15 +589,15 @@ __attribute__((noinline)) void grid_sync()
 
 // ---- warps ----------------------------------------------------------------------------------------
 
-// Waits until every lane of `mask` in this thread's warp has reached a warp sync too.
-__attribute__((noinline)) void warp_sync(unsigned mask)
+// Waits until every lane of `mask` in this thread's warp has reached a warp sync too (warp_sync()).
+extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_warp_sync_stop(unsigned mask, const void* site)
 {
     if (!((mask >> lane_id()) & 1u)) {
         warp_misuse(mask, "that leaves out its own lane; every lane that calls it must be in the mask "
                           "(on a GPU the result is undefined)");
     }
     current->warp_mask = mask;
-    stop_in(State::at_warp_sync, phase.at_warp_sync);
+    return stop_in(State::at_warp_sync, phase.at_warp_sync, site);
 }
 
 // A warp sync that also hands over a flag: the lanes of `mask` (in this warp) whose flag is set.
