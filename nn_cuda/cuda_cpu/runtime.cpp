@@ -485,9 +485,8 @@ inline const void* stop_in(State state, size_t& count, const void* site)
 // the call site of the thread that stopped, so there every switch was mispredicted, and the work of
 // the threads before it, which otherwise overlaps, was thrown away. On x86-64 ELF the entry points
 // therefore return by `ret` when both sites are the same, and otherwise by an indirect jump, which the
-// return stack does not predict (2026-11-26, 800 blocks of 1024 threads: 25 loops of two
-// __syncthreads() with nothing between 0.32-0.33 -> 0.21 s; the same 50 barriers from one call site
-// 0.14 -> 0.16 s, the extra call; the tiled GEMM 0.43-0.45 -> 0.35-0.40 s; docs/kernels.md).
+// return stack does not predict; a loop of one call site pays for the extra call (measured in
+// docs/kernels.md, "Speed").
 extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_barrier_stop(const void* site)
 {
     return stop_in(State::at_barrier, phase.at_barrier, site);
