@@ -13,9 +13,12 @@ at most 2.2e-7 in float32 at K = 1000 (bound 6.0e-5); an element written wrong, 
 (NaN) or a term missing fails by far.
 """
 
+import shutil
+
 import numpy as np
 import pytest
 
+from nn_cuda import kernel_info
 from nn_cuda.relative_errors import relative_error
 
 
@@ -188,6 +191,46 @@ def test_course_mode4_against_cublas(algo, dtype, M, N, K):
     backend.gemm(A_d, B_d, anchor, alpha=2.0, beta=5.0, algo="cublas")
     error = relative_error(backend.to_host(anchor), backend.to_host(ours), np.inf)
     assert error < tolerance, f"{algo} differs from cuBLAS by {error:.3g} (relative inf-norm)"
+
+
+def fresh_backend(name: str):
+    """A new backend of these tests, made under the kernel folder in use now."""
+    if name == "cupy":
+        from nn_cuda.backends.cupy_backend import CupyBackend
+
+        return CupyBackend()
+    from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
+
+    return CudaCpuBackend(check=False)
+
+
+@pytest.mark.parametrize("name", [name for name in BACKENDS if name != "cuda-cpu-check"])
+def test_a_backend_runs_the_kernels_of_the_folder_it_was_made_under(name, tmp_path):
+    # grade --kernels grades a class folder after folder in one process. The CuPy backend kept one
+    # module per file name, so every folder after the first ran the first one's kernels (seen on an
+    # H100: after a test had run a workspace's tiled kernel, the project's tiled GEMM left C's last
+    # column unwritten for the rest of that pytest worker).
+    student = tmp_path / "kernels"
+    shutil.copytree(kernel_info.project_kernel_dir(), student)
+    tiled = student / "gemm2_tiled.cu"
+    guard = "if (i < M && j < N) {"
+    assert guard in tiled.read_text()
+    tiled.write_text(tiled.read_text().replace(guard, "if (i < M && j < N - 1) {"))  # off by one
+
+    def last_column_written() -> bool:
+        backend = fresh_backend(name)
+        A, B = (np.ones((5, 3), np.float32), np.ones((3, 7), np.float32))
+        C = backend.empty((5, 7), np.float32)
+        backend.fill(C, np.nan)
+        backend.gemm(backend.to_device(A), backend.to_device(B), C, algo="tiled")
+        result = backend.to_host(C)
+        assert (result[:, :-1] == 3).all()
+        return bool(np.isfinite(result[:, -1]).all())
+
+    assert last_column_written()
+    with kernel_info.kernels_from(student):
+        assert not last_column_written(), "the student's tiled kernel was not the one that ran"
+    assert last_column_written(), "the student's tiled kernel still ran with the project's kernels back"
 
 
 def test_gemm_rejects_bad_arguments(backend):

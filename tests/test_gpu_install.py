@@ -116,6 +116,25 @@ def test_an_edit_of_a_header_changes_what_cupy_loads(cupy_compile, tmp_path, mon
         cupy_compile("gemm2_tiled.cu", "80")  # compiled again: the stale binary is not loaded
 
 
+def test_each_kernel_folder_gets_a_module_of_its_own_files(tmp_path):
+    # what CuPy's backend compiles is kept per process under its code and options, not its file
+    # name: grade --kernels of a class (folder after folder, in one process) ran the first folder's
+    # kernels for every folder after it (tests/test_cuda_kernels.py launches it where there is a GPU)
+    from nn_cuda.backends import cupy_backend
+
+    student = tmp_path / "kernels"
+    shutil.copytree(kernel_info.project_kernel_dir(), student)
+    tiled = student / "gemm2_tiled.cu"
+    tiled.write_text(tiled.read_text().replace("j < N)", "j < N - 1)"))
+    project = cupy_backend._module("gemm2_tiled.cu")
+    with kernel_info.kernels_from(student):
+        theirs = cupy_backend._module("gemm2_tiled.cu")
+        assert theirs is not project and "j < N - 1)" in theirs.code and "j < N - 1)" not in project.code
+        assert f"-I{student}" in theirs.options
+        assert cupy_backend._module("gemm2_tiled.cu") is theirs  # the same files: the same module
+    assert cupy_backend._module("gemm2_tiled.cu") is project
+
+
 # ---- CuPy's argument packing against the compiled signatures ------------------------------------
 
 C_SIZES = {"int": 4, "unsigned int": 4, "long long": 8, "float": 4, "double": 8}

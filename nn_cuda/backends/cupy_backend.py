@@ -32,21 +32,26 @@ _CUDA_LIBRARIES_HINT = (
     "(or 'cupy-cuda13x[ctk]'), or install a CUDA toolkit"
 )
 
-# ---- compiled modules, one per kernel file, shared by every CupyBackend of the process ----------
+# ---- compiled modules, shared by every CupyBackend of the process that compiles the same code -------
 
-_MODULES: dict = {}
+_MODULES: dict = {}  # (code, options, name expressions) -> its cupy.RawModule
 
 
 def _module(filename: str):
-    """The RawModule of kernels/<filename>, with all its template instances (cached).
+    """The RawModule of kernels/<filename> (or of $NN_CUDA_KERNEL_DIR's copy), with all its template
+    instances.
 
-    CuPy compiles the source (NVRTC) the first time a kernel is taken from the module; its disk
-    cache is keyed by the code, which carries the digest of the headers (kernel_info).
+    Kept for the process, under what CuPy compiles: the code, which carries the digest of the headers
+    (kernel_info), and the options, which name the kernel folder. So backends made for other kernel
+    folders (grade --kernels of a class, in one process) or after an edit each get the module of their
+    own files, never the one compiled first. CuPy compiles the source (NVRTC) the first time a kernel
+    is taken from the module; its disk cache is keyed by the same code and options.
     """
-    module = _MODULES.get(filename)
+    arguments = kernel_info.cupy_module_arguments(filename)
+    key = (arguments["code"], tuple(arguments["options"]), tuple(arguments["name_expressions"]))
+    module = _MODULES.get(key)
     if module is None:
-        module = cupy.RawModule(**kernel_info.cupy_module_arguments(filename))
-        _MODULES[filename] = module
+        module = _MODULES[key] = cupy.RawModule(**arguments)
     return module
 
 
@@ -84,7 +89,8 @@ class CupyBackend(CudaKernelBackend):
                 "backend 'cupy' needs an NVIDIA GPU and found none; "
                 "on a machine without one use --backend cuda-cpu (these kernels on the CPU), numpy or numba-sim"
             )
-        self._kernels: dict = {}
+        self._modules: dict = {}  # kernel file -> its RawModule, looked up at the first launch of one of its kernels
+        self._kernels: dict = {}  # name expression -> its RawKernel
 
     # ---- memory -------------------------------------------------------------------------------
     def empty(self, shape, dtype):
@@ -151,7 +157,10 @@ class CupyBackend(CudaKernelBackend):
         kernel = self._kernels.get(name_expression)
         if kernel is None:
             try:
-                kernel = _module(filename).get_function(name_expression)
+                module = self._modules.get(filename)
+                if module is None:
+                    module = self._modules[filename] = _module(filename)
+                kernel = module.get_function(name_expression)
             except cupy.cuda.compiler.CompileException:
                 raise  # a bug in the kernel source: CuPy's message holds the compiler's log
             except (ImportError, RuntimeError) as error:
