@@ -752,8 +752,9 @@ def test_a_standard_header_nvrtc_lacks_stops_the_build_as_on_a_gpu():
 def test_the_runners_own_headers_declare_no_host_library_a_kernel_did_not_include(name, header):
     # What runs the launches (threads, random orders, vectors) is runtime.cpp's, compiled apart: a
     # kernel that names such a class without including its header fails here as under NVRTC, and
-    # builds with the include under nvcc.
-    code = f'extern "C" __global__ void k(int* out) {{ {name} unused; (void)unused; out[0] = 1; }}\n'
+    # builds with the include under nvcc. (A pointer: nvcc refuses an object, whose constructor and
+    # destructor are host code, as the H100 showed; the runner cannot tell host code from device code.)
+    code = f'extern "C" __global__ void k(int* out) {{ {name}* unused = nullptr; (void)unused; out[0] = 1; }}\n'
     with pytest.raises(KernelBuildError, match=r"is not a member of .std.|no member named .\w+. in namespace .std."):
         RawModule(code=code).get_function("k")
     out = np.zeros(1, np.int32)
@@ -827,9 +828,23 @@ def test_the_c_librarys_macros_come_with_the_headers_that_bring_them_under_nvrtc
         out = np.zeros(1, np.float32)
         module.get_function(f"k{i}")((1,), (1,), (out,))
         assert out[0] != 0
-    # nvcc has a host compiler's headers: the host's macros are there without an include
-    bare = RawModule(code=macro_kernels(["-INFINITY", "FLT_MAX", "(float)INT_MAX", "M_PI"]), backend="nvcc")
-    for i in range(4):
+
+
+def test_an_nvcc_build_has_the_macros_of_nvccs_cuda_runtime_h_and_the_limits_of_the_headers_it_includes(tmp_path):
+    # nvcc has the host's headers, and its implicit cuda_runtime.h brings math.h's, limits.h's and
+    # stdlib.h's macros but no float or stdint limits: FLT_MAX failed in an nvcc build on an H100
+    bare = RawModule(code=macro_kernels(["-INFINITY", "(float)INT_MAX", "M_PI"]), backend="nvcc")
+    for i in range(3):
         out = np.zeros(1, np.float32)
         bare.get_function(f"k{i}")((1,), (1,), (out,))
         assert out[0] != 0
+    for expression in ("FLT_MAX", "(float)INT32_MAX", "(float)SIZE_MAX"):
+        name = expression.strip("-()").split(")")[-1]
+        with pytest.raises(KernelBuildError, match=rf"\(RawModule code\):1:\d+: error: .{name}. was not declared"):
+            RawModule(code=macro_kernels([expression]), backend="nvcc").get_function("k0")
+    (tmp_path / "my_limits.h").write_text("#include <float.h>\n")
+    for header in ("<cfloat>", "<float.h>", "<cuda/std/cfloat>", '"my_limits.h"'):  # headers that may bring them
+        code = f"#include {header}\n" + macro_kernels(["FLT_MAX"])
+        out = np.zeros(1, np.float32)
+        RawModule(code=code, backend="nvcc", options=(f"-I{tmp_path}",)).get_function("k0")((1,), (1,), (out,))
+        assert out[0] == np.finfo(np.float32).max, header

@@ -11,6 +11,13 @@ build, as CuPy's build would fail on a GPU; backend="nvcc" takes them, as nvcc d
 Only `#include <name>` lines of the code itself are read (not the headers it includes, nor an include
 through a macro), and none at all in code that tests `__CUDACC_RTC__`, which may keep them from NVRTC.
 
+nvcc has the host's headers, and its implicit cuda_runtime.h brings the LIMITS, MATH and NONE
+groups of the macros below, but not <float.h>'s nor <stdint.h>'s: an nvcc build through CuPy on an
+H100 (2026-11-26) refused FLT_MAX without an include, and CUDA 12.9's cuda_runtime.h, preprocessed
+as nvcc does with the host's g++, defines every macro of those three groups and none of the other
+two. `nvcc_prelude()` hides those two from code that includes CUDA's headers only (a header of the
+host or of the code's own may define them: then they stay).
+
 The C library's macros are NVRTC's too: without an include NVRTC defines none of INT_MAX, FLT_MAX,
 INFINITY, NAN, M_PI, HUGE_VALF, EOF (only NULL); libcu++'s <cuda/std/climits>, <cfloat>, <cstdint>,
 <cmath> and <limits> define the groups of MACRO_GROUPS their entries name (measured through CuPy on
@@ -85,6 +92,32 @@ def prelude() -> str:
         restores = " ".join(f"NN_CUDA_CPU_RESTORE_{group}" for group in groups)
         lines.append(f"#define NN_CUDA_CPU_RESTORE_FOR_{header} {restores}")
     return "\n".join(lines) + "\n"
+
+
+#: the groups nvcc's implicit cuda_runtime.h does not define
+NVCC_HIDDEN = ("FLOATS", "STDINT")
+
+
+@functools.cache
+def nvcc_prelude() -> str:
+    """The lines an nvcc build of code that includes CUDA's headers only puts before the code: the
+    macros of NVCC_HIDDEN pushed and undefined, and every restoring macro the runner's headers call
+    popping them (whether nvcc's versions of those headers bring them is not measured: a header
+    restores them, so that no code that builds on a GPU fails here)."""
+    names = [name for group in NVCC_HIDDEN for name in MACRO_GROUPS[group]]
+    lines = [f'#pragma push_macro("{name}")\n#undef {name}' for name in names]
+    pops = " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names)
+    lines += [f"#define NN_CUDA_CPU_RESTORE_FOR_{header} {pops}" for header in RESTORED_BY]
+    return "\n".join(lines) + "\n"
+
+
+_ANY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?P<name>[^>"\n]+)[>"]', re.M)
+
+
+def includes_cuda_headers_only(code: str) -> bool:
+    """True when every `#include` line of `code` names one of CUDA's headers (those the runner has)."""
+    text = _COMMENT.sub("", code)
+    return all((INCLUDE_DIR / m["name"].strip()).is_file() for m in _ANY_INCLUDE.finditer(text))
 
 
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<(?P<name>[^>\n]+)>", re.M)

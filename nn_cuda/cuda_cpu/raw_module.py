@@ -90,6 +90,8 @@ class RawModule:
             self._flags.append(DYNAMIC_SHARED_FLAG)
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
             self._cpu_code = nvrtc_headers.prelude() + build.line_one(name) + self._cpu_code
+        elif nvrtc_headers.includes_cuda_headers_only(code):  # nvcc's: no float or stdint limits
+            self._cpu_code = nvrtc_headers.nvcc_prelude() + build.line_one(name) + self._cpu_code
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
 
