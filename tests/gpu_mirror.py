@@ -178,13 +178,21 @@ class Mirror:
         self._write(record)
 
     def _to_device(self, signature, args):
-        """Arrays passed to pointer parameters copied to the device; a scalar as a NumPy scalar of its
-        parameter's type (a Python float would reach CuPy as a double); every other argument as given."""
+        """Arrays passed to pointer parameters copied to the device, one copy per array (an array passed
+        twice is one buffer there, as in the runner); a scalar as a NumPy scalar of its parameter's
+        type (a Python float would reach CuPy as a double); every other argument as given."""
         from nn_cuda.cuda_cpu import arguments
 
         if not isinstance(args, (tuple, list)) or len(args) != len(signature):
             raise TypeError("not the kernel's arguments")
-        return [self.device.to_device(np.array(a, copy=True)) if _is_buffer(a, c_type)
+        copies: dict = {}  # id of an array argument -> its device copy
+
+        def device_copy(array):
+            if id(array) not in copies:
+                copies[id(array)] = self.device.to_device(np.array(array, copy=True))
+            return copies[id(array)]
+
+        return [device_copy(a) if _is_buffer(a, c_type)
                 else arguments.scalar_dtype(c_type).type(a) if c_type in arguments.SCALAR_CTYPES else a
                 for a, c_type in zip(args, signature)]
 
