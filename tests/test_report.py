@@ -127,6 +127,9 @@ def write_inputs(folder: Path, gpu=False, skip=()):
         "launch.json": {"benchmark": "launch", "machine": machine("python -m nn_cuda.bench launch"),
                         "backend": "cuda-cpu", "results": [{"operation": "gemm", "python_calls": 12,
                                                             "launch_us": 46.5, "numpy_us": 1.5}]},
+        "launch_cupy.json": {"benchmark": "launch", "machine": machine("python scripts/bench_launch.py --backend cupy"),
+                             "backend": "cupy", "results": [{"operation": "gemm", "python_calls": 9,
+                                                             "launch_us": 20.0, "numpy_us": 2.5}]},
     }
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
@@ -164,7 +167,8 @@ def test_every_figure_and_section_from_complete_inputs(tmp_path):
     assert "float32, pixels in [0, 1]," in text and "| 0.2 | 0.933 |" in text  # and its raw-pixel twin
     assert text.index("float32, pixels in [0, 1],") < text.index("float32, raw 0-255 pixels (the course's input)")
     assert "| - | 1.25x [1.12-1.50] |" in text  # per-round ratios: median [min-max]; no torch: -
-    assert "| `gemm` | 12 | 46.5 us | 1.5 us | 31.0x |" in text  # the launch's cost
+    assert "| `gemm` | 12 | 46.5 us | 1.5 us | 31.0x |" in text  # the launch's cost, on each backend measured
+    assert "| `gemm` | 9 | 20.0 us | 2.5 us | 8.0x |" in text and "| cupy launch |" in text
 
 
 def test_kernel_resources_section_shows_each_instance_on_each_architecture(tmp_path):

@@ -197,9 +197,10 @@ def gemm_section(results, figures, out_dir) -> list[str]:
 
 
 def launch_section(results) -> list[str]:
-    """What one launch costs the host on the CPU runner: Python calls and time, against NumPy."""
+    """What one launch costs the host on each backend measured (the CPU runner, CuPy): Python calls and
+    time, against NumPy on the same machine."""
     lines, found = _opening(results, "### The cost of one launch", "launch")
-    for result in found[-1:]:
+    for result in found:
         lines += launch_table(result) + _sources([result]) + [""]
     return lines
 
