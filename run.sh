@@ -23,7 +23,7 @@
 #                       a PyTorch loop if installed) and Fashion-MNIST; the course's init; pixels in [0, 1]
 #   ./run.sh gpu-check  the acceptance run on a GPU: the CuPy tests, grading modes 1-4, bench gemm
 #                       against cuBLAS and the default training run, summed up in gpu_check.json
-#   ./run.sh all        all of the above but gpu-check (afterwards `python -m nn_cuda.report` writes report/ from them)
+#   ./run.sh all        all of the above but gpu-check (afterwards `python -m nn_cuda.report` draws runs/report/ from them)
 set -euo pipefail
 cd "$(dirname "$0")"
 usage() {

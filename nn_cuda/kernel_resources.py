@@ -31,8 +31,8 @@ with ends_in_one_line_while_starting("nn_cuda.kernel_resources", running=__name_
 
     from . import kernel_launch, nvrtc
     from .records import machine_info, write_json
-    from .kernel_info import (GEMM_KERNEL_FILES, compile_options, gemm_kernel_name, kernel_dir, kernel_files,
-                              kernel_source, name_expressions)
+    from .kernel_info import (GEMM_KERNEL_FILES, compile_options, cupy_module_arguments, gemm_kernel_name,
+                              kernel_files, kernel_source, name_expressions)
     from .outputs import OutputError
 
 # ---- compiling as CuPy does: NVRTC to PTX, then ptxas for one GPU -------------------------------
@@ -222,7 +222,10 @@ _REPORTS: dict = {}
 
 
 def _cached_report(filename: str, arch: str) -> CompileReport:
-    key = (kernel_dir(), filename, arch)
+    """compile_report, kept for the process under what NVRTC compiles (the code with its headers'
+    digest, and the options, which name the kernel folder): an edited file is compiled again."""
+    compiled = cupy_module_arguments(filename)
+    key = (compiled["code"], tuple(compiled["options"]), filename, arch)
     if key not in _REPORTS:
         _REPORTS[key] = compile_report(filename, arch)
     return _REPORTS[key]

@@ -222,6 +222,17 @@ def test_an_edited_kernel_dir_is_compiled_and_its_error_named(broken_kernel_dir)
     assert kernel_resources.compile_report("gemm1_naive.cu", "sm_80").ok
 
 
+def test_registers_follow_an_edit_of_the_kernel_file_within_one_process(tmp_path, monkeypatch):
+    # kept per process, but under the code compiled: a file edited after a first report is compiled again
+    copy = tmp_path / "kernels"
+    shutil.copytree(kernel_info.kernel_dir(), copy)
+    monkeypatch.setenv(kernel_info.KERNEL_DIR_VARIABLE, str(copy))
+    assert len(kernel_resources.gemm_registers("tiled", "float32", "sm_90")) == 4
+    tiled = copy / "gemm2_tiled.cu"
+    tiled.write_text(tiled.read_text() + "\nthis is not C++;\n")
+    assert kernel_resources.gemm_registers("tiled", "float32", "sm_90") == {}
+
+
 def test_the_command_fails_on_an_edited_kernel_dir_naming_the_file(broken_kernel_dir):
     job = subprocess.run([sys.executable, "-m", "nn_cuda.kernel_resources"], capture_output=True, text=True)
     assert job.returncode == 1
