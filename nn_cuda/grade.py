@@ -112,8 +112,10 @@ def grade_kernel_folders(folders: list, backend: str, outputs: Path) -> int:
         make_backend(backend)  # a machine that cannot run it: one line before any folder, not a verdict each
     except BackendUnavailable as error:
         return failed("nn_cuda.grade", error)
-    grades = [grade_folder(folder, backend, label=label) for folder, label in zip(folders, labels(folders))]
-    csv_path, markdown_path = write_tables(grades, outputs)
+    grades = []
+    for folder, label in zip(folders, labels(folders)):
+        grades.append(grade_folder(folder, backend, label=label))
+        csv_path, markdown_path = write_tables(grades, outputs)  # after each folder: an interrupted class keeps its rows
     passed = sum(grade.passed for grade in grades)
     print(f"--kernels: {passed} of {len(grades)} folders pass every check on {backend}; "
           f"table in {csv_path} and {markdown_path}")

@@ -60,6 +60,8 @@ class Result:
     #: what went wrong, in one line: the first wrong element, or the kernel's error
     detail: str = ""
     hint: str = ""
+    #: the kernel raised in a way every later case would repeat (it does not build, the watchdog)
+    repeats: bool = False
 
     def line(self) -> str:
         if self.passed:
@@ -93,9 +95,11 @@ def _first_wrong(got, wrong) -> str:
     return f"{int(wrong.sum())} of {wrong.size} elements wrong; the first is C[{i}, {j}] = {got[i, j]:.6g}"
 
 
-def check_gemm_case(backend, algo: str, case: Case, rng, read_beta_passed=False) -> Result:
+def check_gemm_case(backend, algo: str, case: Case, rng, read_beta_passed=False, untransposed_passed=False) -> Result:
     """Run one case of GEMM `algo` on `backend` and compare it with float64 NumPy.
-    `read_beta_passed`: the same product with beta != 0 passed (so a NaN now comes from reading C)."""
+    `read_beta_passed`: the same product with beta != 0 passed (so a NaN now comes from reading C);
+    `untransposed_passed`: the same product without transposes (NN) passed (so the indexing of a
+    transposed operand is what is wrong)."""
     A, B, C0 = _inputs(case, rng)
     trans_a, trans_b = case.trans[0] == "T", case.trans[1] == "T"
     dC = backend.to_device(C0)
@@ -103,7 +107,7 @@ def check_gemm_case(backend, algo: str, case: Case, rng, read_beta_passed=False)
         backend.gemm(backend.to_device(A), backend.to_device(B), dC, ALPHA, case.beta, trans_a, trans_b, algo=algo)
         got = backend.to_host(dC)
     except Exception as error:  # a fault, race or assert the backend reports: the student's verdict
-        return Result(case, False, None, f"the kernel failed: {error}", _error_hint(str(error), case))
+        return _did_not_run(case, error)
     opA = (A.T if trans_a else A).astype(np.float64)
     opB = (B.T if trans_b else B).astype(np.float64)
     C64 = np.nan_to_num(C0.astype(np.float64)) if case.beta else np.zeros(C0.shape)
@@ -116,15 +120,22 @@ def check_gemm_case(backend, algo: str, case: Case, rng, read_beta_passed=False)
         return Result(case, True, error)
     i, j = (int(x) for x in np.argwhere(wrong)[0])
     detail = f"{_first_wrong(got, wrong)}, expected {expected[i, j]:.6g}"
-    return Result(case, False, error, detail, _gemm_hint(algo, case, got, wrong, read_beta_passed))
+    return Result(case, False, error, detail, _gemm_hint(algo, case, got, wrong, read_beta_passed, untransposed_passed))
 
 
-def _gemm_hint(algo: str, case: Case, got, wrong, read_beta_passed: bool) -> str:
+def _transposed_hint(case: Case) -> str:
+    return (f"check how a transposed operand is indexed: with {case.trans}, A is stored "
+            f"{'K x M' if case.trans[0] == 'T' else 'M x K'} and B {'N x K' if case.trans[1] == 'T' else 'K x N'}")
+
+
+def _gemm_hint(algo: str, case: Case, got, wrong, read_beta_passed: bool, untransposed_passed: bool) -> str:
     M, N, K = case.shape
     if case.beta == 0 and read_beta_passed and np.isnan(got).any():
         return _BETA_ZERO_HINT
     if np.isnan(got).all() or (wrong.all() and not np.isfinite(got).any()):
         return "no element of C was written: is the kernel launched, and does every thread reach its store?"
+    if untransposed_passed:
+        return _transposed_hint(case)
     rows, cols = kernel_launch.gemm_tile(algo)
     full_rows, full_cols = M - M % rows, N - N % cols
     if full_rows and full_cols and not wrong[:full_rows, :full_cols].any():
@@ -134,8 +145,7 @@ def _gemm_hint(algo: str, case: Case, got, wrong, read_beta_passed: bool) -> str
         return (f"every element is wrong: check that the loop along K covers all K = {K} (a last, partial step "
                 "loads zeros past K) and the formula alpha * acc + beta * C")
     if case.trans != "NN":
-        return (f"check how a transposed operand is indexed: with {case.trans}, A is stored "
-                f"{'K x M' if case.trans[0] == 'T' else 'M x K'} and B {'N x K' if case.trans[1] == 'T' else 'K x N'}")
+        return _transposed_hint(case)
     return "compare one element by hand: C[i, j] = alpha * sum_k op(A)[i, k] op(B)[k, j] + beta * C[i, j]"
 
 
@@ -146,6 +156,10 @@ _BETA_ZERO_HINT = ("with beta = 0, C holds garbage (NaN here) and must not be re
 def _error_hint(message: str, case: Case) -> str:
     if case.beta == 0 and "NaN after the launch" in message:
         return _BETA_ZERO_HINT
+    if "NaN after the launch" in message and "where no thread of the block had written it" in message:
+        return ("a tile of shared memory was read before it was stored: a __syncthreads() goes between the "
+                "stores of a tile and its first reads (and another after its last reads), and every element "
+                "of the tile is stored, zeros where it lies past the matrix")
     if "NaN after the launch" in message:
         return ("an element of the output was never written, or was computed from memory nobody wrote: check "
                 "that the grid and the bounds tests reach every element, and that shared memory is stored "
@@ -156,26 +170,50 @@ def _error_hint(message: str, case: Case) -> str:
     if "__syncthreads" in message or "race" in message or "barrier" in message:
         return ("shared memory is read before every thread has written it (or written while others still "
                 "read it): a __syncthreads() goes after the tiles are stored and another after they are used")
-    if "watchdog" in message or "seconds" in message:
-        return "the kernel did not finish: look for a loop whose index never reaches its bound"
+    if "still running after" in message:
+        return ("the kernel did not finish: look for a loop whose index never reaches its bound (or never "
+                "changes), or a thread that waits for a value another thread writes")
     return ""
 
 
 def check_gemm(backend, algo: str, stop_at_first_failure=False, sizes=None, dtypes=None,
                progress: Callable[[Result], None] | None = None) -> list[Result]:
     """Every case of GEMM `algo` on `backend` (fastest first); the results so far at the first
-    failure when `stop_at_first_failure`."""
+    failure when `stop_at_first_failure`, or at a failure every later case would repeat."""
     rng = np.random.default_rng(0)
     results = []
-    for case in gemm_cases(algo, sizes, dtypes):
+    cases = list(gemm_cases(algo, sizes, dtypes))
+    for case in cases:
         read_beta_passed = any(r.passed and r.case == dataclasses.replace(case, beta=BETAS[0]) for r in results)
-        result = check_gemm_case(backend, algo, case, rng, read_beta_passed)
-        results.append(result)
-        if progress:
-            progress(result)
-        if stop_at_first_failure and not result.passed:
+        untransposed_passed = any(r.passed and r.case == dataclasses.replace(case, trans="NN") for r in results)
+        results.append(check_gemm_case(backend, algo, case, rng, read_beta_passed, untransposed_passed))
+        if _stop(results, len(cases), stop_at_first_failure, progress):
             break
     return results
+
+
+def _did_not_run(case: Case, error: Exception) -> Result:
+    """The verdict of a case whose kernel raised: the error and its hint; `repeats` when every later
+    case would end the same way (the code does not build or is missing, or the watchdog stopped it:
+    each case would wait for it again) rather than being a fault of this case's sizes."""
+    from .cuda_cpu import KernelError
+
+    repeats = not isinstance(error, KernelError) or "still running after" in str(error)
+    return Result(case, False, None, f"the kernel failed: {error}", _error_hint(str(error), case), repeats)
+
+
+def _stop(results: list, planned: int, stop_at_first_failure: bool, progress) -> bool:
+    """After the last of `results` (of `planned` cases): report it, and whether to stop there (then
+    saying so in its detail when later cases are left)."""
+    last = results[-1]
+    stop = not last.passed and (stop_at_first_failure or last.repeats)
+    if stop and last.repeats and len(results) < planned:
+        results[-1] = last = dataclasses.replace(
+            last, detail=f"{last.detail} (the {planned - len(results)} later cases were not run: each would end "
+                         "the same way)")
+    if progress:
+        progress(last)
+    return stop
 
 
 # ---- element-wise kernels -------------------------------------------------------------------------
@@ -189,7 +227,12 @@ def _op_inputs(op: str, rows: int, cols: int, dtype, rng) -> tuple[tuple, int]:
 
     out = np.full((rows, cols), np.nan, dtype)
     if op in ("bias_sigmoid", "bias_softmax"):
-        return (matrix(), rng.uniform(-1, 1, cols).astype(dtype), out), cols
+        # rows 1, 4, ... near +100 and rows 2, 5, ... near -100: exp of those overflows or underflows
+        # float32, which a kernel that subtracts the row's maximum (or takes exp of -|z|) never does
+        scores = matrix()
+        scores[1::3] += 100
+        scores[2::3] -= 100
+        return (scores, rng.uniform(-1, 1, cols).astype(dtype), out), cols
     if op == "softmax_grad":
         probabilities = rng.dirichlet(np.ones(cols), rows).astype(dtype)
         return (probabilities, rng.integers(0, cols, rows).astype(np.int32), 1.0 / rows, out), 1
@@ -218,7 +261,7 @@ def check_op_case(backend, reference, op: str, case: Case, rng) -> Result:
         getattr(backend, op)(*device_args)
         got = backend.to_host(device_args[written])
     except Exception as error:
-        return Result(case, False, None, f"the kernel failed: {error}", _error_hint(str(error), case))
+        return _did_not_run(case, error)
     getattr(reference, op)(*reference_args)
     expected = reference.to_host(reference_args[written])
     eps = np.finfo(case.dtype).eps
@@ -227,12 +270,14 @@ def check_op_case(backend, reference, op: str, case: Case, rng) -> Result:
     error = float(np.linalg.norm(np.nan_to_num(got - expected, nan=np.inf)) / max(np.linalg.norm(expected), 1e-300))
     if not wrong.any():
         return Result(case, True, error)
-    got2, expected2, wrong2 = (np.atleast_2d(x) for x in (got, expected, wrong))
-    i, j = (int(x) for x in np.argwhere(wrong2)[0])
-    detail = (f"{int(wrong2.sum())} of {wrong2.size} elements wrong; the first is out[{i}, {j}] = {got2[i, j]:.6g}, "
-              f"expected {expected2[i, j]:.6g}")
-    hint = ("some elements were never written (still NaN): the grid or a bounds test skips the last rows or "
-            "columns" if np.isnan(got2[wrong2]).any() else "")
+    first = tuple(int(x) for x in np.argwhere(wrong)[0])
+    detail = (f"{int(wrong.sum())} of {wrong.size} elements wrong; the first is out[{', '.join(map(str, first))}] = "
+              f"{got[first]:.6g}, expected {expected[first]:.6g}")
+    if np.isnan(got[wrong]).any():
+        hint = "some elements were never written (still NaN): the grid or a bounds test skips the last rows or columns"
+    else:
+        hint = (f"every element was written, {int(wrong.sum())} with a wrong value: compute the first one by hand "
+                "with the formula of the kernel's comment (a workspace's TASK plan) and compare")
     return Result(case, False, error, detail, hint)
 
 
@@ -243,20 +288,24 @@ def check_op(backend, op: str, stop_at_first_failure=False, shapes=None, dtypes=
     reference = get_backend("numpy")
     rng = np.random.default_rng(0)
     results = []
-    for shape in shapes or OP_SHAPES:
-        for dtype in dtypes or DTYPES:
-            result = check_op_case(backend, reference, op, Case(op, shape, dtype), rng)
-            results.append(result)
-            if progress:
-                progress(result)
-            if stop_at_first_failure and not result.passed:
-                return results
+    cases = [Case(op, shape, dtype) for shape in shapes or OP_SHAPES for dtype in dtypes or DTYPES]
+    for case in cases:
+        results.append(check_op_case(backend, reference, op, case, rng))
+        if _stop(results, len(cases), stop_at_first_failure, progress):
+            break
     return results
 
 
 def kernel_names() -> list[str]:
     """What `check` accepts: 'gemm <algo>' for each GEMM of the ladder, then each element-wise kernel."""
     return [f"gemm {algo}" for algo in kernel_info.KERNEL_GEMMS] + list(kernel_info.NN_OPS)
+
+
+def planned_cases(kernel: str) -> int:
+    """How many cases `check` runs of `kernel` when none fails in a way every later case would repeat."""
+    if kernel.startswith("gemm "):
+        return sum(1 for _ in gemm_cases(kernel.split()[1]))
+    return len(OP_SHAPES) * len(DTYPES)
 
 
 def check(backend, kernel: str, stop_at_first_failure=False, progress=None) -> list[Result]:

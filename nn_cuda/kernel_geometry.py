@@ -115,10 +115,14 @@ def read(path: Path) -> dict:
 
 def of_kernel(path: Path, template: str) -> Geometry:
     """The Geometry of `template` in the .cu file at `path`; GeometryError naming the file if none."""
-    try:
-        return read(path)[template]
-    except KeyError:
-        raise GeometryError(
-            f"{path} declares no launch geometry for {template}: put a line such as "
-            f"'// launch: block (32, 32), C tile (32, 32)' just before its __global__ function"
-        ) from None
+    geometries = read(path)
+    if template in geometries:
+        return geometries[template]
+    kernels = _KERNEL.findall(path.read_text())
+    if template not in kernels:  # renamed or misspelled: the launch line is not what is missing
+        raise GeometryError(f"{path} has no __global__ kernel named {template} (it has "
+                            f"{', '.join(kernels) or 'none'}): the project launches it by that name, as in kernels/")
+    raise GeometryError(
+        f"{path} declares no launch geometry for {template}: put a line such as "
+        f"'// launch: block (32, 32), C tile (32, 32)' just before its __global__ function"
+    )

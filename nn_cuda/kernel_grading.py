@@ -5,8 +5,9 @@ Each folder is a copy of kernels/ (the student's .cu files) or a course workspac
 nn_cuda.course start`: its kernels/, and its MPI step data_parallel.py). Every kernel of the ladder and
 every element-wise kernel runs its checks from that folder, on the CPU in the checking mode (or on the
 backend asked for); a workspace's MPI tasks run as `course check` runs them. Each folder gives one row
-of a table: per kernel or task, PASS with the number of cases, FAIL with the first failing case, or
-TODO where the task's body is still the workspace's TODO line. Rows are named by the folders' paths
+of a table: per kernel or task, PASS with the number of cases, FAIL with the first failing case,
+TODO where the task's body is still the workspace's TODO line, or MISSING where a workspace has no
+data_parallel.py. Rows are named by the folders' paths
 below their common parent, so that alice/kernels and bob/kernels stay apart. The table is written as
 CSV and as Markdown, for an instructor to publish.
 """
@@ -26,7 +27,7 @@ from .outputs import write_text
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    cell: str  # what the table shows: 'PASS 80/80', 'FAIL 32/80', 'TODO', 'FAIL (did not run)'
+    cell: str  # what the table shows: 'PASS 80/80', 'FAIL 32/80', 'TODO', 'MISSING', 'FAIL (did not run)'
     failure: str = ""  # the first failure, with its case; empty when it passed
 
 
@@ -51,11 +52,21 @@ def cu_files_folder(folder: Path) -> Path:
 
 
 def labels(folders: list[Path]) -> list[str]:
-    """Each folder's path below the folders' common parent (its name when that leaves nothing)."""
+    """Each folder's path below the folders' common parent; where that leaves nothing (one folder),
+    its name, with its parent's for a folder named kernels (alice/kernels)."""
     resolved = [folder.resolve() for folder in folders]
     parent = Path(os.path.commonpath(resolved)) if len(resolved) > 1 else None
     named = [str(path.relative_to(parent)) if parent else "." for path in resolved]
-    return [path.name if name == "." else name for path, name in zip(resolved, named)]
+    alone = [f"{path.parent.name}/{path.name}" if path.name == "kernels" else path.name for path in resolved]
+    return [own if name == "." else name for own, name in zip(alone, named)]
+
+
+def one_line(text: str) -> str:
+    """A table cell's text: the first line of `text`, and its first line that names an error when that is
+    another (a compiler's diagnostics)."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()] or [""]
+    error = next((line for line in lines[1:] if "error" in line), None)
+    return lines[0] + (f" ... {error}" if error else "")
 
 
 def what_is_graded(backend) -> list[str]:
@@ -98,15 +109,20 @@ def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log
             try:
                 results = kernel_checks.check(backend, kernel)
             except Exception as error:  # does not compile, a missing file: the kernel's verdict
-                record(kernel, Verdict("FAIL (did not run)", f"{kernel}: {error}".splitlines()[0]))
+                record(kernel, Verdict("FAIL (did not run)", one_line(f"{kernel}: {error}")))
                 continue
             failures = [r for r in results if not r.passed]
-            counted = f"{len(results) - len(failures)}/{len(results)}"
-            record(kernel, Verdict(f"FAIL {counted}", f"{failures[0].case}: {failures[0].detail}") if failures
-                   else Verdict(f"PASS {counted}"))
+            # cases left after a failure every later one would repeat count as failed
+            counted = f"{len(results) - len(failures)}/{kernel_checks.planned_cases(kernel)}"
+            record(kernel, Verdict(f"FAIL {counted}", one_line(f"{failures[0].case}: {failures[0].detail}"))
+                   if failures else Verdict(f"PASS {counted}"))
     if cu_folder != folder and kernels is None:  # a workspace: its MPI step too
         for task in workspace.tasks():
             if task.is_kernel:
+                continue
+            if not (folder / task.file).is_file():
+                record(task.name, Verdict("MISSING", f"{task.name}: {folder / task.file} is missing (give the "
+                                                     f"folder of the .cu files alone to grade the kernels alone)"))
                 continue
             todo = workspace.todo_line(folder / task.file, task)
             if todo:
@@ -114,7 +130,7 @@ def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log
                 continue
             report = workspace.check_task(folder, task, backend_factory=None)
             record(task.name, Verdict("PASS") if report.passed
-                   else Verdict("FAIL", report.lines[0].removeprefix("task ")))
+                   else Verdict("FAIL", one_line(report.lines[0].removeprefix("task "))))
     return FolderGrade(label, grades)
 
 

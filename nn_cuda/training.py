@@ -120,9 +120,16 @@ def check_ranks_share_the_data(comm, splits: Splits) -> None:
 def make_strategy(cfg: TrainConfig):
     """Serial, or the --parallel strategy when an MPI launcher started this process (mpirun -n P).
 
-    Called before the backend is created: a parallel strategy picks this rank's GPU.
+    Called before the backend is created: a parallel strategy picks this rank's GPU. --mpi-task
+    without a launcher is refused: the run would train on one process and never call the task.
     """
-    return parallel.create_strategy(cfg) if parallel.launched_by_mpi() else Serial()
+    if parallel.launched_by_mpi():
+        return parallel.create_strategy(cfg)
+    if cfg.mpi_task:
+        raise TrainingError(f"--mpi-task {cfg.mpi_task} runs under an MPI launcher, which starts the ranks your "
+                            f"task splits the batch over: mpirun -n 4 python -m nn_cuda.train --mpi-task "
+                            f"{cfg.mpi_task} (without mpirun, one process would train and never call it)")
+    return Serial()
 
 
 # ---- the training loop ----------------------------------------------------------------------------

@@ -14,18 +14,22 @@ nn_cuda/parallel/course_task.py with # comments), the first followed by the plan
 `start` copies kernels/ (and course_task.py as data_parallel.py) with every task's body replaced by
 its plan and a TODO, so the header comments, the constants, the launch lines and the signatures stay,
 and the exercise can never drift from the code it comes from. `check` runs a task's checks
-(nn_cuda.kernel_checks for a kernel; the split and an Allreduce under mpiexec for the MPI task) on the
-student's files, in the course's order, and stops at the first failure.
+(nn_cuda.kernel_checks for a kernel; for the MPI task the split in a process of its own and an
+Allreduce under mpiexec, each stopped after PROBE_SECONDS) on the student's files, in the course's
+order, and stops at the first failure.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,8 +44,8 @@ _END = re.compile(r"^\s*(//|#) END TASK$")
 TODO = kernel_info.TASK_TODO
 #: the lines that stand for a task's body, by comment syntax (a Python body must still be a statement)
 _TODO_LINES = {
-    "//": ["// " + TODO + ": write this kernel's body, following the plan above"],
-    "#": ["# " + TODO + ": write this function's body, following the plan above",
+    "//": ["// " + TODO + ": replace this line with the kernel's body, following the plan above"],
+    "#": ["# " + TODO + ": replace these two lines with the function's body, following the plan above",
           'raise NotImplementedError("task {name} is not written yet")'],
 }
 #: the MPI task's file in the workspace (from nn_cuda/parallel/course_task.py)
@@ -182,7 +186,8 @@ def check_task(folder: Path, task: Task, backend_factory: Callable, progress=Non
     """A task's checks on the workspace's files, stopping at the first failure."""
     where = unfinished(folder, task)
     if where:
-        return TaskReport(task, False, [f"task {task.name}: not written yet: the TODO is at {where}"])
+        return TaskReport(task, False, [f"task {task.name}: not written yet: the TODO is at {where} (a task "
+                                        "counts as written once its TODO line is gone)"])
     if not task.is_kernel:
         return _check_mpi_task(Path(folder) / task.file, task)
     with kernel_info.kernels_from(kernel_folder(folder).resolve()):
@@ -203,6 +208,10 @@ def check_task(folder: Path, task: Task, backend_factory: Callable, progress=Non
 
 #: (batch rows, ranks) the split is checked on: batches that divide, that do not, that are short
 _SPLITS = [(rows, ranks) for ranks in (1, 2, 3, 4, 7) for rows in (0, 1, 2, 5, 10, 64, 99, 800)]
+#: ranks the Allreduce is checked on
+ALLREDUCE_RANKS = 3
+#: seconds a probe of the MPI task may take (a few, when the task is right)
+PROBE_SECONDS = 120
 
 
 def _load(path: Path):
@@ -212,62 +221,88 @@ def _load(path: Path):
     return module
 
 
+def _raised(task_name: str, error: BaseException, path: Path, call: str) -> str:
+    """The FAIL line of the student's code raising `error` in `call`: the exception and the line of
+    the student's file it came from."""
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == path]
+    where = f" at {path}:{lines[-1]}" if lines else ""
+    return f"task {task_name}: FAIL  {type(error).__name__}: {error}, in {call}{where}"
+
+
 def _check_mpi_task(path: Path, task: Task) -> TaskReport:
+    """The split in a process of its own, the Allreduce on ALLREDUCE_RANKS ranks under mpiexec: each
+    stopped after PROBE_SECONDS, so a loop that never ends or a rank left waiting is a verdict."""
+    probe = "rows_probe" if task.name == "mpi_rows" else "allreduce_probe"
+    command = [sys.executable, "-c", f"import sys; from nn_cuda.workspace import {probe}; "
+                                     f"sys.exit({probe}({str(path)!r}))"]
+    hang = "a loop that never ends?"
+    if task.name == "mpi_allreduce":
+        try:
+            command = [find_mpiexec(), "-n", str(ALLREDUCE_RANKS), *command]
+        except ParallelError as error:
+            return TaskReport(task, False, [f"task {task.name}: cannot run: {error}"])
+        hang = "does every rank call the collective, once?"
+    # a session of its own, so that a timeout ends every process it started (mpiexec's proxies, the ranks)
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = job.communicate(timeout=PROBE_SECONDS)
+    except subprocess.TimeoutExpired:
+        return TaskReport(task, False, [f"task {task.name}: FAIL  not finished in {PROBE_SECONDS} s: {hang}"])
+    finally:  # a timeout, ctrl-C (which the session of its own does not receive), or ranks mpiexec left
+        try:
+            os.killpg(job.pid, signal.SIGKILL)
+        except ProcessLookupError:  # all of them had ended
+            pass
+        job.communicate()
+    output = stdout.splitlines()
+    lines = list(dict.fromkeys(next((output[i:] for i, line in enumerate(output) if line.startswith("task ")), [])))
+    if job.returncode == 0 and lines:
+        return TaskReport(task, True, lines[:1])
+    detail = lines or [f"task {task.name}: FAIL  the check ended with status {job.returncode}: "
+                           + (stderr.strip().splitlines() or ["no output"])[-1]]
+    return TaskReport(task, False, detail)
+
+
+def rows_probe(path: str) -> int:
+    """The student's rows_of_rank on every split of _SPLITS and every rank against the project's;
+    prints the verdict."""
+    path = Path(path)
+    call = f"loading {path}"
     try:
         student = _load(path)
-        if task.name == "mpi_rows":
-            for rows, ranks in _SPLITS:
-                for rank in range(ranks):
-                    got = tuple(student.rows_of_rank(rows, ranks, rank))
-                    expected = course_task.rows_of_rank(rows, ranks, rank)
-                    if got != expected:
-                        return TaskReport(task, False, [
-                            f"task mpi_rows: FAIL  rows_of_rank({rows}, {ranks}, {rank}) = {got}, expected "
-                            f"{expected}",
-                            "      hint: contiguous shares in rank order, every rank batch_rows // ranks rows "
-                            "and the first batch_rows % ranks ranks one more"])
-            return TaskReport(task, True, [f"task mpi_rows: PASS ({len(_SPLITS)} splits, every rank)"])
-        return _check_allreduce(path, task)
-    except Exception as error:  # the student's code raised: its verdict, in one line
-        return TaskReport(task, False, [f"task {task.name}: FAIL  {type(error).__name__}: {error}"])
-
-
-#: ranks the Allreduce is checked on
-ALLREDUCE_RANKS = 3
-
-
-def _check_allreduce(path: Path, task: Task) -> TaskReport:
-    """Run allreduce_probe on ALLREDUCE_RANKS ranks under mpiexec."""
-    try:
-        mpiexec = find_mpiexec()
-    except ParallelError as error:
-        return TaskReport(task, False, [f"task {task.name}: cannot run: {error}"])
-    command = [mpiexec, "-n", str(ALLREDUCE_RANKS), sys.executable, "-c",
-               f"import sys; from nn_cuda.workspace import allreduce_probe; sys.exit(allreduce_probe({str(path)!r}))"]
-    try:
-        run = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        return TaskReport(task, False, [f"task {task.name}: FAIL  the ranks did not finish in 120 s: does every "
-                                        "rank call the collective, once?"])
-    output = run.stdout.splitlines()
-    lines = next((output[i:] for i, line in enumerate(output) if line.startswith("task ")), [])
-    if run.returncode == 0 and lines:
-        return TaskReport(task, True, lines[:1])
-    detail = lines or [f"task {task.name}: FAIL  mpiexec ended with status {run.returncode}: "
-                           + (run.stderr.strip().splitlines() or ["no output"])[-1]]
-    return TaskReport(task, False, detail)
+        for rows, ranks in _SPLITS:
+            for rank in range(ranks):
+                call = f"rows_of_rank({rows}, {ranks}, {rank})"
+                got = tuple(student.rows_of_rank(rows, ranks, rank))
+                expected = course_task.rows_of_rank(rows, ranks, rank)
+                if got != expected:
+                    print(f"task mpi_rows: FAIL  {call} = {got}, expected {expected}")
+                    print("      hint: contiguous shares in rank order, every rank batch_rows // ranks rows "
+                          "and the first batch_rows % ranks ranks one more")
+                    return 1
+    except BaseException as error:  # the student's code raised (exit included): its verdict, in one line
+        print(_raised("mpi_rows", error, path, call))
+        return 1
+    print(f"task mpi_rows: PASS ({len(_SPLITS)} splits, every rank)")
+    return 0
 
 
 def allreduce_probe(path: str) -> int:
     """On each rank under mpiexec: rank r's buffer holds (r + 1) (1, 2, ..., 7); after the student's
-    allreduce_gradients every rank must hold the sum over the ranks. Rank 0 prints the verdict."""
+    allreduce_gradients every rank must hold the sum over the ranks. Rank 0 prints the verdict; a rank
+    whose call raises prints it and ends the job (the others would wait for it)."""
     import numpy as np
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     buffer = (rank + 1) * np.arange(1, 8, dtype=np.float64)
-    _load(Path(path)).allreduce_gradients(comm, buffer)
+    path = Path(path)
+    try:
+        _load(path).allreduce_gradients(comm, buffer)
+    except BaseException as error:
+        print(_raised("mpi_allreduce", error, path, "allreduce_gradients(comm, gradients)"), flush=True)
+        comm.Abort(1)
     expected = size * (size + 1) / 2 * np.arange(1, 8, dtype=np.float64)
     wrong = comm.gather(None if np.array_equal(buffer, expected) else (rank, buffer.tolist()), root=0)
     if rank != 0:

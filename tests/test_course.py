@@ -76,8 +76,8 @@ def test_a_fresh_workspace_fails_every_task_clearly_and_a_filled_one_passes(tmp_
     for task in workspace.tasks():
         report = workspace.check_task(folder, task, lambda: None)
         assert not report.passed
-        assert re.fullmatch(rf"task {task.name}: not written yet: the TODO is at {re.escape(str(folder / task.file))}:\d+",
-                            report.lines[0])
+        assert re.fullmatch(rf"task {task.name}: not written yet: the TODO is at {re.escape(str(folder / task.file))}:\d+"
+                            r" \(a task counts as written once its TODO line is gone\)", report.lines[0])
     assert course.main(["check", str(folder)]) == 1
     assert "task naive: not written yet" in capsys.readouterr().out
     for name in TASKS:
@@ -112,6 +112,30 @@ def test_a_wrong_allreduce_fails_naming_a_rank(tmp_path, capsys, wrong):
     assert course.main(["check", str(folder), "mpi_allreduce"]) == 1
     out = capsys.readouterr().out
     assert re.search(r"task mpi_allreduce: FAIL  rank \d holds \[", out) and "hint: every rank must end" in out
+
+
+@pytest.mark.parametrize("task, body, expected", [
+    ("mpi_rows", "    return batch_rows, ranks + rnk", r"task mpi_rows: FAIL  NameError: name 'rnk' is not defined, in "
+                                                 r"rows_of_rank\(0, 1, 0\) at .*data_parallel.py:\d+$"),
+    ("mpi_rows", "    while True:\n        pass", r"task mpi_rows: FAIL  not finished in 4 s: a loop that never ends\?$"),
+    ("mpi_allreduce", "    comm.Allreduce(gradients)", r"task mpi_allreduce: FAIL  TypeError: .*, in "
+                                                         r"allreduce_gradients\(comm, gradients\) at .*data_parallel.py:\d+$"),
+    # rank 0 alone calls the collective: the others end, it waits for ever
+    ("mpi_allreduce", "    if comm.rank == 0:\n        comm.Allreduce(MPI.IN_PLACE, gradients, op=MPI.SUM)",
+     r"task mpi_allreduce: FAIL  not finished in 4 s: does every rank call the collective, once\?$"),
+])
+def test_an_mpi_task_that_raises_or_never_ends_is_a_verdict_naming_it(tmp_path, monkeypatch, task, body, expected):
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    fill(folder, task, lambda reference: "\n".join(
+        line for line in reference.splitlines() if line.strip().startswith("from ")) + "\n" + body)
+    monkeypatch.setattr(workspace, "PROBE_SECONDS", 4)
+    report = workspace.check_task(folder, workspace.task_named(task), lambda: None)
+    assert not report.passed and re.match(expected, report.lines[0]), report.lines
+    # nothing the check started is left running (mpiexec's proxies and the ranks included)
+    assert subprocess.run(["pgrep", "-f", str(folder)], capture_output=True).stdout == b""
+
+
 
 
 def test_training_with_the_students_mpi_task_equals_the_projects(tmp_path):
@@ -192,6 +216,18 @@ def test_mpi_task_is_refused_with_other_mpi_options(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--mpi-task", "x.py", "--overlap"])
     assert "--mpi-task replaces the split and the allreduce" in capsys.readouterr().err
+
+
+def test_mpi_task_without_mpirun_is_refused_in_one_line(capsys, monkeypatch):
+    # one process would train alone and never call the task: refused, saying how to launch it
+    from nn_cuda import parallel
+    from nn_cuda.train import main as train_main
+
+    monkeypatch.setattr(parallel, "launched_by_mpi", lambda: False)  # even if pytest itself runs under one
+    assert train_main(["--mpi-task", "mine.py", "--dataset", "mnist-sample", "--max-steps", "1", "--quiet"]) != 0
+    error = capsys.readouterr().err
+    assert "nn_cuda.train: error: --mpi-task mine.py runs under an MPI launcher" in error
+    assert "mpirun -n 4 python -m nn_cuda.train --mpi-task mine.py" in error and "Traceback" not in error
 
 
 def test_grade_kernels_takes_workspaces_and_kernel_folders_naming_rows_by_their_paths(tmp_path, small_checks):

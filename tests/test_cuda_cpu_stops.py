@@ -50,7 +50,7 @@ def test_the_watchdog_stops_a_kernel_that_spins_for_ever(monkeypatch):
     spin_line = CODE.splitlines().index("        while (flag[0] == 0) {") + 1
     with pytest.raises(KernelError, match=r"spin: still running after 1.5 s \(NN_CUDA_CPU_WATCHDOG\) in thread "
                                           r"\(0, 0, 0\) of block \(0, 0, 0\) at \(RawModule code\):"
-                                          rf"{spin_line}: a thread that waits for another"):
+                                          rf"{spin_line}: a loop that never ends, a thread that waits for another"):
         kernel((1,), (2,), (np.zeros(1, np.int32),))
     assert time.monotonic() - started < 10
     flag = np.ones(1, np.int32)  # already set: the same kernel ends at once, and the module goes on

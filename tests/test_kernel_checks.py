@@ -10,11 +10,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from nn_cuda import kernel_checks, kernel_geometry, kernel_info, kernel_launch
+from nn_cuda import kernel_checks, kernel_geometry, kernel_grading, kernel_info, kernel_launch
 from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
 from test_cuda_cpu import edited_kernels as edited_copy  # a copy of kernels/ with one edit (not a test)
 
@@ -59,6 +60,13 @@ def test_a_kernel_without_a_launch_line_is_named(tmp_path, monkeypatch):
     edited_copy(tmp_path, monkeypatch, "gemm2_tiled.cu", "// launch: block (TILE, TILE), C tile (TILE, TILE)\n", "")
     with pytest.raises(kernel_geometry.GeometryError, match="declares no launch geometry for gemm_tiled"):
         kernel_launch.gemm_grid("tiled", 64, 64)
+
+
+def test_a_renamed_kernel_is_named_as_missing_not_its_launch_line(tmp_path, monkeypatch):
+    edited_copy(tmp_path, monkeypatch, "gemm1_naive.cu", "gemm_naive(", "gemm_naiv(")
+    with pytest.raises(kernel_geometry.GeometryError, match=r"gemm1_naive.cu has no __global__ kernel named "
+                                                            r"gemm_naive \(it has gemm_naiv\)"):
+        kernel_launch.gemm_grid("naive", 64, 64)
 
 
 def test_the_projects_geometry_and_its_numba_mirrors_agree():
@@ -110,6 +118,11 @@ PLANTED = {  # name: (the edit of gemm2_tiled.cu, what the failure must say)
     "missing barrier": ("        __syncthreads();\n    }\n", "    }\n", "depends on the order", "__syncthreads()"),
     "K loop too short": ("for (int k0 = 0; k0 < K; k0 += TILE)", "for (int k0 = 0; k0 + TILE <= K; k0 += TILE)",
                          "elements wrong; the first is C[0, 0]", "loop along K"),
+    "first barrier missing": (": T(0);\n        __syncthreads();\n", ": T(0);\n", "gemm tiled",
+                              "a __syncthreads() goes between the stores of a tile and its first reads"),
+    # every element wrong, as with a short K loop; the product without transposes passed before it
+    "transpose ignored": ("op_element<T, TRANS_A>(A,", "op_element<T, false>(A,", "TN",
+                          "with TN, A is stored K x M"),
 }
 
 
@@ -125,12 +138,41 @@ def test_a_planted_bug_fails_with_its_case_and_hint(bug, tmp_path, monkeypatch):
     assert failure.line().startswith("FAIL  gemm tiled: ")
 
 
+def test_a_loop_that_never_ends_is_stopped_with_its_hint(tmp_path, monkeypatch):
+    edited_copy(tmp_path, monkeypatch, "gemm1_naive.cu", "for (int k = 0; k < K; ++k) {", "for (int k = 0; k < K;) {")
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1")
+    failure = kernel_checks.check_gemm(CudaCpuBackend(check=False), "naive", True, sizes=((1, 1, 1),))[-1]
+    assert not failure.passed and "still running after 1 s" in failure.detail
+    assert "a loop whose index never reaches its bound" in failure.hint
+
+
 def test_an_edge_bug_that_writes_in_bounds_is_found_in_the_last_tile(tmp_path, monkeypatch):
     edited_copy(tmp_path, monkeypatch, "gemm2_tiled.cu", "const bool b_inside = k0 + b_k < K && col0 + b_c < N;",
                 "const bool b_inside = k0 + b_k < K && col0 + b_c < N - 1;")
     failure = kernel_checks.check_gemm(CudaCpuBackend(check=True), "tiled", True, sizes=((40, 70, 45),))[-1]
     assert not failure.passed and "only the last, partial tiles of C are wrong" in failure.hint
     assert "the first is C[0, 69]" in failure.detail
+
+
+@pytest.mark.parametrize("op, old, new", [
+    ("bias_softmax", "exp_of(z[j] + b[j] - row_max)", "exp_of(z[j] + b[j])"),  # no maximum subtracted
+    ("bias_sigmoid", "out[ij] = stable_sigmoid(", "out[ij] = sigmoid_of_exp("),  # exp(z) / (1 + exp(z))
+])
+def test_an_element_wise_kernel_that_overflows_on_large_scores_fails(tmp_path, monkeypatch, op, old, new):
+    sigmoid_of_exp = ("template <typename T>\n__device__ T sigmoid_of_exp(T z) { const T e = exp_of(z); "
+                      "return e / (T(1) + e); }\n")
+    folder = edited_copy(tmp_path, monkeypatch, "nn_ops.cu", old, new)
+    source = (folder / "nn_ops.cu").read_text()
+    (folder / "nn_ops.cu").write_text(source.replace("// The logistic function", sigmoid_of_exp + "// The logistic function"))
+    results = kernel_checks.check_op(CudaCpuBackend(check=False), op, stop_at_first_failure=True)
+    assert not results[-1].passed and results[-1].case.dtype == "float32", [r.line() for r in results]
+
+
+def test_a_wrong_value_of_an_element_wise_kernel_is_named_by_its_index_with_a_hint(tmp_path, monkeypatch):
+    edited_copy(tmp_path, monkeypatch, "nn_ops.cu", "        out[j] = total;", "        out[j] = 2 * total;")
+    failure = kernel_checks.check_op(CudaCpuBackend(check=False), "col_sum", stop_at_first_failure=True)[-1]
+    assert not failure.passed and "1 of 1 elements wrong; the first is out[0] = " in failure.detail  # a vector
+    assert "every element was written, 1 with a wrong value" in failure.hint
 
 
 def test_an_unwritten_element_of_an_element_wise_kernel_is_named(tmp_path, monkeypatch):
@@ -161,6 +203,47 @@ def test_grade_kernels_writes_one_row_per_folder(tmp_path, monkeypatch):
     assert lines[2].startswith("bob,FAIL 0/32,PASS 32/32,") and "an invalid memory access" in lines[2]
     markdown = (tmp_path / "out" / "kernels.md").read_text().splitlines()
     assert markdown[1].startswith("| --- |") and markdown[3].startswith("| bob | FAIL ")
+
+
+def test_grade_kernels_stops_a_kernel_at_a_failure_every_case_would_repeat(tmp_path, monkeypatch, capfd):
+    # a kernel that spins is stopped by the watchdog once, not once a case; one that does not compile
+    # is compiled once, and its cell is one line; the tables are there after each folder
+    from nn_cuda import grade
+
+    monkeypatch.setattr(kernel_checks, "GEMM_SIZES", SMALL_SIZES[:2])
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1")
+    spins, broken = tmp_path / "dave", tmp_path / "carol"
+    for folder in (spins, broken):
+        shutil.copytree(KERNELS, folder)
+    naive = (spins / "gemm1_naive.cu").read_text()
+    (spins / "gemm1_naive.cu").write_text(naive.replace("for (int k = 0; k < K; ++k) {", "for (int k = 0; k < K;) {"))
+    tiled = (broken / "gemm2_tiled.cu").read_text()
+    (broken / "gemm2_tiled.cu").write_text(tiled.replace("T acc = T(0);", "T acc = T(0)"))
+    written = []
+    monkeypatch.setattr(grade, "write_tables", lambda grades, out: written.append(len(grades)) or (out, out))
+    started = time.monotonic()
+    assert grade.main(["--kernels", str(spins), str(broken), "--outputs", str(tmp_path / "out")]) == 1
+    assert time.monotonic() - started < 120 and written == [1, 2]
+    out, err = capfd.readouterr()
+    assert "dave: gemm naive: FAIL 0/32: gemm naive: 1 x 1 x 1 NN" in out and "still running after 1 s" in out
+    assert "(the 31 later cases were not run: each would end the same way)" in out
+    cell = next(line for line in out.splitlines() if line.startswith("carol: gemm tiled: "))
+    assert cell.startswith("carol: gemm tiled: FAIL 0/32: ") and " ... " in cell and "error" in cell.split(" ... ")[1]
+    assert err.count("gemm2_tiled.cu for the CPU") <= 2  # compiled once (the checking build), not once a case
+
+
+def test_grade_kernels_names_a_workspace_without_its_mpi_step_missing(tmp_path, capsys, monkeypatch):
+    from nn_cuda import grade
+
+    monkeypatch.setattr(kernel_checks, "GEMM_SIZES", SMALL_SIZES[:1])
+    shutil.copytree(KERNELS, tmp_path / "alice" / "kernels")  # a class collected as NAME/kernels
+    assert grade.main(["--kernels", str(tmp_path / "alice"), "--outputs", str(tmp_path / "out")]) == 1
+    rows = (tmp_path / "out" / "kernels.csv").read_text().splitlines()
+    assert rows[1].startswith("alice,PASS 16/16,") and ",MISSING,MISSING," in rows[1]
+    assert "mpi_rows: " + str(tmp_path / "alice" / "data_parallel.py") + " is missing" in rows[1]
+    assert "Traceback" not in capsys.readouterr().err
+    # one folder named kernels is labelled with its parent's name
+    assert kernel_grading.labels([tmp_path / "alice" / "kernels"]) == ["alice/kernels"]
 
 
 # ---- a copy with another tile size; a GEMM added with one file and one line ----------------------

@@ -237,8 +237,8 @@ class LoadedKernels:
                 raise KernelError(f"{launch.kernel}: stopped by SIGTERM{where}")
             if number == signal.SIGALRM:
                 raise KernelError(
-                    f"{launch.kernel}: still running after {self.watchdog:g} s ({WATCHDOG_VARIABLE}){where}: a thread "
-                    "that waits for another one (a spin loop on memory another thread writes, which comes here "
+                    f"{launch.kernel}: still running after {self.watchdog:g} s ({WATCHDOG_VARIABLE}){where}: a loop that "
+                    "never ends, a thread that waits for another one (a spin loop on memory another thread writes, which comes here "
                     "only if the loop calls __nanosleep, since the threads of a block take turns, and from another "
                     "block only in the checking mode, where blocks take turns too), or a launch too large for "
                     f"the CPU (set {WATCHDOG_VARIABLE}=SECONDS higher, or 0 for no limit)")
