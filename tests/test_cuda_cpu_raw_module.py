@@ -594,7 +594,9 @@ extern "C" __global__ void reverse_through_dynamic(const float* x, float* out)
 
 ALIGNED_DECLARATIONS = ("__shared__ __align__(16) float tile[64];", "__shared__ alignas(16) float tile[64];",
                         "__align__(16) __shared__ float tile[64];",
-                        "alignas(alignof(float4)) __shared__ float tile[64];", "__shared__ float __align__(16) tile[64];")
+                        "alignas(alignof(float4)) __shared__ float tile[64];", "__shared__ float __align__(16) tile[64];",
+                        # `static` beside __shared__, as CUDA allows it (it stopped the build: `static static`)
+                        "static __shared__ __align__(16) float tile[64];", "__shared__ static __align__(16) float tile[64];")
 
 
 def test_an_aligned_shared_array_compiles_in_every_order_cuda_takes():

@@ -250,9 +250,16 @@ _LEADING_NON_CODE = re.compile(r"(?:\s+|\\\n|//[^\n]*|/\*.*?\*/|(?<![^\n])[ \t]*
 _ALIGNAS_AFTER_SHARED = re.compile(r"\b__shared__(?P<space>\s+)(?P<alignas>alignas\s*\((?:[^()]|\([^()]*\))*\))")
 
 
+#: `static` beside `__shared__`, which CUDA allows (NVIDIA's warp-shuffle reduction writes
+#: `static __shared__ float shared[32];`) and which is `static` already here
+_STATIC_BESIDE_SHARED = re.compile(r"\bstatic(?P<before>\s+)(?=__shared__\b)|(?<=\b__shared__)(?P<after>\s+)static\b")
+
+
 def alignas_before_shared(code: str) -> str:
     """`__shared__ alignas(16) float t[64];` as `alignas(16) __shared__ float t[64];`, which CUDA takes
-    alike and C++ takes with `__shared__` a storage class (on the same lines)."""
+    alike and C++ takes with `__shared__` a storage class, and `static __shared__` as `__shared__` (on
+    the same lines)."""
+    code = _STATIC_BESIDE_SHARED.sub(lambda m: m["before"] or m["after"], code)
     return _ALIGNAS_AFTER_SHARED.sub(lambda m: f"{m['alignas']}{m['space']}__shared__", code)
 
 
