@@ -190,3 +190,37 @@ def test_ctrl_c_and_sigterm_stop_a_spinning_kernel_in_numbas_simulator(signal_nu
     assert time.monotonic() - sent < 5.0
     assert job.returncode == 128 + signal_number
     assert err.strip().splitlines()[-1] == f"spin: interrupted ({signal.Signals(signal_number).name})"
+
+
+PAST_THE_LAST_SHARED_ARRAY = r"""
+import numpy as np
+from nn_cuda.cuda_cpu import KernelError, RawModule
+
+module = RawModule(code='''
+extern "C" __global__ void shift(float* out, const float* in)
+{
+    __shared__ float s[128];
+    s[threadIdx.x + 1] = in[threadIdx.x];  // thread 127 writes s[128]
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x];
+}
+''', check=False)
+ones = np.ones(128, np.float32)
+for launch in range(2):  # reported each time, and the module goes on
+    try:
+        module.get_function("shift")((2,), (128,), (np.zeros(128, np.float32), ones))
+    except KernelError as error:
+        print(error)
+"""
+
+
+def test_a_write_past_the_last_shared_array_is_reported_where_it_hung_the_process(tmp_path):
+    # With its blocks on several host threads a kernel's __shared__ arrays are per-thread memory, and
+    # the runner's own state followed them: s[128] overwrote it, and the launch never ended, deaf
+    # to the watchdog, Ctrl-C and SIGTERM. Now a guard follows them, checked after each block.
+    job = subprocess.run([sys.executable, "-c", PAST_THE_LAST_SHARED_ARRAY], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "NN_CUDA_CPU_THREADS": "2", "NN_CUDA_CPU_WATCHDOG": "10"})
+    reports = job.stdout.splitlines()
+    assert job.returncode == 0 and len(reports) == 2, job.stderr
+    assert all(report.startswith("shift: block (") and "wrote past the end of a __shared__ array, up to 4 bytes "
+               "past the kernel's last one" in report and "NN_CUDA_CPU_CHECK=1" in report for report in reports)

@@ -2,6 +2,7 @@
 
 - runtime.h   what a kernel sees: the CUDA built-ins (threadIdx, __shared__, __syncthreads), warps
 - runtime.cpp   what runs a launch: fibers for threads, the block scheduler, the checking mode, faults
+- shared_guard.cpp  what follows a kernel's per-thread __shared__ arrays: a write past them is seen
 - device_functions.h  CUDA's device functions and types (vector types, min/max, intrinsics, assert)
 - build.py    the compiler, the translation unit of one kernel file or code string, building and loading a library
 - build_cache.py  the private cache of built libraries: what it loads is what was built

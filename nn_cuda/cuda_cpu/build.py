@@ -40,6 +40,8 @@ from . import build_cache
 RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
 #: the part of the runtime that runs launches, compiled once per set of flags ("the runtime", below)
 RUNTIME_SOURCE = Path(__file__).with_name("runtime.cpp")
+#: what follows a kernel's __shared__ arrays where they are per host thread (runtime.h, shared_guard)
+SHARED_GUARD_SOURCE = Path(__file__).with_name("shared_guard.cpp")
 #: the CUDA headers a kernel may include that the CPU runner provides (<cooperative_groups.h>)
 INCLUDE_DIR = Path(__file__).with_name("include")
 
@@ -251,7 +253,8 @@ class _Plan:
     stem: str  # names the generated source: "gemm_naive" -> gemm_naive_cpu.cpp
     what: str  # "kernels/gemm1_naive.cu"
     table: str  # what the generated source file holds: "the instance table of gemm1_naive.cu"
-    inputs: tuple = ()  # compiled objects linked in: the runtime's
+    inputs: tuple = ()  # compiled objects linked in before the code: the runtime's
+    after: tuple = ()  # and after it: the shared guard's (runtime.h)
     suffix: str = ".so"  # what it builds: a library, or (".o") the runtime's object
 
 
@@ -266,8 +269,10 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool,
              *extra_flags,
              f"-isystem{INCLUDE_DIR}"]
     runtime = _runtime_object(compiler, version, flags)
-    manifest = _manifest(stem, unit, compiler, version, " ".join(flags), runtime.name)
-    return _Plan(compiler, flags, unit, manifest, stem, what, table, inputs=(runtime,))
+    guard = (_object(SHARED_GUARD_SOURCE, compiler, version, flags, "the shared guard (shared_guard.cpp)"),) \
+        if WORKER_FLAGS[0] in flags else ()
+    manifest = _manifest(stem, unit, compiler, version, " ".join(flags), runtime.name, *(g.name for g in guard))
+    return _Plan(compiler, flags, unit, manifest, stem, what, table, inputs=(runtime,), after=guard)
 
 
 def _manifest(stem: str, *key_parts: str) -> Path:
@@ -295,10 +300,16 @@ def _manifest(stem: str, *key_parts: str) -> Path:
 
 def _runtime_object(compiler: str, version: str, flags) -> Path:
     """The cached object of runtime.cpp for these flags, built (and verified) first if missing."""
-    unit = f'#include "{RUNTIME_SOURCE.as_posix()}"\n'
+    return _object(RUNTIME_SOURCE, compiler, version, flags, "the runner's runtime (runtime.cpp)")
+
+
+def _object(source: Path, compiler: str, version: str, flags, what: str) -> Path:
+    """The cached object of one of the runner's sources for these flags, built (and verified) first if
+    missing."""
+    unit = f'#include "{source.as_posix()}"\n'
     flags = [*(flag for flag in flags if not flag.startswith("-I")), "-c"]
-    plan = _Plan(compiler, flags, unit, _manifest("runtime", unit, compiler, version, " ".join(flags)), "runtime",
-                 "the runner's runtime (runtime.cpp)", "runtime.cpp", suffix=".o")
+    plan = _Plan(compiler, flags, unit, _manifest(source.stem, unit, compiler, version, " ".join(flags)),
+                 source.stem, what, source.name, suffix=".o")
     descriptor, target = _verified_build(plan)
     os.close(descriptor)
     return target
@@ -446,8 +457,9 @@ def _compile(plan: _Plan) -> Path:
         source = Path(work) / f"{plan.stem}_cpu.cpp"
         source.write_text(plan.unit)
         depfile = Path(work) / "files_read.d"
-        command = [plan.compiler, *plan.flags, "-MD", "-MF", str(depfile), "-o", str(temporary), str(source),
-                   *map(str, plan.inputs)]
+        # the runtime first: what follows the code's per-thread __shared__ arrays is the guard, not its state
+        command = [plan.compiler, *plan.flags, "-MD", "-MF", str(depfile), "-o", str(temporary),
+                   *map(str, plan.inputs), str(source), *map(str, plan.after)]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if result.returncode != 0:

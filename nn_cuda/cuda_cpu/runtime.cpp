@@ -923,6 +923,29 @@ struct Outcome {
     unsigned long long ticket = ~0ull;  // the order of the failures: the first one is the launch's
 };
 
+#if defined(NN_CUDA_CPU_WORKERS)
+// Whether the block that just ran wrote past its last __shared__ array (shared_guard, runtime.h):
+// then the launch's message names it, and the guard is cleared for the next block.
+bool shared_guard_written()
+{
+    size_t written = 0;  // how far past the end the last byte written (not zero) lies
+    for (size_t i = 0; i < kSharedGuardBytes; ++i) {
+        if (shared_guard.bytes[i] != 0) {
+            written = i + 1;
+        }
+    }
+    if (written == 0) {
+        return false;
+    }
+    report("%s: block (%u, %u, %u) wrote past the end of a __shared__ array, up to %zu bytes past the kernel's "
+           "last one (an index one too far, or a tile larger than its declaration); run with "
+           "NN_CUDA_CPU_CHECK=1 to name the array, the thread and the line",
+           launch.kernel, block_idx.x, block_idx.y, block_idx.z, written);
+    std::fill(shared_guard.bytes, shared_guard.bytes + kSharedGuardBytes, 0);
+    return true;
+}
+#endif
+
 // The plain mode's workers: host threads beside the caller, each taking the next block of the grid
 // that no one has taken yet (NN_CUDA_CPU_THREADS host threads in all, at most kResidentBlocks).
 static size_t worker_count = 1;
@@ -977,6 +1000,12 @@ void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int ch
                 status = 1;
                 break;
             }
+#if defined(NN_CUDA_CPU_WORKERS)
+            if (shared_guard_written()) {
+                status = 1;
+                break;
+            }
+#endif
         }
         break;
     case kReported:

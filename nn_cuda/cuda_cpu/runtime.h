@@ -133,6 +133,19 @@ inline bool cooperative = false;
 constexpr size_t kDynamicSharedBytes = 227 * 1024;  // the most an sm_90 GPU gives one block
 alignas(16) inline NN_CUDA_CPU_PER_WORKER unsigned char dynamic_shared[kDynamicSharedBytes];
 
+#if defined(NN_CUDA_CPU_WORKERS)
+// The bytes after a kernel's last __shared__ array where those arrays are per host thread. build.py
+// links the runtime before the kernel and this array's definition (shared_guard.cpp) after it, so a
+// write past that array (s[threadIdx.x + 1]) lands here, not in the runner's own per-thread state,
+// which it corrupted into a launch that never ended; each host thread checks it after every block.
+// Packed: aligned to 1 byte, so it starts where that array ends, with no gap to write in unseen.
+constexpr size_t kSharedGuardBytes = 4096;
+struct __attribute__((packed)) SharedGuard {
+    unsigned char bytes[kSharedGuardBytes];
+};
+extern thread_local SharedGuard shared_guard;
+#endif
+
 // Whether the launch added floating-point values atomically (device_functions.h): their sum then
 // depends on the order of the threads, within rounding.
 inline std::atomic<bool> float_atomics{false};
