@@ -6,6 +6,7 @@ checking mode, and the project's own gemm1_naive.cu through the public API. The 
 test session's cache (tests/conftest.py), so a code built once is loaded by the next test.
 """
 
+import platform
 import re
 
 from pathlib import Path
@@ -850,3 +851,32 @@ def test_an_nvcc_build_has_the_macros_of_nvccs_cuda_runtime_h_and_the_limits_of_
         out = np.zeros(1, np.float32)
         RawModule(code=code, backend="nvcc", options=(f"-I{tmp_path}",)).get_function("k0")((1,), (1,), (out,))
         assert out[0] == np.finfo(np.float32).max, header
+
+
+VECTOR_COPY = r"""
+extern "C" __global__ void copy_vec4(float* out, const float* in, int n, int shift)
+{
+    for (int k = threadIdx.x; k < (n - shift) / 4; k += blockDim.x) {
+        reinterpret_cast<float4*>(out)[k] = reinterpret_cast<const float4*>(in + shift)[k];
+    }
+}
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64's aligned vector moves fault")
+def test_a_misaligned_vector_access_is_named_as_such_not_as_a_null_pointer():
+    # It read "an invalid memory access at address 0x0, through a null pointer": a general-protection
+    # fault has no address. In the checking mode it is the mode's own placement (an array's end
+    # against a guard page) where a size is no multiple of 16 bytes: said so, with what to do.
+    x = np.arange(103, dtype=np.float32)
+    out = np.zeros(103, np.float32)
+    RawModule(code=VECTOR_COPY, check=False).get_function("copy_vec4")((1,), (32,), (out, x, np.int32(103), np.int32(0)))
+    np.testing.assert_array_equal(out[:100], x[:100])  # every array on a 256-byte boundary, as on a GPU
+    with pytest.raises(KernelError, match=r"copy_vec4: a misaligned vector access \(a general-protection fault.*"
+                                          r"pad them to a multiple of 16 bytes"):
+        RawModule(code=VECTOR_COPY, check=True).get_function("copy_vec4")(
+            (1,), (32,), (np.zeros(103, np.float32), x, np.int32(103), np.int32(0)))
+    with pytest.raises(KernelError, match=r"copy_vec4: a misaligned vector access \(a general-protection fault: "
+                                          r"[^;]*\) in thread \(0, 0, 0\) of block \(0, 0, 0\)"):  # the kernel's own
+        RawModule(code=VECTOR_COPY, check=False).get_function("copy_vec4")(
+            (1,), (32,), (out, x, np.int32(103), np.int32(1)))

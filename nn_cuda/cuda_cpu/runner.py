@@ -46,11 +46,14 @@ SCALAR_CTYPES = {
     "unsigned int": ctypes.c_uint, "long": ctypes.c_long, "unsigned long": ctypes.c_ulong,
     "unsigned long long": ctypes.c_ulonglong,
 }
-#: runtime.cpp's fault code for a thread that outgrew its stack (kStackOverflow)
-_STACK_OVERFLOW = 1000
+#: runtime.cpp's fault codes for a thread that outgrew its stack (kStackOverflow), and for a
+#: general-protection fault (kGeneralProtection), which has no address
+_STACK_OVERFLOW, _GENERAL_PROTECTION = 1000, 1001
 _SIGNALS = {
     _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner): a large local "
                       "array? Put it in __shared__ or global memory"),
+    _GENERAL_PROTECTION: ("a misaligned vector access (a general-protection fault: a float4, double2 or other "
+                          "16-byte type loaded or stored at an address that is no multiple of 16)"),
     4: "an index outside a __shared__ or local array (trapped by -fsanitize=bounds)",  # SIGILL
     7: "a misaligned or invalid memory access",  # SIGBUS
     8: "an arithmetic fault (integer division by zero)",  # SIGFPE
@@ -244,9 +247,15 @@ class LoadedKernels:
                     f"the CPU (set {WATCHDOG_VARIABLE}=SECONDS higher, or 0 for no limit)")
             what = _SIGNALS.get(number, f"signal {number}")
             described = describe_fault(address) if number in (7, 11) else ""
+            if number == _GENERAL_PROTECTION and self.check:  # the checking mode's own placement may cause it
+                described = (": the checking mode places each array's last byte right before a guard page, so an "
+                             "array whose size in bytes is no multiple of 16 starts unaligned there, where a GPU "
+                             "(and this runner without the checking mode) starts every array on a 256-byte "
+                             "boundary; if the kernel indexes vectors within its arrays, pad them to a multiple "
+                             "of 16 bytes to check it")
             raise KernelError(
                 f"{launch.kernel}: {what}{described}{where}"
-                + ("" if self.check or number == _STACK_OVERFLOW else "; run with NN_CUDA_CPU_CHECK=1 to name the buffer")
+                + ("" if self.check or number in (_STACK_OVERFLOW, _GENERAL_PROTECTION) else "; run with NN_CUDA_CPU_CHECK=1 to name the buffer")
             )
 
     def source_at(self, pc: int) -> str:

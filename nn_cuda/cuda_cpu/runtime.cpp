@@ -275,6 +275,9 @@ uintptr_t program_counter(void* context)
 // What fault[0] reports for an access to the guard page under a thread's stack: the thread's local
 // variables outgrew kStackBytes (a large local array).
 constexpr int kStackOverflow = 1000;
+// What fault[0] reports for a general-protection fault, whose address the CPU does not give (0): on
+// x86-64 a vector load or store (float4, double2) at an address that is no multiple of its size.
+constexpr int kGeneralProtection = 1001;
 
 void on_fault(int signal_number, siginfo_t* info, void* context)
 {
@@ -286,6 +289,8 @@ void on_fault(int signal_number, siginfo_t* info, void* context)
     if ((signal_number == SIGSEGV || signal_number == SIGBUS) && stacks.base != nullptr && address >= stacks.base &&
         address < stacks.base + stacks.count * span && static_cast<size_t>(address - stacks.base) % span < stacks.page) {
         fault_signal = kStackOverflow;
+    } else if (signal_number == SIGSEGV && info->si_code == SI_KERNEL && info->si_addr == nullptr) {
+        fault_signal = kGeneralProtection;
     }
     siglongjmp(worker.fault_exit, 1);
 }
