@@ -153,7 +153,7 @@ _BETA_ZERO_HINT = ("with beta = 0, C holds garbage (NaN here) and must not be re
                    "NaN, so write alpha * acc alone when beta == 0")
 
 
-def _error_hint(message: str, case: Case) -> str:
+def _error_hint(message: str, case: Case, timed_out: bool) -> str:
     if case.beta == 0 and "NaN after the launch" in message:
         return _BETA_ZERO_HINT
     if "NaN after the launch" in message and "where no thread of the block had written it" in message:
@@ -170,7 +170,7 @@ def _error_hint(message: str, case: Case) -> str:
     if "__syncthreads" in message or "race" in message or "barrier" in message:
         return ("shared memory is read before every thread has written it (or written while others still "
                 "read it): a __syncthreads() goes after the tiles are stored and another after they are used")
-    if "still running after" in message:
+    if timed_out:
         return ("the kernel did not finish: look for a loop whose index never reaches its bound (or never "
                 "changes), or a thread that waits for a value another thread writes")
     return ""
@@ -196,10 +196,12 @@ def _did_not_run(case: Case, error: Exception) -> Result:
     """The verdict of a case whose kernel raised: the error and its hint; `repeats` when every later
     case would end the same way (the code does not build or is missing, or the watchdog stopped it:
     each case would wait for it again) rather than being a fault of this case's sizes."""
-    from .cuda_cpu import KernelError
+    from .cuda_cpu.runner import KernelError, KernelTimeout  # the runner's module, once a kernel has failed
 
-    repeats = not isinstance(error, KernelError) or "still running after" in str(error)
-    return Result(case, False, None, f"the kernel failed: {error}", _error_hint(str(error), case), repeats)
+    timed_out = isinstance(error, KernelTimeout)
+    repeats = timed_out or not isinstance(error, KernelError)
+    return Result(case, False, None, f"the kernel failed: {error}", _error_hint(str(error), case, timed_out),
+                  repeats)
 
 
 def _stop(results: list, planned: int, stop_at_first_failure: bool, progress) -> bool:
@@ -248,6 +250,13 @@ def _op_inputs(op: str, rows: int, cols: int, dtype, rng) -> tuple[tuple, int]:
     raise ValueError(f"no check for kernel {op!r}")
 
 
+def op_cases(op: str, shapes=None, dtypes=None) -> Iterator[Case]:
+    """Every case of element-wise kernel `op` (on OP_SHAPES and DTYPES unless given), smallest first."""
+    for shape in shapes or OP_SHAPES:
+        for dtype in dtypes or DTYPES:
+            yield Case(op, shape, dtype)
+
+
 def check_op_case(backend, reference, op: str, case: Case, rng) -> Result:
     """Run element-wise kernel `op` on `backend` and on `reference` (NumPy in float64) and compare
     every element written."""
@@ -288,7 +297,7 @@ def check_op(backend, op: str, stop_at_first_failure=False, shapes=None, dtypes=
     reference = get_backend("numpy")
     rng = np.random.default_rng(0)
     results = []
-    cases = [Case(op, shape, dtype) for shape in shapes or OP_SHAPES for dtype in dtypes or DTYPES]
+    cases = list(op_cases(op, shapes, dtypes))
     for case in cases:
         results.append(check_op_case(backend, reference, op, case, rng))
         if _stop(results, len(cases), stop_at_first_failure, progress):
@@ -305,7 +314,7 @@ def planned_cases(kernel: str) -> int:
     """How many cases `check` runs of `kernel` when none fails in a way every later case would repeat."""
     if kernel.startswith("gemm "):
         return sum(1 for _ in gemm_cases(kernel.split()[1]))
-    return len(OP_SHAPES) * len(DTYPES)
+    return sum(1 for _ in op_cases(kernel))
 
 
 def check(backend, kernel: str, stop_at_first_failure=False, progress=None) -> list[Result]:

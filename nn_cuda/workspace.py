@@ -242,18 +242,13 @@ def _check_mpi_task(path: Path, task: Task) -> TaskReport:
         except ParallelError as error:
             return TaskReport(task, False, [f"task {task.name}: cannot run: {error}"])
         hang = "does every rank call the collective, once?"
-    # a session of its own, so that a timeout ends every process it started (mpiexec's proxies, the ranks)
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = job.communicate(timeout=PROBE_SECONDS)
     except subprocess.TimeoutExpired:
         return TaskReport(task, False, [f"task {task.name}: FAIL  not finished in {PROBE_SECONDS} s: {hang}"])
-    finally:  # a timeout, ctrl-C (which the session of its own does not receive), or ranks mpiexec left
-        try:
-            os.killpg(job.pid, signal.SIGKILL)
-        except ProcessLookupError:  # all of them had ended
-            pass
-        job.communicate()
+    finally:  # a timeout, or ctrl-C, which the session of its own does not receive
+        _end(job)
     output = stdout.splitlines()
     lines = list(dict.fromkeys(next((output[i:] for i, line in enumerate(output) if line.startswith("task ")), [])))
     if job.returncode == 0 and lines:
@@ -261,6 +256,22 @@ def _check_mpi_task(path: Path, task: Task) -> TaskReport:
     detail = lines or [f"task {task.name}: FAIL  the check ended with status {job.returncode}: "
                            + (stderr.strip().splitlines() or ["no output"])[-1]]
     return TaskReport(task, False, detail)
+
+
+def _end(job: subprocess.Popen) -> None:
+    """Ends a check's processes. mpiexec puts each of its proxies and ranks in a session of its own;
+    on SIGTERM it ends them and then itself. What is left in the job's own session is then killed."""
+    if job.poll() is None:
+        job.terminate()
+        try:
+            job.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(job.pid, signal.SIGKILL)
+    except ProcessLookupError:  # all of them had ended
+        pass
+    job.communicate()
 
 
 def rows_probe(path: str) -> int:

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +133,11 @@ def test_an_mpi_task_that_raises_or_never_ends_is_a_verdict_naming_it(tmp_path, 
     monkeypatch.setattr(workspace, "PROBE_SECONDS", 4)
     report = workspace.check_task(folder, workspace.task_named(task), lambda: None)
     assert not report.passed and re.match(expected, report.lines[0]), report.lines
-    # nothing the check started is left running (mpiexec's proxies and the ranks included)
+    # nothing the check started is left running (mpiexec's proxies and the ranks included), once the
+    # ones it ended have had a moment to go
+    deadline = time.monotonic() + 10
+    while subprocess.run(["pgrep", "-f", str(folder)], capture_output=True).stdout and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert subprocess.run(["pgrep", "-f", str(folder)], capture_output=True).stdout == b""
 
 

@@ -91,6 +91,10 @@ class KernelError(KernelFailure):
     """A kernel faulted, broke a barrier, or (checking mode) read poisoned memory."""
 
 
+class KernelTimeout(KernelError):
+    """The watchdog stopped a launch still running after NN_CUDA_CPU_WATCHDOG seconds."""
+
+
 def check_mode_from_environment() -> bool:
     return os.environ.get("NN_CUDA_CPU_CHECK", "0") not in ("", "0")
 
@@ -239,7 +243,7 @@ class LoadedKernels:
                 signal.raise_signal(signal.SIGTERM)  # its handler, or the default: the process ends
                 raise KernelError(f"{launch.kernel}: stopped by SIGTERM{where}")
             if number == signal.SIGALRM:
-                raise KernelError(
+                raise KernelTimeout(
                     f"{launch.kernel}: still running after {self.watchdog:g} s ({WATCHDOG_VARIABLE}){where}: a loop that "
                     "never ends, a thread that waits for another one (a spin loop on memory another thread writes, which comes here "
                     "only if the loop calls __nanosleep, since the threads of a block take turns, and from another "
