@@ -26,7 +26,6 @@ from .interrupts import ends_in_one_line_when_interrupted, ends_in_one_line_whil
 with ends_in_one_line_while_starting("nn_cuda.course"):
     from . import workspace
     from .backends import BackendUnavailable, get_backend
-    from .kernel_grading import make_backend
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +64,7 @@ def run_check(folder: Path, task_name: str | None, backend_name: str) -> int:
     print(f"checking {folder} (kernels on {where}, {backend}): "
           f"{', '.join(task.name for task in chosen)}")
     for task in chosen:
-        report = workspace.check_task(folder, task, lambda: make_backend(backend))
+        report = workspace.check_task(folder, task, backend)
         print("\n".join(report.lines), flush=True)
         if not report.passed:
             return 1

@@ -34,7 +34,8 @@ with ends_in_one_line_while_starting("nn_cuda.grade"):
     from .config import TrainConfig, environment_help
     from .data import DATASETS
     from .grading import course_config, run_grade
-    from .kernel_grading import cu_files_folder, grade_folder, labels, make_backend, write_tables
+    from .kernel_check_runs import make_backend
+    from .kernel_grading import cu_files_folder, grade_folder, labels, write_tables
     from .training import USER_ERRORS as TRAINING_ERRORS
 
 

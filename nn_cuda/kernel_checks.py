@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from . import kernel_info, kernel_launch
+from .relative_errors import relative_error
 from .backends import get_backend
 
 #: (M, N, K), smallest first: multiples of no tile of the ladder, then the course's 800 x 10 x 1000
@@ -55,7 +56,7 @@ class Case:
 class Result:
     case: Case
     passed: bool
-    #: relative Frobenius error against float64 (None when the kernel failed to run)
+    #: relative Frobenius error against float64 (None when the kernel failed to run, NaN where it left one)
     error: float | None = None
     #: what went wrong, in one line: the first wrong element, or the kernel's error
     detail: str = ""
@@ -115,7 +116,7 @@ def check_gemm_case(backend, algo: str, case: Case, rng, read_beta_passed=False,
     scale = abs(ALPHA) * np.abs(opA) @ np.abs(opB) + abs(case.beta) * np.abs(C64)
     bound = (case.shape[2] + 2) * np.finfo(C0.dtype).eps * scale + np.finfo(C0.dtype).tiny
     wrong = ~(np.abs(got - expected) <= bound)  # NaN is wrong
-    error = float(np.linalg.norm(np.nan_to_num(got - expected, nan=np.inf)) / max(np.linalg.norm(expected), 1e-300))
+    error = relative_error(expected, got, None)
     if not wrong.any():
         return Result(case, True, error)
     i, j = (int(x) for x in np.argwhere(wrong)[0])
@@ -204,6 +205,18 @@ def _did_not_run(case: Case, error: Exception) -> Result:
                   repeats)
 
 
+def add_unfinished_case(results: list, kernel: str, why: str, timed_out: bool, progress=None) -> None:
+    """After `results` of `kernel`'s cases, when the process running them ended or stopped answering
+    (`timed_out`) before the next one was done: that case fails with `why`, and the later ones count as
+    not run."""
+    planned = cases_of(kernel)
+    if len(results) == len(planned):  # it ended after its last case
+        return
+    hint = _error_hint("", planned[len(results)], timed_out)
+    results.append(Result(planned[len(results)], False, None, f"the kernel failed: {why}", hint, repeats=True))
+    _stop(results, len(planned), True, progress)
+
+
 def _stop(results: list, planned: int, stop_at_first_failure: bool, progress) -> bool:
     """After the last of `results` (of `planned` cases): report it, and whether to stop there (then
     saying so in its detail when later cases are left)."""
@@ -276,7 +289,7 @@ def check_op_case(backend, reference, op: str, case: Case, rng) -> Result:
     eps = np.finfo(case.dtype).eps
     bound = 16 * (terms + 4) * eps * np.maximum(np.abs(expected), 1.0)
     wrong = ~(np.abs(got - expected) <= bound)
-    error = float(np.linalg.norm(np.nan_to_num(got - expected, nan=np.inf)) / max(np.linalg.norm(expected), 1e-300))
+    error = relative_error(expected, got, None)
     if not wrong.any():
         return Result(case, True, error)
     first = tuple(int(x) for x in np.argwhere(wrong)[0])
@@ -310,11 +323,11 @@ def kernel_names() -> list[str]:
     return [f"gemm {algo}" for algo in kernel_info.KERNEL_GEMMS] + list(kernel_info.NN_OPS)
 
 
-def planned_cases(kernel: str) -> int:
-    """How many cases `check` runs of `kernel` when none fails in a way every later case would repeat."""
+def cases_of(kernel: str) -> list[Case]:
+    """The cases `check` runs of `kernel`, in order, when none fails in a way every later case would repeat."""
     if kernel.startswith("gemm "):
-        return sum(1 for _ in gemm_cases(kernel.split()[1]))
-    return sum(1 for _ in op_cases(kernel))
+        return list(gemm_cases(kernel.split()[1]))
+    return list(op_cases(kernel))
 
 
 def check(backend, kernel: str, stop_at_first_failure=False, progress=None) -> list[Result]:

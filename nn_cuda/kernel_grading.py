@@ -20,8 +20,7 @@ import io
 import os
 from pathlib import Path
 
-from . import kernel_checks, kernel_info, workspace
-from .backends import get_backend
+from . import kernel_check_runs, kernel_checks, kernel_info, workspace
 from .outputs import write_text
 
 
@@ -76,15 +75,6 @@ def what_is_graded(backend) -> list[str]:
     return lines + ([backend.grading_note] if backend.grading_note else [])
 
 
-def make_backend(backend_name: str):
-    """The backend the checks run on: the CPU runner in its checking mode for cuda-cpu."""
-    if backend_name == "cuda-cpu":
-        from .backends.cuda_cpu_backend import CudaCpuBackend
-
-        return CudaCpuBackend(check=True)
-    return get_backend(backend_name)
-
-
 def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log=print,
                  label: str | None = None) -> FolderGrade:
     """Every check of every kernel (or of `kernels`) with the .cu files of `folder` (a copy of kernels/,
@@ -98,24 +88,23 @@ def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log
         grades[name] = verdict
         log(f"{label}: {name}: {verdict.cell}" + (f": {verdict.failure}" if verdict.failure else ""))
 
-    with kernel_info.kernels_from(cu_folder):
-        backend = make_backend(backend_name)
-        for kernel in kernels or kernel_checks.kernel_names():
-            task = tasks.get(kernel)
-            todo = task and workspace.todo_line(cu_folder / Path(task.file).name, task)
-            if todo:
-                record(kernel, Verdict("TODO", f"{kernel}: not written yet: the TODO is at {todo}"))
-                continue
-            try:
-                results = kernel_checks.check(backend, kernel)
-            except Exception as error:  # does not compile, a missing file: the kernel's verdict
-                record(kernel, Verdict("FAIL (did not run)", one_line(f"{kernel}: {error}")))
-                continue
-            failures = [r for r in results if not r.passed]
-            # cases left after a failure every later one would repeat count as failed
-            counted = f"{len(results) - len(failures)}/{kernel_checks.planned_cases(kernel)}"
-            record(kernel, Verdict(f"FAIL {counted}", one_line(f"{failures[0].case}: {failures[0].detail}"))
-                   if failures else Verdict(f"PASS {counted}"))
+    names = kernels or kernel_checks.kernel_names()
+    for kernel in names:
+        task = tasks.get(kernel)
+        todo = task and workspace.todo_line(cu_folder / Path(task.file).name, task)
+        if todo:
+            record(kernel, Verdict("TODO", f"{kernel}: not written yet: the TODO is at {todo}"))
+    checked = [kernel for kernel in names if kernel not in grades]
+    for kernel, results in kernel_check_runs.run_checks(backend_name, cu_folder, checked):
+        if isinstance(results, Exception):  # the checks could not start
+            record(kernel, Verdict("FAIL (did not run)", one_line(f"{kernel}: {results}")))
+            continue
+        failures = [r for r in results if not r.passed]
+        # cases left after a failure every later one would repeat count as failed
+        counted = f"{len(results) - len(failures)}/{len(kernel_checks.cases_of(kernel))}"
+        record(kernel, Verdict(f"FAIL {counted}", one_line(f"{failures[0].case}: {failures[0].detail}"))
+               if failures else Verdict(f"PASS {counted}"))
+    grades.update({name: grades.pop(name) for name in names})  # the kernels in their order, TODO ones included
     if cu_folder != folder and kernels is None:  # a workspace: its MPI step too
         for task in workspace.tasks():
             if task.is_kernel:
@@ -128,7 +117,7 @@ def grade_folder(folder: Path, backend_name: str = "cuda-cpu", kernels=None, log
             if todo:
                 record(task.name, Verdict("TODO", f"{task.name}: not written yet: the TODO is at {todo}"))
                 continue
-            report = workspace.check_task(folder, task, backend_factory=None)
+            report = workspace.check_task(folder, task, backend_name)
             record(task.name, Verdict("PASS") if report.passed
                    else Verdict("FAIL", one_line(report.lines[0].removeprefix("task "))))
     return FolderGrade(label, grades)

@@ -26,11 +26,13 @@ COLUMN_ORDER = ("W1", "W2", "b1", "b2")
 
 
 def relative_error(reference: np.ndarray, other: np.ndarray, ord) -> float:
-    """|reference - other| / |reference| in the norm `ord` (np.inf or 2), computed in float64."""
+    """|reference - other| / |reference| in the norm `ord` (np.inf, 2, or None: Frobenius), computed in
+    float64; inf where a square overflows float64 (garbage a kernel left), NaN where `other` holds one."""
     ref = np.asarray(reference, dtype=np.float64)
     diff = ref - np.asarray(other, dtype=np.float64)
-    denominator = np.linalg.norm(ref, ord)
-    numerator = np.linalg.norm(diff, ord)
+    with np.errstate(over="ignore", invalid="ignore"):
+        denominator = np.linalg.norm(ref, ord)
+        numerator = np.linalg.norm(diff, ord)
     if denominator == 0:
         return 0.0 if numerator == 0 else float("inf")
     return float(numerator / denominator)

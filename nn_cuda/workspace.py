@@ -30,10 +30,9 @@ import signal
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 
-from . import kernel_checks, kernel_info
+from . import kernel_check_runs, kernel_info
 from .parallel import course_task
 from .parallel.mpi import ParallelError, find_mpiexec
 
@@ -182,20 +181,19 @@ class TaskReport:
     lines: list  # what to print: the failing case with its hint, or the summary
 
 
-def check_task(folder: Path, task: Task, backend_factory: Callable, progress=None) -> TaskReport:
-    """A task's checks on the workspace's files, stopping at the first failure."""
+def check_task(folder: Path, task: Task, backend_name: str, progress=None) -> TaskReport:
+    """A task's checks on the workspace's files (its kernels on `backend_name`), stopping at the first
+    failure."""
     where = unfinished(folder, task)
     if where:
         return TaskReport(task, False, [f"task {task.name}: not written yet: the TODO is at {where} (a task "
                                         "counts as written once its TODO line is gone)"])
     if not task.is_kernel:
         return _check_mpi_task(Path(folder) / task.file, task)
-    with kernel_info.kernels_from(kernel_folder(folder).resolve()):
-        try:
-            results = kernel_checks.check(backend_factory(), task.check, stop_at_first_failure=True,
-                                          progress=progress)
-        except Exception as error:  # does not compile, a launch line missing: one clear verdict
-            return TaskReport(task, False, [f"task {task.name}: FAIL: {error}"])
+    [(_, results)] = kernel_check_runs.run_checks(backend_name, kernel_folder(folder).resolve(), [task.check],
+                                                  stop_at_first_failure=True, progress=progress)
+    if isinstance(results, Exception):  # the checks could not start: one clear verdict
+        return TaskReport(task, False, [f"task {task.name}: FAIL: {results}"])
     failed = [result for result in results if not result.passed]
     if failed:
         return TaskReport(task, False, [f"task {task.name}: " + failed[0].line()])

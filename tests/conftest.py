@@ -45,7 +45,7 @@ SLOW_MODULES = {
     "test_adversarial_async.py", "test_kernels_compile.py", "test_cuda_cpu.py", "test_cuda_cpu_training.py",
     "test_report.py", "test_doc_tables.py", "test_readme_examples.py", "test_gpu_machine_simulation.py",
     "test_grade.py", "test_bench_gemm.py", "test_bench_cli.py", "test_gpu_install.py", "test_kernel_checks.py",
-    "test_course.py", "test_exit_status.py", "test_gpu_mirror.py",
+    "test_course.py", "test_exit_status.py", "test_gpu_mirror.py", "test_kernel_check_runs.py",
 }
 
 

@@ -14,6 +14,7 @@ Timing (CUDA events, % of cuBLAS) needs a GPU and is not tested here.
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -179,6 +180,11 @@ def test_the_gemm_error_is_the_relative_inf_norm_error():
     assert relative_error(reference, result.astype(np.float32), np.inf) == pytest.approx(2 / 7)
     result[1, 0] = np.nan
     assert math.isnan(relative_error(reference, result, np.inf))
+    # garbage a kernel left (float64 near its largest) is an infinite error, and no NumPy warning in
+    # a grade's output (one was printed on a GPU: "overflow encountered in dot")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert relative_error(reference, np.full((2, 2), 1e300), None) == math.inf
 
 
 def test_tolerance_is_k_plus_3_unit_roundoffs_of_the_kernel_and_of_the_reference():

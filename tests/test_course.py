@@ -75,7 +75,7 @@ def test_a_fresh_workspace_fails_every_task_clearly_and_a_filled_one_passes(tmp_
     folder = tmp_path / "me"
     workspace.start(folder)
     for task in workspace.tasks():
-        report = workspace.check_task(folder, task, lambda: None)
+        report = workspace.check_task(folder, task, "cuda-cpu")
         assert not report.passed
         assert re.fullmatch(rf"task {task.name}: not written yet: the TODO is at {re.escape(str(folder / task.file))}:\d+"
                             r" \(a task counts as written once its TODO line is gone\)", report.lines[0])
@@ -131,7 +131,7 @@ def test_an_mpi_task_that_raises_or_never_ends_is_a_verdict_naming_it(tmp_path, 
     fill(folder, task, lambda reference: "\n".join(
         line for line in reference.splitlines() if line.strip().startswith("from ")) + "\n" + body)
     monkeypatch.setattr(workspace, "PROBE_SECONDS", 4)
-    report = workspace.check_task(folder, workspace.task_named(task), lambda: None)
+    report = workspace.check_task(folder, workspace.task_named(task), "cuda-cpu")
     assert not report.passed and re.match(expected, report.lines[0]), report.lines
     # nothing the check started is left running (mpiexec's proxies and the ranks included), once the
     # ones it ended have had a moment to go
@@ -275,14 +275,14 @@ def test_checking_a_folder_that_is_no_workspace_says_only_that(tmp_path, capsys)
 
 
 def test_a_backend_this_machine_cannot_run_is_one_error_not_a_failed_task(tmp_path, monkeypatch, capsys):
-    from nn_cuda import grade, kernel_grading
+    from nn_cuda import grade, kernel_check_runs
     from nn_cuda.backends import BackendUnavailable
 
     def no_gpu(name, gemm=None):
         raise BackendUnavailable(f"the {name!r} backend needs a GPU here")
 
     monkeypatch.setattr(course, "get_backend", no_gpu)
-    monkeypatch.setattr(kernel_grading, "get_backend", no_gpu)
+    monkeypatch.setattr(kernel_check_runs, "get_backend", no_gpu)
     workspace.start(tmp_path / "me")
     assert course.main(["check", str(tmp_path / "me"), "naive", "--backend", "cupy"]) == 2
     printed = capsys.readouterr()

@@ -284,7 +284,7 @@ def test_a_gemm_is_added_with_one_file_and_one_line(tmp_path):
     assert trained.returncode == 0, trained.stderr
     assert f"kernels: {project / 'kernels'} (the project's)" in trained.stdout and "gemm=tiled16" in trained.stdout
     checked = subprocess.run(
-        [sys.executable, "-c", "from nn_cuda import kernel_checks as k; from nn_cuda.kernel_grading import "
+        [sys.executable, "-c", "from nn_cuda import kernel_checks as k; from nn_cuda.kernel_check_runs import "
          "make_backend; r = k.check_gemm(make_backend('cuda-cpu'), 'tiled16', sizes=((17, 31, 33),)); "
          "print(sum(x.passed for x in r), len(r))"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
