@@ -16,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import signal
 import sys
 import threading
+import time
 
 
 class Terminated(KeyboardInterrupt):
@@ -31,7 +33,7 @@ def ends_in_one_line_when_interrupted(prog: str):
     def decorate(main):
         @functools.wraps(main)
         def main_ending_in_one_line(*args, **kwargs):
-            with _sigterm_raises_terminated():
+            with _sigterm_raises_terminated(), _ended_if_still_running_after_an_interruption(prog):
                 try:
                     return main(*args, **kwargs)
                 except KeyboardInterrupt as interruption:
@@ -45,6 +47,54 @@ def ends_in_one_line_when_interrupted(prog: str):
         return main_ending_in_one_line
 
     return decorate
+
+
+#: seconds an interrupted command has to end before it is ended where it is: a launch on a GPU that
+#: never ends holds the main thread inside CUDA (CuPy waits there without the GIL), where neither
+#: Ctrl-C nor SIGTERM reaches it (measured on an H100: training still ran 20 s after either)
+GRACE_SECONDS = 10
+
+
+@contextlib.contextmanager
+def _ended_if_still_running_after_an_interruption(prog: str):
+    """While the command runs, a thread that SIGINT or SIGTERM wakes (Python's wakeup fd is written by
+    the signal's C handler, whatever the main thread is doing): if the command has not ended
+    GRACE_SECONDS later, it says so in one line and ends the process with 128 + the signal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    watcher = threading.Thread(target=_end_if_still_running, args=(prog, read_end), daemon=True,
+                               name="nn_cuda interruption watcher")
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(write_end)  # the watcher reads the end of the pipe, and ends
+        watcher.join()
+
+
+def _end_if_still_running(prog: str, read_end: int) -> None:
+    try:
+        received = b"\0"
+        while received[0] not in (signal.SIGINT, signal.SIGTERM):  # others with a Python handler pass
+            received = os.read(read_end, 1)
+            if not received:  # the command ended without an interruption
+                return
+        deadline = time.monotonic() + GRACE_SECONDS
+        while (left := deadline - time.monotonic()) > 0:
+            if select.select([read_end], [], [], left)[0] and not os.read(read_end, 1):
+                return  # the command ended in time
+        number = signal.Signals(received[0])
+        print(f"{prog}: interrupted ({number.name}), and still running {GRACE_SECONDS} s later (a GPU "
+              "launch that never ends?): ended now", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(128 + number)
+    finally:
+        os.close(read_end)
 
 
 def _end_now_if_threads_remain(status: int) -> None:

@@ -72,7 +72,7 @@ def _checks_in_child(backend_name, kernel_dir, kernels, stop_at_first_failure, p
                                                  sender), daemon=True)
     child.start()
     sender.close()  # the child's end: receiving from a child that ended then raises EOFError
-    done, results, stuck = 0, [], False
+    done, results, said_all = 0, [], False
     try:
         while done < len(kernels):
             message = _next_message(receiver, child)
@@ -95,12 +95,13 @@ def _checks_in_child(backend_name, kernel_dir, kernels, stop_at_first_failure, p
             yield kernels[done], (results if kind == "checked" else RuntimeError(payload))
             unusable = kind != "checked" or any(result.repeats for result in results)
             done, results = done + 1, []
+            said_all = unusable or done == len(kernels)
             if unusable:  # the child ends here: the kernels left go to a fresh one
                 return done
         return done
-    finally:
+    finally:  # also on ctrl-C, or when the caller stops early: then the child is ended at once
         receiver.close()
-        child.join(timeout=0 if stuck else 5)  # one that has sent its last message is ending
+        child.join(timeout=5 if said_all else 0)  # one that has sent its last message is ending
         if child.is_alive():  # on a GPU its context, and a launch still running in it, end with it
             child.kill()
             child.join()

@@ -11,6 +11,8 @@ import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -93,3 +95,55 @@ def test_an_interruption_that_lands_in_a_finalizer_still_ends_the_command(capsys
     assert main() == 128 + signal.SIGINT
     assert capsys.readouterr().err == "prog: interrupted (SIGINT)\n"
     assert interrupts._pending is None  # forgotten once it has ended the command
+
+
+HELD_MAIN = """
+import ctypes, sys
+from nn_cuda import interrupts
+interrupts.GRACE_SECONDS = 2
+
+@interrupts.ends_in_one_line_when_interrupted("prog")
+def main():
+    print("ready", flush=True)
+    ctypes.CDLL(sys.argv[1]).wait_forever()
+
+sys.exit(main())
+"""
+#: a call into C that never returns and does not hold the GIL (ctypes lets it go), as CUDA's wait for
+#: a launch that never ends (CuPy lets the GIL go there): no signal handler of Python runs in between
+WAIT_FOREVER = '#include <unistd.h>\nextern "C" void wait_forever() { for (;;) pause(); }\n'
+
+
+@pytest.mark.parametrize("received", [signal.SIGINT, signal.SIGTERM])
+def test_a_command_still_running_after_an_interruption_is_ended_with_one_line(received, tmp_path):
+    # On an H100 a training whose kernel never ended still ran 20 s after Ctrl-C, and after SIGTERM
+    from nn_cuda.host_compiler import find_compiler
+
+    (tmp_path / "wait.cpp").write_text(WAIT_FOREVER)
+    subprocess.run([find_compiler(), "-shared", "-fPIC", "-o", str(tmp_path / "wait.so"), str(tmp_path / "wait.cpp")],
+                   check=True)
+    job = subprocess.Popen([sys.executable, "-c", HELD_MAIN, str(tmp_path / "wait.so")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert job.stdout.readline() == "ready\n"
+        time.sleep(1)  # into the call
+        job.send_signal(received)
+        _, stderr = job.communicate(timeout=60)
+    finally:
+        job.kill()
+    assert job.returncode == 128 + received
+    assert stderr == (f"prog: interrupted ({received.name}), and still running 2 s later (a GPU launch that never "
+                      "ends?): ended now\n")
+
+
+def test_a_command_that_ends_leaves_no_watcher_and_python_s_wakeup_fd_as_it_was():
+    from nn_cuda import interrupts
+
+    @interrupts.ends_in_one_line_when_interrupted("prog")
+    def main():
+        assert any(thread.name == "nn_cuda interruption watcher" for thread in threading.enumerate())
+        return 0
+
+    assert main() == 0
+    assert signal.set_wakeup_fd(-1) == -1
+    assert not any(thread.name == "nn_cuda interruption watcher" for thread in threading.enumerate())

@@ -3,7 +3,10 @@ run here on the CPU runner: the same results as in the calling process; a child 
 is killed and the kernel after it runs in a fresh one; a child that ends is a verdict, not a hang."""
 
 import multiprocessing
+import os
 import shutil
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +56,26 @@ def test_a_child_that_stops_answering_is_killed_and_the_next_kernel_runs_in_a_fr
     assert "the kernel did not finish" in spun_results[0].hint
     assert len(after_results) == 8 and all(result.passed for result in after_results)
     assert not multiprocessing.active_children()
+
+
+def test_ctrl_c_while_a_child_checks_ends_the_child_at_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "600")
+    folder = copy_with(tmp_path, "    T sum = T(0);\n    if (j < cols) {", "    T sum = T(0);\n    " + SPIN + "\n    if (j < cols) {")
+    sent = []
+
+    def ctrl_c():  # in the middle of the wait for the child
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Timer(5, ctrl_c).start()
+    # Python's own handler (a command module imported by another test leaves one of its own)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(kernel_check_runs.run_checks("cuda-cpu", folder, OPS, isolate=True))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert not multiprocessing.active_children() and time.monotonic() - sent[0] < 2  # killed, not waited for
 
 
 def test_a_kernel_that_ends_its_process_is_a_verdict_and_the_next_kernel_still_runs(tmp_path):
