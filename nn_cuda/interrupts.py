@@ -33,9 +33,10 @@ def ends_in_one_line_when_interrupted(prog: str):
     def decorate(main):
         @functools.wraps(main)
         def main_ending_in_one_line(*args, **kwargs):
-            with _sigterm_raises_terminated(), _ended_if_still_running_after_an_interruption(prog):
+            with _sigterm_raises_terminated():
                 try:
-                    return main(*args, **kwargs)
+                    with _ended_if_still_running_after_an_interruption(prog):
+                        return main(*args, **kwargs)
                 except KeyboardInterrupt as interruption:
                     received = signal.SIGTERM if isinstance(interruption, Terminated) else signal.SIGINT
                     print(f"{prog}: interrupted ({received.name})", file=sys.stderr)
@@ -63,38 +64,50 @@ def _ended_if_still_running_after_an_interruption(prog: str):
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)
-    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    watcher = threading.Thread(target=_end_if_still_running, args=(prog, read_end), daemon=True,
-                               name="nn_cuda interruption watcher")
-    watcher.start()
+    read_end = write_end = previous = watcher = None
+    # the set-up with both signals held back: an interruption lands before it or after it, never
+    # half-way (the watcher, started meanwhile, keeps them held back and never takes one itself)
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
     try:
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        watcher = threading.Thread(target=_end_if_still_running, args=(prog, read_end), daemon=True,
+                                   name="nn_cuda interruption watcher")
+        watcher.start()
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         yield
     finally:
-        signal.set_wakeup_fd(previous)
-        os.close(write_end)  # the watcher reads the end of the pipe, and ends
-        watcher.join()
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+        if write_end is not None:
+            os.close(write_end)  # the watcher reads the end of the pipe, and ends
+        if watcher is not None and watcher.ident is not None:
+            watcher.join()
+        if read_end is not None:
+            os.close(read_end)
+
+
+#: the interruptions the watcher acts on
+_WATCHED = (signal.SIGINT, signal.SIGTERM)
 
 
 def _end_if_still_running(prog: str, read_end: int) -> None:
-    try:
-        received = b"\0"
-        while received[0] not in (signal.SIGINT, signal.SIGTERM):  # others with a Python handler pass
-            received = os.read(read_end, 1)
-            if not received:  # the command ended without an interruption
-                return
-        deadline = time.monotonic() + GRACE_SECONDS
-        while (left := deadline - time.monotonic()) > 0:
-            if select.select([read_end], [], [], left)[0] and not os.read(read_end, 1):
-                return  # the command ended in time
-        number = signal.Signals(received[0])
-        print(f"{prog}: interrupted ({number.name}), and still running {GRACE_SECONDS} s later (a GPU "
-              "launch that never ends?): ended now", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(128 + number)
-    finally:
-        os.close(read_end)
+    received = b"\0"
+    while received[0] not in _WATCHED:  # other signals with a Python handler pass
+        received = os.read(read_end, 1)
+        if not received:  # the command ended without an interruption
+            return
+    deadline = time.monotonic() + GRACE_SECONDS
+    while (left := deadline - time.monotonic()) > 0:
+        if select.select([read_end], [], [], left)[0] and not os.read(read_end, 1):
+            return  # the command ended in time
+    number = signal.Signals(received[0])
+    print(f"{prog}: interrupted ({number.name}), and still running {GRACE_SECONDS} s later (a GPU "
+          "launch that never ends?): ended now", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(128 + number)
 
 
 def _end_now_if_threads_remain(status: int) -> None:

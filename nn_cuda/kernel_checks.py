@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from . import kernel_info, kernel_launch
-from .relative_errors import relative_error
 from .backends import get_backend
+from .relative_errors import relative_error
 
 #: (M, N, K), smallest first: multiples of no tile of the ladder, then the course's 800 x 10 x 1000
 GEMM_SIZES = ((1, 1, 1), (17, 31, 33), (33, 65, 17), (65, 33, 100), (800, 10, 1000))
