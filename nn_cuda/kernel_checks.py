@@ -150,6 +150,11 @@ def _gemm_hint(algo: str, case: Case, got, wrong, read_beta_passed: bool, untran
     return "compare one element by hand: C[i, j] = alpha * sum_k op(A)[i, k] op(B)[k, j] + beta * C[i, j]"
 
 
+_OUT_OF_BOUNDS_HINT = ("an access past the end of an array: guard every load and store with the matrix bounds "
+                       "(i < M, j < N, k < K), and every shared-memory index with the tile's size")
+#: after a CUDA error, which names no thread and no line
+_WHERE_ON_THE_CPU = ("A GPU does not say where: run the same check with --backend cuda-cpu, whose CPU runner names "
+                     "the block, the thread and the line of the kernel file")
 _BETA_ZERO_HINT = ("with beta = 0, C holds garbage (NaN here) and must not be read: beta * C is NaN when C is "
                    "NaN, so write alpha * acc alone when beta == 0")
 
@@ -166,8 +171,11 @@ def _error_hint(message: str, case: Case, timed_out: bool) -> str:
                 "that the grid and the bounds tests reach every element, and that shared memory is stored "
                 "before it is read")
     if any(word in message for word in ("outside", "out of bounds", "past the end", "invalid memory access")):
-        return ("an access past the end of an array: guard every load and store with the matrix bounds "
-                "(i < M, j < N, k < K), and every shared-memory index with the tile's size")
+        return _OUT_OF_BOUNDS_HINT
+    if "cudaErrorIllegalAddress" in message or "cudaErrorMisalignedAddress" in message:
+        return f"{_OUT_OF_BOUNDS_HINT}. {_WHERE_ON_THE_CPU}"
+    if "cudaErrorAssert" in message or "cudaErrorLaunchFailure" in message:
+        return f"a device assert() failed, or __trap() ran, or a fault the GPU does not name. {_WHERE_ON_THE_CPU}"
     if "__syncthreads" in message or "race" in message or "barrier" in message:
         return ("shared memory is read before every thread has written it (or written while others still "
                 "read it): a __syncthreads() goes after the tiles are stored and another after they are used")

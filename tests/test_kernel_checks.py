@@ -183,6 +183,24 @@ def test_an_unwritten_element_of_an_element_wise_kernel_is_named(tmp_path, monke
     assert "never written" in failure.hint
 
 
+@pytest.mark.parametrize("error, hint", [
+    ("cudaErrorIllegalAddress: an illegal memory access was encountered", "an access past the end of an array"),
+    ("cudaErrorAssert: device-side assert triggered", "a device assert() failed"),
+    ("cudaErrorLaunchFailure: unspecified launch failure", "__trap() ran"),
+])
+def test_a_cuda_error_gets_a_hint_that_names_the_cpu_runner(error, hint):
+    class FaultingGpu:  # a launch that ended in a CUDA error, in CuPy's words (as an H100 gave them)
+        def to_device(self, array):
+            return array
+
+        def col_sum(self, *args):
+            raise RuntimeError(error)
+
+    [result] = kernel_checks.check_op(FaultingGpu(), "col_sum")  # one: every later case would repeat it
+    assert not result.passed and result.repeats and error in result.detail
+    assert hint in result.hint and "run the same check with --backend cuda-cpu" in result.hint
+
+
 # ---- grade --kernels -----------------------------------------------------------------------------
 
 
