@@ -99,11 +99,14 @@ def _write(path, arrays: dict) -> None:
 
 def _save_elsewhere(arrays: dict) -> str:
     """Write the checkpoint to a new file of the system's temporary folder; say where, or why not."""
+    rescue = None
     try:
         descriptor, rescue = tempfile.mkstemp(prefix="nn_cuda-weights-", suffix=".npz")
         os.close(descriptor)
         _write(rescue, arrays)
     except (OSError, OutputError) as error:
+        if rescue is not None:  # the empty file mkstemp made: nothing of the weights is in it
+            Path(rescue).unlink(missing_ok=True)
         return (f"saving them to {tempfile.gettempdir()} instead failed too ({error}): "
                 "the trained weights are lost")
     return f"the weights were saved to {rescue} instead"

@@ -43,6 +43,20 @@ ADVICE = {
 }
 
 
+def write_each(*writers) -> None:
+    """Call every writer of `writers` (None: nothing to write), also after one has failed, so that an
+    output that cannot be written costs no other; then one OutputError naming every failure."""
+    failures = []
+    for writer in writers:
+        try:
+            if writer is not None:
+                writer()
+        except OutputError as error:
+            failures.append(str(error))
+    if failures:
+        raise OutputError("; ".join(failures))
+
+
 def write_text(path, text: str) -> None:
     """Write `text` (UTF-8) to `path` atomically."""
     write_bytes(path, text.encode("utf-8"))

@@ -16,7 +16,8 @@ with ends_in_one_line_while_starting("nn_cuda.train"):
     from . import parallel
     from .config import parse_args
     from .grading import course_config, run_grade
-    from .training import USER_ERRORS, run
+    from .relative_errors import THRESHOLDS
+    from .training import USER_ERRORS, TrainingError, run
 
 
 @ends_in_one_line_when_interrupted("nn_cuda.train")
@@ -30,7 +31,11 @@ def main(argv=None) -> int:
             if cfg.grade:
                 graded = cfg if cfg.grade == 4 else course_config(cfg.grade, cfg.replace(quiet=True))
                 return 0 if run_grade(cfg.grade, graded, Path("Outputs")) else 1
-            run(cfg)
+            result = run(cfg)
+            if not result.get("matches_reference", True):  # -s (on the root rank): its FAIL is the run's
+                raise TrainingError(f"-s: the parameters differ from the NumPy reference's by more than "
+                                    f"{THRESHOLDS[cfg.dtype]:g} (the course's {cfg.dtype} threshold): the FAIL "
+                                    "rows above")
     except USER_ERRORS as exc:
         return failed("nn_cuda.train", exc)
     return 0

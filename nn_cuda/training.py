@@ -34,7 +34,7 @@ from .data import DataError, load_dataset, split_dataset
 from .divergence import DivergenceWatch
 from .interrupts import raise_if_interrupted
 from .profiling import PhaseTimer, timed_step
-from .outputs import OutputError, atomic_file, check_output_paths
+from .outputs import OutputError, atomic_file, check_output_paths, write_each
 
 DEFAULT_HIDDEN = 1000
 
@@ -587,14 +587,6 @@ def report_run(run: PreparedRun, history: History) -> dict:
         + (f"; kernels compiled and loaded before it in {history.load_seconds:.2f} s)"
            if backend.compiles_at_first_launch else ")")
     )
-    failures = []
-
-    def write(output) -> None:
-        try:
-            output()
-        except OutputError as error:
-            failures.append(str(error))
-
     def save() -> None:
         save_checkpoint(cfg.save, final, hidden=run.hidden, dataset=splits.dataset, dtype=cfg.dtype, lr=cfg.lr,
                         reg=cfg.reg, epochs=cfg.epochs, steps=history.steps, pixels=cfg.pixels)
@@ -604,14 +596,9 @@ def report_run(run: PreparedRun, history: History) -> dict:
         write_predictions(cfg.predictions, test_pred)
         log(f"wrote {len(test_pred)} test predictions to {cfg.predictions}")
 
-    if cfg.save:
-        write(save)
-    if cfg.predictions:
-        write(predictions)
-    if cfg.history or cfg.profile:
-        write(lambda: write_run_records(cfg.replace(hidden=run.hidden), result, run.timer, log))
-    if failures:
-        raise OutputError("; ".join(failures))
+    write_each(save if cfg.save else None, predictions if cfg.predictions else None,
+               (lambda: write_run_records(cfg.replace(hidden=run.hidden), result, run.timer, log))
+               if cfg.history or cfg.profile else None)
     if cfg.seq:
         from .relative_errors import report_comparison
 

@@ -261,6 +261,9 @@ def test_train_command_with_fgsm_saves_a_checkpoint_and_reports_robustness(tmp_p
     (["--async", "--overlap"], "--overlap"),  # --async splits the work its own way
     (["--async", "--comm", "nccl"], "--comm"),
     (["--async", "--parallel", "model"], "--parallel"),
+    (["--staleness-log", "s.json"], "--staleness-log"),  # --async's own: a serial run wrote nothing, exit 0
+    (["--max-staleness", "5"], "--max-staleness"),
+    (["--check-interval", "5"], "--check-interval"),
 ])
 def test_flags_that_would_be_ignored_are_refused(flags, named, capsys):
     with pytest.raises(SystemExit) as stop:

@@ -133,6 +133,21 @@ def test_train_seq_and_debug_compare_with_the_reference(tmp_path, monkeypatch, c
     assert [r.split("\t")[0] for r in rows[1:]] == ["0", "2", "4"]
 
 
+def test_train_seq_that_fails_the_comparison_fails_the_run(tmp_path, monkeypatch, capsys):
+    # -s printed FAIL on every row and exited 0 (found under mpirun: the model-parallel float64 run of
+    # docs/mpi.md); a threshold no error can meet makes every row fail here
+    from nn_cuda import relative_errors
+    from nn_cuda.train import main as train_main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(relative_errors.THRESHOLDS, "float32", -1.0)
+    assert train_main(["--dataset", "mnist-sample", "--quiet", "-n", "16", "--max-steps", "2", "-s"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("FAIL") == 4
+    assert captured.err == ("nn_cuda.train: error: -s: the parameters differ from the NumPy reference's by more "
+                            "than -1 (the course's float32 threshold): the FAIL rows above\n")
+
+
 def test_grade_under_mpiexec_compares_the_data_parallel_run(tmp_path):
     import os
     import subprocess

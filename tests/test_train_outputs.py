@@ -21,10 +21,10 @@ def leftovers(folder: Path) -> list:
     return sorted(p.name for p in folder.rglob("*.part"))
 
 
-def break_folder_during_training(monkeypatch, folder: Path) -> None:
-    """After the output paths are checked and the data loaded, `folder` becomes a file: the writes
-    at the end of the training fail as on a disk that filled up meanwhile."""
-    load_splits = training.load_splits
+def break_folder_during_training(monkeypatch, folder: Path, module=training) -> None:
+    """After the output paths are checked and the data loaded (by `module`'s load_splits), `folder`
+    becomes a file: the writes at the end of the training fail as on a disk that filled up meanwhile."""
+    load_splits = module.load_splits
 
     def load_then_break(*args, **kwargs):
         splits = load_splits(*args, **kwargs)
@@ -32,7 +32,7 @@ def break_folder_during_training(monkeypatch, folder: Path) -> None:
         folder.write_text("")
         return splits
 
-    monkeypatch.setattr(training, "load_splits", load_then_break)
+    monkeypatch.setattr(module, "load_splits", load_then_break)
 
 
 def test_weights_that_cannot_be_saved_go_to_the_temporary_folder(tmp_path, monkeypatch, capsys):
@@ -63,6 +63,41 @@ def test_weights_that_cannot_be_saved_anywhere_are_said_lost(tmp_path, monkeypat
     assert line.startswith(f"nn_cuda.train: error: {out / 'w.npz'}: {out} is a file, not a folder; "
                            f"saving them to {tmp_path / 'no-such-folder'} instead failed too")
     assert line.endswith("the trained weights are lost")
+
+
+def test_a_rescue_that_fails_too_leaves_no_empty_file(tmp_path, monkeypatch, capsys):
+    # the rescue's write failing (a full disk) left mkstemp's empty nn_cuda-weights-*.npz behind
+    from nn_cuda import checkpoint
+    from nn_cuda.outputs import OutputError
+
+    out, rescue = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    rescue.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(rescue))
+
+    def disk_full(path, arrays):
+        raise OutputError(f"{path}: cannot write it (No space left on device)")
+
+    monkeypatch.setattr(checkpoint, "_write", disk_full)
+    assert train.main([*SMALL, "--max-steps", "1", "--save", str(out / "w.npz")]) == 1
+    assert capsys.readouterr().err.rstrip().endswith("the trained weights are lost")
+    assert list(rescue.iterdir()) == []
+
+
+def test_adversarial_outputs_are_written_when_the_save_fails(tmp_path, monkeypatch, capsys):
+    # a failed --save stopped --json from being written (and, with --async, --staleness-log)
+    from nn_cuda.adversarial import cli
+    from nn_cuda.adversarial.cli import main as adversarial_main
+
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    report = tmp_path / "report.json"
+    break_folder_during_training(monkeypatch, out, cli)
+    assert adversarial_main(["train", *SMALL, "--max-steps", "1", "--eval-limit", "20", "--save",
+                             str(out / "w.npz"), "--json", str(report)]) == 1
+    assert f"{out / 'w.npz'}: {out} is a file, not a folder" in capsys.readouterr().err
+    assert report.is_file()
 
 
 def test_a_fifo_as_output_stops_the_run_before_training(tmp_path, capsys):

@@ -25,6 +25,7 @@ from ..data import DATASETS
 from ..divergence import likely_cause
 from ..errors import failed
 from ..interrupts import ends_in_one_line_when_interrupted
+from ..outputs import write_each
 from ..parallel.serial import SerialBatches
 from ..training import (USER_ERRORS, Diverged, check_kernels_written, check_memory, check_output_paths,
                         check_ranks_share_the_data, emulation_note, evaluation_limit, first_rows,
@@ -173,6 +174,13 @@ def refused_flags(cfg: TrainConfig, adversarial_args) -> str | None:
     if adversarial_args.async_ and cfg.print_every:
         reasons.setdefault("--async splits the work its own way: rank 0 updates, the other ranks attack",
                            []).append(f"-p/--print-every {cfg.print_every}")
+    if not adversarial_args.async_:
+        async_only = [flag for flag, given in (("--check-interval", adversarial_args.check_interval != 1),
+                                               ("--max-staleness", adversarial_args.max_staleness is not None),
+                                               ("--staleness-log", adversarial_args.staleness_log is not None))
+                      if given]
+        if async_only:
+            reasons["settings of --async, whose generator ranks a serial run does not have"] = async_only
     if adversarial_args.attack == "fgsm":
         pgd_only = [flag for flag, given in (("--alpha", adversarial_args.alpha is not None),
                                              ("--steps", adversarial_args.steps is not None),
@@ -222,22 +230,29 @@ def nothing_saved(diverged: Diverged, cfg: TrainConfig) -> Diverged:
     return Diverged(f"{diverged}; nothing was written to --save {cfg.save}") if cfg.save else diverged
 
 
-def _final_report(backend, params, cfg, adversarial_args, splits, result: dict, log) -> dict:
+def _final_report(backend, params, cfg, adversarial_args, splits, result: dict, log, staleness_log=None) -> dict:
+    """The robustness table, then every output (`staleness_log`: --async's record), each written also
+    when another cannot be."""
     x, y = splits.x_test, splits.y_test
     rows = robustness(backend, params, backend.to_device(x), backend.to_device(y), adversarial_args.eval_eps,
                       adversarial_args.eval_steps, batch=cfg.batch, pixel_max=model.pixel_max(cfg.pixels))
     log(f"robustness on {x.shape[0]} test images (PGD k={adversarial_args.eval_steps}, alpha = 2.5 eps / k):")
     log(format_table(rows))
     result["robustness"] = [r.__dict__ for r in rows]
-    if cfg.save:
+
+    def save() -> None:
         save_checkpoint(cfg.save, params.to_host(), hidden=params.hidden, dataset=splits.dataset,
                         dtype=cfg.dtype, lr=cfg.lr, reg=cfg.reg, epochs=cfg.epochs, pixels=cfg.pixels,
                         attack=adversarial_args.attack, eps=adversarial_args.eps,
                         alpha=adversarial_args.alpha, steps=adversarial_args.steps,
                         asynchronous=adversarial_args.async_)
         log(f"saved parameters to {cfg.save}")
-    if adversarial_args.json:
+
+    def report() -> None:
         write_json(adversarial_args.json, {**result, "machine": run_machine(cfg, adversarial_args, result)})
+
+    write_each(save if cfg.save else None, report if adversarial_args.json else None,
+               (lambda: write_json(adversarial_args.staleness_log, staleness_log)) if staleness_log else None)
     return result
 
 
@@ -374,13 +389,9 @@ def run_train_async(cfg, adversarial_args, log=print) -> dict | None:
                "send_seconds": result.send_seconds, "history": epoch_records,
                "staleness_histogram": {str(k): v for k, v in histogram.items()},
                "max_staleness": max_staleness}
-    # _final_report saves the weights first
-    report = _final_report(backend, params, cfg, adversarial_args, splits, summary, log)
-    if adversarial_args.staleness_log:
-        write_json(adversarial_args.staleness_log,
-                   {"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches, "epochs": epochs,
-                    "log": result.log})
-    return report
+    staleness_log = {"ranks": size, "max_staleness": max_staleness, "n_batches": n_batches, "epochs": epochs,
+                     "log": result.log} if adversarial_args.staleness_log else None
+    return _final_report(backend, params, cfg, adversarial_args, splits, summary, log, staleness_log)
 
 
 # ---- the command ----------------------------------------------------------------------------
