@@ -287,6 +287,28 @@ def test_a_library_is_built_once_then_loaded_from_the_cache(tmp_path, monkeypatc
     assert naive_library(check=True) != first  # the checking build is its own
 
 
+BUILD_ONE = """
+import sys
+from nn_cuda.cuda_cpu import RawModule
+RawModule(code='extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }', check=False).get_function("k")
+print("loaded", flush=True)
+"""
+
+
+def test_processes_that_need_the_same_library_build_it_once(tmp_path):
+    # Four MPI ranks on a cold cache each compiled the library, and one rank's record next to another
+    # rank's library read as a damaged build ("building it again", and again)
+    env = {**os.environ, "NN_CUDA_CACHE_DIR": str(tmp_path / "cache")}
+    jobs = [subprocess.Popen([sys.executable, "-c", BUILD_ONE], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    finished = [job.communicate(timeout=300) for job in jobs]
+    assert [out for out, _ in finished] == ["loaded\n"] * 4, finished
+    errors = "".join(err for _, err in finished)
+    compiled = [line for line in errors.splitlines() if line.startswith("nn_cuda: compiling")]
+    assert compiled and len(compiled) == len(set(compiled)), errors  # each object once: the code, the runtime
+    assert "building it again" not in errors, errors
+
+
 def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch):
     # A header two levels down, named .h (not .cuh): its edit must change the library that is loaded,
     # for the CPU build and in the code the CuPy backend hands to CuPy's compile cache.

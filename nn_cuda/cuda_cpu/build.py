@@ -348,7 +348,11 @@ def _cached_library(manifest: Path, suffix: str) -> Path | None:
 
 def _built(plan: _Plan) -> Path:
     """The cached library of a plan, built first if missing or if a file it was built from changed."""
-    return _cached_library(plan.manifest, plan.suffix) or _compile(plan)
+    cached = _cached_library(plan.manifest, plan.suffix)
+    if cached:
+        return cached
+    with build_cache.building(plan.manifest):  # another process may be building it: then it is there after
+        return _cached_library(plan.manifest, plan.suffix) or _compile(plan)
 
 
 def code_library(code: str, flags, instances, check: bool, name: str | None = None, workers: bool = True) -> Path:

@@ -19,6 +19,8 @@ one makes the next lookup build again.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import stat
@@ -57,6 +59,21 @@ def folder() -> Path:
     if stat.S_IMODE(info.st_mode) & 0o077:
         os.chmod(path, 0o700)
     return path
+
+
+@contextlib.contextmanager
+def building(manifest: Path):
+    """The build of the library that `manifest` names, by one process at a time (an exclusive lock on a
+    file of its own beside it, released when the process ends): MPI ranks that need the same library
+    build it once, the others wait and then find it stored, and none reads it half stored (a library
+    and its record are renamed into place one after the other)."""
+    descriptor = os.open(manifest.with_name(f".{manifest.name}.lock"),
+                         os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def digest_path(library: Path) -> Path:
