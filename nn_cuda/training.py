@@ -104,12 +104,15 @@ def check_ranks_share_the_data(comm, splits: Splits) -> None:
     that the job ends with one message."""
     if comm is None or comm.size == 1:
         return
-    fingerprints = comm.allgather(data_fingerprint(splits))
+    # where each rank found its files may differ (another machine's copy): it is said, not compared
+    found = comm.allgather((data_fingerprint(splits), splits.source))
+    fingerprints = [fingerprint for fingerprint, _ in found]
     others = [r for r, f in enumerate(fingerprints) if f != fingerprints[0]]
     if others:
         def describe(r):
-            name, sizes, _ = fingerprints[r]
-            return f"rank {r}: {name} ({sizes[0]} train / {sizes[1]} val / {sizes[2]} test)"
+            (name, sizes, digest), source = found[r]
+            return (f"rank {r}: {name} from {source} ({sizes[0]} train / {sizes[1]} val / {sizes[2]} test, "
+                    f"contents {digest[:8]})")
 
         raise TrainingError(
             "the ranks did not load the same data (" + "; ".join(describe(r) for r in [0, *others[:3]])

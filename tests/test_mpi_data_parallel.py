@@ -16,8 +16,10 @@ within 30 s.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -496,7 +498,28 @@ def test_ranks_that_found_different_data_stop_before_training(tmp_path, command)
     assert result.returncode != 0
     assert seconds < 30
     assert result.stderr.count("the ranks did not load the same data") == 1, result.stderr
-    assert "rank 0: mnist (3600 train" in result.stderr and "rank 1: mnist-sample (3600 train" in result.stderr
+    assert f"rank 0: mnist from {copy} (3600 train" in result.stderr
+    assert f"rank 1: mnist-sample from {REPO / 'data' / 'mnist-sample'} (3600 train" in result.stderr
+
+
+@pytestmark_mpi
+@pytest.mark.mpi
+def test_ranks_whose_files_differ_in_one_pixel_are_told_apart_by_their_contents(tmp_path):
+    # the same name and sizes on both ranks: the message said the same thing of each
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO / "data" / "mnist-sample", copy)
+    images = copy / "t10k-images-idx3-ubyte.gz"
+    with gzip.open(images) as stream:
+        data = bytearray(stream.read())
+    data[-1] ^= 0xFF  # the last pixel of the last test image
+    with gzip.open(images, "wb") as stream:
+        stream.write(bytes(data))
+    flags = [sys.executable, "-m", *DATA_USING_COMMANDS["train"]]
+    result, _ = mpiexec(["-n", 1, *flags, ":", "-n", 1, *flags, "--data-dir", copy])
+    assert result.returncode != 0
+    descriptions = re.findall(r"rank \d: mnist-sample from \S+ \(3600 train / \d+ val / \d+ test, contents (\w+)\)",
+                              result.stderr)
+    assert len(descriptions) == 2 and descriptions[0] != descriptions[1], result.stderr
     assert "validation accuracy" not in result.stdout
 
 
