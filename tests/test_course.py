@@ -178,6 +178,33 @@ def test_training_with_an_unwritten_mpi_task_ends_in_one_line_naming_it(tmp_path
             f"write it, then python -m nn_cuda.course check {folder} checks it") in run.stderr
 
 
+@pytest.mark.parametrize("task, body, expected", [
+    # every rank takes the whole batch: the gradient counted twice, and a run that ended as if right
+    ("mpi_rows", "    return 0, batch_rows", r"rows_of_rank\(100, 2, r\) for r = 0..1 gives \[\(0, 100\), \(0, 100\)\]: "
+     r"the shares must cover rows 0..99 once"),
+    # the remainder dropped: the last batch (3600 = 36 x 100 exactly, so -b 7: 3600 % 7 = 2 rows) loses rows
+    ("mpi_rows", "    share = batch_rows // ranks\n    return rank * share, (rank + 1) * share",
+     r"rows_of_rank\(7, 2, r\) for r = 0..1 gives \[\(0, 3\), \(3, 6\)\]"),
+    # an allreduce left out: every rank trains on its own share alone
+    ("mpi_allreduce", "    pass", r"the ranks' parameters differ after training \(2 versions\): allreduce_gradients must "
+     r"leave every rank with the sum over all ranks; python -m nn_cuda.course check .* mpi_allreduce checks it"),
+])
+def test_training_with_a_wrong_mpi_task_ends_in_one_line_naming_it(tmp_path, task, body, expected):
+    folder = tmp_path / "me"
+    workspace.start(folder)
+    fill(folder, task, lambda reference: body)
+    fill(folder, "mpi_allreduce" if task == "mpi_rows" else "mpi_rows")
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    batch = "7" if "share" in body else "100"
+    run = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "nn_cuda.train", "--dataset", "mnist-sample",
+                          "-n", "16", "-b", batch, "--max-steps", "3", "--quiet", "--mpi-task",
+                          str(folder / "data_parallel.py")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=os.environ)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert re.search(f"nn_cuda.train: error: --mpi-task {re.escape(str(folder / 'data_parallel.py'))}: {expected}",
+                     run.stderr), run.stderr
+
+
 def test_training_on_a_workspace_with_unwritten_kernels_refuses_naming_the_first(tmp_path, monkeypatch, capsys):
     from nn_cuda.train import main as train_main
 

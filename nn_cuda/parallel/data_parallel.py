@@ -88,6 +88,21 @@ def _not_written_is_one_line(function, path: str):
     return student_function
 
 
+def check_task_split(rows_of_rank, rows: int, batch: int, size: int, path: str) -> None:
+    """ParallelError, on every rank alike and before training, when a student's rows_of_rank does not
+    split each batch of this run (`batch` rows, and the last one's `rows % batch`) into contiguous
+    shares that cover it once, in rank order: a run on such a split would train on rows dropped or
+    counted twice, and end as if nothing were wrong."""
+    for m in sorted({min(batch, rows), rows % batch} - {0}, reverse=True):
+        shares = [tuple(rows_of_rank(m, size, r)) for r in range(size)]
+        starts, stops = [share[0] for share in shares], [share[-1] for share in shares]
+        if starts[0] != 0 or stops[-1] != m or starts[1:] != stops[:-1] or any(lo > hi for lo, hi in shares):
+            raise ParallelError(
+                f"--mpi-task {path}: rows_of_rank({m}, {size}, r) for r = 0..{size - 1} gives {shares}: the shares "
+                f"must cover rows 0..{m - 1} once, one after the other in rank order; python -m nn_cuda.course "
+                f"check {Path(path).parent} mpi_rows checks it")
+
+
 class DataParallelBatches:
     """This rank's rows of every mini-batch, with the interface of train.SerialBatches.
 
@@ -206,6 +221,8 @@ class DataParallel:
     # ---- before training ----
     def make_batches(self, backend, x, y, cfg) -> DataParallelBatches:
         rows_of_rank = self.task.rows_of_rank if self.task else rank_range
+        if self.task:
+            check_task_split(rows_of_rank, x.shape[0], cfg.batch, self.size, self.task.__file__)
         return DataParallelBatches(backend, x, y, cfg.batch, self.rank, self.size, cfg.shuffle, cfg.seed,
                                    rows_of_rank)
 
@@ -262,6 +279,12 @@ class DataParallel:
         """
         host = params.backend.to_host(params.flat)
         digests = self.comm.allgather(hashlib.blake2b(host.tobytes(), digest_size=16).hexdigest())
+        if len(set(digests)) > 1 and self.task:  # with the student's allreduce, the likely cause
+            path = self.task.__file__
+            raise ParallelError(f"--mpi-task {path}: the ranks' parameters differ after training "
+                                f"({len(set(digests))} versions): allreduce_gradients must leave every rank with "
+                                f"the sum over all ranks; python -m nn_cuda.course check {Path(path).parent} "
+                                "mpi_allreduce checks it")
         if len(set(digests)) > 1:
             self.broadcast_parameters(params)
             log(f"note: the ranks' parameters differed after training ({len(set(digests))} versions); "
