@@ -36,21 +36,24 @@ def gpu_name() -> str | None:
         return None
 
 
-def benchmark_command() -> str:
+def benchmark_command(backend: str | None = None) -> str:
     """This benchmark's command line as typed: `python -m nn_cuda.bench gemm ...`, or
     `python scripts/bench_lr.py ...` for a study of scripts/ (commands that are not benchmarks put
-    their own line in the record)."""
+    their own line in the record), after the variables that change what `backend` runs
+    (command_line)."""
     script = Path(sys.argv[0])
     started = [f"scripts/{script.name}"] if script.parent.name == "scripts" else ["-m", "nn_cuda.bench"]
-    return " ".join([Path(sys.executable).name, *started, *sys.argv[1:]])
+    return command_line([Path(sys.executable).name, *started, *sys.argv[1:]], backend)
 
 
-def machine_info() -> dict:
+def machine_info(backend: str | None = None) -> dict:
+    """The machine, the date and the command of a record (`backend`: the one measured, whose
+    variables the command shows)."""
     import numpy as np
 
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": benchmark_command(),
+        "command": benchmark_command(backend),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -84,7 +87,7 @@ RUN_VARIABLES = {
 }
 
 
-def command_line(words: list[str], backend: str, environ=None) -> str:
+def command_line(words: list[str], backend: str | None, environ=None) -> str:
     """`words` as a shell command, after the variables of RUN_VARIABLES[backend] that are set
     (`NN_CUDA_CPU_CHECK=1 python ...`)."""
     environ = os.environ if environ is None else environ

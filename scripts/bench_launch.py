@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     backend, numpy = get_backend(args.backend), get_backend("numpy")
     ops, baseline = operations(backend), operations(numpy)
-    info = machine_info()
+    info = machine_info(args.backend)
     print(f"one launch of each operation at its smallest size on {args.backend} ({args.repeat} launches, "
           f"median); machine: {machine_line(info)}")
     rows = [{"operation": name, "python_calls": python_calls(call),

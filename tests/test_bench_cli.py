@@ -130,6 +130,10 @@ BAD_FLAGS = [
     ("scaling", ["--gemm", "bogus"], "--gemm bogus"),
     ("scaling", ["--backend", "tpu"], "--backend"),
     ("scaling", ["--parallel", "hybrid", "--model-ranks", "3", "--ranks", "1,2"], "--model-ranks 3"),
+    # a job that would fail on every rank (the first jobs ran, then a traceback, no record)
+    ("scaling", ["--ranks", "1,2,3", "--batch", "2"], "--ranks 3 with --parallel data"),
+    ("scaling", ["--parallel", "model", "--ranks", "3", "--hidden", "2"], "--hidden 2"),
+    ("scaling", ["--comm", "nccl"], "--comm nccl"),
 ]
 
 

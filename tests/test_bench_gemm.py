@@ -14,7 +14,9 @@ Timing (CUDA events, % of cuBLAS) needs a GPU and is not tested here.
 
 import json
 import math
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +29,23 @@ from nn_cuda.relative_errors import relative_error
 def records_of(path):
     data = json.loads(path.read_text())
     return data, data["results"]
+
+
+def test_a_record_of_other_kernels_says_so_in_its_command_and_output(tmp_path, monkeypatch, capsys):
+    # a copy of kernels/ with a wrong naive GEMM, timed through NN_CUDA_KERNEL_DIR: the record read
+    # `python -m nn_cuda.bench gemm --backend cuda-cpu ...`, the project's kernels failing
+    import shutil
+
+    copy = tmp_path / "mykernels"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "kernels", copy)
+    monkeypatch.setenv("NN_CUDA_KERNEL_DIR", str(copy))
+    monkeypatch.setattr(sys, "argv", ["nn_cuda.bench", "gemm", "--backend", "cuda-cpu"])
+    out = tmp_path / "gemm.json"
+    assert gemm.main(["--backend", "cuda-cpu", "--algo", "naive", "--sizes", "9x5x3", "--trans", "NN",
+                      "--json", str(out)]) == 0
+    data, _ = records_of(out)
+    assert data["machine"]["command"].startswith(f"NN_CUDA_KERNEL_DIR={copy} python")
+    assert f"kernels: {copy} (NN_CUDA_KERNEL_DIR)" in capsys.readouterr().out
 
 
 def test_simulated_numba_kernels_pass_without_timing(tmp_path, capsys):

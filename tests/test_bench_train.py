@@ -53,6 +53,16 @@ def test_bench_train_writes_consistent_numbers(tmp_path):
     assert set(row["phases"]["ms_per_step"]) >= {"forward_gemm", "backward_gemm", "elementwise", "update"}
 
 
+def test_a_comparison_with_pytorch_that_cannot_run_is_said_skipped(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(bench_train, "import_torch", lambda: None)  # as where torch is not installed
+    out = tmp_path / "train.json"
+    assert bench_train.main(["--hidden", "8", "--batch", "16", "--rounds", "1", "--steps", "1", "--warmup", "1",
+                             "--phase-steps", "1", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "PyTorch does not import here: the comparison with it is skipped" in printed
+    assert f"wrote {out}" in printed
+
+
 def test_bench_train_rejects_zero_rounds(capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench_train.main(["--rounds", "0"])

@@ -49,15 +49,19 @@ WARMUP = 3
 MAX_COPIES = 256
 
 
-def _numpy_ms(problem) -> float:
-    """The same product by NumPy (its BLAS) on the host, one call after a warm-up: the baseline an
-    emulated call is compared with in the same run."""
+def _numpy_ms(problem, repeat: int) -> float:
+    """The same product by NumPy (its BLAS) on the host, the median of `repeat` calls after a warm-up:
+    the baseline an emulated call is compared with in the same run (one call swung 100-fold on a
+    loaded 2-core machine: 0.24 ms, 60 ms and 24 ms in three runs of a 256^3 product)."""
     a = problem.A.T if problem.trans_a else problem.A
     b = problem.B.T if problem.trans_b else problem.B
     np.matmul(a, b)
-    started = time.perf_counter()
-    ALPHA * np.matmul(a, b) + BETA * problem.C
-    return 1e3 * (time.perf_counter() - started)
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        ALPHA * np.matmul(a, b) + BETA * problem.C
+        samples.append(1e3 * (time.perf_counter() - started))
+    return statistics.median(samples)
 
 
 # ---- command line -------------------------------------------------------------------------------
@@ -93,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--trans", default="NN",
                    help="comma-separated transpose cases among NN, NT, TN, TT (op(A), op(B)); default NN")
-    p.add_argument("--repeat", type=int, default=20, help="timed calls per case (median reported, >= 10)")
+    p.add_argument("--repeat", type=int, default=20,
+                   help="timed calls per case (median reported, >= 10); on the CPU runner, of the NumPy baseline "
+                        "(its kernels take seconds: one call each)")
     p.add_argument("--json", metavar="PATH", help="write the results here")
     return p
 
@@ -235,13 +241,15 @@ def main(argv=None) -> int:
     timer = gpu_events(backend)  # None exactly when not `timed`
     arch = timer.arch() if timer is not None and backend_name == "cupy" else None
 
-    info = machine_info()
+    info = machine_info(backend_name)
     if timer is not None:
         info["device"] = timer.describe()
         info["gpu"] = info.get("gpu") or info["device"]["gpu"]
     print(f"GEMM C <- {ALPHA:g} op(A) op(B) + {BETA:g} C, {args.dtype}, backend {backend_name}, "
           f"inputs in [0, 1), tolerance (K + 3) (u + u_64)")
     print(f"machine: {machine_line(info)}")
+    if backend.runs_kernel_files:  # whose kernels are timed: the project's, or NN_CUDA_KERNEL_DIR's
+        print(kernel_info.describe_kernel_dir())
     records, failures = [], []
     cases = [(size, trans) for size in sizes for trans in trans_cases]
     for (M, N, K), trans in tqdm(cases, unit="case", disable=not sys.stderr.isatty()):
@@ -269,8 +277,9 @@ def main(argv=None) -> int:
             if emulated:
                 started = time.perf_counter()
                 backend.gemm(A, B, C, alpha=ALPHA, beta=BETA, trans_a=trans_a, trans_b=trans_b, algo=algo)
-                record.update(emulated_ms=1e3 * (time.perf_counter() - started),
-                              numpy_ms=_numpy_ms(problem))
+                # one call of the emulated kernel (seconds, after check's call warmed it up); NumPy's median
+                record.update(emulated_ms=1e3 * (time.perf_counter() - started), emulated_calls=1,
+                              numpy_ms=_numpy_ms(problem, args.repeat), numpy_calls=args.repeat)
             if arch is not None:
                 found = _registers(algo, dtype, trans_a, trans_b, arch)
                 if found is not None:

@@ -39,7 +39,7 @@ from ..backends import BACKENDS
 from ..config import TrainConfig
 from ..arguments import comma_separated, non_negative_int, one_of, positive_int
 from ..parallel.mpi import find_mpiexec
-from ..records import machine_info, machine_line, write_json
+from ..records import command_line, machine_info, machine_line, write_json
 from ..report.markdown import printed, scaling_table
 from ..report.numbers import scaling_series
 from .common import backend_or_usage_error, mpi_child_environment, run_child
@@ -114,6 +114,29 @@ def configurations(args, ranks: list[int], overlaps: list[bool]) -> list[tuple[s
     return jobs
 
 
+def job_refusal(args, configs) -> str | None:
+    """What makes a job of `configs` fail on every rank before its first step, in the flags of this
+    command (--comm with the backend, a rank or data group without a row of each batch, a model
+    rank without a hidden unit), or None."""
+    from ..parallel import ParallelError
+    from ..parallel.allreduce import check_comm_mode
+
+    try:
+        check_comm_mode(args.comm, args.backend)
+    except ParallelError as error:
+        return str(error)
+    for strategy, _, p in configs:
+        model_ranks = {"data": 1, "model": p, "hybrid": args.model_ranks}[strategy]
+        groups = p // model_ranks
+        if groups > args.batch:
+            return (f"--ranks {p} with --parallel {strategy}: {groups} data groups cannot share batches of "
+                    f"--batch {args.batch} rows (each needs a row of every batch); raise --batch or leave {p} out")
+        if model_ranks > args.hidden:
+            return (f"--ranks {p} with --parallel {strategy}: {model_ranks} model ranks cannot share --hidden "
+                    f"{args.hidden} units (each needs one); raise --hidden or leave {p} out")
+    return None
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -125,9 +148,12 @@ def main(argv=None) -> int:
     if not configs:
         parser.error(f"--parallel hybrid with --model-ranks {args.model_ranks}: no P in --ranks "
                      f"{','.join(map(str, args.ranks))} is a multiple of it, so there is nothing to run")
-    info = machine_info()
+    refusal = job_refusal(args, configs)  # before any job: one that fails would end the others' results
+    if refusal:
+        parser.exit(2, f"{parser.prog}: error: {refusal}\n")
+    info = machine_info(args.backend)
     given = sys.argv[1:] if argv is None else list(argv)
-    info["command"] = " ".join(["python", "-m", "nn_cuda.bench", "scaling", *given])
+    info["command"] = command_line(["python", "-m", "nn_cuda.bench", "scaling", *given], args.backend)
     print(f"parallel scaling ({','.join(args.parallel)}): H={args.hidden} batch={args.batch} {args.dtype} "
           f"backend={args.backend} --comm {args.comm}, {args.samples} samples per epoch, "
           f"{args.threads} BLAS thread(s) per rank")

@@ -221,7 +221,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     dtype = np.dtype(args.dtype)
-    info = machine_info()
+    info = machine_info(args.backend)
     flop = flop_per_step(args.batch, args.hidden)
     probe = backend_or_usage_error(parser, args.backend)
     algos = list(dict.fromkeys(args.gemm.split(","))) if args.gemm else [probe.gemm_algo]
@@ -239,6 +239,8 @@ def main(argv=None) -> int:
         timers[name] = TorchStepTimer(torch, *shape, warmup=args.warmup,
                                       device="cuda" if probe.on_device else "cpu")
         rows.append({"name": name, "backend": "torch", "threads": torch.get_num_threads()})
+    elif not args.no_torch:
+        print("PyTorch does not import here: the comparison with it is skipped (pip install torch to have it)")
     if not probe.on_device:
         timers["GEMM floor"] = GemmFloor(*shape)
 
@@ -273,6 +275,7 @@ def main(argv=None) -> int:
     printed("train", payload, lambda result: train_table(result) + phases_table(phase_bars([result], [])))
     if args.json:
         write_json(args.json, payload)
+        print(f"wrote {args.json}")
     return 0
 
 
