@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     rows = []
     runs = 1 + 2 * len(args.ranks) * args.repeats  # the plain baseline, then serial and async per P
     with tempfile.TemporaryDirectory() as tmp, \
-            tqdm(total=runs, unit="run", disable=not sys.stderr.isatty()) as bar:
+            tqdm(total=runs, unit="run") as bar:
         folder = Path(tmp)
         bar.set_description("plain SGD baseline")
         plain = plain_baseline(args, folder, env)

@@ -181,7 +181,7 @@ def main(argv=None) -> int:
           + f" {'worst':>10s}")
     comparisons = len(args.lr) + 1 + len(args.hidden) + len(args.batch) + len(args.modes)
     # one bar over the comparisons (each trains twice: float64 NumPy, float32 under test)
-    with tqdm(total=comparisons, desc="diff", unit="comparison", disable=not sys.stderr.isatty()) as bar:
+    with tqdm(total=comparisons, desc="diff", unit="comparison") as bar:
         comparison = Comparison(backend, args.gemm, args.dataset, args.data_dir, args.seed, bar)
         rows = []
 

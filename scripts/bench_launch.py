@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     rows = [{"operation": name, "python_calls": python_calls(call),
              "launch_us": median_microseconds(call, args.repeat),
              "numpy_us": median_microseconds(baseline[name], args.repeat)}
-            for name, call in tqdm(ops.items(), unit="operation", disable=not sys.stderr.isatty())]
+            for name, call in tqdm(ops.items(), unit="operation")]
     payload = {"benchmark": "launch", "machine": info, "backend": args.backend, "config": vars(args),
                "results": rows}
     printed("launch", payload, launch_table)

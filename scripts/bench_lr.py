@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     splits = load_splits(base, log=print)
     results = []
     runs = [(lr, seed) for lr in args.lr for seed in args.seeds]
-    for lr, seed in tqdm(runs, desc="lr scan", unit="run", disable=not sys.stderr.isatty()):
+    for lr, seed in tqdm(runs, desc="lr scan", unit="run"):
         cfg = base.replace(lr=lr, seed=seed)
         row = {"lr": lr, "seed": seed, **nn_cuda_run(cfg, splits)}
         if torch is not None:

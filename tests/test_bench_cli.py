@@ -445,3 +445,11 @@ def test_gpu_check_times_numba_at_the_course_sizes_only(tmp_path):
     assert numba["command"][numba["command"].index("--sizes") + 1] == "800x1000x784,800x10x1000,800x100x1000"
     (cupy,) = [step for step in gpu_check.steps(tmp_path) if step["name"] == "bench gemm cupy"]
     assert "--sizes" not in cupy["command"]  # cuBLAS's comparison keeps the large sizes
+
+
+def test_a_benchmark_shows_its_progress_into_a_log_too(tmp_path):
+    # `./run.sh gemm > log 2>&1` was silent until each table (the bars showed on a terminal only)
+    result = subprocess.run([sys.executable, "-m", "nn_cuda.bench", "gemm", "--backend", "numpy", "--sizes",
+                             "9x5x3,7x3x2", "--trans", "NN"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "2/2" in result.stderr and "case" in result.stderr, result.stderr

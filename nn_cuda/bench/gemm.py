@@ -252,7 +252,7 @@ def main(argv=None) -> int:
         print(kernel_info.describe_kernel_dir())
     records, failures = [], []
     cases = [(size, trans) for size in sizes for trans in trans_cases]
-    for (M, N, K), trans in tqdm(cases, unit="case", disable=not sys.stderr.isatty()):
+    for (M, N, K), trans in tqdm(cases, unit="case"):
         trans_a, trans_b = TRANSPOSES[trans]
         problem = Problem(M, N, K, trans_a, trans_b, dtype)
         limit = tolerance(K, dtype)

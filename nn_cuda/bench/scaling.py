@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     print(f"machine: {machine_line(info)}")
     jobs = {config: [] for config in configs}
     # One mpiexec job at a time; a sweep takes minutes, so a terminal shows which job runs.
-    with tqdm(total=args.rounds * len(jobs), unit="job", disable=not sys.stderr.isatty()) as bar:
+    with tqdm(total=args.rounds * len(jobs), unit="job") as bar:
         for round_ in range(args.rounds):
             for strategy, overlap, p in jobs:
                 bar.set_description(f"round {round_ + 1}/{args.rounds}: {strategy} p={p}"

@@ -244,7 +244,7 @@ def main(argv=None) -> int:
     if not probe.on_device:
         timers["GEMM floor"] = GemmFloor(*shape)
 
-    with tqdm(total=args.rounds, desc="rounds", unit="round", disable=not sys.stderr.isatty()) as bar:
+    with tqdm(total=args.rounds, desc="rounds", unit="round") as bar:
         per_round = interleaved_rounds(timers, args.rounds, args.steps, progress=bar)
 
     floor = per_round.pop("GEMM floor", None)
