@@ -414,8 +414,10 @@ def simulated_threads_per_step(gemm: str, batch: int, hidden: int) -> int:
     return gemm_threads + 3 * batch * hidden + n_parameters
 
 
-def simulator_cost_note(cfg: TrainConfig, backend, hidden: int, steps: int) -> str | None:
-    """For Numba's simulator, how long this run will take when that is more than a minute."""
+def simulator_cost_note(cfg: TrainConfig, backend, hidden: int, steps: int,
+                        smaller: str = "-n 8 -b 32 --max-steps 2") -> str | None:
+    """For Numba's simulator, how long this run will take when that is more than a minute (`smaller`:
+    the flags of a run that takes seconds)."""
     if backend.name != "numba-sim":
         return None
     threads = simulated_threads_per_step(backend.gemm_algo, cfg.batch, hidden)
@@ -425,7 +427,7 @@ def simulator_cost_note(cfg: TrainConfig, backend, hidden: int, steps: int) -> s
     duration = f"{seconds / 3600:.0f} hours" if seconds >= 7200 else f"{seconds / 60:.0f} minutes"
     return (f"NOTE: numba-sim runs every CUDA thread as a Python thread, about {SIMULATED_THREADS_PER_SECOND:,} "
             f"a second on a 2-core machine: these {steps} steps launch about {threads:,} threads each, some "
-            f"{duration} in all; -n 8 -b 32 --max-steps 2 tries the kernels in seconds")
+            f"{duration} in all; {smaller} tries the kernels in seconds")
 
 
 def emulation_note(cfg: TrainConfig, backend) -> str | None:

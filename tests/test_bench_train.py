@@ -63,6 +63,23 @@ def test_a_comparison_with_pytorch_that_cannot_run_is_said_skipped(tmp_path, mon
     assert f"wrote {out}" in printed
 
 
+def test_a_simulated_benchmark_says_first_how_long_it_will_take(monkeypatch, capsys):
+    # bench train --backend numba-sim at its default sizes ran for hours (about 40 by the estimate) in
+    # silence; here a simulator slowed down on paper makes a tiny run long enough to be told
+    numba_config = pytest.importorskip("numba").config
+    if not numba_config.ENABLE_CUDASIM:
+        pytest.skip("backend numba-sim needs NUMBA_ENABLE_CUDASIM=1 before Numba is imported")
+    from nn_cuda import training
+
+    monkeypatch.setattr(training, "SIMULATED_THREADS_PER_SECOND", 1)
+    assert bench_train.main(["--backend", "numba-sim", "--hidden", "4", "--batch", "4", "--rounds", "1", "--steps",
+                             "1", "--warmup", "0", "--phase-steps", "0", "--no-torch"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("NOTE: numba-sim runs every CUDA thread as a Python thread") and "hours in all" in first
+    assert first.endswith("--hidden 8 --batch 16 --rounds 1 --steps 1 --warmup 1 --phase-steps 1 tries the "
+                          "kernels in seconds")
+
+
 def test_bench_train_rejects_zero_rounds(capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench_train.main(["--rounds", "0"])

@@ -35,9 +35,11 @@ from .. import model
 from ..arguments import non_negative_int, positive_int
 from ..profiling import PhaseTimer, timed_step
 from ..backends import BACKENDS
+from ..config import TrainConfig
 from ..records import machine_info, machine_line, write_json
 from ..report.markdown import phases_table, printed, train_table
 from ..report.numbers import phase_bars
+from ..training import simulator_cost_note
 from .common import backend_or_usage_error, host_seconds
 
 
@@ -226,6 +228,12 @@ def main(argv=None) -> int:
     probe = backend_or_usage_error(parser, args.backend)
     algos = list(dict.fromkeys(args.gemm.split(","))) if args.gemm else [probe.gemm_algo]
     backends = {algo: backend_or_usage_error(parser, args.backend, algo) for algo in algos}
+    for backend in backends.values():  # numba-sim at the default sizes: hours, said before they start
+        note = simulator_cost_note(TrainConfig(batch=args.batch), backend, args.hidden,
+                                   args.warmup + args.rounds * args.steps + args.phase_steps,
+                                   smaller="--hidden 8 --batch 16 --rounds 1 --steps 1 --warmup 1 --phase-steps 1")
+        if note:
+            print(note, flush=True)
     shape = (args.hidden, args.batch, dtype)
 
     timers, rows = {}, []
