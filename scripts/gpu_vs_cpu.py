@@ -22,6 +22,7 @@ from nn_cuda.interrupts import ends_in_one_line_while_starting
 with ends_in_one_line_while_starting("scripts/gpu_vs_cpu.py", running=__name__ == "__main__"):
     import argparse
     import sys
+    import zipfile
 
     import numpy as np
 
@@ -29,6 +30,7 @@ with ends_in_one_line_while_starting("scripts/gpu_vs_cpu.py", running=__name__ =
     from nn_cuda.bench.common import run_script
     from nn_cuda.bench.gemm import Problem
     from nn_cuda.course_gemm import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
+    from nn_cuda.outputs import OutputError, atomic_file, check_output_paths
     from nn_cuda.relative_errors import relative_error
 
 SEED = 0
@@ -53,8 +55,7 @@ def float64_gemm(key: str) -> np.ndarray | None:
     return problem(M, N, K).reference
 
 
-def save_gemms(backend_name: str, out: str) -> None:
-    backend = get_backend(backend_name)
+def save_gemms(backend, backend_name: str, out: str) -> None:
     results = {}
     for algo in backend.gemm_algos:
         for M, N, K in COURSE_GEMM_SIZES:
@@ -63,12 +64,28 @@ def save_gemms(backend_name: str, out: str) -> None:
             backend.gemm(A, B, C, GEMM_ALPHA, GEMM_BETA, algo=algo)
             results[gemm_key(algo, M, N, K)] = backend.to_host(C)
             print(f"{backend_name} {gemm_key(algo, M, N, K)}", flush=True)
-    np.savez(out, **results)
+    with atomic_file(out) as handle:  # under this very name (np.savez adds .npz to a name without it)
+        np.savez(handle, **results)
     print(f"wrote {out}")
 
 
+def load_arrays(path: str):
+    """The arrays of a .npz file; ValueError in one line where `path` is missing or holds none."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path} is not a .npz file of arrays, as `gemm --out` and `train --save` write "
+                         f"({type(error).__name__})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path} holds one array, not a .npz file of arrays as `gemm --out` and `train --save` "
+                         "write")
+    return data
+
+
 def compare(first: str, second: str) -> None:
-    a, b = np.load(first), np.load(second)
+    a, b = load_arrays(first), load_arrays(second)
     shared = [key for key in a.files if key in b.files]
     if not shared:
         sys.exit(f"{PROG}: error: {first} and {second} have no array in common")
@@ -100,7 +117,14 @@ def main(argv=None) -> int:
     both.add_argument("second")
     args = parser.parse_args(argv)
     if args.command == "gemm":
-        save_gemms(args.backend, args.out)
+        try:  # before the products: a path that cannot be written, a backend this machine lacks
+            check_output_paths({"--out": args.out})
+            backend = get_backend(args.backend)
+        except OutputError as error:
+            parser.exit(2, f"{PROG}: error: {error}\n")
+        except (ImportError, RuntimeError, ValueError) as error:
+            parser.exit(2, f"{PROG}: error: --backend {args.backend}: {error}\n")
+        save_gemms(backend, args.backend, args.out)
     else:
         compare(args.first, args.second)
     return 0

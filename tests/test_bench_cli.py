@@ -439,6 +439,25 @@ def test_gpu_vs_cpu_counts_the_bits_two_saves_share(tmp_path, monkeypatch, capsy
     assert float(first_error) < 1e-6 and float(second_error) < 1e-6
 
 
+def test_gpu_vs_cpu_refuses_in_one_line_what_it_cannot_read_or_write(tmp_path, monkeypatch, capsys):
+    # each of these was a traceback (or a misleading pickle message), one after all the products
+    import gpu_vs_cpu
+
+    monkeypatch.setattr(gpu_vs_cpu, "COURSE_GEMM_SIZES", [(4, 3, 2)])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit) as stop:
+        gpu_vs_cpu.main(["gemm", "--backend", "numpy", "--out", str(blocker / "g.npz")])
+    assert stop.value.code == 2 and "--out" in capsys.readouterr().err
+    (tmp_path / "record.json").write_text("{}")
+    for missing_or_not_npz in (tmp_path / "nothere.npz", tmp_path / "record.json"):
+        with pytest.raises(ValueError, match=f"{missing_or_not_npz}: no such file|{missing_or_not_npz} is not a .npz"):
+            gpu_vs_cpu.main(["compare", str(missing_or_not_npz), str(missing_or_not_npz)])
+    # a name without .npz is written under that very name, the one printed
+    assert gpu_vs_cpu.main(["gemm", "--backend", "numpy", "--out", str(tmp_path / "plain")]) == 0
+    assert (tmp_path / "plain").is_file() and f"wrote {tmp_path / 'plain'}" in capsys.readouterr().out
+
+
 def test_gpu_check_times_numba_at_the_course_sizes_only(tmp_path):
     # at 8000 x 10000 x 7840 Numba's naive kernel took about 1 s a call on an H200: the check took minutes
     (numba,) = [step for step in gpu_check.steps(tmp_path) if step["name"] == "bench gemm numba"]
