@@ -185,6 +185,23 @@ def test_kernel_resources_section_shows_each_instance_on_each_architecture(tmp_p
     assert "$ python -m nn_cuda.kernel_resources --json r.json" in section
 
 
+def test_every_diff_and_resources_record_is_shown_not_the_last_alone(tmp_path):
+    # results/diff.json (NumPy) and diff_cupy.json (a GPU): the report showed the last one read only
+    results = write_inputs(tmp_path / "results")
+    for kind in ("diff", "resources"):
+        data = json.loads((results / f"{kind}.json").read_text())
+        data["machine"]["command"] += " --second"
+        if kind == "diff":
+            data["config"]["tested"] = "cupy float32"
+        (results / f"{kind}_second.json").write_text(json.dumps(data))
+    assert main(["--results", str(results), "--out", str(tmp_path / "out"), "--no-pdf"]) == 0
+    text = (tmp_path / "out" / "REPORT.md").read_text()
+    correctness = text[text.index("## 4. Correctness"):text.index("## 5.")]
+    assert "numpy float32 against numpy float64" in correctness and "cupy float32 against numpy float64" in correctness
+    resources = text[text.index("### Kernel resources and occupancy"):text.index("## 2. Training step")]
+    assert resources.count("$ python -m nn_cuda.kernel_resources --json r.json") == 2
+
+
 def test_kernel_resources_section_names_spills_and_says_when_it_has_no_input(tmp_path):
     results = write_inputs(tmp_path / "results")
     data = json.loads((results / "resources.json").read_text())

@@ -211,11 +211,9 @@ def launch_section(results) -> list[str]:
 def resources_section(results) -> list[str]:
     """What ptxas gives each kernel instance, its launch block, and the occupancy those allow."""
     lines, found = _opening(results, "### Kernel resources and occupancy", "resources")
-    if not found:
-        return lines
-    result = found[-1]
-    lines += resources_table(result)
-    lines += _sources([result]) + [""]
+    for result in found:  # each record (one per GPU architecture set, say), none left out
+        lines += resources_table(result)
+        lines += _sources([result]) + [""]
     return lines
 
 
@@ -432,14 +430,14 @@ def correctness_section(results, figures, out_dir) -> list[str]:
     from ..grading import COURSE_MODES
 
     lines, diff = _opening(results, "## 4. Correctness: float32 against the float64 reference", "diff")
-    if diff:
-        result = diff[-1]
+    lines += [EXPLANATION, ""] if diff else []
+    for result in diff:  # each record (one per backend measured), none left out
         data = result.data
         config = data["config"]
         lines += [f"{config['tested']} against {config['reference']}, final weights, from the same initial "
                   f"weights and batches, on `{config['dataset']}`; base run {config['base']}, one setting varied "
                   "at a time. Relative l2 errors (the course's measures, `nn_cuda.relative_errors`); "
-                  "`worst` is the largest of the max-norm and l2 errors of all four.", "", EXPLANATION, ""]
+                  "`worst` is the largest of the max-norm and l2 errors of all four.", ""]
         rows = []
         for r in data["results"]:
             if "errors" not in r:
@@ -459,7 +457,8 @@ def correctness_section(results, figures, out_dir) -> list[str]:
               f"when every relative error is at most {relative_errors.THRESHOLDS['float32']:g} (float32) or "
               f"{relative_errors.THRESHOLDS['float64']:g} (float64). Mode 4 is the GEMM test. The last column is "
               "measured: float32 at the mode's settings against float64 (`python scripts/bench_diff.py`).", ""]
-    measured = {m["mode"]: m for m in (diff[-1].data.get("modes", []) if diff else [])}
+    with_modes = [result for result in diff if result.data.get("modes")]
+    measured = {m["mode"]: m for m in (with_modes[-1].data["modes"] if with_modes else [])}
     rows = []
     for mode, settings in COURSE_MODES.items():
         lr32, ep32 = settings["float32"]
@@ -473,7 +472,11 @@ def correctness_section(results, figures, out_dir) -> list[str]:
         rows.append([mode, lr32, ep32, lr64, ep64, found])
     lines += table(["mode", "float32 lr", "float32 epochs", "float64 lr", "float64 epochs",
                      "worst error float32 vs float64"], rows) + [""]
-    lines += _figure(figures.get("correctness"), "float32 against float64", out_dir)
+    if with_modes:
+        lines += _sources(with_modes[-1:]) + [""]
+    if diff:  # the figure draws the last record (figures.correctness)
+        lines += _figure(figures.get("correctness"), f"float32 against float64, {diff[-1].data['config']['tested']}",
+                         out_dir)
     return lines
 
 
