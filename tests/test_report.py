@@ -202,6 +202,16 @@ def test_every_diff_and_resources_record_is_shown_not_the_last_alone(tmp_path):
     assert resources.count("$ python -m nn_cuda.kernel_resources --json r.json") == 2
 
 
+def test_two_training_runs_alike_are_told_apart_by_their_files(tmp_path):
+    # the plain and the checking-mode runs of the CPU runner read as the same row twice
+    results = write_inputs(tmp_path / "results")
+    (results / "history_again.json").write_text((results / "history.json").read_text())
+    assert main(["--results", str(results), "--out", str(tmp_path / "out"), "--no-pdf"]) == 0
+    text = (tmp_path / "out" / "REPORT.md").read_text()
+    curves = text[text.index("## 5."):]
+    assert "(`history.json`) |" in curves and "(`history_again.json`) |" in curves
+
+
 def test_kernel_resources_section_names_spills_and_says_when_it_has_no_input(tmp_path):
     results = write_inputs(tmp_path / "results")
     data = json.loads((results / "resources.json").read_text())

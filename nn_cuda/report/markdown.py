@@ -485,9 +485,12 @@ def learning_section(results, figures, out_dir) -> list[str]:
     history = results.of("history")
     if history:
         rows = []
-        for result in history:
+        labels = [numbers.history_label(result.data) for result in history]
+        for result, label in zip(history, labels):
             last = result.data["epochs"][-1]
-            rows.append([numbers.history_label(result.data), last["epoch"], fmt(last.get("loss"), ".4f"),
+            if labels.count(label) > 1 and result.path is not None:  # two runs alike: their files tell them apart
+                label = f"{label} (`{result.path.name}`)"
+            rows.append([label, last["epoch"], fmt(last.get("loss"), ".4f"),
                          fmt(last.get("val_acc"), ".4f"),
                          fmt(last.get("test_acc", result.data.get("test_acc")), ".4f")])
         lines += table(["run", "epochs", "final loss", "validation accuracy", "test accuracy"], rows) + [""]
