@@ -5,7 +5,7 @@ sheet:
 
     bandwidth   bytes per second of a large array copy (read + write counted),
     FLOP rate   the best GFLOP/s of the vendor GEMM (cuBLAS through CuPy on a GPU, NumPy's BLAS on
-                the CPU) over square sizes up to --max-size,
+                the CPU) over square sizes up to --max-size and the course's sizes,
 
 and the vendor GEMM's rate on the course's problem sizes, each with its arithmetic intensity
 2 M N K / (bytes of A, B, C read and C written). Each time is the fastest of --repeat calls (on a
@@ -31,6 +31,9 @@ with ends_in_one_line_while_starting("scripts/bench_roofline.py", running=__name
     from nn_cuda.bench.common import host_seconds, run_script
 
 SMALLEST_SQUARE = 512  # the squares measured are 512, 1024, ... up to --max-size
+#: the smallest copy that measures memory, not a cache: 2 x 64 MiB moved exceeds an H200's 60 MB of L2
+#: and the last-level caches of most hosts (not the largest server parts: keep the default there)
+SMALLEST_COPY_MIB = 64
 
 
 class _Host:
@@ -70,7 +73,9 @@ def build_parser():
     p = argparse.ArgumentParser(prog="python scripts/bench_roofline.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--copy-mib", type=positive_int, default=256, help="size of the copied array (MiB)")
+    p.add_argument("--copy-mib", type=positive_int, default=256,
+                   help=f"size of the copied array (MiB), >= {SMALLEST_COPY_MIB}: a copy that fits in a cache "
+                        "measures the cache (a 1-MiB one gave 84 GB/s on a 2-core machine)")
     p.add_argument("--max-size", type=int_at_least(SMALLEST_SQUARE), default=None,
                    help=f"largest square GEMM, >= {SMALLEST_SQUARE} (default 8192 on a GPU, 2048 on the CPU)")
     p.add_argument("--repeat", type=positive_int, default=10, help="calls timed; the fastest counts")
@@ -85,7 +90,11 @@ def _copy_seconds(device, xp, n, dtype, repeat) -> float:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.copy_mib < SMALLEST_COPY_MIB:
+        parser.error(f"--copy-mib must be at least {SMALLEST_COPY_MIB}: a smaller copy fits in a cache and "
+                     "measures it, not the memory")
     device = _device()
     xp, dtype = device.xp, np.dtype(args.dtype)
     info = machine_info()

@@ -111,6 +111,7 @@ BAD_FLAGS = [
     ("scaling", ["--warmup-steps", "-1"], "--warmup-steps"),
     ("roofline", ["--repeat", "0"], "--repeat"),
     ("roofline", ["--copy-mib", "0"], "--copy-mib"),
+    ("roofline", ["--copy-mib", "1"], "--copy-mib must be at least 64"),  # it measured the cache
     ("roofline", ["--max-size", "100"], "--max-size"),
     ("adversarial", ["--ranks", "2,1"], "--ranks"),
     ("adversarial", ["--eval-eps", "0.1,2"], "--eval-eps"),
@@ -310,7 +311,7 @@ def test_arithmetic_intensity_by_hand():
 
 def test_roofline_measures_the_squares_and_the_course_sizes(tmp_path, capsys):
     out = tmp_path / "roofline.json"
-    assert roofline.main(["--copy-mib", "1", "--max-size", "1023", "--repeat", "2", "--json", str(out)]) == 0
+    assert roofline.main(["--copy-mib", "64", "--max-size", "1023", "--repeat", "2", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     # the GPU through CuPy where there is one (as on a GPU machine), else the CPU
     assert data["benchmark"] == "roofline" and data["device"] == roofline._device().name
