@@ -581,3 +581,18 @@ def test_ranks_whose_images_differ_in_a_few_rows_hold_different_data():
     other[410:500] = rng.random((90, 784))
     assert data_fingerprint(splits(images[:800])) != data_fingerprint(splits(other))
     assert data_fingerprint(splits(images[:800])) == data_fingerprint(splits(images[:800].copy()))
+
+
+NO_MPI4PY = "import sys; sys.modules['mpi4py'] = None; from nn_cuda.train import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_mpirun_without_mpi4py_says_so_once(tmp_path):
+    # every rank printed the same line (4 lines under mpirun -n 4); rank 0 says it, the others end quietly
+    runs = {}
+    for rank in (0, 1):
+        env = {**os.environ, "PMI_RANK": str(rank), "PMI_SIZE": "2"}
+        runs[rank] = subprocess.run([sys.executable, "-c", NO_MPI4PY, *TRAIN_FLAGS], capture_output=True, text=True,
+                                    timeout=120, cwd=tmp_path, env=env)
+    assert runs[0].returncode == runs[1].returncode == 1
+    assert "mpi4py cannot be imported" in runs[0].stderr and "pip install -e .[mpi]" in runs[0].stderr
+    assert runs[1].stderr == "", runs[1].stderr

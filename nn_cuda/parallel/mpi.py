@@ -396,8 +396,10 @@ def abort_job(message: str, exit_code: int = 1) -> None:
         # only abort once this rank has started MPI too, so start it before waiting.
         try:
             import_mpi()
-        except ParallelError:
-            pass  # no mpi4py: no rank can abort the others, each one prints and exits
+        except ParallelError as missing:  # no mpi4py: no rank can abort the others, each one exits
+            if str(missing) in message:  # this very error, which every rank has: rank 0 says it, once
+                sys.stdout.flush()
+                os._exit(exit_code)
         time.sleep(NON_ROOT_GRACE_SECONDS)
     prefix = f"[rank {rank}/{size}] "
     sys.stdout.flush()
