@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from .launcher import world_from_environment
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program was, as Ctrl-C raises KeyboardInterrupt."""
@@ -156,7 +158,9 @@ def ends_in_one_line_while_starting(prog: str, running: bool = True):
 
 
 def _interrupted_while_starting(prog: str):
-    print(f"{prog}: interrupted ({signal.SIGINT.name})", file=sys.stderr)
+    world = world_from_environment()
+    if world is None or world.rank == 0:  # mpirun passes Ctrl-C to every rank: rank 0 says it, once
+        print(f"{prog}: interrupted ({signal.SIGINT.name})", file=sys.stderr)
     raise SystemExit(128 + signal.SIGINT) from None
 
 

@@ -147,3 +147,21 @@ def test_a_command_that_ends_leaves_no_watcher_and_python_s_wakeup_fd_as_it_was(
     assert main() == 0
     assert signal.set_wakeup_fd(-1) == -1
     assert not any(thread.name == "nn_cuda interruption watcher" for thread in threading.enumerate())
+
+
+@pytest.mark.parametrize("rank, said", [("0", True), ("1", False)])
+def test_under_mpirun_what_every_rank_would_say_alike_is_said_by_rank_0_alone(rank, said, monkeypatch, capsys):
+    # a Ctrl-C in a command's first 0.3 s, and nn_cuda.adversarial's usage: once a rank before (4 lines
+    # with mpirun -n 4), as the launcher passes the signal, and the command line, to every rank
+    from nn_cuda import interrupts
+    from nn_cuda.adversarial.cli import main as adversarial_main
+
+    monkeypatch.setenv("PMI_RANK", rank)
+    monkeypatch.setenv("PMI_SIZE", "4")
+    with pytest.raises(SystemExit) as stop:
+        interrupts._interrupted_while_starting("prog")
+    assert stop.value.code == 128 + signal.SIGINT
+    assert (capsys.readouterr().err == "prog: interrupted (SIGINT)\n") == said
+    assert adversarial_main([]) == 2 and adversarial_main(["bogus"]) == 2
+    printed = capsys.readouterr()
+    assert bool(printed.out + printed.err) == said

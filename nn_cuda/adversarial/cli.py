@@ -407,15 +407,16 @@ USAGE = f"""usage: {PROG} {{eval,train}} ...
 @ends_in_one_line_when_interrupted(PROG)
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    parallel.share_cores_between_ranks()  # under mpirun: each rank's BLAS gets its share of the cores
+    command, rest = (argv[0], argv[1:]) if argv else (None, [])
     if command not in ("eval", "train"):
-        print(f"{PROG}: error: unknown command {command!r}; choose eval or train ({PROG} --help)",
-              file=sys.stderr)
-        return 2
+        with parallel.output_on_root_only():  # under mpirun: once, not once a rank
+            if command in (None, "-h", "--help"):
+                print(USAGE)
+                return 0 if argv else 2
+            print(f"{PROG}: error: unknown command {command!r}; choose eval or train ({PROG} --help)",
+                  file=sys.stderr)
+            return 2
+    parallel.share_cores_between_ranks()  # under mpirun: each rank's BLAS gets its share of the cores
     with parallel.output_on_root_only():
         if command == "eval":
             args = eval_parser().parse_args(rest)

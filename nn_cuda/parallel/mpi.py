@@ -29,9 +29,9 @@ import termios
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass
 
 from ..interrupts import Terminated
+from ..launcher import world_from_environment
 from .course_task import rows_of_rank
 
 #: the values of --parallel
@@ -45,33 +45,6 @@ class ParallelError(Exception):
 
 
 # ---- who am I --------------------------------------------------------------------------------
-
-# (rank variable, size variable) that MPI launchers set in every process they start.
-LAUNCHER_VARIABLES = (
-    ("PMI_RANK", "PMI_SIZE"),  # MPICH and Intel MPI (mpiexec.hydra), srun --mpi=pmi2
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),  # Open MPI
-    ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),  # MVAPICH
-    ("PMIX_RANK", "SLURM_STEP_NUM_TASKS"),  # srun --mpi=pmix
-)
-
-
-@dataclass(frozen=True)
-class World:
-    rank: int
-    size: int
-
-
-def world_from_environment(environ=None) -> World | None:
-    """The rank and size an MPI launcher gave this process, or None when no launcher started it."""
-    environ = os.environ if environ is None else environ
-    for rank_variable, size_variable in LAUNCHER_VARIABLES:
-        if rank_variable in environ and size_variable in environ:
-            try:
-                return World(int(environ[rank_variable]), int(environ[size_variable]))
-            except ValueError:
-                continue
-    return None
-
 
 def launched_by_mpi() -> bool:
     """True when mpirun/mpiexec/srun started this process (even with one rank)."""
