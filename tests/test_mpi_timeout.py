@@ -98,6 +98,7 @@ def test_a_stopped_generator_of_the_asynchronous_pipeline_ends_the_job_naming_it
     assert status != 0, output
     lines = [line for line in output.splitlines() if "did not complete within --mpi-timeout 3 s" in line]
     assert len(lines) == 1 and "rank 2 gave no sign of life" in lines[0], output
+    assert "rank 0 never reached a collective" not in lines[0], output  # it waits on the stopped rank
     assert_no_rank_left(ranks)
 
 

@@ -264,14 +264,16 @@ def run_updater(comm, backend, params: model.Parameters, n_batches: int, epochs:
         comm.Recv([receive_buffer, _mpi_float(MPI, params.dtype)], source=g, tag=TAG_BATCH, status=status)
         count = status.Get_count(_mpi_float(MPI, params.dtype))
         n = (count - HEADER) // (params.n_in + 1)
-        if g in ack_requests:
-            ack_requests[g].Wait()
-        ack_buffers[g][0] = u
-        ack_requests[g] = comm.Isend(ack_buffers[g], dest=g, tag=TAG_ACK)
-        # Finish the weight messages to g now, while g is inside MPI waiting for them: a large
-        # message moves only while both ranks make MPI progress, and otherwise g would wait
-        # until this update is done (which would serialise the pipeline).
-        MPI.Request.Waitall(sends_to[g])
+        # waits on g too: the watchdog names them (a generator stopped here read as rank 0 "stuck computing")
+        with waiting_in(f"the messages to generator {g}"):
+            if g in ack_requests:
+                ack_requests[g].Wait()
+            ack_buffers[g][0] = u
+            ack_requests[g] = comm.Isend(ack_buffers[g], dest=g, tag=TAG_ACK)
+            # Finish the weight messages to g now, while g is inside MPI waiting for them: a large
+            # message moves only while both ranks make MPI progress, and otherwise g would wait
+            # until this update is done (which would serialise the pipeline).
+            MPI.Request.Waitall(sends_to[g])
         sends_to[g] = []
         result.wait_seconds += time.perf_counter() - waiting_since
         images = n * params.n_in
