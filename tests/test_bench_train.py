@@ -80,6 +80,21 @@ def test_a_simulated_benchmark_says_first_how_long_it_will_take(monkeypatch, cap
                           "kernels in seconds")
 
 
+def test_phases_far_from_the_step_are_said_by_the_benchmark_as_by_the_report(monkeypatch, capsys):
+    # the benchmark printed phases adding up to 121 ms against an untimed 11.9-ms step without a word;
+    # the report said the machine's speed had changed
+    from types import SimpleNamespace
+
+    far = [{"label": "nn_cuda numpy/numpy", "ms": {"forward_gemm": 100.0, "update": 21.0}, "plain_ms": 11.9,
+            "source": SimpleNamespace(on_gpu=False)}]
+    monkeypatch.setattr(bench_train, "phase_bars", lambda train, profile: far)
+    monkeypatch.setattr(bench_train, "phases_table", lambda bars: [])
+    assert bench_train.main(["--hidden", "8", "--batch", "16", "--rounds", "1", "--steps", "1", "--warmup", "1",
+                             "--phase-steps", "1", "--no-torch"]) == 0
+    assert ("the phases add up to 121.0 ms against 11.9 ms untimed.** The two are measured one after the other"
+            in capsys.readouterr().out)
+
+
 def test_bench_train_rejects_zero_rounds(capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench_train.main(["--rounds", "0"])

@@ -37,7 +37,7 @@ from ..profiling import PhaseTimer, timed_step
 from ..backends import BACKENDS
 from ..config import TrainConfig
 from ..records import machine_info, machine_line, write_json
-from ..report.markdown import phases_table, printed, train_table
+from ..report.markdown import phase_notes, phases_table, printed, train_table
 from ..report.numbers import phase_bars
 from ..training import simulator_cost_note
 from .common import backend_or_usage_error, host_seconds
@@ -280,7 +280,8 @@ def main(argv=None) -> int:
     payload = {"benchmark": "train", "machine": info, "config": vars(args), "flop_per_step": flop,
                "baseline": baseline, "results": rows}
     print(f"training step; machine: {machine_line(info)}")
-    printed("train", payload, lambda result: train_table(result) + phases_table(phase_bars([result], [])))
+    printed("train", payload, lambda result: train_table(result) + phases_table(phase_bars([result], []))
+            + phase_notes(phase_bars([result], [])))
     if args.json:
         write_json(args.json, payload)
         print(f"wrote {args.json}")

@@ -332,6 +332,26 @@ def phases_table(bars) -> list[str]:
             + table(["run", *PHASES, "untimed ms/step"], rows) + [""])
 
 
+def phase_notes(bars) -> list[str]:
+    """What a phase breakdown far from its untimed step means: a host-bound GPU step, or a machine whose
+    speed changed between the two measurements (printed by bench train as in the report)."""
+    lines = []
+    for bar in bars:
+        total, plain = sum(bar["ms"].values()), bar["plain_ms"]
+        if not plain or abs(total - plain) <= 0.25 * plain:
+            continue
+        if bar["source"].on_gpu and total < plain:  # CUDA events time the GPU's work alone
+            lines += [f"**{bar['label']}: {total:.2f} ms of GPU work in a {plain:.2f}-ms step.** The "
+                      "step is bound by the host (Python and the kernel launches): the GPU waits for "
+                      "work for the rest of each step.", ""]
+        else:
+            lines += [f"**{bar['label']}: the phases add up to {total:.1f} ms against {plain:.1f} ms "
+                      "untimed.** The two are measured one after the other, so a difference this large "
+                      "means the machine's speed changed between them (a shared or throttled machine); "
+                      "rerun the benchmark before reading much into either.", ""]
+    return lines
+
+
 def train_section(results, figures, out_dir) -> list[str]:
     lines, train = _opening(results, "## 2. Training step", "train")
     profile = results.of("profile")
@@ -339,20 +359,7 @@ def train_section(results, figures, out_dir) -> list[str]:
         lines += train_table(result) + _sources([result]) + [""]
     bars = numbers.phase_bars(train, profile)
     if bars:
-        lines += phases_table(bars)
-        for bar in bars:
-            total, plain = sum(bar["ms"].values()), bar["plain_ms"]
-            if not plain or abs(total - plain) <= 0.25 * plain:
-                continue
-            if bar["source"].on_gpu and total < plain:  # CUDA events time the GPU's work alone
-                lines += [f"**{bar['label']}: {total:.2f} ms of GPU work in a {plain:.2f}-ms step.** The "
-                          "step is bound by the host (Python and the kernel launches): the GPU waits for "
-                          "work for the rest of each step.", ""]
-            else:
-                lines += [f"**{bar['label']}: the phases add up to {total:.1f} ms against {plain:.1f} ms "
-                          "untimed.** The two are measured one after the other, so a difference this large "
-                          "means the machine's speed changed between them (a shared or throttled machine); "
-                          "rerun the benchmark before reading much into either.", ""]
+        lines += phases_table(bars) + phase_notes(bars)
     elif train:
         lines += ["*No phase breakdown in the inputs* (`python -m nn_cuda.bench train` writes one unless "
                   "`--phase-steps 0`).", ""]
