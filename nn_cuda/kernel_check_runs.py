@@ -76,8 +76,8 @@ def _checks_in_child(backend_name, kernel_dir, kernels, stop_at_first_failure, p
     try:
         while done < len(kernels):
             message = _next_message(receiver, child)
-            if message in (_SILENT, _ENDED):
-                stuck = message is _SILENT
+            if isinstance(message, str):  # _SILENT or _ENDED: the child is stuck, or ended without a word
+                stuck = message == _SILENT
                 if not stuck:
                     child.join(timeout=5)  # its status: it has closed its end, and is ending
                 why = (f"not finished after {CASE_SECONDS} s (on a GPU nothing stops a launch that never ends: "

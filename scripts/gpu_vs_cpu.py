@@ -26,8 +26,8 @@ with ends_in_one_line_while_starting("scripts/gpu_vs_cpu.py", running=__name__ =
 
     import numpy as np
 
-    from nn_cuda.backends import BACKENDS, get_backend
-    from nn_cuda.bench.common import run_script
+    from nn_cuda.backends import BACKENDS
+    from nn_cuda.bench.common import backend_or_usage_error, run_script
     from nn_cuda.bench.gemm import Problem
     from nn_cuda.course_gemm import COURSE_GEMM_SIZES, GEMM_ALPHA, GEMM_BETA
     from nn_cuda.outputs import OutputError, atomic_file, check_output_paths
@@ -119,12 +119,9 @@ def main(argv=None) -> int:
     if args.command == "gemm":
         try:  # before the products: a path that cannot be written, a backend this machine lacks
             check_output_paths({"--out": args.out})
-            backend = get_backend(args.backend)
         except OutputError as error:
             parser.exit(2, f"{PROG}: error: {error}\n")
-        except (ImportError, RuntimeError, ValueError) as error:
-            parser.exit(2, f"{PROG}: error: --backend {args.backend}: {error}\n")
-        save_gemms(backend, args.backend, args.out)
+        save_gemms(backend_or_usage_error(parser, args.backend), args.backend, args.out)
     else:
         compare(args.first, args.second)
     return 0

@@ -43,8 +43,10 @@ def test_a_record_of_other_kernels_says_so_in_its_command_and_output(tmp_path, m
     out = tmp_path / "gemm.json"
     assert gemm.main(["--backend", "cuda-cpu", "--algo", "naive", "--sizes", "9x5x3", "--trans", "NN",
                       "--json", str(out)]) == 0
-    data, _ = records_of(out)
+    data, (record,) = records_of(out)
     assert data["machine"]["command"].startswith(f"NN_CUDA_KERNEL_DIR={copy} python")
+    # the emulated call against NumPy's median of --repeat calls (one NumPy call swung 100-fold)
+    assert record["emulated_calls"] == 1 and record["numpy_calls"] == data["config"]["repeat"] == 20
     assert f"kernels: {copy} (NN_CUDA_KERNEL_DIR)" in capsys.readouterr().out
 
 

@@ -38,7 +38,7 @@ from ..gpu_timer import gpu_events, is_simulated, time_calls
 from ..records import machine_info, machine_line, write_json
 from ..relative_errors import relative_error
 from ..report.markdown import gemm_table, printed
-from .common import default_backend
+from .common import default_backend, host_seconds
 
 ALPHA, BETA = GEMM_ALPHA, GEMM_BETA  # the course's mode-4 test
 COURSE_SIZES = COURSE_GEMM_SIZES
@@ -55,13 +55,7 @@ def _numpy_ms(problem, repeat: int) -> float:
     loaded 2-core machine: 0.24 ms, 60 ms and 24 ms in three runs of a 256^3 product)."""
     a = problem.A.T if problem.trans_a else problem.A
     b = problem.B.T if problem.trans_b else problem.B
-    np.matmul(a, b)
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        ALPHA * np.matmul(a, b) + BETA * problem.C
-        samples.append(1e3 * (time.perf_counter() - started))
-    return statistics.median(samples)
+    return 1e3 * statistics.median(host_seconds(lambda: ALPHA * np.matmul(a, b) + BETA * problem.C, repeat))
 
 
 # ---- command line -------------------------------------------------------------------------------

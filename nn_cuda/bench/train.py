@@ -280,8 +280,11 @@ def main(argv=None) -> int:
     payload = {"benchmark": "train", "machine": info, "config": vars(args), "flop_per_step": flop,
                "baseline": baseline, "results": rows}
     print(f"training step; machine: {machine_line(info)}")
-    printed("train", payload, lambda result: train_table(result) + phases_table(phase_bars([result], []))
-            + phase_notes(phase_bars([result], [])))
+    def draw(result) -> list[str]:
+        bars = phase_bars([result], [])
+        return train_table(result) + phases_table(bars) + phase_notes(bars)
+
+    printed("train", payload, draw)
     if args.json:
         write_json(args.json, payload)
         print(f"wrote {args.json}")
