@@ -8,7 +8,7 @@
 - build_cache.py  the private cache of built libraries: what it loads is what was built
 - runner.py   a launch with its arguments, and the checking mode (NN_CUDA_CPU_CHECK=1)
 - raw_module.py   RawModule / RawKernel: any CUDA C source, as with CuPy's (arguments.py checks the arguments)
-- shared_headers.py  the headers a code includes, rewritten as the code is when they declare extern __shared__
+- shared_headers.py  the headers a code includes, rewritten as the code is when they declare shared memory
 
 `from nn_cuda.cuda_cpu import RawModule, KernelError` imports them on first use: importing this
 package does no work.

@@ -5,7 +5,8 @@ long long", "bool", "float", ...; a typedef by its type: size_t is "unsigned lon
 pointer to one ("const float*", "void*"). CuPy packs each argument by its own type and the GPU reads
 the bytes whatever the parameter is; here every argument must fit its parameter:
 - a pointer takes a C-contiguous NumPy array of the pointee's dtype (void* and a pointer to a struct,
-  float4* say, take any dtype), and a non-const pointer a writeable one; None passes a null
+  float4* say, take any dtype; char*, whose char is signed or not as the platform chooses, int8 or
+  uint8, as text's bytes are), and a non-const pointer a writeable one; None passes a null
   pointer, as CuPy passes it;
 - a scalar takes a NumPy scalar of exactly its dtype, or a Python value that reaches it on a GPU as
   itself: an int for an integer parameter when it is in range (CuPy passes it as a long long, whose
@@ -33,6 +34,9 @@ from .runner import NARROW_FLOATS, SCALAR_CTYPES
 
 #: runtime.h's name of an unsupported type (a reference, a pointer to a pointer)
 UNSUPPORTED = "?"
+#: runtime.h's names of plain char (signed on x86-64, unsigned on ARM): whose signedness code does not
+#: choose, so a char* takes int8 or uint8 (text's bytes are uint8), as CuPy passes any array's pointer
+_PLAIN_CHAR = ("char", "char (unsigned)")
 #: runtime.h's name of a struct passed by value: "struct of 16 bytes"
 _STRUCT = re.compile(r"struct of (\d+) bytes?")
 
@@ -135,7 +139,11 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
         raise TypeError(f"{where} takes a NumPy array, got {_given(value)}")
     if pointee in NARROW_FLOATS and value.dtype.itemsize != 2:
         raise TypeError(f"{where} takes an array of 2-byte items (float16, or uint16 bits), got {_given(value)}")
-    if pointee in SCALAR_CTYPES and value.dtype != scalar_dtype(pointee):  # void and structs: any dtype
+    if pointee in _PLAIN_CHAR:
+        if value.dtype not in (np.int8, np.uint8):
+            raise TypeError(f"{where} takes an array of int8 or uint8 (plain char is signed or unsigned as the "
+                            f"platform chooses), got {_given(value)}")
+    elif pointee in SCALAR_CTYPES and value.dtype != scalar_dtype(pointee):  # void and structs: any dtype
         raise TypeError(f"{where} takes an array of {scalar_dtype(pointee)}, got {_given(value)}")
     if not value.flags.c_contiguous:
         raise TypeError(f"{where} takes a C-contiguous array (np.ascontiguousarray makes one), got a strided view")

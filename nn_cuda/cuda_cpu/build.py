@@ -189,8 +189,8 @@ def _unit(body: str, instances) -> str:
     rows = "".join(f"    NN_CUDA_CPU_INSTANCE({name}),\n" for name in instances)
     return (
         f'#include "{RUNTIME_HEADER.as_posix()}"\n{body}\n'
-        f"static const nn_cuda_cpu::Instance instances[] = {{\n{rows}}};\n"
-        "NN_CUDA_CPU_EXPORT(instances)\n"
+        f"static const nn_cuda_cpu::Instance nn_cuda_cpu_instances[] = {{\n{rows}}};\n"
+        "NN_CUDA_CPU_EXPORT(nn_cuda_cpu_instances)\n"
     )
 
 
@@ -444,6 +444,40 @@ def _hint(log: str, unit: str) -> str:
     return ""
 
 
+#: the warp shuffles and votes of CUDA 8 and before, without a mask: GPUs of sm_70 and later (CUDA 9
+#: on) have none (NVRTC 12.9 for compute_90: 'identifier "__shfl_down" is undefined'; __any, __all and
+#: __ballot compile to PTX that ptxas refuses for sm_70 and later: "Instruction 'vote' without '.sync'
+#: is not supported"), nor has the runner; GCC's and clang's error on a call of one, also in a template
+_LEGACY_WARP_FUNCTION = re.compile(
+    r"^(?P<where>.+?:\d+):\d+: error: (?:[‘'`](?P<gcc>__(?:shfl(?:_up|_down|_xor)?|any|all|ballot))[’'] was not "
+    r"declared in this scope|there are no arguments to [‘'`](?P<dependent>__(?:shfl(?:_up|_down|_xor)?|any|all|"
+    r"ballot))[’']|use of undeclared identifier '(?P<clang>__(?:shfl(?:_up|_down|_xor)?|any|all|ballot))')", re.M)
+
+
+def _legacy_warp_function(log: str) -> str | None:
+    """The one-line message for a call of a warp function without _sync, or None: a GPU's compiler
+    refuses it too, so the rest of the compiler's messages would only hide that."""
+    found = _LEGACY_WARP_FUNCTION.search(log)
+    if found is None:
+        return None
+    function = found["gcc"] or found["dependent"] or found["clang"]
+    what = "shuffle" if function.startswith("__shfl") else "vote"
+    return (f"{found['where']}: {function}, a warp {what} without a mask, was removed for GPUs of sm_70 and later "
+            f"(CUDA 9), whose compilers refuse it too: use {function}_sync(mask, ...), the mask naming the lanes "
+            "that take part (0xffffffff: the whole warp)")
+
+
+#: GCC's warning on `#pragma once` in the code, which is the main file here (the code is often a
+#: header's text), with the lines that quote it; GCC has no flag to silence it, clang names its own
+_PRAGMA_ONCE_WARNING = re.compile(r"^[^\n]*: warning: #pragma once in main file[^\n]*\n(?:[ \t]+\d*[ \t]*\|[^\n]*\n?)*",
+                                  re.M)
+
+
+def _without_pragma_once_warnings(log: str) -> str:
+    """The compiler's messages less its warnings on `#pragma once` in the code."""
+    return _PRAGMA_ONCE_WARNING.sub("", log)
+
+
 #: what the compiler says when it could not write its output (the kernel is not at fault)
 _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permission denied",
                    "cannot open output file", "Disk quota exceeded")
@@ -474,11 +508,11 @@ def _compile(plan: _Plan) -> Path:
                         f"the CPU build of {what} could not be written to {manifest.parent} "
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
                 # The generated file is deleted with `work`: name it by what it holds.
-                log = result.stderr.strip().replace(str(source), f"({plan.table})")
-                raise KernelBuildError(
+                log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
+                raise KernelBuildError(_legacy_warp_function(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
-                )
+                ))
             # The unit itself is in the manifest's key; the files it reads name the library.
             read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())
                     if path != source]

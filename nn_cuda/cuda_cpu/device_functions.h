@@ -283,53 +283,96 @@ T atomic_update(T* address, Update update)  // compare-and-swap on the value's b
     }
 }
 
+// A thread that waits for another one by spinning on an atomic (`while (atomicCAS(&lock, 0, 1) != 0);`,
+// `while (atomicAdd(&flag, 0) == 0);`, as a single-pass scan waits for the block before it) finds the
+// same value at the same address again and again. The threads of a block take turns here (and in the
+// checking mode its blocks too), so the one it waits for runs only if it lets it: after
+// kSpinningAtomics such atomics in a row it yields, as __nanosleep does. An atomic that finds another
+// value (a histogram's, a ticket's) costs one comparison more.
+constexpr unsigned kSpinningAtomics = 16;
+
+template <typename T>
+inline T found_by_atomic(const T* address, T old)
+{
+    if (!atomics_used.load(std::memory_order_relaxed)) {  // read first: host threads share the line
+        atomics_used.store(true, std::memory_order_relaxed);
+    }
+    unsigned long long bits = 0;
+    memcpy(&bits, &old, sizeof(T));
+    Fiber* const thread = current;
+    if (thread->atomic_address != address || thread->atomic_found != bits) {
+        thread->atomic_address = address;
+        thread->atomic_found = bits;
+        thread->atomic_repeats = 0;
+    } else if (++thread->atomic_repeats == kSpinningAtomics) {
+        thread->atomic_repeats = 0;
+        yield_thread();
+    }
+    return old;
+}
+
 }  // namespace nn_cuda_cpu
 
+#define NN_CUDA_CPU_FOUND(a, old) nn_cuda_cpu::found_by_atomic(a, old)
 #define NN_CUDA_CPU_ATOMIC_INTEGER(T)                                                                 \
-    inline T atomicAdd(T* a, T v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }              \
-    inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }              \
-    inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }                \
-    inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }              \
-    inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_RELAXED); }            \
-    inline T atomicMin(T* a, T v) { return nn_cuda_cpu::atomic_update(a, [v](T old) { return v < old ? v : old; }); } \
-    inline T atomicMax(T* a, T v) { return nn_cuda_cpu::atomic_update(a, [v](T old) { return v > old ? v : old; }); } \
+    inline T atomicAdd(T* a, T v) { return NN_CUDA_CPU_FOUND(a, __atomic_fetch_add(a, v, __ATOMIC_RELAXED)); } \
+    inline T atomicAnd(T* a, T v) { return NN_CUDA_CPU_FOUND(a, __atomic_fetch_and(a, v, __ATOMIC_RELAXED)); } \
+    inline T atomicOr(T* a, T v) { return NN_CUDA_CPU_FOUND(a, __atomic_fetch_or(a, v, __ATOMIC_RELAXED)); }   \
+    inline T atomicXor(T* a, T v) { return NN_CUDA_CPU_FOUND(a, __atomic_fetch_xor(a, v, __ATOMIC_RELAXED)); } \
+    inline T atomicExch(T* a, T v) { return NN_CUDA_CPU_FOUND(a, __atomic_exchange_n(a, v, __ATOMIC_RELAXED)); } \
+    inline T atomicMin(T* a, T v)                                                                     \
+    {                                                                                                 \
+        return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](T old) { return v < old ? v : old; })); \
+    }                                                                                                 \
+    inline T atomicMax(T* a, T v)                                                                     \
+    {                                                                                                 \
+        return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](T old) { return v > old ? v : old; })); \
+    }                                                                                                 \
     inline T atomicCAS(T* a, T compare, T v)                                                          \
     {                                                                                                 \
         __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);       \
-        return compare; /* the old value, whether or not it was swapped */                            \
+        return NN_CUDA_CPU_FOUND(a, compare); /* the old value, whether or not it was swapped */      \
     }
 NN_CUDA_CPU_ATOMIC_INTEGER(int)
 NN_CUDA_CPU_ATOMIC_INTEGER(unsigned int)
 NN_CUDA_CPU_ATOMIC_INTEGER(unsigned long long)
 inline long long atomicMin(long long* a, long long v)
 {
-    return nn_cuda_cpu::atomic_update(a, [v](long long old) { return v < old ? v : old; });
+    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](long long old) { return v < old ? v : old; }));
 }
 inline long long atomicMax(long long* a, long long v)
 {
-    return nn_cuda_cpu::atomic_update(a, [v](long long old) { return v > old ? v : old; });
+    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](long long old) { return v > old ? v : old; }));
 }
-inline int atomicSub(int* a, int v) { return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }
-inline unsigned int atomicSub(unsigned int* a, unsigned int v) { return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }
+inline int atomicSub(int* a, int v) { return NN_CUDA_CPU_FOUND(a, __atomic_fetch_sub(a, v, __ATOMIC_RELAXED)); }
+inline unsigned int atomicSub(unsigned int* a, unsigned int v)
+{
+    return NN_CUDA_CPU_FOUND(a, __atomic_fetch_sub(a, v, __ATOMIC_RELAXED));
+}
 inline unsigned int atomicInc(unsigned int* a, unsigned int limit)  // wraps to 0 past limit
 {
-    return nn_cuda_cpu::atomic_update(a, [limit](unsigned int old) { return old >= limit ? 0u : old + 1; });
+    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [limit](unsigned int old) { return old >= limit ? 0u : old + 1; }));
 }
 inline unsigned int atomicDec(unsigned int* a, unsigned int limit)  // wraps to limit below 0
 {
-    return nn_cuda_cpu::atomic_update(a, [limit](unsigned int old) { return old == 0 || old > limit ? limit : old - 1; });
+    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [limit](unsigned int old) {
+        return old == 0 || old > limit ? limit : old - 1;
+    }));
 }
 inline float atomicAdd(float* a, float v)
 {
     nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);
-    return nn_cuda_cpu::atomic_update(a, [v](float old) { return old + v; });
+    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](float old) { return old + v; }));
 }
 inline double atomicAdd(double* a, double v)
 {
     nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);
-    return nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; });
+    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; }));
 }
-inline float atomicExch(float* a, float v) { return nn_cuda_cpu::atomic_update(a, [v](float) { return v; }); }
+inline float atomicExch(float* a, float v)
+{
+    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](float) { return v; }));
+}
 // The scoped variants (_block, _system) of every atomic: on one core every scope is the same.
 #define NN_CUDA_CPU_SCOPED_ATOMIC(name)                                \
     template <typename... A>                                           \

@@ -10,6 +10,18 @@ build, as CuPy's build would fail on a GPU; backend="nvcc" takes them, as nvcc d
 
 Only `#include <name>` lines of the code itself are read (not the headers it includes, nor an include
 through a macro), and none at all in code that tests `__CUDACC_RTC__`, which may keep them from NVRTC.
+CUDA's driver API header `<cuda.h>` is refused too: NVRTC finds it only with CUDA's include folder on
+its path (CuPy adds that folder when it finds the toolkit), and then stops at the `<stdlib.h>` it
+includes (NVRTC 12.9, compute_90); the runner's own cuda.h serves backend="nvcc".
+
+NVRTC compiles device code only: a function without `__device__` or `__global__`, even a prototype,
+fails there ("A function without execution space annotations (__host__/__device__/__global__) is
+considered a host function, and host functions are not allowed in JIT mode", NVRTC 12.9). NVRTC
+declares the runtime API's types itself (cudaError_t, cudaStream_t, ... build there without an
+include), so a host prototype such as `cudaError_t initConstFilter(const float*, int);`, left in a
+kernel file, compiles with the runner's cuda_runtime.h and fails on a GPU: `refusal` names one that
+returns an error code at file scope (other host functions are not looked for: a declaration is not
+told from a variable's by its text alone).
 
 nvcc has the host's headers, and its implicit cuda_runtime.h brings the LIMITS, MATH and NONE
 groups of the macros below, but not <float.h>'s nor <stdint.h>'s: an nvcc build through CuPy on an
@@ -108,6 +120,9 @@ def nvcc_prelude() -> str:
     lines = [f'#pragma push_macro("{name}")\n#undef {name}' for name in names]
     pops = " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names)
     lines += [f"#define NN_CUDA_CPU_RESTORE_FOR_{header} {pops}" for header in RESTORED_BY]
+    # each group alone, for a header whose nvcc version is known to bring that one (cuda.h: <stdint.h>)
+    lines += ["#define NN_CUDA_CPU_RESTORE_{} {}".format(group, " ".join(
+        f'_Pragma("pop_macro(\\"{name}\\")")' for name in MACRO_GROUPS[group])) for group in NVCC_HIDDEN]
     return "\n".join(lines) + "\n"
 
 
@@ -123,22 +138,70 @@ def includes_cuda_headers_only(code: str) -> bool:
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<(?P<name>[^>\n]+)>", re.M)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
+#: CUDA's headers that NVRTC cannot compile, with why
+NVRTC_CANNOT_COMPILE = {"cuda.h": "CUDA's driver API header includes <stdlib.h>"}
+
+
+def _blank_comments(code: str) -> str:
+    """`code` with its comments as spaces: lines stay where they are."""
+    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), code)
+
 
 def refused_includes(code: str) -> list[tuple[int, str]]:
-    """(line, header) of each `#include <standard header>` of `code`, in order."""
+    """(line, header) of each `#include <header>` of `code` that NVRTC has not (a standard one) or
+    cannot compile (NVRTC_CANNOT_COMPILE), in order."""
     if "__CUDACC_RTC__" in code:
         return []
-    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), code)  # lines stay where they are
+    text = _blank_comments(code)
     return [(text.count("\n", 0, m.start()) + 1, m["name"].strip()) for m in _INCLUDE.finditer(text)
-            if m["name"].strip() in STANDARD_HEADERS]
+            if m["name"].strip() in STANDARD_HEADERS or m["name"].strip() in NVRTC_CANNOT_COMPILE]
+
+
+#: a declaration or definition that returns one of the API's error codes: a host function's, unless
+#: it says __device__ (checked apart, as the words before it may stand on the lines above)
+_ERROR_CODE_FUNCTION = re.compile(r"\b(?:cudaError_t|cudaError|CUresult)[ \t]+(?P<function>[A-Za-z_]\w*)\s*\(")
+#: what text between two of a file's declarations holds: strings, character literals and preprocessor lines
+_LITERALS_AND_DIRECTIVES = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|^[ \t]*#(?:[^\n]*\\\n)*[^\n]*', re.M)
+
+
+def host_functions(code: str) -> list[tuple[int, str]]:
+    """(line, name) of each function at file scope of `code` that returns cudaError_t (or CUresult)
+    with neither __device__ nor __global__ (nor __host__ __device__): a host function, which NVRTC
+    refuses. Namespaces and extern "C" blocks are not looked into, nor typedefs."""
+    if "__CUDACC_RTC__" in code:
+        return []
+    text = _LITERALS_AND_DIRECTIVES.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), _blank_comments(code))
+    found, depth, start = [], 0, 0  # start: where the current file-scope declaration began
+    for match in re.finditer(r"[{};]|" + _ERROR_CODE_FUNCTION.pattern, text):
+        token = match[0]
+        if token == "{":
+            depth += 1
+        elif token == "}":
+            depth = max(depth - 1, 0)
+            start = match.end()
+        elif token == ";":
+            start = match.end() if depth == 0 else start
+        elif depth == 0 and not re.search(r"\b(?:__device__|__global__|typedef)\b", text[start:match.start()]):
+            found.append((text.count("\n", 0, match.start()) + 1, match["function"]))
+    return found
 
 
 def refusal(code: str, name: str) -> str | None:
-    """The one-line message for the first refused include, or None."""
-    found = refused_includes(code)
-    if not found:
+    """The one-line message for the first refused include or host function, or None."""
+    includes, functions = refused_includes(code), host_functions(code)
+    if functions and (not includes or functions[0][0] < includes[0][0]):
+        line, function = functions[0]
+        return (f"{name}:{line}: {function} is a host function (no __device__ or __global__), which NVRTC, CuPy's "
+                "default compiler, refuses even as a prototype (\"host functions are not allowed in JIT mode\"): "
+                "CuPy's build of this code fails on a GPU. Remove it, mark it __device__, or build with "
+                "backend='nvcc', which takes host code")
+    if not includes:
         return None
-    line, header = found[0]
+    line, header = includes[0]
+    if header in NVRTC_CANNOT_COMPILE:
+        return (f"{name}:{line}: NVRTC, CuPy's default compiler, cannot compile <{header}> "
+                f"({NVRTC_CANNOT_COMPILE[header]}, which NVRTC has not): CuPy's build of this code fails on a GPU. "
+                "Drop the #include (a kernel needs nothing of it), or build with backend='nvcc', which has it")
     counterpart = (INCLUDE_DIR / "cuda" / "std" / header).is_file()  # the runner's libcu++ headers
     instead = (f"<cuda/std/{header}> (libcu++, which NVRTC has)" if counterpart
                else "CUDA's own headers (assert and printf need no #include)")

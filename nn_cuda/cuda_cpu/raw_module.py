@@ -82,12 +82,13 @@ class RawModule:
         self.enable_cooperative_groups = bool(enable_cooperative_groups)
         self.name = name
         self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
-        # extern __shared__ arrays as pointers, in the code and in the headers it includes
+        # extern __shared__ arrays as references to the runtime's region, and __shared__ variables
+        # at file scope marked, in the code and in the headers it includes
         aligned = alignas_before_shared(code)
-        self._cpu_code = shared_headers.rewritten(dynamic_shared_as_pointers(aligned), self._flags,
-                                                  dynamic_shared_as_pointers)
-        if self._cpu_code != aligned:  # it declares extern __shared__ memory: the checking mode watches its end
-            self._flags.append(DYNAMIC_SHARED_FLAG)
+        headers = shared_headers.reachable(aligned, self._flags)
+        if any(dynamic_shared_as_pointers(text) != text for text in (aligned, *headers.values())):
+            self._flags.append(DYNAMIC_SHARED_FLAG)  # the checking mode watches the end of that memory
+        self._cpu_code = shared_headers.rewritten(cpu_declarations(aligned), self._flags, cpu_declarations)
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
             self._cpu_code = nvrtc_headers.prelude() + build.line_one(name) + self._cpu_code
         elif nvrtc_headers.includes_cuda_headers_only(code):  # nvcc's: no float or stdint limits
@@ -125,13 +126,17 @@ class RawModule:
                                   workers=not self.enable_cooperative_groups)
 
     def _instances(self) -> list[str]:
-        """The name expressions, then the extern "C" kernels of the code."""
-        return list(dict.fromkeys([*self.name_expressions, *extern_c_kernels(self.code, self._flags)]))
+        """The name expressions that name no variable, then the extern "C" kernels of the code."""
+        kernels = [name for name in self.name_expressions if not names_a_variable(name, self.code)]
+        return list(dict.fromkeys([*kernels, *extern_c_kernels(self.code, self._flags)]))
 
     def get_function(self, name: str) -> RawKernel:
         """The kernel `name`: one of name_expressions, or an extern "C" kernel of the code."""
         self.compile()
         if name not in self._index:
+            if name in self.name_expressions and names_a_variable(name, self.code):
+                raise LookupError(f"{name!r} names a variable of this RawModule, not a kernel: get_global"
+                                  f"({name.lstrip('&').strip()!r}) gives its bytes")
             if re.search(rf"\b__global__\b[^;{{}}]*?\b{re.escape(name)}\s*\(", self.code):
                 how = (f"{name} is a C++ kernel of the code (not extern \"C\"), which CuPy finds only through "
                        f"name_expressions too: RawModule(..., name_expressions=({name!r},))")
@@ -182,7 +187,7 @@ class RawKernel:
         if bad:
             raise TypeError(
                 f"{name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, a pointer to a "
-                f"pointer): ({', '.join(self.signature)})"
+                f"pointer, or a type it cannot name, shown as ?): ({', '.join(self.signature)})"
             )
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0):
@@ -264,9 +269,10 @@ def alignas_before_shared(code: str) -> str:
 
 
 def dynamic_shared_as_pointers(code: str) -> str:
-    """`extern __shared__ T name[];` (the words in any order, `__align__(n)` allowed) as a constant
-    pointer to the CPU runtime's dynamic shared region, on the same lines (the compiler's line
-    numbers stay the code's)."""
+    """`extern __shared__ T name[];` (the words in any order, `__align__(n)` allowed) as a reference
+    to an array of unknown bound in the CPU runtime's dynamic shared region, on the same lines (the
+    compiler's line numbers stay the code's). A reference, not a pointer: `&name` is then the
+    region's address, as on a GPU (`(T*)&name` is a common spelling of `name`)."""
     pieces, done = [], 0
     for shared in re.finditer(r"\b__shared__\b", code):
         start = max(code.rfind(brace, 0, shared.start()) for brace in ";{}") + 1
@@ -282,11 +288,60 @@ def dynamic_shared_as_pointers(code: str) -> str:
         # the same lines, continued where they were (a declaration inside a macro's definition)
         lines = "".join("\\\n" if code[k - 1] == "\\" else "\n" for k in range(start + len(leading), end)
                         if code[k] == "\n")
-        # each host thread has its own region (runtime.h): a pointer at file scope is one per thread too
-        pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element}* const {declaration['name']} = "
-                   f"reinterpret_cast<{element}*>(::nn_cuda_cpu::dynamic_shared);{lines}"]
+        # each host thread has its own region (runtime.h): a reference at file scope is one per thread too
+        pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element} (&{declaration['name']})[] = "
+                   f"*reinterpret_cast<{element} (*)[]>(::nn_cuda_cpu::dynamic_shared);{lines}"]
         done = end
     return "".join(pieces) + code[done:]
+
+
+#: what opens a scope, closes one, or declares shared memory: a namespace's or a linkage block's
+#: brace (still at file scope), any other brace, `__shared__`
+_SCOPE_OR_SHARED = re.compile(r'\bnamespace\b[\w:\s]*\{|\bextern\s*"[^"\n]*"\s*\{|[{}]|\b__shared__\b')
+#: comments, text in quotes, and preprocessor lines (with their continuations)
+_NOT_SCOPES = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![^\n])[ \t]*#(?:\\\n|[^\n])*',
+                         re.DOTALL)
+
+
+def file_scope_shared(code: str) -> str:
+    """`__shared__` declarations at file (namespace) scope marked NN_CUDA_CPU_FILE_SCOPE_SHARED
+    (runtime.h), which the checking mode finds by their section; a function's are found by name."""
+    def blank(match: re.Match) -> str:  # same length; a quoted text keeps its quotes (extern "C" {)
+        text = match.group()
+        inside = re.sub(r"[^\n]", " ", text[1:-1])
+        return text[0] + inside + text[-1] if text[0] in "\"'" else re.sub(r"[^\n]", " ", text)
+
+    scopes: list[bool] = []  # True: a namespace or linkage block, still file scope
+    marks = []
+    for token in _SCOPE_OR_SHARED.finditer(_NOT_SCOPES.sub(blank, code)):
+        word = token.group()
+        if word == "}":
+            if scopes:
+                scopes.pop()
+        elif word.endswith("{"):
+            scopes.append(word != "{")
+        elif all(scopes):
+            marks.append(token.end())
+    pieces = [code[start:end] for start, end in zip([0, *marks], [*marks, len(code)])]
+    return " NN_CUDA_CPU_FILE_SCOPE_SHARED".join(pieces)
+
+
+def cpu_declarations(code: str) -> str:
+    """A source's shared memory declared as the CPU build takes it (both rewrites above)."""
+    return file_scope_shared(dynamic_shared_as_pointers(code))
+
+
+#: a __device__ or __constant__ variable's declaration: its name, followed by its size, initializer or `;`
+_VARIABLE = r"\b(?:__device__|__constant__)\b[^;(){{}}]*?\b{name}\s*(?:\[|=|;|\{{)"
+
+
+def names_a_variable(expression: str, code: str) -> bool:
+    """Whether a name expression names a __device__ or __constant__ variable of `code` (`c` or `&c`,
+    as NVRTC takes them): such a one is no kernel of the module's instance table; CuPy's get_global
+    finds the variable by its name all the same."""
+    name = expression.lstrip("&").strip()
+    return re.fullmatch(r"[A-Za-z_]\w*", name) is not None and \
+        re.search(_VARIABLE.format(name=re.escape(name)), code) is not None
 
 
 # ---- the extern "C" kernels of a code ---------------------------------------------------------------

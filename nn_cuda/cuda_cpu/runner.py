@@ -15,13 +15,15 @@ Checking mode (`check=True`, what NN_CUDA_CPU_CHECK=1 turns on):
   inputs without NaN, means the kernel read poisoned memory or left an element unwritten; the launch
   then runs again with one __shared__ array NaN-filled at a time, to name the array it came from;
 - the threads of a block run in a random (seeded) order between barriers, and every launch runs
-  twice, in two such orders, from the same inputs: if the outputs differ in any bit, the kernel has
+  twice, in such an order and in the same order backwards, from the same inputs (arguments and the
+  code's global variables put back): if the outputs differ in any bit, the kernel has
   a race (threads of a block touching the same memory between two barriers, as when a
   __syncthreads() is missing), which is reported with the first element that differs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import mmap
@@ -124,6 +126,21 @@ def _seed_from_environment() -> int:
                          "checking mode's thread orders) or unset it") from None
 
 
+@contextlib.contextmanager
+def _device_printf_silenced():
+    """The kernels' printf thrown away (the C library's stdout, which every launch flushes at its
+    end): the checking mode runs a launch again, and a GPU prints each line once."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _nothing_to_describe(address: int) -> str:
     return ""
 
@@ -171,7 +188,12 @@ class LoadedKernels:
         global scope), writable: a uint8 view of the library's own memory. LookupError if none."""
         sizes = dict(_data_symbols(self.tool_path, "RawModule.get_global finds variables"))
         if name not in sizes:
-            raise LookupError(f"no __device__ or __constant__ variable {name!r} at global scope in this code")
+            internal = f"_ZL{len(name)}{name}" in sizes  # `static`: no symbol of that name to find
+            raise LookupError(
+                f"{name!r} is declared static in this code: its symbol is not exported, so get_global cannot find "
+                f"it by that name (nor can CuPy's on a GPU, where its symbol is _ZL{len(name)}{name}); declare it "
+                "without `static`" if internal else
+                f"no __device__ or __constant__ variable {name!r} at global scope in this code")
         address = ctypes.addressof(ctypes.c_ubyte.in_dll(self._lib, name))
         return np.ctypeslib.as_array((ctypes.c_ubyte * sizes[name]).from_address(address))
 
@@ -186,34 +208,91 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_set_workers(ctypes.c_size_t(self.threads))
         self._lib.nn_cuda_cpu_set_cooperative(int(self.cooperative))
         if self.check:
-            with _CheckedBuffers(launch, names) as buffers:
-                # Twice, in two thread orders, from the same start: a race-free kernel writes the
-                # same bits both times, or, when it adds floating-point values atomically, the same
-                # values up to the rounding that depends on their order. Not when a struct argument
-                # holds a pointer: what it points to is no argument, so it is neither guarded nor
-                # put back between the runs, and a second run would start from the first one's results.
-                start = buffers.snapshot()
-                self._call(index, launch, buffers.pointers(), buffers.describe_fault)
-                holder = _pointer_in_structs(launch, names)
-                if holder is None:
-                    first = buffers.snapshot()
-                    buffers.restore(start)
-                    self._call(index, launch, buffers.pointers(), buffers.describe_fault)
-                    buffers.assert_same_as(first, rounding=bool(self._lib.nn_cuda_cpu_float_atomics()))
-                elif launch.kernel not in self._told_once_only:
-                    self._told_once_only.add(launch.kernel)
-                    print(f"nn_cuda: checking mode: {launch.kernel}: {holder} holds a pointer to memory that is no "
-                          "argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
-                          "its threads in one order (no comparison of two orders)", file=sys.stderr)
-                buffers.copy_back()
-                buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, start))
+            self._launch_checked(index, launch, names)
         else:
             self._call(index, launch, None, _nothing_to_describe)
 
-    def _call(self, index, launch, pointers, describe_fault) -> None:
+    def _launch_checked(self, index: int, launch, names: list[str]) -> None:
+        """The checking mode's launch: twice from the same start (arguments and global variables), in
+        a random order of threads and blocks and in that order backwards: a race-free kernel writes
+        the same bits both times, or, when it adds
+        floating-point values atomically, the same values up to the rounding that depends on their
+        order. Not when a struct argument holds a pointer: what it points to is no argument, so it is
+        neither guarded nor put back between the runs, and a second run would start from the first
+        one's results."""
+        with _CheckedBuffers(launch, names) as buffers:
+            start = buffers.snapshot()
+            variables = self._variables.save()
+            seed = next(self._seeds)
+            self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+            holder = _pointer_in_structs(launch, names)
+            if holder is None:
+                first = buffers.snapshot()
+                buffers.restore(start)
+                self._variables.restore(variables)
+                # the same orders backwards: of two threads (or blocks) writing one place, the one
+                # that wrote first there writes last here
+                with _device_printf_silenced():
+                    self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored=True)
+                buffers.assert_same_as(first, rounding=bool(self._lib.nn_cuda_cpu_float_atomics()),
+                                       atomics=bool(self._lib.nn_cuda_cpu_atomics_used()))
+                if buffers.integer_outputs() and (self._shared or getattr(launch, "shared_mem", 0)):
+                    self._assert_shared_read_written(index, launch, buffers, (start, variables, seed), first)
+            elif launch.kernel not in self._told_once_only:
+                self._told_once_only.add(launch.kernel)
+                print(f"nn_cuda: checking mode: {launch.kernel}: {holder} holds a pointer to memory that is no "
+                      "argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
+                      "its threads in one order (no comparison of two orders)", file=sys.stderr)
+            buffers.copy_back()
+            buffers.assert_no_poison_left(
+                lambda: self._shared_read_unwritten(index, launch, buffers, start, variables))
+
+    def _assert_shared_read_written(self, index, launch, buffers, beginning, first) -> None:
+        """Integer outputs cannot carry NaN: the launch runs again as it ran first (`beginning`: its
+        arguments, global variables and seed), but with __shared__ memory filled with zeros instead
+        of 0xFF bytes; KernelError if an output changes, naming the arrays whose fill reaches it (one
+        array filled with zeros at a time). The outputs and variables are then put back as they were."""
+        start, variables, seed = beginning
+        final, final_variables = buffers.snapshot(), self._variables.save()
+        everything = range(len(self._shared))
+
+        def changes_with(zeros: list[int], dynamic_zeros: bool):
+            self._fill_shared([i for i in everything if i not in zeros], dynamic=not dynamic_zeros)
+            buffers.restore(start)
+            self._variables.restore(variables)
+            try:
+                with _device_printf_silenced():
+                    self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+            except KernelError:  # zeros where it read 0xFF took the kernel elsewhere: a change too
+                return True
+            return buffers.first_difference(first) is not None
+
+        try:
+            if not changes_with(list(everything), True):
+                return
+            found = buffers.first_difference(first)
+            where = "" if found is None else \
+                f" ({buffers.names[found[0]]}{list(found[1])} is {found[2]:.9g} with 0xFF bytes and {found[3]:.9g} with zeros)"
+            arrays = [name for i, name in enumerate(_demangled(n for _, _, n in self._shared))
+                      if changes_with([i], False)]
+            if changes_with([], True):
+                arrays.append("extern __shared__ memory")
+            raise KernelError(
+                f"{launch.kernel}: the result depends on what __shared__ memory held before the launch{where}: "
+                f"the kernel read {' and '.join(arrays) or '__shared__ memory'} where no thread of the block had "
+                "written it (the checking mode runs it again with the memory filled with 0xFF bytes, then with "
+                "zeros; a GPU gives it no initial value: set it, e.g. a histogram's bins to 0, before a "
+                "__syncthreads())")
+        finally:
+            self._fill_shared(everything, dynamic=True)
+            buffers.restore(final)
+            self._variables.restore(final_variables)
+
+    def _call(self, index, launch, pointers, describe_fault, seed=None, mirrored=False) -> None:
         """One run of the instance: `pointers` replace the arrays' addresses (the checking mode's
-        guarded copies), None passes the arrays themselves. The plain launch's whole path in Python
-        is this function and one comprehension (a launch's cost: docs/kernels.md)."""
+        guarded copies), None passes the arrays themselves; the checking mode's orders come from
+        `seed` (None: the next one), backwards when `mirrored`. The plain launch's whole path in
+        Python is this function and one comprehension (a launch's cost: docs/kernels.md)."""
         signature = self._signatures[index]
         # None for a pointer is NULL; a struct's bytes come packed (arguments.pack)
         if pointers is None:
@@ -229,8 +308,8 @@ class LoadedKernels:
         block = (ctypes.c_uint * 3)(*launch.block)
         fault, message = self._fault, self._message
         status = self._lib.nn_cuda_cpu_launch(
-            index, grid, block, args, launch.kernel.encode(), int(self.check),
-            ctypes.c_ulonglong(next(self._seeds)), fault, message, _MESSAGE_BYTES,
+            index, grid, block, args, launch.kernel.encode(), int(self.check) + int(mirrored),
+            ctypes.c_ulonglong(next(self._seeds) if seed is None else seed), fault, message, _MESSAGE_BYTES,
         )
         if status == 1:
             raise KernelError(message.value.decode())
@@ -243,12 +322,16 @@ class LoadedKernels:
                 signal.raise_signal(signal.SIGTERM)  # its handler, or the default: the process ends
                 raise KernelError(f"{launch.kernel}: stopped by SIGTERM{where}")
             if number == signal.SIGALRM:
+                at_once = "up to 4 of them, in a random order" if self.check or self.cooperative else \
+                    f"{self.threads} at a time, in order"
                 raise KernelTimeout(
                     f"{launch.kernel}: still running after {self.watchdog:g} s ({WATCHDOG_VARIABLE}){where}: a loop that "
-                    "never ends, a thread that waits for another one (a spin loop on memory another thread writes, which comes here "
-                    "only if the loop calls __nanosleep, since the threads of a block take turns, and from another "
-                    "block only in the checking mode, where blocks take turns too), or a launch too large for "
-                    f"the CPU (set {WATCHDOG_VARIABLE}=SECONDS higher, or 0 for no limit)")
+                    "never ends, a thread that waits for another one, or a launch too large for the CPU (set "
+                    f"{WATCHDOG_VARIABLE}=SECONDS higher, or 0 for no limit). On the CPU the threads of a block take "
+                    f"turns, and so do its blocks ({at_once}): a thread that waits for another must let it run, "
+                    "with __nanosleep() in its loop or by spinning on an atomic (a few atomics in a row that find "
+                    "one value let the others run), and a block can wait only for one that started before it "
+                    "(number the blocks by an atomicAdd ticket, not by blockIdx)")
             what = _SIGNALS.get(number, f"signal {number}")
             described = describe_fault(address) if number in (7, 11) else ""
             if number == _GENERAL_PROTECTION and self.check:  # the checking mode's own placement may cause it
@@ -302,12 +385,16 @@ class LoadedKernels:
         bounds = (ctypes.c_size_t * 2)()
         self._lib.nn_cuda_cpu_shared_section(bounds)
         in_section = range(bounds[0], bounds[1])
-        self._shared = [(base + value, size, name) for name, (kind, value, size, elf_type) in symbols.items()
+        self._shared = [(base + value, size, name) for name, (kind, value, size, elf_type, _) in symbols.items()
                         if kind in _DATA_KINDS and elf_type == "OBJECT" and size
                         and "nn_cuda_cpu_shared_anchor" not in name
                         and not ("_" + name.lstrip("_")).startswith(_CPP_RUNTIME)  # one "_" on every host
                         and (name.lstrip("_").startswith("ZZ") or base + value in in_section)]
         self._fill_shared(poisoned=range(len(self._shared)) if poisoned else (), dynamic=poisoned)
+        shared = {address for address, _, _ in self._shared}
+        self._variables = _GlobalVariables([(base + value, size) for name, (kind, value, size, elf_type, section)
+                                            in symbols.items() if _code_variable(name, kind, size, elf_type, section)
+                                            and base + value not in shared])
 
     def _fill_shared(self, poisoned, dynamic: bool) -> None:
         """Fill the __shared__ arrays of `poisoned` (indices into self._shared), and extern __shared__
@@ -318,8 +405,9 @@ class LoadedKernels:
         fills = (ctypes.c_ubyte * max(1, count))(*[0xFF if i in poisoned else 0 for i in range(count)])
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, fills, count, 0xFF if dynamic else 0)
 
-    def _shared_read_unwritten(self, index, launch, buffers, start) -> list[str]:
+    def _shared_read_unwritten(self, index, launch, buffers, start, variables) -> list[str]:
         """The __shared__ arrays whose NaN fill reaches the outputs: the launch runs again from `start`
+        (and the global variables from `variables`)
         with every shared array filled with zeros, then with one of them filled with NaN at a time
         (extern __shared__ memory with the rest of its region, past the launch's shared_mem).
         Nothing when NaN shows with zeros everywhere: then an output element was left unwritten (or
@@ -332,8 +420,10 @@ class LoadedKernels:
             for poisoned, dynamic, name in [([], False, None), *candidates]:
                 self._fill_shared(poisoned, dynamic)
                 buffers.restore(start)
+                self._variables.restore(variables)
                 try:
-                    self._call(index, launch, buffers.pointers(), buffers.describe_fault)
+                    with _device_printf_silenced():
+                        self._call(index, launch, buffers.pointers(), buffers.describe_fault)
                 except KernelError:  # zeros where it read NaN took the kernel elsewhere: no answer
                     return []
                 if buffers.nan_in_outputs():
@@ -390,8 +480,8 @@ _CPP_RUNTIME = ("_ZZN9__gnu_cxx", "_ZZNSt", "_ZZSt", "_ZZN10__cxxabiv1", "_ZZN12
 
 
 def _symbol_table(library: str, purpose: str) -> dict:
-    """{name: (nm kind, value, bytes, ELF type)} of every symbol a library defines, read with nm
-    (its System V format, the one that gives the type: OBJECT, FUNC, TLS, ...)."""
+    """{name: (nm kind, value, bytes, ELF type, section)} of every symbol a library defines, read with
+    nm (its System V format, the one that gives the type: OBJECT, FUNC, TLS, ...)."""
     nm = shutil.which("nm")
     if nm is None:
         raise KernelError(f"{purpose} with nm (binutils), which is missing")
@@ -401,7 +491,8 @@ def _symbol_table(library: str, purpose: str) -> dict:
     for line in listing.splitlines():
         fields = [field.strip() for field in line.split("|")]
         if len(fields) >= 5 and fields[1]:  # name|value|class|type|size|line|section
-            table[fields[0]] = (fields[2], int(fields[1], 16), int(fields[4], 16) if fields[4] else 0, fields[3])
+            table[fields[0]] = (fields[2], int(fields[1], 16), int(fields[4], 16) if fields[4] else 0, fields[3],
+                                fields[6] if len(fields) > 6 else "")
     return table
 
 
@@ -429,8 +520,37 @@ def static_shared_bytes(library: str) -> dict[str, int]:
 
 def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
     """(name, bytes) of every data object a library defines."""
-    return [(name, size) for name, (kind, _, size, _) in _symbol_table(library, purpose).items()
+    return [(name, size) for name, (kind, _, size, _, _) in _symbol_table(library, purpose).items()
             if kind in _DATA_KINDS]
+
+
+#: what the C and C++ runtime a library links defines in its .data and .bss (crtstuff's, the unwinder's)
+_LINKED_DATA = ("completed.0", "__dso_handle", "__TMC_END__")
+
+
+def _code_variable(name: str, kind: str, size: int, elf_type: str, section: str) -> bool:
+    """Whether a symbol is a writable variable of the code (a __device__ or __constant__ one, at file
+    scope or in a namespace), not the runner's (nn_cuda_cpu), a function's static (_ZZ: __shared__
+    arrays), a guard variable or what the linked C++ runtime keeps."""
+    return (kind in "bBdD" and elf_type == "OBJECT" and size > 0 and section in (".data", ".bss")
+            and "nn_cuda_cpu" not in name and name not in _LINKED_DATA
+            and not name.lstrip("_").startswith(("ZZ", "ZGV", "ZTV", "ZTI")) and not name.startswith("DW.ref."))
+
+
+class _GlobalVariables:
+    """The bytes of a library's code variables ((address, bytes) each): the checking mode puts them
+    back before it runs a launch again, as it puts back the arguments, so that a counter the kernel
+    increments (a block's ticket) starts the second run where it started the first."""
+
+    def __init__(self, regions: list[tuple[int, int]]):
+        self.regions = regions
+
+    def save(self) -> list[bytes]:
+        return [ctypes.string_at(address, size) for address, size in self.regions]
+
+    def restore(self, saved: list[bytes]) -> None:
+        for (address, size), contents in zip(self.regions, saved):
+            ctypes.memmove(address, contents, size)
 
 
 # ---- the checking mode's buffers --------------------------------------------------------------------
@@ -546,11 +666,15 @@ class _CheckedBuffers:
         for i, contents in snapshot.items():
             self.copies[i].view[...] = contents
 
-    def assert_same_as(self, snapshot: dict, rounding: bool = False) -> None:
-        """KernelError unless every argument holds the same bits as in `snapshot`; with `rounding`
-        (the kernel added floating-point values atomically), floating-point arguments may differ
-        by what summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude."""
-        names = self.names
+    def integer_outputs(self) -> bool:
+        """Whether an output holds no floating-point values (so no NaN can show a poisoned read)."""
+        return any(self.copies[i].view.dtype.kind != "f" for i in self.outputs)
+
+    def first_difference(self, snapshot: dict, rounding: bool = False) -> tuple | None:
+        """(argument position, index, value in `snapshot`, value now) of the first element that
+        differs from `snapshot` in its bits, or None; with `rounding` (the kernel added floating-point
+        values atomically), floating-point arguments may differ by what summing in another order
+        rounds: ROUNDING_RTOL of the array's largest magnitude."""
         for i, before in snapshot.items():
             now = self.copies[i].view
             values_before, format_name = float_values(before, self.launch.signature[i])
@@ -567,16 +691,29 @@ class _CheckedBuffers:
                 flat = int(np.argmax(differs)) // now.itemsize
             if differs.any():
                 index = tuple(int(v) for v in np.unravel_index(flat, now.shape))
-                raise KernelError(
-                    f"{self.launch.kernel}: the result depends on the order in which the threads of a "
-                    f"block run between barriers ({names[i]}{list(index)} is {float(before[index]):.9g} in one order "
-                    f"and {float(now[index]):.9g} in another"
-                    + (", beyond the rounding of its floating-point atomics" if rounding else "")
-                    + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing (or, "
-                    "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or blocks "
-                    "share global memory that one of them writes (here blocks take turns, barrier to barrier); "
-                    "or a thread uses a local variable it never set, whose value is whatever its stack held"
-                )
+                return i, index, float(before[index]), float(now[index])
+        return None
+
+    def assert_same_as(self, snapshot: dict, rounding: bool = False, atomics: bool = False) -> None:
+        """KernelError unless every argument holds what it holds in `snapshot` (first_difference);
+        `atomics`: the kernel used atomics, whose tickets may place results in another order."""
+        found = self.first_difference(snapshot, rounding)
+        if found is None:
+            return
+        i, index, before, now = found
+        raise KernelError(
+            f"{self.launch.kernel}: the result depends on the order in which the threads of a "
+            f"block run between barriers ({self.names[i]}{list(index)} is {before:.9g} in one order "
+            f"and {now:.9g} in another"
+            + (", beyond the rounding of its floating-point atomics" if rounding else "")
+            + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing (or, "
+            "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or blocks "
+            "share global memory that one of them writes (here blocks take turns, barrier to barrier); "
+            "or a thread uses a local variable it never set, whose value is whatever its stack held"
+            + ("; or results placed at slots the threads took from an atomic counter (slot = atomicAdd(&count, "
+               "1)), whose order is the order the threads came in, on a GPU too: a correct kernel then gives "
+               "the same results in another order, which a check should compare as a set" if atomics else "")
+        )
 
     def pointers(self) -> list:
         return [self.copies[i].start if i in self.copies else None for i in range(len(self.launch.args))]

@@ -5,7 +5,9 @@
 // is the part the kernels see.
 //
 // Checking mode (check != 0 in nn_cuda_cpu_launch): the threads of each phase run in a random order
-// (seeded), up to four blocks are resident at once and take turns phase by phase in a random order
+// (seeded; check == 2 runs every order of check == 1 with the same seed backwards, so that of two
+// threads or blocks that write one place the other one writes last), up to four blocks are resident
+// at once and take turns phase by phase in a random order
 // (each keeps its own __shared__ memory, copied in and out as they take turns), so blocks that share
 // global memory one of them writes see each other's work half done, as on a GPU; __shared__ memory
 // is filled with NaN bytes before every block (with zeros, array by
@@ -29,6 +31,7 @@
 
 #include <pthread.h>
 
+#include <numeric>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -712,11 +715,39 @@ void end_of_phase()
 // 2^31 - 1 most of that again.
 using Random = std::linear_congruential_engine<uint64_t, 6364136223846793005ULL, 1442695040888963407ULL, 0>;
 
+// The launch's seed, and whether this run takes every random order backwards (check == 2: the
+// checking mode's second run of a launch, with the first one's seed).
+static uint64_t launch_seed = 0;
+static bool mirrored = false;
+
+// A random order of `items`, backwards in the mirrored run.
+template <class Items>
+void shuffle_items(Items& items, Random& random)
+{
+    std::shuffle(items.begin(), items.end(), random);
+    if (mirrored) {
+        std::reverse(items.begin(), items.end());
+    }
+}
+
+// The generator of the running block's thread orders: its own, seeded by the launch's seed and the
+// block's index (SplitMix64's mixing), so that a block's orders in the mirrored run are its own
+// orders of the first run backwards, whichever blocks ran before it.
+Random block_random()
+{
+    const uint64_t linear = block_idx.x + static_cast<uint64_t>(grid_dim.x) * (block_idx.y + uint64_t{grid_dim.y} * block_idx.z);
+    uint64_t z = launch_seed + (linear + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return Random(z ^ (z >> 31));
+}
+
 // Runs one block to its end; false (with launch.message set) when its threads disagree on warp syncs.
 // Its threads are `fibers`, on the stacks from `first_stack` on.
-bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
+bool run_block(size_t threads, bool shuffle, size_t first_stack)
 {
     const dim3 block = block_dim;
+    Random random = shuffle ? block_random() : Random();
     std::vector<size_t> order(threads);
     for (size_t t = 0; t < threads; ++t) {
         Fiber& fiber = fibers[t];
@@ -727,13 +758,15 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
         fiber.tid = t;
         fiber.warp_syncs = 0;
         fiber.warp_participants = 0;
+        fiber.atomic_address = nullptr;
+        fiber.atomic_repeats = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
     vote_totals[0] = vote_totals[1] = vote_totals[2] = 0;
     for (;;) {
         if (shuffle) {
-            std::shuffle(order.begin(), order.end(), random);
+            shuffle_items(order, random);
         }
         phase = PhaseCounts{};
         if (!order.empty()) {  // the threads run in `order`, each handing over to the next (hand_over)
@@ -745,6 +778,9 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
         current = nullptr;
         if (phase.at_barrier == threads) {
             end_of_phase();
+            if (shuffle) {  // shuffled from the threads in order, as every phase's (mirrored runs alike)
+                std::iota(order.begin(), order.end(), size_t{0});
+            }
             continue;  // every thread waits at __syncthreads: the same threads run the next phase
         }
         // Warps whose lanes all reached their sync go on first, with the threads that yielded (after
@@ -802,14 +838,12 @@ bool run_block(size_t threads, bool shuffle, Random& random, size_t first_stack)
     }
 }
 
-// The random generator of the running launch (the resident blocks' schedulers share it).
-static Random* launch_random = nullptr;
 static bool shuffling = false;  // the threads of each phase run in a random order (the checking mode)
 
 // A resident block's scheduler: runs its block to the end, then hands back for good.
 [[noreturn]] void block_main()
 {
-    const bool ok = run_block(threads_in_block(), shuffling, *launch_random, running * threads_in_block());
+    const bool ok = run_block(threads_in_block(), shuffling, running * threads_in_block());
     Resident& self = residents[running];
     self.ok = ok;
     self.live = false;
@@ -887,6 +921,8 @@ bool run_interleaved(const std::vector<size_t>& order, size_t threads, Random& r
                 candidates.push_back(slot);
             }
         }
+        // The same draws in the mirrored run, whose slots hold the blocks of the order backwards:
+        // the blocks then take their turns in the mirror image of the first run's sequence.
         const size_t slot = candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(random)];
         Resident& block = residents[slot];
         if (slot != loaded) {
@@ -933,19 +969,22 @@ struct Outcome {
 // then the launch's message names it, and the guard is cleared for the next block.
 bool shared_guard_written()
 {
-    size_t written = 0;  // how far past the end the last byte written (not zero) lies
+    size_t first = kSharedGuardBytes, last = 0;  // the offsets past the end of the bytes that are no longer 0
     for (size_t i = 0; i < kSharedGuardBytes; ++i) {
         if (shared_guard.bytes[i] != 0) {
-            written = i + 1;
+            first = std::min(first, i);
+            last = i;
         }
     }
-    if (written == 0) {
+    if (first == kSharedGuardBytes) {
         return false;
     }
-    report("%s: block (%u, %u, %u) wrote past the end of a __shared__ array, up to %zu bytes past the kernel's "
-           "last one (an index one too far, or a tile larger than its declaration); run with "
-           "NN_CUDA_CPU_CHECK=1 to name the array, the thread and the line",
-           launch.kernel, block_idx.x, block_idx.y, block_idx.z, written);
+    char where[64];
+    snprintf(where, sizeof(where), first == last ? "byte %zu" : "bytes %zu to %zu", first, last);
+    report("%s: block (%u, %u, %u) wrote past the end of a __shared__ array: %s past the end of the kernel's last "
+           "one changed, counting from 0 (a write of zeros there is not seen; an index one too far, or a tile "
+           "larger than its declaration?); run with NN_CUDA_CPU_CHECK=1 to name the array, the thread and the line",
+           launch.kernel, block_idx.x, block_idx.y, block_idx.z, where);
     std::fill(shared_guard.bytes, shared_guard.bytes + kSharedGuardBytes, 0);
     return true;
 }
@@ -1001,7 +1040,7 @@ void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int ch
             if (check) {
                 poison_shared();
             }
-            if (!run_block(threads, check != 0, random, slot * threads)) {
+            if (!run_block(threads, check != 0, slot * threads)) {
                 status = 1;
                 break;
             }
@@ -1089,11 +1128,13 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         return 1;
     }
     float_atomics = false;
+    atomics_used = false;
     block_dim = dim3{block[0], block[1], block[2]};
     grid_dim = dim3{grid[0], grid[1], grid[2]};
     std::seed_seq mixed{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
     Random random(mixed);  // seeds 1 and 2 as they are would start two sequences nearly alike
-    launch_random = &random;
+    launch_seed = random();
+    mirrored = check == 2;
     next_block = 0;
     stop_blocks = false;
     failures = 0;
@@ -1121,7 +1162,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
             block_order[b] = b;
         }
         if (check) {
-            std::shuffle(block_order.begin(), block_order.end(), random);
+            shuffle_items(block_order, random);
         }
     }
     std::vector<Outcome> outcomes(workers);
@@ -1198,6 +1239,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
 // ---- the library's C interface (the part that does not depend on its kernels: runtime.h) -------------
 
 extern "C" int nn_cuda_cpu_float_atomics() { return nn_cuda_cpu::float_atomics; }
+extern "C" int nn_cuda_cpu_atomics_used() { return nn_cuda_cpu::atomics_used; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }
 extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }

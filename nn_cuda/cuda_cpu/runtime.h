@@ -33,6 +33,10 @@
 #include <type_traits>
 #include <utility>
 
+// The runtime API's types (cudaError_t, cudaStream_t, ...), which NVRTC declares without an include
+// and nvcc through the cuda_runtime.h it includes in every file.
+#include "include/driver_types.h"
+
 // What a running block owns (its threads, its __shared__ memory, where a fault returns to) is a
 // copy per host thread in the plain build, whose blocks run on several host threads at once
 // (NN_CUDA_CPU_WORKERS, build.py); the checking build runs its blocks on one host thread.
@@ -58,14 +62,20 @@
 // One static array per kernel instance: each host thread runs one block at a time (and in the checking
 // mode blocks take turns and copy their own in), so it is the block's memory; a thread_local one in
 // the build whose blocks run on several host threads. "used" keeps it (and its address) visible, so
-// the compiler never assumes a barrier leaves it alone. The section lets the Python side find those
-// at file scope too (GCC keeps a template's in sections of their own, named _ZZ...).
+// the compiler never assumes a barrier leaves it alone. The Python side finds a function's by their
+// names (_ZZ...), and those at file scope in a section of their own: RawModule marks them
+// NN_CUDA_CPU_FILE_SCOPE_SHARED (raw_module.file_scope_shared). Only those: the static of an inline
+// function (NVIDIA's blockReduceSum) lives in a COMDAT group, which GCC refuses to put in a section
+// that also holds plain variables ("section type conflict").
 #if defined(NN_CUDA_CPU_WORKERS)
 #define __shared__ static thread_local __attribute__((used))
+#define NN_CUDA_CPU_FILE_SCOPE_SHARED
 #elif defined(__APPLE__)
-#define __shared__ static __attribute__((used))  // Mach-O: no section of its own (file scope not found)
+#define __shared__ static __attribute__((used))
+#define NN_CUDA_CPU_FILE_SCOPE_SHARED  // Mach-O: no section of its own (file scope not found)
 #else
-#define __shared__ static __attribute__((used, section("nn_cuda_shared")))
+#define __shared__ static __attribute__((used))
+#define NN_CUDA_CPU_FILE_SCOPE_SHARED __attribute__((section("nn_cuda_shared")))
 #endif
 #if !defined(__APPLE__)
 // The linker's bounds of that section, which the anchor makes sure exists.
@@ -101,6 +111,11 @@ struct Fiber {
     unsigned warp_mask = 0;  // at a warp sync: the lanes it waits for
     unsigned warp_participants = 0;  // after one: the lanes of its mask that took part (not returned)
     unsigned warp_syncs = 0;  // how many warp syncs it has passed in this block
+    // its last atomic's address and the value it found there, and how many atomics in a row found
+    // that same value there (device_functions.h: a thread spinning on a flag lets the others run)
+    const void* atomic_address = nullptr;
+    unsigned long long atomic_found = 0;
+    unsigned atomic_repeats = 0;
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------
@@ -149,6 +164,8 @@ extern thread_local SharedGuard shared_guard;
 // Whether the launch added floating-point values atomically (device_functions.h): their sum then
 // depends on the order of the threads, within rounding.
 inline std::atomic<bool> float_atomics{false};
+// Whether it used any atomic: results placed by atomic tickets come in the order of the threads.
+inline std::atomic<bool> atomics_used{false};
 
 inline size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
 
@@ -305,7 +322,7 @@ std::string value_type_name()
         return narrow_float_name<T>::value;
     } else if constexpr (std::is_enum<T>::value) {
         return c_type_name<typename std::underlying_type<T>::type>();
-    } else if constexpr (std::is_class<T>::value && std::is_trivially_copyable<T>::value) {
+    } else if constexpr ((std::is_class<T>::value || std::is_union<T>::value) && std::is_trivially_copyable<T>::value) {
         return "struct of " + std::to_string(sizeof(T)) + (sizeof(T) == 1 ? " byte" : " bytes");
     } else {
         return c_type_name<T>();
@@ -315,10 +332,12 @@ std::string value_type_name()
 template <typename P>
 std::string parameter_type()
 {
-    if constexpr (std::is_pointer<P>::value) {
+    if constexpr (std::is_reference<P>::value) {  // named, and refused on the Python side
+        return parameter_type<typename std::remove_reference<P>::type>() + "&";
+    } else if constexpr (std::is_pointer<P>::value) {
         using Element = typename std::remove_pointer<P>::type;
         return std::string(std::is_const<Element>::value ? "const " : "") +  // volatile: passed alike
-               value_type_name<typename std::remove_cv<Element>::type>() + "*";
+               parameter_type<typename std::remove_cv<Element>::type>() + "*";  // float** too
     } else {
         return value_type_name<P>();
     }

@@ -1,13 +1,15 @@
-"""The code's own headers, rewritten as the code is, when one of them declares `extern __shared__`.
+"""The code's own headers, rewritten as the code is, when one of them declares shared memory the CPU
+build takes otherwise than written.
 
-The CPU runner makes `extern __shared__ T name[];` a pointer to its dynamic shared memory by
-rewriting the source (raw_module.dynamic_shared_as_pointers). A header the code includes, such as
-cuda-samples' `sharedmem.cuh` with its `SharedMemory<T>` structs, is read by the compiler itself,
-so its declaration stayed as written, and the build stopped ("conflicting specifiers"). Now, when
-a header reachable from the code through `#include "..."` declares one, every such header is copied
-into the private build cache, rewritten, with its quoted includes (and the code's) pointing to the
-copies, and a `#line` directive that keeps the compiler's messages on the original file and line.
-The copies' folder is named by their contents, so an edit of a header makes another build.
+The CPU runner makes `extern __shared__ T name[];` a reference to its dynamic shared memory, and
+marks `__shared__` variables at file scope, by rewriting the source (raw_module.cpu_declarations). A
+header the code includes, such as cuda-samples' `sharedmem.cuh` with its `SharedMemory<T>` structs,
+is read by the compiler itself, so its declaration stayed as written, and the build stopped
+("conflicting specifiers"). Now, when the rewrite changes a header reachable from the code through
+`#include "..."`, every such header is copied into the private build cache, rewritten, with its
+quoted includes (and the code's) pointing to the copies, and a `#line` directive that keeps the
+compiler's messages on the original file and line. The copies' folder is named by their contents,
+so an edit of a header makes another build.
 
 Headers reached through `#include <...>` or a macro are read as they are.
 """
@@ -23,8 +25,6 @@ from . import build_cache
 
 #: `#include "name"`: the quoted name, and where it stands
 _QUOTED_INCLUDE = re.compile(r'^(?P<lead>[ \t]*#[ \t]*include[ \t]*)"(?P<name>[^"\n]+)"', re.M)
-#: a declaration that holds both `extern` and `__shared__` (in either order) before its `;`
-_EXTERN_SHARED = re.compile(r"\bextern\b[^;{}]*\b__shared__\b|\b__shared__\b[^;{}]*\bextern\b")
 #: the subfolder of the build cache that holds the copies
 FOLDER = "headers"
 
@@ -58,13 +58,17 @@ def _headers(code: str, folders: list[Path]) -> dict[Path, str]:
     return found
 
 
+def reachable(code: str, flags) -> dict[Path, str]:
+    """{path: text} of every header `code` reaches through quoted includes, with host compiler `flags`."""
+    return _headers(code, include_dirs(flags))
+
+
 def rewritten(code: str, flags, rewrite) -> str:
-    """`code`, its quoted includes pointing to rewritten copies of the headers they reach when one of
-    those declares extern __shared__ (`rewrite` makes a source's declarations pointers, on the same
-    lines); else `code` as it is."""
+    """`code`, its quoted includes pointing to rewritten copies of the headers they reach when
+    `rewrite` (which keeps a source's lines) changes one of those; else `code` as it is."""
     folders = include_dirs(flags)
     headers = _headers(code, folders)
-    if not any(_EXTERN_SHARED.search(text) for text in headers.values()):
+    if all(rewrite(text) == text for text in headers.values()):
         return code
     digest = hashlib.sha256()
     for path in sorted(headers):

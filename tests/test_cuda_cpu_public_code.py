@@ -1,0 +1,164 @@
+"""RawModule on the CPU with what kernel files written for nvcc or NVRTC commonly hold besides kernels.
+
+Written for these tests, after patterns seen in public CUDA code: a host prototype that names the
+runtime API's types in a kernel's header, `#include <cuda.h>` left in a kernel file, text bytes passed
+to a `char*`, a pointer to a union, the warp functions of CUDA 8 (without `_sync`), and
+`#pragma once` in code that is a header's text. Two modules are built and shared by the tests
+(one per backend), and two builds fail on purpose.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
+
+# Built with backend="nvcc", which takes host declarations and cuda.h as nvcc does. The values are
+# CUDA's own (driver_types.h and cuda.h of CUDA 12.9), which code may compare with or store.
+NVCC_CODE = r"""
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+cudaError_t initConstFilter(const float* filter, int radius);   // a host function's prototype
+cudaError_t launchBlur(const float* in, float* out, int n, cudaStream_t stream, cudaEvent_t done);
+
+union Bits { unsigned long long word; float halves[2]; };
+
+extern "C" __global__ void runtime_types(long long* out)
+{
+    const cudaError_t codes[] = {cudaSuccess, cudaErrorInvalidValue, cudaErrorMemoryAllocation,
+                                 cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorUnknown};
+    for (int i = 0; i < 6; ++i) out[i] = codes[i];
+    out[6] = cudaMemcpyDeviceToHost;
+    out[7] = sizeof(cudaStream_t) + sizeof(cudaEvent_t);
+    CUstream driver_stream = nullptr;
+    cudaStream_t runtime_stream = driver_stream;  // the same type, as in CUDA
+    out[8] = runtime_stream == nullptr;
+    out[9] = CUDA_VERSION;
+    out[10] = sizeof(CUdeviceptr);
+    out[11] = CUDA_ERROR_LAUNCH_FAILED;
+    out[12] = CUDA_SUCCESS;
+    out[13] = INT32_MAX;  // cuda.h includes <stdint.h>
+}
+
+extern "C" __global__ void count_x(int* count, const char* text, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && text[i] == 'x') atomicAdd(count, 1);
+}
+
+extern "C" __global__ void bytes_sum(int* sum, const unsigned char* bytes, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(sum, bytes[i]);
+}
+
+extern "C" __global__ void fill_union(Bits* items)
+{
+    items[threadIdx.x].word = 3ull * threadIdx.x;
+}
+"""
+
+# Built with backend="nvrtc": NVRTC declares the runtime API's types itself (NVRTC 12.9 built
+# cudaError_t, cudaStream_t and cudaMemcpyKind without an include), as nvcc does through the
+# cuda_runtime.h it includes in every file, and a function that says __device__ may return one.
+NVRTC_CODE = r"""
+__device__ cudaError_t check_positive(float v) { return v > 0.0f ? cudaSuccess : cudaErrorInvalidValue; }
+
+extern "C" __global__ void checks(int* out, const float* v, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = check_positive(v[i]);
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def plain_mode(monkeypatch):
+    monkeypatch.delenv("NN_CUDA_CPU_CHECK", raising=False)
+
+
+@pytest.fixture(scope="module")
+def nvcc_module():
+    return RawModule(code=NVCC_CODE, backend="nvcc")
+
+
+def test_cuda_runtime_h_and_cuda_h_declare_the_api_types_with_cudas_values(nvcc_module):
+    out = np.zeros(14, np.int64)
+    nvcc_module.get_function("runtime_types")((1,), (1,), (out,))
+    assert out.tolist() == [0, 1, 2, 700, 719, 999, 2, 16, 1, 12090, 8, 719, 0, 2**31 - 1]
+
+
+def test_the_runtime_api_types_build_with_nvrtc_in_device_functions():
+    v = np.array([1.5, -2.0, 0.0, 3.0], np.float32)
+    out = np.full(4, -1, np.int32)
+    RawModule(code=NVRTC_CODE).get_function("checks")((1,), (32,), (out, v, np.int32(4)))
+    np.testing.assert_array_equal(out, [0, 1, 1, 0])
+
+
+def test_nvrtc_refuses_a_host_prototype_and_cuda_h_in_one_line():
+    # NVRTC 12.9: "host functions are not allowed in JIT mode" for a prototype without __device__;
+    # cuda.h includes <stdlib.h>, which NVRTC has not ("cannot open source file")
+    with pytest.raises(KernelBuildError) as refused:
+        RawModule(code=NVCC_CODE).get_function("runtime_types")
+    assert str(refused.value) == (
+        "(RawModule code):2: NVRTC, CuPy's default compiler, cannot compile <cuda.h> (CUDA's driver API header "
+        "includes <stdlib.h>, which NVRTC has not): CuPy's build of this code fails on a GPU. Drop the #include "
+        "(a kernel needs nothing of it), or build with backend='nvcc', which has it")
+    without_cuda_h = NVCC_CODE.replace("#include <cuda.h>", "")
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):5: initConstFilter is a host function \(no "
+                                               r"__device__ or __global__\), which NVRTC.*refuses[^\n]*$"):
+        RawModule(code=without_cuda_h).get_function("runtime_types")
+
+
+def test_a_char_pointer_takes_int8_and_uint8_and_other_pointers_stay_strict(nvcc_module):
+    count_x, bytes_sum = nvcc_module.get_function("count_x"), nvcc_module.get_function("bytes_sum")
+    text = np.frombuffer(b"xoxoxxqx", np.uint8).copy()
+    for given in (text, text.view(np.int8)):  # plain char is signed or not as the platform chooses
+        count = np.zeros(1, np.int32)
+        count_x((1,), (32,), (count, given, np.int32(text.size)))
+        assert count[0] == 5
+    with pytest.raises(TypeError, match=re.escape("count_x: argument 1 (const char*) takes an array of int8 or "
+                                                  "uint8 (plain char is signed or unsigned")):
+        count_x((1,), (32,), (np.zeros(1, np.int32), text.view(np.int16), np.int32(4)))
+    total = np.zeros(1, np.int32)
+    bytes_sum((1,), (32,), (total, text, np.int32(text.size)))
+    assert total[0] == int(text.astype(np.int64).sum())
+    with pytest.raises(TypeError, match=re.escape("takes an array of uint8, got an array of int8")):
+        bytes_sum((1,), (32,), (total, text.view(np.int8), np.int32(text.size)))
+
+
+def test_a_pointer_to_a_union_takes_any_array_as_a_pointer_to_a_struct_does(nvcc_module):
+    items = np.zeros(4, np.uint64)
+    nvcc_module.get_function("fill_union")((1,), (4,), (items,))
+    np.testing.assert_array_equal(items, 3 * np.arange(4))
+
+
+def test_a_warp_function_without_sync_stops_the_build_in_one_line():
+    # removed for sm_70 and later: NVRTC 12.9 for compute_90 says 'identifier "__shfl_down" is undefined'
+    code = r"""
+template <typename T>
+__device__ T warp_sum(T v)
+{
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down(v, offset);
+    return v;
+}
+extern "C" __global__ void sum(float* x) { x[threadIdx.x] = warp_sum(x[threadIdx.x]); }
+"""
+    with pytest.raises(KernelBuildError) as refused:
+        RawModule(code=code).get_function("sum")
+    assert str(refused.value) == (
+        "(RawModule code):5: __shfl_down, a warp shuffle without a mask, was removed for GPUs of sm_70 and later "
+        "(CUDA 9), whose compilers refuse it too: use __shfl_down_sync(mask, ...), the mask naming the lanes that "
+        "take part (0xffffffff: the whole warp)")
+
+
+def test_pragma_once_in_the_code_adds_no_warning_to_a_build_error():
+    code = '#pragma once\n#pragma once\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = undeclared; }\n'
+    with pytest.raises(KernelBuildError) as failed:
+        RawModule(code=code).get_function("k")
+    message = str(failed.value)
+    assert "(RawModule code):3:" in message and "undeclared" in message  # the real error, at its line
+    assert "pragma once" not in message

@@ -1,0 +1,263 @@
+"""How the CPU runner treats shared memory, global variables, races and waits as public CUDA code
+writes them: a __shared__ array inside an inline device function (NVIDIA's block reduction), the
+address of an extern __shared__ array, a __device__ ticket counter, a race whose last writer decides
+the result, and a block that spins on an atomic until the block before it is done.
+
+Each test fails on the runner before these were handled (a build error, a wrong address, a false
+race report, a race missed for some seeds, a launch stopped by the watchdog).
+"""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.raw_module import file_scope_shared
+
+pytestmark = pytest.mark.slow  # each test builds a library or two (about a second each)
+
+BLOCK_SUM = r"""
+// The sum of a block's values: each warp sums its lanes with shuffles, lane 0 of each warp leaves its
+// sum in a __shared__ array declared inside this inline function, and warp 0 sums those. With `skip`,
+// warp 0 leaves its slot unwritten.
+__inline__ __device__ float block_sum(float value, int skip)
+{
+    __shared__ float warp_sums[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        value += __shfl_down_sync(0xffffffff, value, offset);
+    }
+    if (lane == 0 && !(skip && warp == 0)) {
+        warp_sums[warp] = value;
+    }
+    __syncthreads();
+    value = threadIdx.x < blockDim.x / 32 ? warp_sums[lane] : 0.0f;
+    if (warp == 0) {
+        for (int offset = 16; offset > 0; offset /= 2) {
+            value += __shfl_down_sync(0xffffffff, value, offset);
+        }
+    }
+    return value;
+}
+
+extern "C" __global__ void sums(const float* x, float* out, int skip)
+{
+    const float total = block_sum(x[blockIdx.x * blockDim.x + threadIdx.x], skip);
+    if (threadIdx.x == 0) {
+        out[blockIdx.x] = total;
+    }
+}
+
+// `&name` of an extern __shared__ array is its address, as on a GPU.
+extern "C" __global__ void through_address(float* out)
+{
+    extern __shared__ float staged[];
+    float* view = (float*)&staged;
+    view[threadIdx.x] = threadIdx.x + 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = staged[blockDim.x - 1 - threadIdx.x];
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def plain_mode_unless_asked(monkeypatch):
+    monkeypatch.delenv("NN_CUDA_CPU_CHECK", raising=False)
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "10")  # a launch the runner cannot finish fails fast
+
+
+def test_only_shared_arrays_at_file_scope_are_marked_for_the_section_of_their_own():
+    code = ('namespace tiles { __shared__ float a[2]; }\nextern "C" { __shared__ int b; }\n'
+            '__global__ void k() { __shared__ float c[4]; const char* text = "}"; }\n'
+            "#define SHARED __shared__\n// __shared__ in a comment\n__shared__ double d;\n")
+    marked = file_scope_shared(code)
+    assert marked.splitlines() == [
+        "namespace tiles { __shared__ NN_CUDA_CPU_FILE_SCOPE_SHARED float a[2]; }",
+        'extern "C" { __shared__ NN_CUDA_CPU_FILE_SCOPE_SHARED int b; }',
+        '__global__ void k() { __shared__ float c[4]; const char* text = "}"; }',
+        "#define SHARED __shared__", "// __shared__ in a comment",
+        "__shared__ NN_CUDA_CPU_FILE_SCOPE_SHARED double d;"]
+
+
+@pytest.mark.parametrize("check, threads", [(False, "2"), (False, "1"), (True, "1")])
+def test_a_shared_array_inside_an_inline_device_function_builds_and_sums(monkeypatch, check, threads):
+    # the checking build and the one-thread build gave "section type conflict"
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", threads)
+    x = np.random.default_rng(0).standard_normal(4 * 128).astype(np.float32)
+    out = np.full(4, np.nan, np.float32)
+    RawModule(code=BLOCK_SUM, check=check).get_function("sums")((4,), (128,), (x, out, np.int32(0)))
+    expected = x.reshape(4, 128).astype(np.float64).sum(axis=1)
+    # float32 sums of 128 terms: relative error within 128 * 2^-24 of the absolute values' sum
+    bound = 128 * 2.0**-24 * np.abs(x.reshape(4, 128)).sum(axis=1)
+    assert np.all(np.abs(out - expected) <= bound)
+
+
+def test_the_checking_mode_names_an_unwritten_element_of_an_inline_functions_shared_array():
+    x = np.ones(2 * 64, np.float32)
+    with pytest.raises(KernelError, match=r"sums: 2 element\(s\) of args\[1\] hold NaN after the launch .* "
+                                          r"__shared__ `warp_sums` \(in block_sum"):
+        RawModule(code=BLOCK_SUM, check=True).get_function("sums")((2,), (64,), (x, np.zeros(2, np.float32),
+                                                                                np.int32(1)))
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_the_address_of_an_extern_shared_array_is_the_array(check):
+    # it was the address of the pointer the runner declared in its place: a fault, or NaN reported
+    out = np.zeros(64, np.float32)
+    RawModule(code=BLOCK_SUM, check=check).get_function("through_address")((1,), (64,), (out,), shared_mem=64 * 4)
+    np.testing.assert_array_equal(out, np.arange(64, 0, -1, dtype=np.float32))
+
+
+TICKETS = r"""
+// Each block takes a ticket from a __device__ counter (a dynamic block index) and writes it out.
+__device__ int next_ticket = 0;
+extern "C" __global__ void take_ticket(int* out)
+{
+    __shared__ int ticket;
+    if (threadIdx.x == 0) {
+        ticket = atomicAdd(&next_ticket, 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        out[ticket] = ticket + 100;
+    }
+}
+
+// Block `ticket` waits, spinning on an atomic, until the block with the ticket before it has written
+// its element (a single-pass scan's chain), then adds one to it.
+extern "C" __global__ void chain(int* tickets, int* done, int* out)
+{
+    __shared__ int ticket;
+    if (threadIdx.x == 0) {
+        ticket = atomicAdd(tickets, 1);
+    }
+    __syncthreads();  // in the checking mode the other resident blocks may take a turn here
+    if (threadIdx.x == 0) {
+        if (ticket > 0) {
+            while (atomicAdd(&done[ticket - 1], 0) == 0) {
+            }
+        }
+        out[ticket] = ticket > 0 ? out[ticket - 1] + 1 : 1;
+        __threadfence();
+        atomicExch(&done[ticket], 1);
+    }
+}
+
+// Thread 0 waits, spinning on an atomic, for the last thread of its block to raise a flag.
+extern "C" __global__ void wait_for_last_thread(int* flag, int* out)
+{
+    if (threadIdx.x == blockDim.x - 1) {
+        atomicExch(flag, 1);
+    }
+    if (threadIdx.x == 0) {
+        while (atomicCAS(flag, 1, 2) != 1) {
+        }
+        out[0] = 7;
+    }
+}
+"""
+
+
+def test_a_device_counter_is_put_back_before_the_checking_modes_second_run():
+    # the second run started from the first one's counter: tickets 4 to 7, a false race report
+    module = RawModule(code=TICKETS, check=True)
+    out = np.zeros(4, np.int32)
+    module.get_function("take_ticket")((4,), (32,), (out,))
+    assert out.tolist() == [100, 101, 102, 103]
+    assert module.get_global("next_ticket").view(np.int32)[0] == 4  # as after one launch on a GPU
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_block_spinning_on_an_atomic_lets_the_block_it_waits_for_run(monkeypatch, check):
+    # in the checking mode the resident blocks take turns barrier to barrier: a block spinning in
+    # one phase held the others out until the watchdog stopped the launch
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "1")
+    module = RawModule(code=TICKETS, check=check)
+    tickets, done, out = np.zeros(1, np.int32), np.zeros(6, np.int32), np.zeros(6, np.int32)
+    module.get_function("chain")((6,), (32,), (tickets, done, out))
+    assert out.tolist() == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_thread_spinning_on_an_atomic_lets_the_thread_it_waits_for_run(check):
+    # the threads of a block take turns: thread 0 spun for ever before the last thread ran
+    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    RawModule(code=TICKETS, check=check).get_function("wait_for_last_thread")((1,), (64,), (flag, out))
+    assert (flag[0], out[0]) == (2, 7)
+
+
+RACES = r"""
+// Every block's thread 0 writes its block's index to one place: the last block decides the result.
+extern "C" __global__ void last_block_wins(int* out)
+{
+    if (threadIdx.x == 0) {
+        out[0] = blockIdx.x;
+    }
+}
+
+// Every thread writes its index to one place: the last thread decides the result.
+extern "C" __global__ void last_thread_wins(int* out) { out[0] = threadIdx.x; }
+
+// Thread 0 reads s[63] in the phase in which thread 63 adds one to it, with no barrier between.
+extern "C" __global__ void read_during_write(float* out)
+{
+    __shared__ float s[64];
+    const unsigned t = threadIdx.x;
+    s[t] = t;
+    __syncthreads();
+    s[t] = s[t] + 1.0f;
+    const float seen = s[63];
+    if (t == 0) {
+        out[0] = seen;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("kernel, grid, block, dtype", [("last_block_wins", 2, 32, np.int32),
+                                                        ("last_block_wins", 4, 32, np.int32),
+                                                        ("last_thread_wins", 1, 32, np.int32),
+                                                        ("read_during_write", 1, 64, np.float32)])
+def test_the_second_checked_run_takes_the_first_runs_orders_backwards_so_a_race_shows_for_every_seed(
+        monkeypatch, kernel, grid, block, dtype):
+    # with two independent orders the race went unseen for about half the seeds (2 blocks: 11 of 20)
+    for seed in range(6):
+        monkeypatch.setenv("NN_CUDA_CPU_SEED", str(seed))
+        launch = RawModule(code=RACES, check=True).get_function(kernel)  # the seed is read as it loads
+        with pytest.raises(KernelError, match=rf"{kernel}: the result depends on the order"):
+            launch((grid,), (block,), (np.zeros(1, dtype),))
+
+
+def test_a_checked_launch_prints_its_device_printf_once_as_a_gpu_does(capfd):
+    # the checking mode runs a launch again (and again to find what it reports): each line came twice
+    code = r"""
+extern "C" __global__ void hello(int* out)
+{
+    if (threadIdx.x == 0) {
+        printf("block %d\n", blockIdx.x);
+    }
+    out[blockIdx.x] = 1;
+}
+"""
+    RawModule(code=code, check=True).get_function("hello")((2,), (32,), (np.zeros(2, np.int32),))
+    assert sorted(capfd.readouterr().out.splitlines()) == ["block 0", "block 1"]
+
+
+def test_a_name_expression_of_a_variable_is_no_kernel_and_a_static_variable_is_named_as_such():
+    # NVRTC takes "&scale" as a name expression; the instance table took it for a kernel: a build error
+    code = r"""
+__constant__ float scale[2];
+static __constant__ float hidden[2];
+extern "C" __global__ void apply(float* x)
+{
+    x[threadIdx.x] = x[threadIdx.x] * scale[threadIdx.x] + hidden[threadIdx.x];
+}
+"""
+    module = RawModule(code=code, name_expressions=("&scale",))
+    module.get_global("scale")[:] = np.array([2, 3], np.float32).view(np.uint8)
+    x = np.ones(2, np.float32)
+    module.get_function("apply")((1,), (2,), (x,))
+    assert x.tolist() == [2.0, 3.0]
+    with pytest.raises(LookupError, match=r"'&scale' names a variable of this RawModule, not a kernel"):
+        module.get_function("&scale")
+    with pytest.raises(LookupError, match=r"'hidden' is declared static in this code: .* _ZL6hidden"):
+        module.get_global("hidden")
