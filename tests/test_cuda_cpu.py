@@ -416,8 +416,9 @@ def test_the_runtime_is_compiled_once_per_set_of_flags_and_an_edit_of_it_rebuild
     monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
     runtime = tmp_path / "runtime"
     runtime.mkdir()
-    for name in ("runtime.cpp", "runtime.h", "device_functions.h"):
-        shutil.copy(build.RUNTIME_SOURCE.with_name(name), runtime / name)
+    for name in ("runtime.cpp", "runtime.h", "device_functions.h", "include/driver_types.h"):
+        (runtime / name).parent.mkdir(exist_ok=True)
+        shutil.copy(build.RUNTIME_SOURCE.parent / name, runtime / name)
     monkeypatch.setattr(build, "RUNTIME_SOURCE", runtime / "runtime.cpp")
     code = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }'
     capfd.readouterr()
