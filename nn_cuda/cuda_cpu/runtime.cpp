@@ -735,7 +735,8 @@ void shuffle_items(Items& items, Random& random)
 // orders of the first run backwards, whichever blocks ran before it.
 Random block_random()
 {
-    const uint64_t linear = block_idx.x + static_cast<uint64_t>(grid_dim.x) * (block_idx.y + uint64_t{grid_dim.y} * block_idx.z);
+    const uint64_t linear =
+        block_idx.x + uint64_t{grid_dim.x} * (block_idx.y + uint64_t{grid_dim.y} * block_idx.z);
     uint64_t z = launch_seed + (linear + 1) * 0x9E3779B97F4A7C15ULL;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
