@@ -355,8 +355,8 @@ def test_float_atomics_sum_columns_and_pass_the_checking_mode(dtype):
 def test_a_race_is_still_reported_when_a_kernel_uses_float_atomics():
     kernel = RawModule(code=FEATURES, check=True).get_function("racy_total")
     out = np.zeros(1, np.float32)
-    with pytest.raises(KernelError, match=r"racy_total: the result depends on the order .* beyond the rounding "
-                                          r"of its floating-point atomics"):
+    with pytest.raises(KernelError, match=r"racy_total: the result depends on the order .* beyond what the order "
+                                          r"of its atomics rounds"):
         kernel((1,), (64,), (np.ones(64, np.float32), out))
 
 

@@ -1,16 +1,19 @@
-"""How the CPU runner treats shared memory, global variables, races and waits as public CUDA code
-writes them: a __shared__ array inside an inline device function (NVIDIA's block reduction), the
-address of an extern __shared__ array, a __device__ ticket counter, a race whose last writer decides
-the result, and a block that spins on an atomic until the block before it is done.
+"""How the CPU runner treats what public CUDA code writes: a __shared__ array inside an inline device
+function (NVIDIA's block reduction), the address of an extern __shared__ array, a __device__ ticket
+counter, a race whose last writer decides the result, a block that spins on an atomic until the
+block before it is done, floats moved as int4, a sum under an atomic lock, name expressions of
+variables, device printf in the checking mode, and what the runner lacks.
 
-Each test fails on the runner before these were handled (a build error, a wrong address, a false
-race report, a race missed for some seeds, a launch stopped by the watchdog).
+Each test fails on the runner before these were handled (a build error, a wrong address or result,
+a false race report, a race missed for some seeds, a launch stopped by the watchdog, a line printed
+twice, a page of compiler errors).
 """
 
 import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
 from nn_cuda.cuda_cpu.raw_module import file_scope_shared
 
 pytestmark = pytest.mark.slow  # each test builds a library or two (about a second each)
@@ -261,3 +264,87 @@ extern "C" __global__ void apply(float* x)
         module.get_function("&scale")
     with pytest.raises(LookupError, match=r"'hidden' is declared static in this code: .* _ZL6hidden"):
         module.get_global("hidden")
+
+
+PUNS_AND_LOCKS = r"""
+// Floats loaded into a register array as int4, as vectorized GEMMs load theirs: out = x @ y, y 8 wide.
+extern "C" __global__ void through_int4(const float* x, const float* y, float* out, int K)
+{
+    float acc[8] = {0.0f};
+    float b[8] = {0.0f};
+    for (int k = 0; k < K; ++k) {
+        for (int v = 0; v < 2; ++v) {
+            *reinterpret_cast<int4*>(&b[4 * v]) = *reinterpret_cast<const int4*>(&y[8 * k + 4 * v]);
+        }
+        for (int j = 0; j < 8; ++j) {
+            acc[j] += x[k] * b[j];
+        }
+    }
+    for (int j = 0; j < 8; ++j) {
+        out[j] = acc[j];
+    }
+}
+
+// A sum under a lock taken with atomicCAS: right, its rounding depends on the order the threads come.
+extern "C" __global__ void locked_sum(const float* x, int* lock, float* sum)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    while (atomicCAS(lock, 0, 1) != 0) {
+    }
+    *sum += x[i];
+    __threadfence();
+    atomicExch(lock, 0);
+}
+
+// The last thread decides a double's value, which differs from the others' in its 13th digit.
+extern "C" __global__ void last_double(double* out) { out[0] = 1.0 + threadIdx.x * 1e-12; }
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_floats_moved_as_int4_are_seen_by_the_float_reads(check):
+    # GCC's strict aliasing let the float reads of b miss the int4 store: out was all zeros
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal(4).astype(np.float32), rng.standard_normal((4, 8)).astype(np.float32)
+    out = np.full(8, np.nan, np.float32)
+    RawModule(code=PUNS_AND_LOCKS, check=check).get_function("through_int4")((1,), (1,), (x, y, out, np.int32(4)))
+    expected = x.astype(np.float64) @ y.astype(np.float64)
+    # 4 float32 products summed: within 4 * 2^-24 of the sum of the magnitudes
+    assert np.all(np.abs(out - expected) <= 4 * 2.0**-24 * (np.abs(x) @ np.abs(y)))
+
+
+def test_a_sum_under_an_atomic_lock_passes_the_checking_mode_within_rounding():
+    # only atomicAdd of floats allowed for rounding: this sum was reported as a race
+    x = np.random.default_rng(4).standard_normal(256).astype(np.float32)
+    total = np.zeros(1, np.float32)
+    RawModule(code=PUNS_AND_LOCKS, check=True).get_function("locked_sum")(
+        (2,), (128,), (x, np.zeros(1, np.int32), total))
+    # 256 float32 additions: within 256 * 2^-24 of the sum of the magnitudes
+    assert abs(total[0] - x.astype(np.float64).sum()) <= 256 * 2.0**-24 * np.abs(x).sum()
+
+
+def test_a_race_report_prints_every_digit_of_a_double():
+    # it read "1 in one order and 1 in another"
+    with pytest.raises(KernelError, match=r"args\[0\]\[0\] is 1\.0000000000\d+ in one order and "
+                                          r"1\.0000000000\d+ in another"):
+        RawModule(code=PUNS_AND_LOCKS, check=True).get_function("last_double")((1,), (32,), (np.zeros(1),))
+
+
+@pytest.mark.parametrize("code, message", [
+    ('#include <mma.h>\nextern "C" __global__ void k(float* x) { x[0] = 1.0f; }\n',
+     "(RawModule code):1: the CPU runner does not support tensor core matrix operations (nvcuda::wmma; mma.h)"),
+    ('texture<float> heat;\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = tex1Dfetch(heat, 0); }\n',
+     "(RawModule code):1: the CPU runner does not support texture references (texture<T>, which CUDA 12 removed; "
+     "texture objects neither: read the array through a pointer)"),
+])
+def test_what_the_runner_lacks_stops_the_build_in_one_line(code, message):
+    # mma.h's refusal came with one compiler error per use of WMMA; a texture reference with none at all
+    with pytest.raises(KernelBuildError) as refused:
+        RawModule(code=code).get_function("k")
+    assert str(refused.value) == message
+
+
+def test_quoted_cuda_h_is_refused_under_nvrtc_as_the_angled_one_is():
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):1: NVRTC, CuPy's default compiler, cannot "
+                                               r"compile <cuda.h>"):
+        RawModule(code='#include "cuda.h"\nextern "C" __global__ void k(float* x) {}\n').get_function("k")

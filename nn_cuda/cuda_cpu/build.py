@@ -60,7 +60,10 @@ DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800")
 # DWARF 4, whose line tables name the file of a #line directive where binutils 2.40 reads DWARF 5's
 # as the generated .cpp.
 BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE",
-              "-Wno-unknown-pragmas", "-fstack-clash-protection")
+              "-Wno-unknown-pragmas", "-fstack-clash-protection", "-fno-strict-aliasing")
+# -fno-strict-aliasing: CUDA code moves floats as int4 or float4 (`*reinterpret_cast<int4*>(&b[4 * v]) =
+# ...` into a float array, as vectorized GEMMs do), which the GPU's compilers take as written; with
+# C++'s aliasing rules GCC at -O2 let the float reads miss such a store, and a GEMM came out all wrong.
 # GCC gives the __shared__ arrays of a template kernel (function-local statics of a template) the
 # binding STB_GNU_UNIQUE, which the dynamic linker makes one object across every library of the
 # process: a second build of the same kernel (a student's edited copy beside the project's) would
@@ -440,7 +443,8 @@ def _hint(log: str, unit: str) -> str:
         return "\n(inline PTX assembly, asm(\"...\"), runs on a GPU only: the CPU runner does not support it)"
     if re.search(r"<<<.*>>>", unit) and "expected primary-expression" in log:
         return ("\n(a kernel launch, kernel<<<...>>>(...), in the code: the CPU runner does not support one from "
-                "device code (dynamic parallelism), and a RawModule's kernels are launched from Python)")
+                "device code (dynamic parallelism), and one in host code has no place in a RawModule, whose "
+                "kernels are launched from Python)")
     return ""
 
 
@@ -465,6 +469,29 @@ def _legacy_warp_function(log: str) -> str | None:
     return (f"{found['where']}: {function}, a warp {what} without a mask, was removed for GPUs of sm_70 and later "
             f"(CUDA 9), whose compilers refuse it too: use {function}_sync(mask, ...), the mask naming the lanes "
             "that take part (0xffffffff: the whole warp)")
+
+
+#: the runner's own refusal in a compiler's log: a static_assert of its headers (device_functions.h,
+#: cooperative_groups.h, ...) or the #error of a header it lacks (mma.h)
+_UNSUPPORTED = re.compile(r'error: (?:static assertion failed: |#error ")(?P<what>the CPU runner does not support [^"\n]*)')
+#: where the code asked for it: the call that instantiated the static_assert, or the #include
+_REQUIRED_FROM_HERE = re.compile(r"^(?P<where>\S.*?:\d+):\d+:\s+required from here", re.M)
+_INCLUDED_FROM = re.compile(r"^(?:In file included from|\s+from) (?P<where>.+?:\d+)[:,]$", re.M)
+
+
+def _unsupported_feature(log: str) -> str | None:
+    """The one-line message for what the runner refuses ("(RawModule code):4: the CPU runner does not
+    support __isShared (address space queries)"), or None: the compiler's errors that follow it (each
+    use of a type the refused header would have declared) say nothing more."""
+    found = _UNSUPPORTED.search(log)
+    if found is None:
+        return None
+    before = log[:found.start()]
+    called = [m["where"] for m in _REQUIRED_FROM_HERE.finditer(before)]
+    chain = before[before.rfind("In file included from"):] if "In file included from" in before else ""
+    included = [m["where"] for m in _INCLUDED_FROM.finditer(chain)]  # the header's own #include first
+    where = called[-1] if called else included[0] if included else None
+    return f"{where}: {found['what']}" if where else found["what"]
 
 
 #: GCC's warning on `#pragma once` in the code, which is the main file here (the code is often a
@@ -509,7 +536,7 @@ def _compile(plan: _Plan) -> Path:
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
                 # The generated file is deleted with `work`: name it by what it holds.
                 log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
-                raise KernelBuildError(_legacy_warp_function(log) or (
+                raise KernelBuildError(_unsupported_feature(log) or _legacy_warp_function(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
                 ))

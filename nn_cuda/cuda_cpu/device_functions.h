@@ -260,10 +260,10 @@ inline int __syncthreads_and(int predicate)
 inline int __syncthreads_or(int predicate) { return nn_cuda_cpu::barrier_count(predicate != 0) != 0; }
 
 // ---- atomics ----------------------------------------------------------------------------------------
-// Real atomic operations (GCC's __atomic builtins), though the threads of a launch take turns on one
-// core today. A floating-point atomicAdd rounds in the order the threads come: it says so
-// (nn_cuda_cpu::float_atomics), and the checking mode then compares its two thread orders up to
-// that rounding instead of bit for bit.
+// Real atomic operations (GCC's __atomic builtins), though the threads of a block take turns. Each
+// says that the launch used one (nn_cuda_cpu::atomics_used): a floating-point sum made with atomics
+// rounds in the order the threads come, so the checking mode then compares its two thread orders up
+// to that rounding instead of bit for bit.
 
 namespace nn_cuda_cpu {
 
@@ -361,12 +361,10 @@ inline unsigned int atomicDec(unsigned int* a, unsigned int limit)  // wraps to 
 }
 inline float atomicAdd(float* a, float v)
 {
-    nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);
     return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](float old) { return old + v; }));
 }
 inline double atomicAdd(double* a, double v)
 {
-    nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);
     return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; }));
 }
 inline float atomicExch(float* a, float v)
@@ -521,6 +519,14 @@ typedef unsigned long long cudaSurfaceObject_t;
         static_assert(nn_cuda_cpu_unsupported<A...>, "the CPU runner does not support " #function    \
                                                      " (textures and surfaces)");                    \
     }
+// Texture references (`texture<float> tex;` with tex1Dfetch(tex, i)), which CUDA 12 removed: refused
+// where one is declared.
+template <typename T, int dimensions = 1, int read_mode = 0>
+struct texture {
+    static_assert(nn_cuda_cpu_unsupported<T>, "the CPU runner does not support texture references (texture<T>, "
+                                              "which CUDA 12 removed; texture objects neither: read the array "
+                                              "through a pointer)");
+};
 NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex1Dfetch)
 NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex1D)
 NN_CUDA_CPU_UNSUPPORTED_TEXTURE(tex2D)

@@ -153,8 +153,11 @@ def refused_includes(code: str) -> list[tuple[int, str]]:
     if "__CUDACC_RTC__" in code:
         return []
     text = _blank_comments(code)
-    return [(text.count("\n", 0, m.start()) + 1, m["name"].strip()) for m in _INCLUDE.finditer(text)
-            if m["name"].strip() in STANDARD_HEADERS or m["name"].strip() in NVRTC_CANNOT_COMPILE]
+    # <standard headers>, and CUDA's that NVRTC cannot compile also as "cuda.h" (CUDA by Example's
+    # spelling), which NVRTC finds on CUDA's include folder all the same
+    return [(text.count("\n", 0, m.start()) + 1, m["name"].strip()) for m in _ANY_INCLUDE.finditer(text)
+            if (m["name"].strip() in STANDARD_HEADERS and m[0].rstrip().endswith(">"))
+            or m["name"].strip() in NVRTC_CANNOT_COMPILE]
 
 
 #: a declaration or definition that returns one of the API's error codes: a host function's, unless

@@ -61,7 +61,7 @@ _SIGNALS = {
     8: "an arithmetic fault (integer division by zero)",  # SIGFPE
     11: "an invalid memory access",  # SIGSEGV
 }
-#: format -> how far two thread orders of a kernel with floating-point atomics may differ, relative
+#: format -> how far two thread orders of a kernel that uses atomics may differ, relative
 #: to the array's largest magnitude: a sum of a few thousand terms in another order (float32: 2^-24
 #: per addition; float64: 2^-53), of about a hundred in float16 (2^-11), a few dozen in bfloat16 (2^-8)
 ROUNDING_RTOL = {"float16": 5e-2, "bfloat16": 1e-1, "float32": 1e-4, "float64": 1e-12}
@@ -234,8 +234,7 @@ class LoadedKernels:
                 # that wrote first there writes last here
                 with _device_printf_silenced():
                     self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored=True)
-                buffers.assert_same_as(first, rounding=bool(self._lib.nn_cuda_cpu_float_atomics()),
-                                       atomics=bool(self._lib.nn_cuda_cpu_atomics_used()))
+                buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()))
                 if buffers.integer_outputs() and (self._shared or getattr(launch, "shared_mem", 0)):
                     self._assert_shared_read_written(index, launch, buffers, (start, variables, seed), first)
             elif launch.kernel not in self._told_once_only:
@@ -272,7 +271,7 @@ class LoadedKernels:
                 return
             found = buffers.first_difference(first)
             where = "" if found is None else \
-                f" ({buffers.names[found[0]]}{list(found[1])} is {found[2]:.9g} with 0xFF bytes and {found[3]:.9g} with zeros)"
+                f" ({buffers.names[found[0]]}{list(found[1])} is {found[2]} with 0xFF bytes and {found[3]} with zeros)"
             arrays = [name for i, name in enumerate(_demangled(n for _, _, n in self._shared))
                       if changes_with([i], False)]
             if changes_with([], True):
@@ -556,6 +555,14 @@ class _GlobalVariables:
 # ---- the checking mode's buffers --------------------------------------------------------------------
 
 
+def _value_text(value) -> str:
+    """An element as a race report shows it: every digit its type holds (float32 9, float64 17)."""
+    if isinstance(value, np.floating):
+        return f"{float(value):.{9 if value.itemsize <= 4 else 17}g}"
+    return str(value.item() if isinstance(value, np.generic) else value)
+
+
+
 class _GuardedCopy:
     """An array's copy whose last byte sits right before an inaccessible page."""
 
@@ -671,10 +678,10 @@ class _CheckedBuffers:
         return any(self.copies[i].view.dtype.kind != "f" for i in self.outputs)
 
     def first_difference(self, snapshot: dict, rounding: bool = False) -> tuple | None:
-        """(argument position, index, value in `snapshot`, value now) of the first element that
-        differs from `snapshot` in its bits, or None; with `rounding` (the kernel added floating-point
-        values atomically), floating-point arguments may differ by what summing in another order
-        rounds: ROUNDING_RTOL of the array's largest magnitude."""
+        """(argument position, index, value in `snapshot`, value now: as text) of the first element
+        that differs from `snapshot` in its bits, or None; with `rounding` (the kernel used atomics, so
+        its floating-point sums may come in another order), floating-point arguments may differ by what
+        summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude."""
         for i, before in snapshot.items():
             now = self.copies[i].view
             values_before, format_name = float_values(before, self.launch.signature[i])
@@ -691,21 +698,21 @@ class _CheckedBuffers:
                 flat = int(np.argmax(differs)) // now.itemsize
             if differs.any():
                 index = tuple(int(v) for v in np.unravel_index(flat, now.shape))
-                return i, index, float(before[index]), float(now[index])
+                return i, index, _value_text(before[index]), _value_text(now[index])
         return None
 
-    def assert_same_as(self, snapshot: dict, rounding: bool = False, atomics: bool = False) -> None:
-        """KernelError unless every argument holds what it holds in `snapshot` (first_difference);
-        `atomics`: the kernel used atomics, whose tickets may place results in another order."""
-        found = self.first_difference(snapshot, rounding)
+    def assert_same_as(self, snapshot: dict, atomics: bool = False) -> None:
+        """KernelError unless every argument holds what it holds in `snapshot` (first_difference), up to
+        rounding when the kernel used `atomics` (whose tickets may also place results in another order)."""
+        found = self.first_difference(snapshot, rounding=atomics)
         if found is None:
             return
         i, index, before, now = found
         raise KernelError(
             f"{self.launch.kernel}: the result depends on the order in which the threads of a "
-            f"block run between barriers ({self.names[i]}{list(index)} is {before:.9g} in one order "
-            f"and {now:.9g} in another"
-            + (", beyond the rounding of its floating-point atomics" if rounding else "")
+            f"block run between barriers ({self.names[i]}{list(index)} is {before} in one order "
+            f"and {now} in another"
+            + (", beyond what the order of its atomics rounds" if atomics else "")
             + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing (or, "
             "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or blocks "
             "share global memory that one of them writes (here blocks take turns, barrier to barrier); "
@@ -724,7 +731,10 @@ class _CheckedBuffers:
             if text:
                 return text
         if address < mmap.PAGESIZE:
-            return f" at address {address:#x}, through a null pointer (an argument given as None is one)"
+            return f" at address {address:#x}, through a null pointer" + (
+                " (an argument given as None is one)" if any(value is None for value in self.launch.args) else
+                " (no argument is one; a local array written past its end overwrites what the thread saved on "
+                "its stack, whose next use can land here)")
         return f" at address {address:#x}, outside every buffer passed to the kernel"
 
     def copy_back(self) -> None:

@@ -1128,7 +1128,6 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         report("%s: the CPU runner has no stacks for its threads (nn_cuda_cpu_use_stacks was not called)", kernel);
         return 1;
     }
-    float_atomics = false;
     atomics_used = false;
     block_dim = dim3{block[0], block[1], block[2]};
     grid_dim = dim3{grid[0], grid[1], grid[2]};
@@ -1239,7 +1238,6 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
 
 // ---- the library's C interface (the part that does not depend on its kernels: runtime.h) -------------
 
-extern "C" int nn_cuda_cpu_float_atomics() { return nn_cuda_cpu::float_atomics; }
 extern "C" int nn_cuda_cpu_atomics_used() { return nn_cuda_cpu::atomics_used; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }
 extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }

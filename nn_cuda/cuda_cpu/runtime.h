@@ -161,10 +161,9 @@ struct __attribute__((packed)) SharedGuard {
 extern thread_local SharedGuard shared_guard;
 #endif
 
-// Whether the launch added floating-point values atomically (device_functions.h): their sum then
-// depends on the order of the threads, within rounding.
-inline std::atomic<bool> float_atomics{false};
-// Whether it used any atomic: results placed by atomic tickets come in the order of the threads.
+// Whether the launch used an atomic (device_functions.h): a sum made with atomics (an atomicAdd of
+// floats, additions under a lock taken by atomicCAS) then depends on the order of the threads within
+// rounding, and results placed at slots taken from an atomic counter come in their order.
 inline std::atomic<bool> atomics_used{false};
 
 inline size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }

@@ -295,7 +295,7 @@ T nn_cuda_cpu_narrow(double value);
     inline float2 nn_cuda_cpu_wide2(T2 a) { return make_float2(nn_cuda_cpu_wide(a.x), nn_cuda_cpu_wide(a.y)); } \
     inline T atomicAdd(T* address, T value)                                                                    \
     {                                                                                                          \
-        nn_cuda_cpu::float_atomics.store(true, std::memory_order_relaxed);                                    \
+        nn_cuda_cpu::atomics_used.store(true, std::memory_order_relaxed);                                     \
         return nn_cuda_cpu::atomic_update16(address, [value](T old) { return __hadd(old, value); });           \
     }                                                                                                          \
     inline T2 atomicAdd(T2* address, T2 value) /* each half atomically, as a GPU's */                          \
