@@ -348,3 +348,20 @@ def test_quoted_cuda_h_is_refused_under_nvrtc_as_the_angled_one_is():
     with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):1: NVRTC, CuPy's default compiler, cannot "
                                                r"compile <cuda.h>"):
         RawModule(code='#include "cuda.h"\nextern "C" __global__ void k(float* x) {}\n').get_function("k")
+
+
+def test_a_null_pointer_fault_names_none_only_where_an_argument_was_none():
+    # it blamed an argument given as None when no argument was: a corrupted stack looks the same
+    code = r"""
+// The address to write comes from the data (0: a null pointer no argument was)
+extern "C" __global__ void through_null(const unsigned long long* address, int* out)
+{
+    reinterpret_cast<int*>(address[0])[threadIdx.x] = out[0];
+}
+"""
+    kernel = RawModule(code=code, check=True).get_function("through_null")
+    with pytest.raises(KernelError, match=r"through a null pointer \(no argument is one; a local array written past "
+                                          r"its end overwrites what the thread saved on its stack"):
+        kernel((1,), (1,), (np.zeros(1, np.uint64), np.zeros(1, np.int32)))
+    with pytest.raises(KernelError, match=r"through a null pointer \(an argument given as None is one\)"):
+        kernel((1,), (1,), (np.zeros(1, np.uint64), None))
