@@ -218,9 +218,9 @@ def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_p
         kernel((1,), (4,), (0, x, 1.0, 4))
     assert not y.any()  # nothing ran
     # a parameter of a type no argument can be passed to is refused when the kernel is asked for
-    pointers = RawModule(code='extern "C" __global__ void rows(int* out, float** rows) {}\n')
-    with pytest.raises(TypeError, match=r"rows: parameter 1 has a type the CPU runner cannot pass .*\(int\*, float\*\*\)"):
-        pointers.get_function("rows")
+    references = RawModule(code='extern "C" __global__ void rows(int* out, float& row) {}\n')
+    with pytest.raises(TypeError, match=r"rows: parameter 1 has a type the CPU runner cannot pass .*\(int\*, float&\)"):
+        references.get_function("rows")
 
 
 BY_VALUE = r"""

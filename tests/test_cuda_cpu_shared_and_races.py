@@ -365,3 +365,23 @@ extern "C" __global__ void through_null(const unsigned long long* address, int* 
         kernel((1,), (1,), (np.zeros(1, np.uint64), np.zeros(1, np.int32)))
     with pytest.raises(KernelError, match=r"through a null pointer \(an argument given as None is one\)"):
         kernel((1,), (1,), (np.zeros(1, np.uint64), None))
+
+
+def test_a_pointer_to_pointers_takes_an_array_of_addresses(capfd):
+    # CuPy takes an array of device pointers for a `void**` (CUDA by Example's hash table); it was refused
+    code = r"""
+extern "C" __global__ void first_of_each(void** rows, float* out)
+{
+    out[threadIdx.x] = *static_cast<const float*>(rows[threadIdx.x]);
+}
+"""
+    rows = [np.full(3, 10.0 + i, np.float32) for i in range(4)]
+    addresses = np.array([row.ctypes.data for row in rows], np.uint64)
+    for check in (False, True):
+        out = np.zeros(4, np.float32)
+        RawModule(code=code, check=check).get_function("first_of_each")((1,), (4,), (addresses, out))
+        assert out.tolist() == [10.0, 11.0, 12.0, 13.0]
+    # what the addresses point to is no argument: the checking mode runs the launch once, and says so
+    assert "first_of_each: args[0] (an array of pointers) holds a pointer" in capfd.readouterr().err
+    with pytest.raises(TypeError, match=r"argument 0 \(void\*\*\) takes an array of addresses, uint64 or int64"):
+        RawModule(code=code).get_function("first_of_each")((1,), (4,), (addresses.view(np.float64), out))

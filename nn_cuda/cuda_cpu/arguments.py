@@ -7,7 +7,9 @@ the bytes whatever the parameter is; here every argument must fit its parameter:
 - a pointer takes a C-contiguous NumPy array of the pointee's dtype (void* and a pointer to a struct,
   float4* say, take any dtype; char*, whose char is signed or not as the platform chooses, int8 or
   uint8, as text's bytes are), and a non-const pointer a writeable one; None passes a null
-  pointer, as CuPy passes it;
+  pointer, as CuPy passes it; a pointer to pointers ("void**", "float**") takes an array of
+  addresses, 8-byte integers (np.array([a.ctypes.data, ...], np.uint64)), as CuPy takes an array of
+  device pointers;
 - a scalar takes a NumPy scalar of exactly its dtype, or a Python value that reaches it on a GPU as
   itself: an int for an integer parameter when it is in range (CuPy passes it as a long long, whose
   first bytes are the value), a float for a double, a bool for bool (an enum is its underlying
@@ -32,7 +34,7 @@ import numpy as np
 
 from .runner import NARROW_FLOATS, SCALAR_CTYPES
 
-#: runtime.h's name of an unsupported type (a reference, a pointer to a pointer)
+#: runtime.h's name of a type it cannot name (a reference or a pointer to one is named, and refused)
 UNSUPPORTED = "?"
 #: runtime.h's names of plain char (signed on x86-64, unsigned on ARM): whose signedness code does not
 #: choose, so a char* takes int8 or uint8 (text's bytes are uint8), as CuPy passes any array's pointer
@@ -46,9 +48,17 @@ def scalar_dtype(c_type: str) -> np.dtype:
     return np.dtype(SCALAR_CTYPES[c_type])
 
 
+def pointers_to_pointers(c_type: str) -> bool:
+    """Whether a parameter is a pointer to pointers ("void**", "const float**"): its argument is an
+    array of addresses."""
+    return c_type.endswith("**") and UNSUPPORTED not in c_type
+
+
 def unsupported(signature) -> list[int]:
     """The positions of the parameters no argument can be passed to."""
     def passable(c_type: str) -> bool:
+        if pointers_to_pointers(c_type):
+            return True
         if c_type.endswith("*"):
             c_type = c_type[:-1].replace("const ", "", 1)
             if c_type == "void":
@@ -137,7 +147,11 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
     pointee = c_type.replace("const ", "").rstrip("*")
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where} takes a NumPy array, got {_given(value)}")
-    if pointee in NARROW_FLOATS and value.dtype.itemsize != 2:
+    if pointers_to_pointers(c_type):
+        if value.dtype not in (np.uint64, np.int64):
+            raise TypeError(f"{where} takes an array of addresses, uint64 or int64 (np.array([a.ctypes.data, ...], "
+                            f"np.uint64)), got {_given(value)}")
+    elif pointee in NARROW_FLOATS and value.dtype.itemsize != 2:
         raise TypeError(f"{where} takes an array of 2-byte items (float16, or uint16 bits), got {_given(value)}")
     if pointee in _PLAIN_CHAR:
         if value.dtype not in (np.int8, np.uint8):

@@ -27,8 +27,8 @@ or C++ standard header, which NVRTC does not have (nvrtc_headers.py).
 of the grid (at most 4 here) stays resident, taking turns on one host thread, so grid_group::sync()
 waits for the whole grid.
 
-Not supported: cubin or PTX files (path=), references and pointers to pointers as parameters
-(arguments.py), translate_cucomplex and jitify.
+Not supported: cubin or PTX files (path=), references as parameters (arguments.py),
+translate_cucomplex and jitify.
 """
 
 from __future__ import annotations
@@ -186,8 +186,8 @@ class RawKernel:
         bad = arguments.unsupported(self.signature)
         if bad:
             raise TypeError(
-                f"{name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, a pointer to a "
-                f"pointer, or a type it cannot name, shown as ?): ({', '.join(self.signature)})"
+                f"{name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type it "
+                f"cannot name, shown as ?): ({', '.join(self.signature)})"
             )
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0):

@@ -609,8 +609,12 @@ class _GuardedCopy:
 def _pointer_in_structs(launch, names: list[str]) -> str | None:
     """"args[2] (its bytes 8 to 15)": the first struct argument passed by value with an 8-byte word
     that is the address of writable memory of this process (a struct of matrix dimensions and a
-    pointer to their elements); None when there is none, or where the process's memory map cannot
-    be read (/proc/self/maps: Linux)."""
+    pointer to their elements), or "args[0] (an array of pointers)" for a pointer to pointers; None
+    when there is none, or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
+    arrays = [i for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
+              if c_type.endswith("**") and isinstance(value, np.ndarray)]
+    if arrays:
+        return f"{names[arrays[0]]} (an array of pointers)"
     structs = [(i, bytes(value)) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
                if c_type.startswith("struct of") and isinstance(value, ctypes.Array) and len(value) >= 8]
     if not structs:
