@@ -21,7 +21,7 @@ What CuPy refuses is refused here too: a grid or block that is not a tuple, a sc
 as other bytes than the parameter reads (arguments.py), and with backend="nvrtc" an #include of a C
 or C++ standard header, which NVRTC does not have (nvrtc_headers.py).
 
-`extern __shared__ T name[];` is sized by the launch's shared_mem (dynamic_shared_as_pointers).
+`extern __shared__ T name[];` is sized by the launch's shared_mem (dynamic_shared_as_references).
 
 `enable_cooperative_groups=True` launches the module's kernels cooperatively, as CuPy does: every block
 of the grid (at most 4 here) stays resident, taking turns on one host thread, so grid_group::sync()
@@ -86,7 +86,7 @@ class RawModule:
         # at file scope marked, in the code and in the headers it includes
         aligned = alignas_before_shared(code)
         headers = shared_headers.reachable(aligned, self._flags)
-        if any(dynamic_shared_as_pointers(text) != text for text in (aligned, *headers.values())):
+        if any(dynamic_shared_as_references(text) != text for text in (aligned, *headers.values())):
             self._flags.append(DYNAMIC_SHARED_FLAG)  # the checking mode watches the end of that memory
         self._cpu_code = shared_headers.rewritten(cpu_declarations(aligned), self._flags, cpu_declarations)
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
@@ -268,7 +268,7 @@ def alignas_before_shared(code: str) -> str:
     return _ALIGNAS_AFTER_SHARED.sub(lambda m: f"{m['alignas']}{m['space']}__shared__", code)
 
 
-def dynamic_shared_as_pointers(code: str) -> str:
+def dynamic_shared_as_references(code: str) -> str:
     """`extern __shared__ T name[];` (the words in any order, `__align__(n)` allowed) as a reference
     to an array of unknown bound in the CPU runtime's dynamic shared region, on the same lines (the
     compiler's line numbers stay the code's). A reference, not a pointer: `&name` is then the
@@ -328,7 +328,7 @@ def file_scope_shared(code: str) -> str:
 
 def cpu_declarations(code: str) -> str:
     """A source's shared memory declared as the CPU build takes it (both rewrites above)."""
-    return file_scope_shared(dynamic_shared_as_pointers(code))
+    return file_scope_shared(dynamic_shared_as_references(code))
 
 
 #: a __device__ or __constant__ variable's declaration: its name, followed by its size, initializer or `;`
