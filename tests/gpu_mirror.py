@@ -253,14 +253,14 @@ def _struct_holding_a_pointer(kernel, args) -> str | None:
     from types import SimpleNamespace
 
     from nn_cuda.cuda_cpu import arguments
-    from nn_cuda.cuda_cpu.runner import _pointer_in_structs
+    from nn_cuda.cuda_cpu.runner import _pointer_holder
 
     try:
         packed = arguments.pack(kernel.name, kernel.signature, args)
     except TypeError:
         return None
     launch = SimpleNamespace(args=packed, signature=kernel.signature)
-    return _pointer_in_structs(launch, [f"args[{i}]" for i in range(len(packed))])
+    return _pointer_holder(launch, [f"args[{i}]" for i in range(len(packed))], [])
 
 
 def _is_buffer(argument, c_type: str) -> bool:

@@ -385,3 +385,57 @@ extern "C" __global__ void first_of_each(void** rows, float* out)
     assert "first_of_each: args[0] (an array of pointers) holds a pointer" in capfd.readouterr().err
     with pytest.raises(TypeError, match=r"argument 0 \(void\*\*\) takes an array of addresses, uint64 or int64"):
         RawModule(code=code).get_function("first_of_each")((1,), (4,), (addresses.view(np.float64), out))
+
+
+ACTIVE_LANES = r"""
+// The lanes that take the branch ask which lanes run with them, then swap values with their neighbours
+// under that mask (the usual __syncwarp(__activemask()) of code written for independent threads).
+extern "C" __global__ void in_a_branch(unsigned* masks, int* swapped)
+{
+    __shared__ int s[32];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    if (threadIdx.x < 8) {
+        const unsigned mask = __activemask();
+        const int neighbour = s[threadIdx.x ^ 1];
+        __syncwarp(mask);
+        masks[threadIdx.x] = mask;
+        swapped[threadIdx.x] = neighbour;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_activemask_in_a_branch_gives_the_lanes_that_took_it(check):
+    # it gave the lanes not yet returned: 0xffffffff in order, another mask in each checked order (a
+    # false race), and __syncwarp on it waited for lanes that never came
+    masks, swapped = np.zeros(8, np.uint32), np.full(8, -1, np.int32)
+    RawModule(code=ACTIVE_LANES, check=check).get_function("in_a_branch")((1,), (32,), (masks, swapped))
+    assert masks.tolist() == [0xFF] * 8
+    assert swapped.tolist() == [1, 0, 3, 2, 5, 4, 7, 6]
+
+
+def test_memory_reached_through_a_pointer_in_a_constant_struct_is_updated_once(capfd):
+    # the checking mode ran such a launch twice on the same memory: every element came out 2, not 1
+    code = r"""
+struct Params {
+    int n;
+    float* data;
+};
+__constant__ Params params;
+extern "C" __global__ void increment()
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < params.n) {
+        params.data[i] += 1.0f;
+    }
+}
+"""
+    module = RawModule(code=code, check=True)
+    data = np.zeros(40, np.float32)
+    layout = np.dtype([("n", np.int32), ("data", np.uint64)], align=True)
+    module.get_global("params")[:] = np.array([(40, data.ctypes.data)], layout).view(np.uint8)
+    module.get_function("increment")((2,), (32,), ())
+    assert data.tolist() == [1.0] * 40
+    assert "increment: the variable `params` (its bytes 8 to 15) holds a pointer" in capfd.readouterr().err

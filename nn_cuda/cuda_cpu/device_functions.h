@@ -435,8 +435,8 @@ inline int __all_sync(unsigned mask, int predicate)  // over the lanes of the ma
     const unsigned votes = nn_cuda_cpu::warp_ballot(mask, predicate != 0);
     return votes == nn_cuda_cpu::current->warp_participants;
 }
-// The lanes of the warp that have not returned (which, between two syncs, depends on the order
-// the lanes take turns in, as on a GPU it depends on the scheduling).
+// The lanes of the warp that run this call together: on a GPU those that took the same branch to
+// it; here those that reach the same call (runtime.cpp, active_lanes).
 inline unsigned __activemask() { return nn_cuda_cpu::active_lanes(); }
 
 // Match (sm_70 and later): the lanes of `mask` whose value has the same bits as this lane's; or all

@@ -225,7 +225,7 @@ class LoadedKernels:
             variables = self._variables.save()
             seed = next(self._seeds)
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
-            holder = _pointer_in_structs(launch, names)
+            holder = _pointer_holder(launch, names, self._variables.named(variables))
             if holder is None:
                 first = buffers.snapshot()
                 buffers.restore(start)
@@ -391,7 +391,7 @@ class LoadedKernels:
                         and (name.lstrip("_").startswith("ZZ") or base + value in in_section)]
         self._fill_shared(poisoned=range(len(self._shared)) if poisoned else (), dynamic=poisoned)
         shared = {address for address, _, _ in self._shared}
-        self._variables = _GlobalVariables([(base + value, size) for name, (kind, value, size, elf_type, section)
+        self._variables = _GlobalVariables([(base + value, size, name) for name, (kind, value, size, elf_type, section)
                                             in symbols.items() if _code_variable(name, kind, size, elf_type, section)
                                             and base + value not in shared])
 
@@ -537,19 +537,23 @@ def _code_variable(name: str, kind: str, size: int, elf_type: str, section: str)
 
 
 class _GlobalVariables:
-    """The bytes of a library's code variables ((address, bytes) each): the checking mode puts them
-    back before it runs a launch again, as it puts back the arguments, so that a counter the kernel
-    increments (a block's ticket) starts the second run where it started the first."""
+    """The bytes of a library's code variables ((address, bytes, symbol) each): the checking mode puts
+    them back before it runs a launch again, as it puts back the arguments, so that a counter the
+    kernel increments (a block's ticket) starts the second run where it started the first."""
 
-    def __init__(self, regions: list[tuple[int, int]]):
+    def __init__(self, regions: list[tuple[int, int, str]]):
         self.regions = regions
 
     def save(self) -> list[bytes]:
-        return [ctypes.string_at(address, size) for address, size in self.regions]
+        return [ctypes.string_at(address, size) for address, size, _ in self.regions]
 
     def restore(self, saved: list[bytes]) -> None:
-        for (address, size), contents in zip(self.regions, saved):
+        for (address, size, _), contents in zip(self.regions, saved):
             ctypes.memmove(address, contents, size)
+
+    def named(self, saved: list[bytes]) -> list[tuple[str, bytes]]:
+        """(symbol, bytes) of each variable, from what save() gave."""
+        return [(symbol, contents) for (_, _, symbol), contents in zip(self.regions, saved)]
 
 
 # ---- the checking mode's buffers --------------------------------------------------------------------
@@ -606,18 +610,23 @@ class _GuardedCopy:
         return None
 
 
-def _pointer_in_structs(launch, names: list[str]) -> str | None:
-    """"args[2] (its bytes 8 to 15)": the first struct argument passed by value with an 8-byte word
-    that is the address of writable memory of this process (a struct of matrix dimensions and a
-    pointer to their elements), or "args[0] (an array of pointers)" for a pointer to pointers; None
-    when there is none, or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
+def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]) -> str | None:
+    """What holds a pointer to memory that is no argument: "args[0] (an array of pointers)" for a
+    pointer to pointers; "args[2] (its bytes 8 to 15)" for the first struct argument passed by value
+    with an 8-byte word that is the address of writable memory of this process (a struct of matrix
+    dimensions and a pointer to their elements); "the variable `params` (its bytes 8 to 15)" for a
+    __constant__ or __device__ variable of the code (`variables`: (symbol, bytes) each) that holds
+    one (CS149's renderer reaches its image through a __constant__ struct). None when nothing does,
+    or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
     arrays = [i for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
               if c_type.endswith("**") and isinstance(value, np.ndarray)]
     if arrays:
         return f"{names[arrays[0]]} (an array of pointers)"
-    structs = [(i, bytes(value)) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
-               if c_type.startswith("struct of") and isinstance(value, ctypes.Array) and len(value) >= 8]
-    if not structs:
+    holders = [(names[i], bytes(value)) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
+               if c_type.startswith("struct of") and isinstance(value, ctypes.Array)]
+    holders += [(f"the variable `{symbol}`", data) for symbol, data in variables]
+    holders = [(what, data) for what, data in holders if len(data) >= 8]
+    if not holders:
         return None
     try:
         with open("/proc/self/maps") as maps:
@@ -625,11 +634,11 @@ def _pointer_in_structs(launch, names: list[str]) -> str | None:
                         if line.split()[1][1] == "w"]
     except OSError:
         return None
-    for i, data in structs:
+    for what, data in holders:
         for offset in range(0, len(data) - 7, 8):
             word = int.from_bytes(data[offset:offset + 8], "little")
             if any(first <= word < end for first, end in writable):
-                return f"{names[i]} (its bytes {offset} to {offset + 7})"
+                return f"{what} (its bytes {offset} to {offset + 7})"
     return None
 
 

@@ -615,18 +615,18 @@ unsigned warp_ballot(unsigned mask, bool flag)
     return bits;
 }
 
-// The lanes of this thread's warp that have not returned.
-unsigned active_lanes()
+// __activemask(): on a GPU, the lanes of the warp that run the call together, those that took the
+// same branch to it (`if (threadIdx.x < 8) m = __activemask();` gives 0xff). Lanes do not run in
+// lockstep here, so the thread stops as at a warp sync that awaits no lane (a mask of 0, which no
+// __syncwarp may give): it goes on once every thread of the phase has stopped somewhere, and its
+// active lanes are then those of its warp stopped at the same call (release_warp_syncs), whatever
+// the order the threads ran in. Lanes that returned, or wait at a barrier or another sync, are not.
+__attribute__((noinline)) unsigned active_lanes()
 {
-    const size_t base = current->tid & ~static_cast<size_t>(kWarpSize - 1);
-    const size_t threads = threads_in_block();
-    unsigned bits = 0;
-    for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
-        if (fibers[base + lane].state != State::done) {
-            bits |= 1u << lane;
-        }
-    }
-    return bits;
+    current->active_site = __builtin_return_address(0);
+    current->warp_mask = 0;
+    stop_in(State::at_warp_sync, phase.at_warp_sync, nullptr);
+    return current->warp_participants;
 }
 
 // The lanes of warp `warp` that have returned.
@@ -664,6 +664,19 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
         if (fiber.state != State::at_warp_sync) {
             continue;
         }
+        if (fiber.warp_mask == 0) {  // at __activemask(): its lanes are those of its warp at the same call
+            const size_t base = t - t % kWarpSize;
+            unsigned together = 0;
+            for (size_t u = base; u < std::min(threads, base + kWarpSize); ++u) {
+                const Fiber& other = fibers[u];
+                if (other.state == State::at_warp_sync && other.warp_mask == 0 && other.active_site == fiber.active_site) {
+                    together |= 1u << (u - base);
+                }
+            }
+            fiber.warp_participants = together;
+            released.push_back(t);
+            continue;
+        }
         const unsigned needed = awaited_lanes(fiber, threads, returned[t / kWarpSize]);
         if ((arrived[t / kWarpSize] & needed) == needed) {
             fiber.warp_participants = needed;
@@ -672,7 +685,8 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
     }
     for (size_t t : released) {
         fibers[t].state = State::ready;
-        ++fibers[t].warp_syncs;
+        // a sync's values go to the other of two slots next time; __activemask() hands nothing over
+        fibers[t].warp_syncs += fibers[t].warp_mask != 0;
     }
     return released.size();
 }

@@ -110,6 +110,7 @@ struct Fiber {
     size_t tid = 0;  // threadIdx as one number: x + y blockDim.x + z blockDim.x blockDim.y
     unsigned warp_mask = 0;  // at a warp sync: the lanes it waits for
     unsigned warp_participants = 0;  // after one: the lanes of its mask that took part (not returned)
+    const void* active_site = nullptr;  // where it called __activemask() (its lanes are those there too)
     unsigned warp_syncs = 0;  // how many warp syncs it has passed in this block
     // its last atomic's address and the value it found there, and how many atomics in a row found
     // that same value there (device_functions.h: a thread spinning on a flag lets the others run)
@@ -193,7 +194,7 @@ int barrier_count(bool predicate);  // __syncthreads_count: a barrier that sums 
 void grid_sync();  // grid_group::sync() of a cooperative launch
 void warp_sync(unsigned mask);  // __syncwarp: waits for the lanes of `mask` in this thread's warp
 unsigned warp_ballot(unsigned mask, bool flag);  // the lanes of `mask` whose flag is set
-unsigned active_lanes();  // the lanes of this thread's warp that have not returned
+unsigned active_lanes();  // __activemask(): the lanes of this thread's warp that call it at the same place
 
 // Writes the launch's message, which the Python side raises as a KernelError.
 template <typename... Args>
