@@ -394,7 +394,8 @@ def test_a_diagnosis_rerun_that_faults_leaves_the_first_report():
     out = np.zeros(32, np.float32)
     with pytest.raises(KernelError, match=r"zero_goes_astray: 1 element\(s\) of args\[0\] hold NaN after the launch "
                                           r"\(first at index \(26,\)\) though no input did: the kernel read poisoned "
-                                          r"memory \(__shared__ memory before any thread wrote it\) or left elements"):
+                                          r"memory \(__shared__ memory before any thread wrote it, or the bytes "
+                                          r"right before an array, an index of -1\) or left elements"):
         kernel((1,), (32,), (out,))
     tile_written = RawModule(code=code.replace("threadIdx.x != 5", "true"), check=True)
     tile_written.get_function("zero_goes_astray")((1,), (32,), (out,))  # the process and the runner go on

@@ -12,7 +12,7 @@ twice, a page of compiler errors).
 import numpy as np
 import pytest
 
-from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu import KernelError, RawModule, device_memory
 from nn_cuda.cuda_cpu.build import KernelBuildError
 from nn_cuda.cuda_cpu.raw_module import file_scope_shared
 
@@ -439,3 +439,56 @@ extern "C" __global__ void increment()
     module.get_function("increment")((2,), (32,), ())
     assert data.tolist() == [1.0] * 40
     assert "increment: the variable `params` (its bytes 8 to 15) holds a pointer" in capfd.readouterr().err
+
+
+NEIGHBOURS = r"""
+extern "C" __global__ void address_of(const int* in, unsigned long long* out) { out[0] = (unsigned long long)in; }
+// Each thread takes its left neighbour: `in` is a view one element into its array, as `d_in + 1`.
+extern "C" __global__ void left_neighbour(const int* in, int* out) { out[threadIdx.x] = in[(int)threadIdx.x - 1]; }
+// With i = 0 a write before the start of `out`, and a read before the start of `x`.
+extern "C" __global__ void shift_left(const float* x, float* out) { out[(int)threadIdx.x - 1] = x[threadIdx.x]; }
+extern "C" __global__ void from_the_left(const float* x, float* out) { out[threadIdx.x] = x[(int)threadIdx.x - 1]; }
+// A struct with padding that the kernel only reads.
+struct Element {
+    int key;
+    Element* next;
+};
+extern "C" __global__ void first_key(Element* list, int* out) { out[0] = list[0].key; }
+"""
+
+
+def test_device_arrays_are_passed_as_they_are_and_a_view_is_passed_within_its_array():
+    # NumPy 2 keeps np.frombuffer's buffer as a memoryview: device arrays were copied at every launch
+    module = RawModule(code=NEIGHBOURS)
+    on_device = device_memory.to_device(np.arange(10, 19, dtype=np.int32))
+    address = np.zeros(1, np.uint64)
+    module.get_function("address_of")((1,), (1,), (on_device, address))
+    assert int(address[0]) == on_device.ctypes.data
+    # CuPy passes a view's pointer into its array: in[-1] is the element before the view, also for
+    # a NumPy array, copied with the array it views (it read 0)
+    for base in (on_device, np.arange(10, 19, dtype=np.int32)):
+        out = np.zeros(8, np.int32)
+        module.get_function("left_neighbour")((1,), (8,), (base[1:], out))
+        assert out.tolist() == list(range(10, 18))
+
+
+def test_the_checking_mode_reports_a_write_and_a_read_right_before_an_array():
+    # both landed in the array's first page, before the guard: the write unseen, the read gave 0
+    module = RawModule(code=NEIGHBOURS, check=True)
+    x = np.arange(7, dtype=np.float32)
+    with pytest.raises(KernelError, match=r"shift_left: a write before the start of args\[1\]: up to 1 element\(s\)"):
+        module.get_function("shift_left")((1,), (7,), (x, np.zeros(7, np.float32)))
+    with pytest.raises(KernelError, match=r"from_the_left: 1 element\(s\) of args\[1\] hold NaN .* the bytes right "
+                                          r"before an array, an index of -1"):
+        module.get_function("from_the_left")((1,), (7,), (x, np.zeros(7, np.float32)))
+
+
+def test_a_struct_array_with_padding_is_compared_by_its_bytes():
+    # a NumPy copy of it left the padding undefined: two equal runs were reported as a race
+    layout = np.dtype([("key", np.int32), ("next", np.uint64)], align=True)
+    items = np.zeros(2, layout)
+    items.view(np.uint8)[4:8] = 7  # the padding between key and next
+    items["key"] = [5, 6]
+    out = np.zeros(1, np.int32)
+    RawModule(code=NEIGHBOURS, check=True).get_function("first_key")((1,), (1,), (items, out))
+    assert out[0] == 5

@@ -13,7 +13,9 @@ included, are unmapped when the array is freed. The cuda-cpu backend allocates a
 `guarded(args, signature)` does the same for a RawModule launch outside the checking mode: each
 NumPy array a pointer parameter takes is copied here for the launch (unless it lies here already)
 and the copies of non-const ones are copied back after it, so that a write past a user's array
-faults instead of landing in Python's heap.
+faults instead of landing in Python's heap. A view is copied with the whole array it views (`x[1:]`
+with `x`), and passed at its place there, as CuPy passes a view's pointer into its array: a kernel
+given `in + RADIUS` may read `in[-1]`, and views of one array share one copy.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ def holds(array: np.ndarray) -> bool:
     base = array
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
+    if isinstance(base, memoryview):  # NumPy 2 keeps np.frombuffer's buffer as a memoryview of the mmap
+        base = base.obj
     return isinstance(base, mmap.mmap) and base in _ALLOCATIONS
 
 
@@ -95,25 +99,41 @@ def same_memory(a: np.ndarray, b: np.ndarray) -> bool:
     return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
 
 
+def _owner(array: np.ndarray) -> np.ndarray:
+    """The array whose memory `array` views: its last NumPy base (itself if it owns its memory)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _bytes_of(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous array's memory as a flat uint8 view."""
+    return array.reshape(-1).view(np.uint8)
+
+
 @contextlib.contextmanager
 def guarded(args: tuple, signature: tuple):
-    """`args` with each array a pointer parameter takes in device memory (an argument passed twice
-    shares one copy; arrays that overlap partially, and those here already, are passed as they are);
-    on leaving, the copies of the non-const ones are written back to the caller's arrays."""
-    values, copies = list(args), {}
-    arrays = [i for i, (value, c_type) in enumerate(zip(args, signature))
-              if isinstance(value, np.ndarray) and c_type.endswith("*") and not holds(value)]
-    for i in arrays:
-        array = args[i]
-        twin = next((j for j in copies if same_memory(args[j], array)), None)
-        if twin is not None:
-            values[i] = values[twin]
-        elif not any(np.may_share_memory(args[j], array) and not same_memory(args[j], array)
-                     for j in arrays if j != i):
-            values[i] = copies[i] = to_device(array)
+    """`args` with each array a pointer parameter takes in device memory (those here already are
+    passed as they are): a C-contiguous array together with the whole array it views, one copy for
+    every argument that views it, each passed at its place in that copy; on leaving, copies that a
+    non-const parameter took are written back to the caller's arrays."""
+    values, copies, written = list(args), {}, set()  # id(owner) -> (owner, its copy's bytes)
+    for i, (value, c_type) in enumerate(zip(args, signature)):
+        if not (isinstance(value, np.ndarray) and c_type.endswith("*")) or holds(value):
+            continue
+        owner = _owner(value)
+        offset = value.ctypes.data - owner.ctypes.data
+        if not owner.flags.c_contiguous or not 0 <= offset <= owner.nbytes - value.nbytes:
+            owner, offset = value, 0  # a view of memory NumPy does not hold whole: the view alone
+        if id(owner) not in copies:
+            copies[id(owner)] = (owner, to_device(_bytes_of(owner)))
+        copy = copies[id(owner)][1]
+        values[i] = copy[offset:offset + value.nbytes].view(value.dtype).reshape(value.shape)
+        if not c_type.startswith("const "):
+            written.add(id(owner))
     try:
         yield tuple(values)
     finally:
-        for i, copy in copies.items():
-            if any(values[j] is copy and not signature[j].startswith("const ") for j in arrays):
-                args[i][...] = copy
+        for key in written:
+            owner, copy = copies[key]
+            _bytes_of(owner)[...] = copy

@@ -225,6 +225,7 @@ class LoadedKernels:
             variables = self._variables.save()
             seed = next(self._seeds)
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+            buffers.assert_nothing_written_before()
             holder = _pointer_holder(launch, names, self._variables.named(variables))
             if holder is None:
                 first = buffers.snapshot()
@@ -568,7 +569,10 @@ def _value_text(value) -> str:
 
 
 class _GuardedCopy:
-    """An array's copy whose last byte sits right before an inaccessible page."""
+    """An array's copy whose last byte sits right before an inaccessible page. The bytes between the
+    page before it and its first byte (up to a page) are the fill, 0xFF (NaN as float and double):
+    a read there takes NaN into a floating-point output, and a write there changes them
+    (written_before)."""
 
     def __init__(self, array: np.ndarray, names: list[str], read_only: bool):
         libc = device_memory.libc()
@@ -589,13 +593,22 @@ class _GuardedCopy:
         self.view = self.view[: array.nbytes].view(array.dtype).reshape(array.shape)
         self.view[...] = array
         self._data_pages = data_pages
+        self.before = np.ctypeslib.as_array((ctypes.c_ubyte * max(1, self.start - self.base - self.guard))
+                                            .from_address(self.base + self.guard))[: self.start - self.base - self.guard]
+        self.before.fill(0xFF)
+
+    def written_before(self) -> int | None:
+        """How many bytes before the array's first one a write reached (the farthest changed byte of
+        the fill), or None."""
+        changed = np.flatnonzero(self.before != 0xFF)
+        return None if changed.size == 0 else int(self.before.size - changed[0])
 
     def protect(self) -> None:
         if self.read_only:
             device_memory.libc().mprotect(self.base + self.guard, self._data_pages, mmap.PROT_READ)
 
     def release(self) -> None:
-        self.view = None
+        self.view = self.before = None
         device_memory.libc().munmap(self.base, self.length)
 
     def describe(self, address: int) -> str | None:
@@ -679,8 +692,10 @@ class _CheckedBuffers:
         return self
 
     def snapshot(self) -> dict:
-        """The writable arguments' current contents."""
-        return {i: self.copies[i].view.copy() for i in self.outputs}
+        """The writable arguments' current contents, byte for byte: a NumPy copy of a struct array
+        leaves its padding undefined, and the runs are compared byte for byte."""
+        return {i: np.frombuffer(self.copies[i].view.tobytes(), self.copies[i].view.dtype).reshape(
+                    self.copies[i].view.shape) for i in self.outputs}
 
     def restore(self, snapshot: dict) -> None:
         for i, contents in snapshot.items():
@@ -738,6 +753,17 @@ class _CheckedBuffers:
     def pointers(self) -> list:
         return [self.copies[i].start if i in self.copies else None for i in range(len(self.launch.args))]
 
+    def assert_nothing_written_before(self) -> None:
+        """KernelError when the kernel wrote into the bytes right before an array (an index of -1:
+        `a[i - 1]` at i = 0), which lie in the array's first page, before the guard can stop it."""
+        for copy in set(self.copies.values()):
+            reach = copy.written_before()
+            if reach is not None:
+                raise KernelError(
+                    f"{self.launch.kernel}: a write before the start of {' / '.join(copy.names)}: up to "
+                    f"{-(-reach // copy.array.itemsize)} element(s) before it (found after the launch, in the "
+                    "bytes the checking mode fills before each array; an index of -1, such as a[i - 1] at i = 0?)")
+
     def describe_fault(self, address: int) -> str:
         for copy in set(self.copies.values()):
             text = copy.describe(address)
@@ -781,7 +807,7 @@ class _CheckedBuffers:
             found = (f"the kernel read {' and '.join(shared)} where no thread of the block had written it "
                      "(the arrays are filled with NaN before every block)" if shared else
                      f"the kernel read poisoned memory ({poisoned}__shared__ memory before any thread wrote "
-                     "it) or left elements unwritten")
+                     "it, or the bytes right before an array, an index of -1) or left elements unwritten")
             raise KernelError(
                 f"{self.launch.kernel}: {len(nan_at)} element(s) of {names[i]} hold NaN after the launch "
                 f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: {found}"
