@@ -69,6 +69,7 @@ def plain_mode_unless_asked(monkeypatch):
 
 
 def test_only_shared_arrays_at_file_scope_are_marked_for_the_section_of_their_own():
+    # a macro's __shared__ outside braces is marked too: the declarations it makes at file scope
     code = ('namespace tiles { __shared__ float a[2]; }\nextern "C" { __shared__ int b; }\n'
             '__global__ void k() { __shared__ float c[4]; const char* text = "}"; }\n'
             "#define SHARED __shared__\n// __shared__ in a comment\n__shared__ double d;\n")
@@ -77,7 +78,7 @@ def test_only_shared_arrays_at_file_scope_are_marked_for_the_section_of_their_ow
         "namespace tiles { __shared__ NN_CUDA_CPU_FILE_SCOPE_SHARED float a[2]; }",
         'extern "C" { __shared__ NN_CUDA_CPU_FILE_SCOPE_SHARED int b; }',
         '__global__ void k() { __shared__ float c[4]; const char* text = "}"; }',
-        "#define SHARED __shared__", "// __shared__ in a comment",
+        "#define SHARED __shared__ NN_CUDA_CPU_FILE_SCOPE_SHARED", "// __shared__ in a comment",
         "__shared__ NN_CUDA_CPU_FILE_SCOPE_SHARED double d;"]
 
 
@@ -492,3 +493,23 @@ def test_a_struct_array_with_padding_is_compared_by_its_bytes():
     out = np.zeros(1, np.int32)
     RawModule(code=NEIGHBOURS, check=True).get_function("first_key")((1,), (1,), (items, out))
     assert out[0] == 5
+
+
+def test_a_file_scope_shared_array_declared_through_a_macro_is_each_blocks_own_when_checking():
+    # the checking mode's blocks take turns, each with its own copy of the arrays it finds: one it
+    # missed was shared by the blocks, and their results raced
+    code = r"""
+#define FILE_TILE __shared__ float file_tile[32];
+FILE_TILE
+extern "C" __global__ void reverse_blocks(const float* x, float* out)
+{
+    const int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    file_tile[t] = x[base + t];
+    __syncthreads();
+    out[base + t] = file_tile[31 - t];
+}
+"""
+    x = np.arange(8 * 32, dtype=np.float32)
+    out = np.zeros_like(x)
+    RawModule(code=code, check=True).get_function("reverse_blocks")((8,), (32,), (x, out))
+    np.testing.assert_array_equal(out, x.reshape(8, 32)[:, ::-1].reshape(-1))

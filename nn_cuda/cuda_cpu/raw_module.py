@@ -298,14 +298,15 @@ def dynamic_shared_as_references(code: str) -> str:
 #: what opens a scope, closes one, or declares shared memory: a namespace's or a linkage block's
 #: brace (still at file scope), any other brace, `__shared__`
 _SCOPE_OR_SHARED = re.compile(r'\bnamespace\b[\w:\s]*\{|\bextern\s*"[^"\n]*"\s*\{|[{}]|\b__shared__\b')
-#: comments, text in quotes, and preprocessor lines (with their continuations)
-_NOT_SCOPES = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![^\n])[ \t]*#(?:\\\n|[^\n])*',
-                         re.DOTALL)
+#: comments and text in quotes
+_NOT_SCOPES = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 
 
 def file_scope_shared(code: str) -> str:
     """`__shared__` declarations at file (namespace) scope marked NN_CUDA_CPU_FILE_SCOPE_SHARED
-    (runtime.h), which the checking mode finds by their section; a function's are found by name."""
+    (runtime.h), which the checking mode finds by their section; a function's are found by name.
+    A macro's `__shared__` outside braces is marked too, for the declarations it makes at file
+    scope (marked inside an inline function, it fails as every __shared__ there did before)."""
     def blank(match: re.Match) -> str:  # same length; a quoted text keeps its quotes (extern "C" {)
         text = match.group()
         inside = re.sub(r"[^\n]", " ", text[1:-1])
