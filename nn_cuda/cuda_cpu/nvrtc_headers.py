@@ -135,7 +135,6 @@ def includes_cuda_headers_only(code: str) -> bool:
     return all((INCLUDE_DIR / m["name"].strip()).is_file() for m in _ANY_INCLUDE.finditer(text))
 
 
-_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<(?P<name>[^>\n]+)>", re.M)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 #: CUDA's headers that NVRTC cannot compile, with why

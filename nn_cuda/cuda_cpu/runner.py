@@ -227,42 +227,45 @@ class LoadedKernels:
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
             buffers.assert_nothing_written_before()
             holder = _pointer_holder(launch, names, self._variables.named(variables))
+            beginning = (start, variables, seed)
             if holder is None:
                 first = buffers.snapshot()
-                buffers.restore(start)
-                self._variables.restore(variables)
                 # the same orders backwards: of two threads (or blocks) writing one place, the one
                 # that wrote first there writes last here
-                with _device_printf_silenced():
-                    self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored=True)
+                self._run_again(index, launch, buffers, beginning, mirrored=True)
                 buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()))
                 if buffers.integer_outputs() and (self._shared or getattr(launch, "shared_mem", 0)):
-                    self._assert_shared_read_written(index, launch, buffers, (start, variables, seed), first)
+                    self._assert_shared_read_written(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
                 self._told_once_only.add(launch.kernel)
                 print(f"nn_cuda: checking mode: {launch.kernel}: {holder} holds a pointer to memory that is no "
                       "argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
                       "its threads in one order (no comparison of two orders)", file=sys.stderr)
             buffers.copy_back()
-            buffers.assert_no_poison_left(
-                lambda: self._shared_read_unwritten(index, launch, buffers, start, variables))
+            buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning))
+
+    def _run_again(self, index, launch, buffers, beginning, mirrored=False) -> None:
+        """The checked launch once more from `beginning` (its arguments, the code's global variables
+        and its first run's seed; the orders backwards when `mirrored`), its printf thrown away: a
+        GPU prints each line once."""
+        start, variables, seed = beginning
+        buffers.restore(start)
+        self._variables.restore(variables)
+        with _device_printf_silenced():
+            self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored)
 
     def _assert_shared_read_written(self, index, launch, buffers, beginning, first) -> None:
         """Integer outputs cannot carry NaN: the launch runs again as it ran first (`beginning`: its
         arguments, global variables and seed), but with __shared__ memory filled with zeros instead
         of 0xFF bytes; KernelError if an output changes, naming the arrays whose fill reaches it (one
         array filled with zeros at a time). The outputs and variables are then put back as they were."""
-        start, variables, seed = beginning
         final, final_variables = buffers.snapshot(), self._variables.save()
         everything = range(len(self._shared))
 
         def changes_with(zeros: list[int], dynamic_zeros: bool):
             self._fill_shared([i for i in everything if i not in zeros], dynamic=not dynamic_zeros)
-            buffers.restore(start)
-            self._variables.restore(variables)
             try:
-                with _device_printf_silenced():
-                    self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+                self._run_again(index, launch, buffers, beginning)
             except KernelError:  # zeros where it read 0xFF took the kernel elsewhere: a change too
                 return True
             return buffers.first_difference(first) is not None
@@ -405,11 +408,11 @@ class LoadedKernels:
         fills = (ctypes.c_ubyte * max(1, count))(*[0xFF if i in poisoned else 0 for i in range(count)])
         self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, fills, count, 0xFF if dynamic else 0)
 
-    def _shared_read_unwritten(self, index, launch, buffers, start, variables) -> list[str]:
-        """The __shared__ arrays whose NaN fill reaches the outputs: the launch runs again from `start`
-        (and the global variables from `variables`)
-        with every shared array filled with zeros, then with one of them filled with NaN at a time
-        (extern __shared__ memory with the rest of its region, past the launch's shared_mem).
+    def _shared_read_unwritten(self, index, launch, buffers, beginning) -> list[str]:
+        """The __shared__ arrays whose NaN fill reaches the outputs: the launch runs again from
+        `beginning` (_run_again) with every shared array filled with zeros, then with one of them
+        filled with NaN at a time (extern __shared__ memory with the rest of its region, past the
+        launch's shared_mem).
         Nothing when NaN shows with zeros everywhere: then an output element was left unwritten (or
         an output the kernel must not read was read)."""
         candidates = [([i], False, name) for i, name in enumerate(_demangled(n for _, _, n in self._shared))]
@@ -419,11 +422,8 @@ class LoadedKernels:
         try:
             for poisoned, dynamic, name in [([], False, None), *candidates]:
                 self._fill_shared(poisoned, dynamic)
-                buffers.restore(start)
-                self._variables.restore(variables)
                 try:
-                    with _device_printf_silenced():
-                        self._call(index, launch, buffers.pointers(), buffers.describe_fault)
+                    self._run_again(index, launch, buffers, beginning)
                 except KernelError:  # zeros where it read NaN took the kernel elsewhere: no answer
                     return []
                 if buffers.nan_in_outputs():
