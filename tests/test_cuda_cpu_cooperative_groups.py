@@ -322,12 +322,26 @@ def test_a_grid_sync_outside_a_cooperative_launch_is_a_kernel_error():
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
-def test_a_cooperative_grid_too_large_or_a_thread_that_skips_the_sync_is_a_kernel_error(check):
+def test_a_cooperative_grid_too_large_is_reduced_or_refused_as_cupy_does(check):
+    """CuPy reduces a 1-D cooperative grid larger than the device holds to what it holds, with a
+    warning, and refuses a 2-D or 3-D one (cupy/cuda/function.pyx, _launch): the runner holds 4."""
+    normalise = RawModule(code=GRID, enable_cooperative_groups=True, check=check).get_function("normalise")
+    x = np.random.default_rng(4).random(1000).astype(np.float32)
+    partial, out = np.full(5, np.nan, np.float32), np.full(1000, np.nan, np.float32)
+    with pytest.warns(UserWarning, match=r"The grid size will be reduced from 5 to 4, as the specified grid size "
+                                         r"exceeds the limit"):
+        normalise((5,), (128,), (x, partial, out, np.int32(1000)))
+    # four blocks ran, their grid-stride loops covering x; the fifth partial sum was never written
+    np.testing.assert_allclose(partial[:4].sum(), x.sum(dtype=np.float64), rtol=1e-6)
+    assert np.isnan(partial[4])
+    np.testing.assert_allclose(out, x / x.sum(dtype=np.float64), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"The specified grid size \(3 \* 2 \* 1\) exceeds the limit \(4\)"):
+        normalise((3, 2), (128,), (x, partial, out, np.int32(1000)))
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_thread_that_skips_the_grid_sync_is_a_kernel_error(check):
     module = RawModule(code=GRID, enable_cooperative_groups=True, check=check)
-    out = np.zeros(640, np.float32)
-    with pytest.raises(KernelError, match=r"normalise: a cooperative launch of 5 blocks: the CPU runner keeps at "
-                                          r"most 4 blocks resident at once .*cudaErrorCooperativeLaunchTooLarge"):
-        module.get_function("normalise")((5,), (128,), (out, np.zeros(5, np.float32), out.copy(), np.int32(640)))
     with pytest.raises(KernelError, match=r"leaves_early: thread \(\d+, 0, 0\) of block \(\d, 0, 0\) waits at "
                                           r"grid_group::sync\(\) for 1 threads of the grid that returned before "
                                           r"reaching it"):

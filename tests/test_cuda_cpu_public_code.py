@@ -2,8 +2,8 @@
 
 Written for these tests, after patterns seen in public CUDA code: a host prototype that names the
 runtime API's types in a kernel's header, `#include <cuda.h>` left in a kernel file, text bytes passed
-to a `char*`, a pointer to a union, the warp functions of CUDA 8 (without `_sync`), and
-`#pragma once` in code that is a header's text. Two modules are built and shared by the tests
+to a `char*`, a pointer to a union, the warp functions of CUDA 8 (without `_sync`), `#pragma once`
+in code that is a header's text, an array of structs that hold pointers, and CUB's headers. Two modules are built and shared by the tests
 (one per backend), and two builds fail on purpose.
 """
 
@@ -12,7 +12,8 @@ import re
 import numpy as np
 import pytest
 
-from nn_cuda.cuda_cpu import RawModule
+from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu import build
 from nn_cuda.cuda_cpu.build import KernelBuildError
 
 # Built with backend="nvcc", which takes host declarations and cuda.h as nvcc does. The values are
@@ -162,3 +163,112 @@ def test_pragma_once_in_the_code_adds_no_warning_to_a_build_error():
     message = str(failed.value)
     assert "(RawModule code):3:" in message and "undeclared" in message  # the real error, at its line
     assert "pragma once" not in message
+
+
+# Rodinia's streamcluster passes its points as an array of structs, each holding a pointer to its
+# coordinates, which the kernel updates through it.
+POINTS = r"""
+typedef struct { float weight; float* coord; long assign; float cost; } Point;
+extern "C" __global__ void pull(Point* points, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) points[i].coord[0] += points[i].weight;
+}
+"""
+POINT = np.dtype({"names": ["weight", "coord", "assign", "cost"], "formats": [np.float32, np.uint64, np.int64, np.float32],
+                  "offsets": [0, 8, 16, 24], "itemsize": 32})
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_memory_reached_through_an_array_of_structs_is_updated_once(check, capsys):
+    """What the structs point to is no argument: the checking mode neither guards it nor puts it back
+    between its runs, so it runs such a launch once and says so (until 2026-11-27 it ran it twice,
+    adding every weight twice, with no report)."""
+    coords = np.zeros((8, 4), np.float32)
+    points = np.zeros(8, POINT)
+    points["weight"] = np.arange(1, 9)
+    points["coord"] = coords.ctypes.data + coords.strides[0] * np.arange(8)
+    RawModule(code=POINTS, check=check).get_function("pull")((1,), (8,), (points, 8))
+    np.testing.assert_array_equal(coords[:, 0], np.arange(1, 9))
+    assert coords[:, 1:].sum() == 0
+    said = capsys.readouterr().err
+    assert ("pull: args[0] (an array of structs) (its bytes 8 to 15) holds a pointer to memory that is no argument"
+            in said) == check
+
+
+@pytest.mark.parametrize("header", ["cub/cub.cuh", "thrust/device_vector.h", "cupy/complex.cuh"])
+def test_an_include_of_cub_thrust_or_cupys_headers_stops_the_build_in_one_line(header):
+    """Kernel Tuner's expdist includes CUB, which nvcc finds among CUDA's headers: the build stopped on
+    the host compiler's "No such file or directory"; it names the library the runner lacks now."""
+    code = f"#include <{header}>\n" + 'extern "C" __global__ void k(int* out) { out[0] = 1; }\n'
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=code, backend="nvcc").get_function("k")
+    assert str(error.value) == (
+        f"(RawModule code):1: the CPU runner does not support {build.MISSING_LIBRARIES[header.split('/')[0]]}: "
+        f"#include <{header}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers)")
+
+
+# LeetCUDA's transposes and GEMMs move a `__shared__ float` array as float4, which a GPU allows: its
+# shared arrays start 16-byte aligned. A block of 16 x 16 threads copies a 16 x 64 tile through it.
+FLOAT4_TILE = r"""
+#define FLOAT4(v) (reinterpret_cast<float4*>(&(v))[0])
+extern "C" __global__ void through_tile(const float* x, float* y)
+{
+    __shared__ float tile[16][64];
+    __shared__ float odd[3];  // a second array, of a size no multiple of 16 bytes, before or after it
+    int r = threadIdx.y, c = threadIdx.x * 4;
+    odd[0] = 0.0f;
+    FLOAT4(tile[r][c]) = reinterpret_cast<const float4*>(&x[r * 64 + c])[0];
+    __syncthreads();
+    FLOAT4(y[r * 64 + c]) = FLOAT4(tile[r][c]);
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_shared_float_array_read_as_float4_is_aligned_for_it(check):
+    """The plain build's __shared__ arrays are thread_local, which GCC aligned to their element only:
+    the float4 store faulted ("a misaligned vector access") until 2026-11-27."""
+    x = np.arange(16 * 64, dtype=np.float32)
+    y = np.full_like(x, np.nan)
+    RawModule(code=FLOAT4_TILE, check=check).get_function("through_tile")((2,), (16, 16), (x, y))
+    np.testing.assert_array_equal(y, x)
+
+
+def test_a_nan_the_kernel_computes_is_no_checking_mode_report():
+    """tanh written as (e^2x - 1) / (e^2x + 1), as LeetCUDA's half-precision GELU is, gives inf / inf =
+    NaN for x > 44: a GPU computes the same NaN. The checking mode said the kernel "read poisoned
+    memory ... or left elements unwritten"; it runs the launch again with nothing filled with NaN
+    and finds the NaN there too."""
+    code = r"""
+    extern "C" __global__ void naive_tanh(const float* x, float* y, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) {
+            float e = expf(2.0f * x[i]);
+            y[i] = (e - 1.0f) / (e + 1.0f);
+        }
+    }
+    """
+    x = np.array([0.5, 1.0, 50.0, 100.0] * 8, np.float32)
+    y = np.zeros_like(x)
+    RawModule(code=code, check=True).get_function("naive_tanh")((1,), (32,), (x, y, 32))
+    assert np.flatnonzero(np.isnan(y)).tolist() == [i for i in range(32) if i % 4 >= 2]
+    np.testing.assert_allclose(y[0::4], np.tanh(np.float64(0.5)), rtol=1e-6)  # float32 expf: 1e-7
+    # a NaN read from the bytes right before an array is still reported
+    reading_before = code.replace("float e = expf(2.0f * x[i]);", "float e = x[i - 1];")
+    with pytest.raises(KernelError, match=r"naive_tanh: 1 element\(s\) of args\[1\] hold NaN after the launch \(first "
+                                          r"at index \(0,\)\) though no input did: the kernel read poisoned memory"):
+        RawModule(code=reading_before, check=True).get_function("naive_tanh")((1,), (32,), (x, np.zeros_like(x), 32))
+
+
+def test_cuda_fp8_h_builds_and_a_use_of_its_types_stops_the_build_in_one_line():
+    """LeetCUDA includes cuda_fp8.h at the top of most of its kernel files: the build stopped on the host
+    compiler's "No such file or directory" also where no FP8 type is used."""
+    code = '#include <cuda_fp8.h>\nextern "C" __global__ void k(float* out) {\n    out[0] = 1.0f;%s\n}\n'
+    out = np.zeros(1, np.float32)
+    RawModule(code=code % "").get_function("k")((1,), (1,), (out,))
+    assert out[0] == 1.0
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=code % " __nv_fp8_e4m3 v; (void)v;").get_function("k")
+    assert str(error.value) == "(RawModule code):3: the CPU runner does not support 8-bit floats (cuda_fp8.h)"

@@ -186,7 +186,7 @@ def test_define_and_include_options_reach_the_code(tmp_path):
     (headers / "offset.cuh").write_text("#define OFFSET 200\n")
     RawModule(code=code, options=("-DSCALE=3", f"-I{headers}")).get_function("affine")((1,), (5,), (out,))
     np.testing.assert_array_equal(out, 3 * np.arange(5) + 200)
-    with pytest.raises(ValueError, match=r"does not take the option '-O3'"):
+    with pytest.raises(ValueError, match=r"'-O3' is an option of nvcc, which NVRTC refuses as well"):
         RawModule(code=code, options=("-O3",))
 
 
@@ -204,7 +204,7 @@ def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_p
         kernel((1,), (4,), (y, x, np.float64(1), 4))
     with pytest.raises(TypeError, match=r"argument 3 \(int\): 4294967296 is outside the range of int32"):
         kernel((1,), (4,), (y, x, np.float32(1), 2**32))
-    with pytest.raises(TypeError, match=r"argument 0 \(float\*\) takes a C-contiguous array"):
+    with pytest.raises(TypeError, match=r"argument 0 \(float\*\) takes a contiguous array, got a strided view"):
         kernel((1,), (4,), (np.zeros(8, np.float32)[::2], x, np.float32(1), 4))
     # what CuPy passes as other bits than the number on a GPU (a Python float is a double, an int a long
     # long: an H100 read 1.5 as 0.0 and 3 as 4.2e-45 in a float parameter)

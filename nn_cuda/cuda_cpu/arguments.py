@@ -4,7 +4,8 @@ runtime.h names each parameter's C type (`nn_cuda_cpu_signature`): a scalar type
 long long", "bool", "float", ...; a typedef by its type: size_t is "unsigned long" on Linux) or a
 pointer to one ("const float*", "void*"). CuPy packs each argument by its own type and the GPU reads
 the bytes whatever the parameter is; here every argument must fit its parameter:
-- a pointer takes a C-contiguous NumPy array of the pointee's dtype (void* and a pointer to a struct,
+- a pointer takes a contiguous NumPy array (C or Fortran order: its memory, as CuPy passes it) of the
+  pointee's dtype (void* and a pointer to a struct,
   float4* say, take any dtype; char*, whose char is signed or not as the platform chooses, int8 or
   uint8, as text's bytes are), and a non-const pointer a writeable one; None passes a null
   pointer, as CuPy passes it; a pointer to pointers ("void**", "float**") takes an array of
@@ -17,7 +18,8 @@ the bytes whatever the parameter is; here every argument must fit its parameter:
   or double as a long long: a GPU reads other bits than the number, so here they are refused;
 - a struct by value ("struct of N bytes": a vector type, a struct of parameters, an empty tag type
   such as std::true_type, of 1 byte) takes the bytes of a NumPy scalar or one-element array of
-  exactly N bytes (a structured dtype for a struct of fields), as CuPy passes them;
+  exactly N bytes (a structured dtype for a struct of fields), as CuPy passes them, and one of 16
+  bytes (double2, cuDoubleComplex) a Python complex, which CuPy passes as a complex128;
 - a 16-bit float ("__half", "__nv_bfloat16") or a pair of them ("__half2", "__nv_bfloat162") takes
   a NumPy scalar of its size (its bits; numpy.float16 for __half, never a Python float, which CuPy
   passes as a double), and a pointer to them an array of 2-byte items (float16, or uint16 bits).
@@ -133,6 +135,8 @@ def _argument(where: str, c_type: str, value):
 def _struct_bytes(where: str, size: int, value) -> ctypes.Array:
     """The bytes of a NumPy scalar or one-element array of `size` bytes, in a buffer of their own
     (aligned for any vector type) that the launch passes by address."""
+    if type(value) is complex and size == 16:  # CuPy passes a Python complex as a complex128
+        value = np.complex128(value)
     fits = isinstance(value, np.generic) or isinstance(value, np.ndarray) and value.size == 1
     if not fits or value.itemsize != size:
         raise TypeError(f"{where} takes a NumPy scalar or a one-element array of {size} byte(s) (a structured "
@@ -159,8 +163,12 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
                             f"platform chooses), got {_given(value)}")
     elif pointee in SCALAR_CTYPES and value.dtype != scalar_dtype(pointee):  # void and structs: any dtype
         raise TypeError(f"{where} takes an array of {scalar_dtype(pointee)}, got {_given(value)}")
-    if not value.flags.c_contiguous:
-        raise TypeError(f"{where} takes a C-contiguous array (np.ascontiguousarray makes one), got a strided view")
     if not c_type.startswith("const ") and not value.flags.writeable:
         raise TypeError(f"{where} may be written by the kernel, and the array given is read-only")
-    return value
+    if value.flags.c_contiguous:
+        return value
+    if value.flags.f_contiguous:  # one block of memory as well: CuPy passes its address, and so does .T
+        return value.T
+    raise TypeError(f"{where} takes a contiguous array, got a strided view: CuPy would pass the address of its "
+                    "first element, and the kernel would read the elements the view skips as its own (pass a "
+                    "contiguous copy, np.ascontiguousarray(view), and copy an output back into the view)")

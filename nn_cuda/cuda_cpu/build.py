@@ -104,16 +104,28 @@ class KernelBuildError(KernelFailure):
 _GPU_ONLY_OPTIONS = ("-arch", "--gpu-architecture", "-use_fast_math", "--use_fast_math", "-ftz", "--ftz",
                      "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-lineinfo",
                      "--generate-line-info", "-G", "--device-debug", "-maxrregcount", "--maxrregcount",
-                     "-restrict", "--restrict", "-default-device", "--extra-device-vectorization")
-#: -std values: the runtime needs C++17, which compiles C++11 and C++14 code too
-_STANDARDS = {"c++11": "c++17", "c++14": "c++17", "c++17": "c++17", "c++20": "c++20"}
+                     "-restrict", "--restrict", "-default-device", "--extra-device-vectorization",
+                     # relocatable device code, the GPU assembler's options, 128-bit integers (the host has them)
+                     "-dc", "-rdc", "--relocatable-device-code", "-dlto", "--dlto", "-dopt", "--dopt",
+                     "-Xptxas", "--ptxas-options", "--device-int128", "--split-compile",
+                     # the compiler's warnings and their numbers: the runner shows only the errors of a build
+                     "-w", "--disable-warnings", "-diag-suppress", "--diag-suppress", "-diag-warn",
+                     "--diag-warn", "-diag-error", "--diag-error")
+#: nvcc's options (not NVRTC's, which refuses them) that the host compiler's build does not need:
+#: optimisation levels, and language extensions it has by itself
+_NVCC_ONLY_OPTIONS = ("-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
+                      "--extended-lambda", "-extended-lambda", "--expt-extended-lambda", "-expt-extended-lambda")
+#: -std values: the runtime needs C++17, which compiles C++03, C++11 and C++14 code too
+_STANDARDS = {"c++03": "c++17", "c++11": "c++17", "c++14": "c++17", "c++17": "c++17", "c++20": "c++20"}
 
 
-def host_flags(options) -> list[str]:
+def host_flags(options, backend: str = "nvrtc") -> list[str]:
     """The host compiler's flags for NVRTC-style `options` (CuPy's RawModule options): -I<dir> and
     --include-path=<dir> (made absolute), -D<name>[=value] and --define-macro=, -U<name> and
-    --undefine-macro=, -std=c++11|14|17|20 (11 and 14 build as C++17); options about GPU code only
-    (-arch, --use_fast_math, -lineinfo, ...) are ignored. Any other raises ValueError naming it."""
+    --undefine-macro=, -std=c++03|11|14|17|20 (03 to 14 build as C++17), --pre-include=<header>
+    (-include); options about GPU code only (-arch, --use_fast_math, -lineinfo, -Xptxas, -rdc, ...) and
+    warnings (-w, --diag-suppress) are ignored, and with backend="nvcc" nvcc's -O levels and
+    --expt-relaxed-constexpr / --extended-lambda. Any other raises ValueError naming it."""
     if isinstance(options, str) or not all(isinstance(option, str) for option in options):
         raise TypeError(f"options must be a tuple of strings, like NVRTC's, got {options!r}")
     flags = []
@@ -126,12 +138,25 @@ def host_flags(options) -> list[str]:
             flags.append(option)
         elif name in ("-std", "--std") and value in _STANDARDS:
             flags.append(f"-std={_STANDARDS[value]}")
-        elif name in _GPU_ONLY_OPTIONS:
+        elif name in ("--pre-include", "-include") and value:
+            continue  # pre_included: the code's first line
+        elif name in _GPU_ONLY_OPTIONS or backend == "nvcc" and name in _NVCC_ONLY_OPTIONS:
             continue
+        elif name in _NVCC_ONLY_OPTIONS:
+            raise ValueError(f"{given!r} is an option of nvcc, which NVRTC refuses as well: build with "
+                             "backend='nvcc', or leave it out")
         else:
             raise ValueError(f"the CPU runner does not take the option {given!r}: it takes -I<dir>, "
-                             "-D<name>[=value], -U<name>, -std=c++11|14|17|20 and ignores GPU-only options")
+                             "-D<name>[=value], -U<name>, -std=c++03|11|14|17|20, --pre-include=<header> and "
+                             "ignores GPU-only options and warnings' options")
     return flags
+
+
+def pre_included(options) -> str:
+    """NVRTC's --pre-include=<header> options as the #include lines an NVRTC build reads before the
+    code (after the runtime, which the host compiler's own -include would come before)."""
+    names = [option.partition("=")[2] for option in options if option.partition("=")[0] in ("--pre-include", "-include")]
+    return "".join(f'#include "{name}"\n' for name in names if name)
 
 
 #: the host threads that run a launch's blocks in the plain mode (1: the calling thread alone)
@@ -494,6 +519,25 @@ def _unsupported_feature(log: str) -> str | None:
     return f"{where}: {found['what']}" if where else found["what"]
 
 
+#: libraries of headers a GPU build finds and the runner has not: the first folder of an #include
+#: path -> what it is (nvcc and NVRTC through CuPy find CCCL's CUB and Thrust, CuPy's own headers)
+MISSING_LIBRARIES = {"cub": "CUB (CCCL's block, warp and device primitives)", "thrust": "Thrust (CCCL)",
+                     "cupy": "CuPy's headers (cupy/complex.cuh, cupy/carray.cuh, ...)",
+                     "cutlass": "CUTLASS", "cute": "CUTLASS's CuTe"}
+#: GCC's and clang's error on an #include it cannot find
+_NOT_FOUND = re.compile(r"^(?P<where>.+?:\d+):\d+: fatal error: [‘'`]?(?P<path>(?P<folder>[\w.]+)/[^:’'\n]*)[’']?"
+                        r"(?:: No such file or directory| file not found)", re.M)
+
+
+def _missing_library(log: str) -> str | None:
+    """The one-line message for an #include of a library the runner lacks (MISSING_LIBRARIES), or None."""
+    found = _NOT_FOUND.search(log)
+    if found is None or found["folder"] not in MISSING_LIBRARIES:
+        return None
+    return (f"{found['where']}: the CPU runner does not support {MISSING_LIBRARIES[found['folder']]}: "
+            f"#include <{found['path']}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers)")
+
+
 #: GCC's warning on `#pragma once` in the code, which is the main file here (the code is often a
 #: header's text), with the lines that quote it; GCC has no flag to silence it, clang names its own
 _PRAGMA_ONCE_WARNING = re.compile(r"^[^\n]*: warning: #pragma once in main file[^\n]*\n(?:[ \t]+\d*[ \t]*\|[^\n]*\n?)*",
@@ -536,7 +580,8 @@ def _compile(plan: _Plan) -> Path:
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
                 # The generated file is deleted with `work`: name it by what it holds.
                 log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
-                raise KernelBuildError(_unsupported_feature(log) or _legacy_warp_function(log) or (
+                raise KernelBuildError(_unsupported_feature(log) or _legacy_warp_function(log) or
+                                       _missing_library(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
                 ))

@@ -3,6 +3,7 @@
     mod = RawModule(code=SOURCE, options=("-DN=4",), name_expressions=("scale<float>",))
     kern = mod.get_function("scale<float>")  # a name expression, or an extern "C" kernel's name
     kern((4,), (32,), (x, np.float32(2), np.int32(x.size)))  # NumPy arrays where CuPy takes CuPy arrays
+    kern = RawKernel(SOURCE, "saxpy")        # one extern "C" kernel, as cupy.RawKernel(code, name)
 
 The module holds the instances named in `name_expressions` and every extern "C" __global__ kernel of
 the code (found in the code as the preprocessor leaves it, so one under `#if 0` is not); it is built
@@ -25,7 +26,8 @@ or C++ standard header, which NVRTC does not have (nvrtc_headers.py).
 
 `enable_cooperative_groups=True` launches the module's kernels cooperatively, as CuPy does: every block
 of the grid (at most 4 here) stays resident, taking turns on one host thread, so grid_group::sync()
-waits for the whole grid.
+waits for the whole grid. A larger 1-D grid is reduced to 4 blocks with CuPy's warning, as CuPy
+reduces one larger than the GPU holds; a larger 2-D or 3-D grid raises ValueError, as there.
 
 Not supported: cubin or PTX files (path=), references as parameters (arguments.py),
 translate_cucomplex and jitify.
@@ -38,6 +40,7 @@ import dataclasses
 import re
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +64,8 @@ class RawModule:
                  translate_cucomplex: bool = False, enable_cooperative_groups: bool = False,
                  name_expressions=None, jitify: bool = False, check: bool | None = None,
                  name: str | None = None):
+        if (code is None) == (path is None):
+            raise TypeError("Exactly one of `code` and `path` keyword arguments must be given (as CuPy says)")
         if path is not None:
             raise ValueError("the CPU runner builds CUDA C source: pass it as code= (a cubin or PTX file, "
                              "path=, runs on a GPU only)")
@@ -73,6 +78,11 @@ class RawModule:
                 raise ValueError(f"{flag}=True is not supported by the CPU runner")
         if isinstance(name_expressions, str) or not all(isinstance(n, str) for n in name_expressions or ()):
             raise TypeError(f"name_expressions must be a tuple of strings, got {name_expressions!r}")
+        if name_expressions is not None and backend != "nvrtc":
+            warnings.warn("CuPy refuses name_expressions with backend='nvcc' (ValueError: only nvrtc supports "
+                          "retrieving the mangled names for the given name expressions): on a GPU, build with "
+                          "the default backend, or ask get_function for the kernel's mangled name or an "
+                          "extern \"C\" kernel's", stacklevel=2)
         self.code = code
         self.backend = backend
         self.options = tuple(options)
@@ -81,7 +91,7 @@ class RawModule:
         #: its kernels are launched cooperatively, as CuPy's (grid_group::sync)
         self.enable_cooperative_groups = bool(enable_cooperative_groups)
         self.name = name
-        self._flags = build.host_flags(self.options)  # a wrong option fails here, not at the build
+        self._flags = build.host_flags(self.options, backend)  # a wrong option fails here, not at the build
         # extern __shared__ arrays as references to the runtime's region, and __shared__ variables
         # at file scope marked, in the code and in the headers it includes
         aligned = alignas_before_shared(code)
@@ -90,7 +100,8 @@ class RawModule:
             self._flags.append(DYNAMIC_SHARED_FLAG)  # the checking mode watches the end of that memory
         self._cpu_code = shared_headers.rewritten(cpu_declarations(aligned), self._flags, cpu_declarations)
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
-            self._cpu_code = nvrtc_headers.prelude() + build.line_one(name) + self._cpu_code
+            self._cpu_code = (nvrtc_headers.prelude() + nvrtc_headers.own_integer_types(code)
+                              + build.pre_included(self.options) + build.line_one(name) + self._cpu_code)
         elif nvrtc_headers.includes_cuda_headers_only(code):  # nvcc's: no float or stdint limits
             self._cpu_code = nvrtc_headers.nvcc_prelude() + build.line_one(name) + self._cpu_code
         self._kernels: LoadedKernels | None = None
@@ -146,7 +157,7 @@ class RawModule:
                 f"no kernel {name!r} in this RawModule; it holds {', '.join(map(repr, self._index)) or 'none'} "
                 f"({how})"
             )
-        return RawKernel(name, self._index[name], self._kernels)
+        return RawKernel._of_module(self, name)
 
 
 def _refuse_too_much_static_shared(library: str, name: str) -> None:
@@ -175,23 +186,77 @@ class _Launch:
 
 
 class RawKernel:
-    """One kernel of a RawModule: kern(grid, block, args) launches it, as a cupy.RawKernel."""
+    """A kernel, as a cupy.RawKernel: `RawKernel(code, name, options=(), backend="nvrtc")` builds the
+    code's extern "C" kernel `name` at its first call (or compile()), and RawModule.get_function gives
+    one of its module. `kern(grid, block, args, shared_mem=0)` launches it."""
 
-    def __init__(self, name: str, index: int, kernels: LoadedKernels):
+    def __init__(self, code: str, name: str, options=(), backend: str = "nvrtc", *,
+                 translate_cucomplex: bool = False, enable_cooperative_groups: bool = False,
+                 jitify: bool = False, check: bool | None = None):
+        if not isinstance(name, str):
+            raise TypeError(f"name must be the kernel's name as a str, got {type(name).__name__}")
+        self._bind(RawModule(code=code, options=tuple(options), backend=backend,
+                             translate_cucomplex=translate_cucomplex,
+                             enable_cooperative_groups=enable_cooperative_groups, jitify=jitify, check=check), name)
+
+    @classmethod
+    def _of_module(cls, module: RawModule, name: str) -> RawKernel:
+        """The kernel `name` of a built module (RawModule.get_function), its signature checked now."""
+        kernel = cls.__new__(cls)
+        kernel._bind(module, name)
+        kernel._refuse_unsupported_parameters()
+        return kernel
+
+    def _bind(self, module: RawModule, name: str) -> None:
         self.name = name
-        self.signature = kernels.signature(index)  # the C parameter types, as runtime.h names them
-        self._index, self._kernels = index, kernels
+        self._module = module
         #: the dynamic shared memory a launch may ask for, as CuPy's RawKernel attribute
         self.max_dynamic_shared_size_bytes = DEFAULT_DYNAMIC_SHARED_BYTES
+
+    # what cupy.RawKernel shows of its code
+    code = property(lambda self: self._module.code)
+    options = property(lambda self: self._module.options)
+    backend = property(lambda self: self._module.backend)
+    enable_cooperative_groups = property(lambda self: self._module.enable_cooperative_groups)
+
+    def compile(self, log_stream=None) -> None:
+        """Build the kernel now (or load it from the cache) instead of at its first call."""
+        self._module.compile(log_stream)
+        self._refuse_unsupported_parameters()
+
+    @property
+    def _index(self) -> int:
+        self._module.compile()
+        if self.name not in self._module._index:
+            self._module.get_function(self.name)  # raises LookupError, saying what the module holds
+        return self._module._index[self.name]
+
+    @property
+    def _kernels(self) -> LoadedKernels:
+        self._module.compile()
+        return self._module._kernels
+
+    @property
+    def signature(self) -> tuple:
+        """The C parameter types, as runtime.h names them."""
+        return self._kernels.signature(self._index)
+
+    def _refuse_unsupported_parameters(self) -> None:
         bad = arguments.unsupported(self.signature)
         if bad:
             raise TypeError(
-                f"{name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type it "
+                f"{self.name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type it "
                 f"cannot name, shown as ?): ({', '.join(self.signature)})"
             )
 
-    def __call__(self, grid, block, args, *, shared_mem: int = 0):
+    def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
+        if stream is not None:
+            raise TypeError(f"{self.name}: the CPU runner has no streams; a launch runs to its end before the call "
+                            "returns, as on one stream followed by its synchronize() (leave stream=None)")
+        self._refuse_unsupported_parameters()
         grid, block = _dimensions("grid", grid), _dimensions("block", block)
+        if self._module.enable_cooperative_groups:
+            grid = _cooperative_grid(grid, self._kernels.resident_blocks())
         packed, names = arguments.pack(self.name, self.signature, args), [f"args[{i}]" for i in range(len(args))]
         shared_mem = self._shared_bytes(shared_mem)
         # outside the checking mode, which guards copies of its own, the arrays go to device memory
@@ -219,9 +284,24 @@ class RawKernel:
         self._kernels.launch(self._index, launch, list(parameter_names))
 
 
+def _cooperative_grid(grid: tuple, resident: int) -> tuple:
+    """A cooperative launch's grid as CuPy launches it when the device holds `resident` blocks at once:
+    a larger 1-D grid reduced to that, with CuPy's warning; a larger 2-D or 3-D one refused."""
+    if grid[0] * grid[1] * grid[2] <= resident:
+        return grid
+    if grid[1] == grid[2] == 1:
+        warnings.warn(f"The grid size will be reduced from {grid[0]} to {resident}, as the specified grid size "
+                      f"exceeds the limit (CuPy's warning; the CPU runner keeps {resident} blocks of a "
+                      "cooperative launch resident, where a GPU keeps as many as its SMs hold)", stacklevel=3)
+        return (resident, 1, 1)
+    raise ValueError(f"The specified grid size ({grid[0]} * {grid[1]} * {grid[2]}) exceeds the limit ({resident}) "
+                     "(CuPy's error; the CPU runner keeps that many blocks of a cooperative launch resident)")
+
+
 def _dimensions(what: str, value) -> tuple:
     """A grid or block as CuPy takes it (a tuple of 1 to 3 ints; CuPy refuses an int or a list with
-    "Argument 'grid' has incorrect type") -> (x, y, z)."""
+    "Argument 'grid' has incorrect type") -> (x, y, z). A size of 0 is launched as 1, as CuPy launches
+    it (an empty input's grid, (n + 127) // 128 at n = 0, runs one block)."""
     if not isinstance(value, tuple):
         hint = f" ({value},)" if isinstance(value, int) else f" {tuple(value)}" if isinstance(value, list) else ""
         raise TypeError(f"{what} must be a tuple of 1 to 3 ints, as CuPy's RawKernel takes it, got "
@@ -231,9 +311,9 @@ def _dimensions(what: str, value) -> tuple:
     for size in value:
         if isinstance(size, bool) or not hasattr(size, "__index__"):
             raise TypeError(f"{what} must be a tuple of 1 to 3 ints, got {value!r}")
-        if not 1 <= size <= _MAX_DIMENSION:
-            raise ValueError(f"{what} sizes must be 1 to {_MAX_DIMENSION}, got {value!r}")
-    return tuple(int(size) for size in value) + (1,) * (3 - len(value))
+        if not 0 <= size <= _MAX_DIMENSION:
+            raise ValueError(f"{what} sizes must be 0 (launched as 1, as CuPy does) to {_MAX_DIMENSION}, got {value!r}")
+    return tuple(max(1, int(size)) for size in value) + (1,) * (3 - len(value))
 
 
 # ---- extern __shared__ ------------------------------------------------------------------------------

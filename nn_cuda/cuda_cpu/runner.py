@@ -28,6 +28,7 @@ import ctypes
 import itertools
 import mmap
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -183,6 +184,11 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_dynamic_shared_capacity.restype = ctypes.c_size_t
         return self._lib.nn_cuda_cpu_dynamic_shared_capacity()
 
+    def resident_blocks(self) -> int:
+        """How many blocks of a cooperative launch (and of a checked one) the runtime keeps resident."""
+        self._lib.nn_cuda_cpu_resident_blocks.restype = ctypes.c_size_t
+        return self._lib.nn_cuda_cpu_resident_blocks()
+
     def global_variable(self, name: str) -> np.ndarray:
         """The bytes of the library's global variable `name` (a __device__ or __constant__ one at
         global scope), writable: a uint8 view of the library's own memory. LookupError if none."""
@@ -242,7 +248,8 @@ class LoadedKernels:
                       "argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
                       "its threads in one order (no comparison of two orders)", file=sys.stderr)
             buffers.copy_back()
-            buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning))
+            buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
+                                          lambda: self._nan_without_fills(index, launch, buffers, beginning))
 
     def _run_again(self, index, launch, buffers, beginning, mirrored=False) -> None:
         """The checked launch once more from `beginning` (its arguments, the code's global variables
@@ -435,6 +442,27 @@ class LoadedKernels:
         return found
 
 
+    def _nan_without_fills(self, index, launch, buffers, beginning) -> dict[int, np.ndarray]:
+        """Where the outputs hold NaN when nothing the checking mode fills holds NaN: the launch runs
+        again from `beginning` with __shared__ memory and the bytes before each array filled with
+        zeros, and the outputs it filled with NaN (write_only) zeros. NaN there is the kernel's own
+        arithmetic (inf / inf, 0 * inf, as a GPU computes it). {argument position: where, as a mask}."""
+        start, variables, seed = beginning
+        clean = {i: np.zeros_like(values) if i in buffers.poisoned else values for i, values in start.items()}
+        try:
+            self._fill_shared([], dynamic=False)
+            buffers.fill_before(0)
+            try:
+                self._run_again(index, launch, buffers, (clean, variables, seed))
+            except KernelError:  # zeros took the kernel elsewhere: no answer
+                return {}
+            return {i: np.isnan(buffers.copies[i].view) for i in buffers.outputs
+                    if buffers.copies[i].view.dtype.kind == "f"}
+        finally:
+            self._fill_shared(range(len(self._shared)), dynamic=True)
+            buffers.fill_before(0xFF)
+
+
 #: the runner's own headers, which a fault's file:line skips to the kernel's code
 _RUNTIME_FILES = ("runtime.h", "runtime.cpp", "device_functions.h")
 
@@ -597,6 +625,13 @@ class _GuardedCopy:
                                             .from_address(self.base + self.guard))[: self.start - self.base - self.guard]
         self.before.fill(0xFF)
 
+    def fill_before(self, value: int) -> None:
+        """The bytes before the array filled with `value` (0xFF, NaN, at the launch; zeros to tell a
+        NaN the kernel computed from one it read there), its pages made writable for that."""
+        device_memory.libc().mprotect(self.base + self.guard, self._data_pages, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.before.fill(value)
+        self.protect()
+
     def written_before(self) -> int | None:
         """How many bytes before the array's first one a write reached (the farthest changed byte of
         the fill), or None."""
@@ -623,11 +658,16 @@ class _GuardedCopy:
         return None
 
 
+#: runtime.h's name of a pointer to a struct: "struct of 32 bytes*", "const struct of 32 bytes*"
+_STRUCT_POINTER = re.compile(r"(?:const )?struct of \d+ bytes?\*")
+
+
 def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]) -> str | None:
     """What holds a pointer to memory that is no argument: "args[0] (an array of pointers)" for a
     pointer to pointers; "args[2] (its bytes 8 to 15)" for the first struct argument passed by value
     with an 8-byte word that is the address of writable memory of this process (a struct of matrix
-    dimensions and a pointer to their elements); "the variable `params` (its bytes 8 to 15)" for a
+    dimensions and a pointer to their elements), or an array of structs with one ("args[0] (an
+    array of structs) (its bytes 8 to 15)"); "the variable `params` (its bytes 8 to 15)" for a
     __constant__ or __device__ variable of the code (`variables`: (symbol, bytes) each) that holds
     one (CS149's renderer reaches its image through a __constant__ struct). None when nothing does,
     or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
@@ -637,21 +677,28 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
         return f"{names[arrays[0]]} (an array of pointers)"
     holders = [(names[i], bytes(value)) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
                if c_type.startswith("struct of") and isinstance(value, ctypes.Array)]
+    # an array of structs (Rodinia's streamcluster passes points that hold a pointer to their coordinates)
+    holders += [(f"{names[i]} (an array of structs)", value.tobytes())
+                for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
+                if _STRUCT_POINTER.fullmatch(c_type) and isinstance(value, np.ndarray)]
     holders += [(f"the variable `{symbol}`", data) for symbol, data in variables]
     holders = [(what, data) for what, data in holders if len(data) >= 8]
     if not holders:
         return None
     try:
         with open("/proc/self/maps") as maps:
-            writable = [tuple(int(end, 16) for end in line.split()[0].split("-")) for line in maps
-                        if line.split()[1][1] == "w"]
+            writable = sorted(tuple(int(end, 16) for end in line.split()[0].split("-")) for line in maps
+                              if line.split()[1][1] == "w")
     except OSError:
         return None
+    starts, ends = np.array(writable, np.uint64).reshape(-1, 2).T
     for what, data in holders:
-        for offset in range(0, len(data) - 7, 8):
-            word = int.from_bytes(data[offset:offset + 8], "little")
-            if any(first <= word < end for first, end in writable):
-                return f"{what} (its bytes {offset} to {offset + 7})"
+        words = np.frombuffer(data, np.uint64, count=len(data) // 8)
+        below = np.searchsorted(starts, words, side="right") - 1  # the last region starting at or below
+        inside = (below >= 0) & (words < ends[np.maximum(below, 0)])
+        if inside.any():
+            offset = 8 * int(np.argmax(inside))
+            return f"{what} (its bytes {offset} to {offset + 7})"
     return None
 
 
@@ -785,15 +832,21 @@ class _CheckedBuffers:
             copy.release()
         return False
 
+    def fill_before(self, value: int) -> None:
+        for copy in set(self.copies.values()):
+            copy.fill_before(value)
+
     def nan_in_outputs(self) -> bool:
         """Whether a floating-point output (the guarded copy) holds NaN now."""
         return any(self.copies[i].view.dtype.kind == "f" and np.isnan(self.copies[i].view).any()
                    for i in self.outputs)
 
-    def assert_no_poison_left(self, find_shared_read_unwritten) -> None:
+    def assert_no_poison_left(self, find_shared_read_unwritten, find_nan_without_fills) -> None:
         """KernelError when an output holds NaN from NaN-free inputs, naming the __shared__ arrays
         that `find_shared_read_unwritten()` (LoadedKernels._shared_read_unwritten, which runs the
-        launch again, so only then) finds to carry their fill into it, where there are some."""
+        launch again, so only then) finds to carry their fill into it, where there are some; none
+        when `find_nan_without_fills()` (LoadedKernels._nan_without_fills) finds the same NaN with
+        nothing filled with NaN: the kernel computed it, as a GPU does."""
         if not self.inputs_finite:
             return
         names = self.names
@@ -801,8 +854,13 @@ class _CheckedBuffers:
             view = self.copies[i].view
             if view.dtype.kind != "f" or not np.isnan(view).any():
                 continue
-            nan_at = np.argwhere(np.isnan(view))  # before the reruns overwrite the copy
+            nan_mask = np.isnan(view)
+            nan_at = np.argwhere(nan_mask)  # before the reruns overwrite the copy
             shared = find_shared_read_unwritten()
+            if not shared:
+                computed = find_nan_without_fills().get(i)
+                if computed is not None and computed[nan_mask].all():
+                    continue  # every NaN is there with nothing filled: the kernel's arithmetic
             poisoned = f"{names[i]} (filled with NaN before the launch), " if i in self.poisoned else ""
             found = (f"the kernel read {' and '.join(shared)} where no thread of the block had written it "
                      "(the arrays are filled with NaN before every block)" if shared else

@@ -1255,6 +1255,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
 extern "C" int nn_cuda_cpu_atomics_used() { return nn_cuda_cpu::atomics_used; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }
 extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }
+extern "C" size_t nn_cuda_cpu_resident_blocks() { return nn_cuda_cpu::kResidentBlocks; }
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
 extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }

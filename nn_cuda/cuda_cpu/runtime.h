@@ -66,15 +66,17 @@
 // names (_ZZ...), and those at file scope in a section of their own: RawModule marks them
 // NN_CUDA_CPU_FILE_SCOPE_SHARED (raw_module.file_scope_shared). Only those: the static of an inline
 // function (NVIDIA's blockReduceSum) lives in a COMDAT group, which GCC refuses to put in a section
-// that also holds plain variables ("section type conflict").
+// that also holds plain variables ("section type conflict"). Each is aligned to 16 bytes at least,
+// as code that reads a `__shared__ float` array as float4 needs (a GPU's shared arrays allow it):
+// GCC aligns a thread_local array to its element only, and a float4 access of one faulted.
 #if defined(NN_CUDA_CPU_WORKERS)
-#define __shared__ static thread_local __attribute__((used))
+#define __shared__ static thread_local __attribute__((used, aligned(16)))
 #define NN_CUDA_CPU_FILE_SCOPE_SHARED
 #elif defined(__APPLE__)
-#define __shared__ static __attribute__((used))
+#define __shared__ static __attribute__((used, aligned(16)))
 #define NN_CUDA_CPU_FILE_SCOPE_SHARED  // Mach-O: no section of its own (file scope not found)
 #else
-#define __shared__ static __attribute__((used))
+#define __shared__ static __attribute__((used, aligned(16)))
 #define NN_CUDA_CPU_FILE_SCOPE_SHARED __attribute__((section("nn_cuda_shared")))
 #endif
 #if !defined(__APPLE__)

@@ -15,6 +15,10 @@
 #include <algorithm>
 #include <cmath>
 
+// The host's uint64_t, also after code that declares its own under NVRTC (nvrtc_headers.own_integer_types)
+#pragma push_macro("uint64_t")
+#undef uint64_t
+
 namespace nn_cuda_cpu {
 
 enum class Rounding { nearest_even, toward_zero, down, up };
@@ -329,3 +333,5 @@ T nn_cuda_cpu_narrow(double value);
     inline T2& operator-=(T2& a, const T2& b) { return a = __hsub2(a, b); }                                   \
     inline T2& operator*=(T2& a, const T2& b) { return a = __hmul2(a, b); }                                   \
     inline T2 operator-(const T2& a) { return __hneg2(a); }
+
+#pragma pop_macro("uint64_t")

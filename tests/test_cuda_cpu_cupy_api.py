@@ -1,0 +1,172 @@
+"""CuPy's RawKernel / RawModule API as CuPy's own tests and examples use it (cupy/cupy's
+tests/cupy_tests/core_tests/test_raw.py, examples/gemm/sgemm.py, examples/finance/monte_carlo.py):
+what the CPU runner refused, or did otherwise than CuPy, until 2026-11-27. CuPy's behaviour is read
+from its source (cupy/_core/raw.pyx, cupy/cuda/function.pyx, cupy/_core/_scalar.pyx)."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawKernel, RawModule
+
+MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+
+CODE = r"""
+// out[c] = the sum of column c of a (rows x cols, stored column after column, as Fortran order keeps
+// it), and twice each element into twice_a, in the same order
+extern "C" __global__ void column_sums(const float* a, float* out, float* twice_a, int rows, int cols)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < cols) {
+        float sum = 0.0f;
+        for (int r = 0; r < rows; ++r) {
+            sum += a[c * rows + r];
+            twice_a[c * rows + r] = 2.0f * a[c * rows + r];
+        }
+        out[c] = sum;
+    }
+}
+
+// z[i] *= factor, complex numbers as double2 (as cuDoubleComplex is)
+extern "C" __global__ void complex_scale(double2* z, double2 factor, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double2 v = z[i];
+        z[i] = make_double2(v.x * factor.x - v.y * factor.y, v.x * factor.y + v.y * factor.x);
+    }
+}
+
+// out[block] = the grid's size, from each block that runs
+extern "C" __global__ void grid_size(int* out) { out[blockIdx.x] = gridDim.x; }
+"""
+
+
+@MODES
+def test_raw_kernel_takes_code_and_name_and_builds_at_its_first_call(check):
+    """cupy.RawKernel(code, name, options=(), backend='nvrtc', ...) is CuPy's most used entry point
+    (its test_raw.py fixture, sgemm.py); until 2026-11-27 it raised TypeError here."""
+    kernel = RawKernel(CODE, "complex_scale", options=("-DUNUSED=1",), check=check)
+    assert (kernel.code, kernel.name, kernel.options, kernel.backend) == (CODE, "complex_scale", ("-DUNUSED=1",),
+                                                                           "nvrtc")
+    assert kernel.enable_cooperative_groups is False
+    z = (np.arange(5) + 0.5j).astype(np.complex128)
+    expected = z * (2 - 3j)
+    # a Python complex for a 16-byte struct: CuPy passes it as a complex128, as a double2 reads it
+    kernel((1,), (8,), (z, 2 - 3j, 5))
+    np.testing.assert_allclose(z, expected, rtol=1e-15)  # one complex product: exact to rounding
+    assert kernel.signature == ("struct of 16 bytes*", "struct of 16 bytes", "int")
+    with pytest.raises(TypeError, match=r"argument 1 \(struct of 16 bytes\) takes a NumPy scalar or a one-element "
+                                        r"array of 16 byte\(s\).*got a Python float"):
+        kernel((1,), (8,), (z, 2.0, 5))  # a float is not a complex: CuPy would pass a double's 8 bytes
+
+
+def test_raw_kernel_compiles_on_demand_and_names_a_missing_kernel():
+    kernel = RawKernel(CODE, "no_such_kernel")
+    with pytest.raises(LookupError, match=r"no kernel 'no_such_kernel' in this RawModule; it holds 'column_sums', "
+                                          r"'complex_scale', 'grid_size'"):
+        kernel.compile()
+    RawKernel(CODE, "grid_size").compile()  # builds (or loads) now; the launch later needs no build
+
+
+@MODES
+def test_a_fortran_ordered_array_is_passed_as_its_memory(check):
+    """CuPy passes any array's data pointer (examples/gemm/sgemm.py passes cupy.asfortranarray
+    matrices); the runner refused one as "a strided view", and its advice, np.ascontiguousarray,
+    reorders the memory: the kernel then summed rows, with no report."""
+    a = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    sums = np.full(4, np.nan, np.float32)
+    twice = np.asfortranarray(np.full((3, 4), np.nan, np.float32))  # an output in Fortran order too
+    RawKernel(CODE, "column_sums", check=check)((1,), (32,), (a, sums, twice, 3, 4))
+    np.testing.assert_array_equal(sums, a.sum(axis=0))  # small integers: exact
+    np.testing.assert_array_equal(twice, 2 * a)
+    with pytest.raises(TypeError, match=r"takes a contiguous array, got a strided view: CuPy would pass the address "
+                                        r"of its first element"):
+        RawKernel(CODE, "column_sums", check=check)((1,), (32,), (a[:, ::2], sums, twice, 3, 2))
+
+
+@MODES
+def test_a_grid_of_zero_blocks_runs_one_and_stream_none_is_taken(check):
+    """CuPy launches max(1, size) in each dimension (cupy/cuda/function.pyx), so the grid of an empty
+    input, (n + 127) // 128 at n = 0, runs one block; its __call__ takes stream=."""
+    out = np.full(2, -1, np.int32)
+    RawKernel(CODE, "grid_size", check=check)((0,), (1,), (out,), stream=None)
+    assert out.tolist() == [1, -1]
+    with pytest.raises(TypeError, match=r"grid_size: the CPU runner has no streams"):
+        RawKernel(CODE, "grid_size", check=check)((1,), (1,), (out,), stream=object())
+    with pytest.raises(ValueError, match=r"grid sizes must be 0 \(launched as 1, as CuPy does\)"):
+        RawKernel(CODE, "grid_size", check=check)((-1,), (1,), (out,))
+
+
+def test_options_nvrtc_and_nvcc_take_are_taken(tmp_path):
+    """Options of NVRTC about warnings, relocatable code and the GPU's assembler are ignored, as
+    options about GPU code were; --pre-include=<header> reads the header before the code; nvcc's -O3
+    is taken with backend='nvcc' and refused with NVRTC, which refuses it on a GPU too."""
+    (tmp_path / "scale.cuh").write_text("#define SCALE 7\n")
+    code = 'extern "C" __global__ void k(int* out) { out[threadIdx.x] = SCALE * threadIdx.x; }\n'
+    options = ("-w", "--diag-suppress=177", "-Xptxas=-v", "--ptxas-options=-v", "-rdc=true", "-dc",
+               "--device-int128", "-std=c++03", f"-I{tmp_path}", "--pre-include=scale.cuh")
+    out = np.full(3, -1, np.int32)
+    RawModule(code=code, options=options).get_function("k")((1,), (3,), (out,))
+    assert out.tolist() == [0, 7, 14]
+    out[:] = -1
+    RawModule(code=code, options=("-O3", "--expt-relaxed-constexpr", "-DSCALE=2"),
+              backend="nvcc").get_function("k")((1,), (3,), (out,))
+    assert out.tolist() == [0, 2, 4]
+    with pytest.raises(ValueError, match=r"'-O3' is an option of nvcc, which NVRTC refuses as well"):
+        RawModule(code=code, options=("-O3",))
+    with pytest.raises(ValueError, match=r"does not take the option '--no-such-option'"):
+        RawModule(code=code, options=("--no-such-option",))
+
+
+OWN_UINT64 = r"""
+typedef unsigned long long uint64_t;  // NVRTC has no <cstdint>: CuPy's Monte Carlo example writes this
+typedef long long int64_t;
+#include <cuda_fp16.h>  // a header of the runner's that uses the host's uint64_t, after the code's
+
+extern "C" __global__ void count(uint64_t* total, int64_t* lowest, const int* values, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        atomicAdd(total, (uint64_t)values[i]);  // the unsigned long long overload, as on a GPU
+        atomicMin(lowest, (int64_t)values[i] - 1000);
+        __half unused = __float2half(1.0f);
+        (void)unused;
+    }
+}
+"""
+
+
+@MODES
+def test_code_that_declares_its_own_64_bit_integer_types_builds_under_nvrtc(check):
+    """`typedef unsigned long long uint64_t;` conflicted with the host's <stdint.h> (`unsigned long`):
+    "conflicting declaration" stopped examples/finance/monte_carlo.py's build."""
+    values = np.arange(1, 101, dtype=np.int32)
+    total, lowest = np.zeros(1, np.uint64), np.full(1, 10**6, np.int64)
+    RawModule(code=OWN_UINT64, check=check).get_function("count")((4,), (32,), (total, lowest, values, 100))
+    assert (int(total[0]), int(lowest[0])) == (5050, 1 - 1000)
+
+
+def test_name_expressions_with_nvcc_warn_as_cupy_refuses_them():
+    code = "template <typename T> __global__ void fill(T* out) { out[threadIdx.x] = T(3); }\n"
+    with pytest.warns(UserWarning, match=r"CuPy refuses name_expressions with backend='nvcc' \(ValueError: only nvrtc "
+                                         r"supports retrieving the mangled names"):
+        module = RawModule(code=code, backend="nvcc", name_expressions=("fill<int>",))
+    out = np.zeros(2, np.int32)
+    module.get_function("fill<int>")((1,), (2,), (out,))  # the runner still runs it
+    assert out.tolist() == [3, 3]
+    with pytest.raises(TypeError, match=r"Exactly one of `code` and `path`"):
+        RawModule()
+
+
+def test_a_cooperative_kernel_built_alone_reduces_its_grid():
+    code = r"""
+    #include <cooperative_groups.h>
+    extern "C" __global__ void blocks(int* out) { cooperative_groups::this_grid().sync(); out[blockIdx.x] = 1; }
+    """
+    out = np.zeros(6, np.int32)
+    kernel = RawKernel(code, "blocks", enable_cooperative_groups=True)
+    with pytest.warns(UserWarning, match=r"The grid size will be reduced from 6 to 4"):
+        kernel((6,), (1,), (out,))
+    assert out.tolist() == [1, 1, 1, 1, 0, 0]
+    with pytest.raises(KernelError, match=r"grid_group::sync\(\) in thread .* not cooperative"):
+        RawKernel(code, "blocks")((2,), (1,), (out,))
