@@ -170,3 +170,18 @@ def test_a_cooperative_kernel_built_alone_reduces_its_grid():
     assert out.tolist() == [1, 1, 1, 1, 0, 0]
     with pytest.raises(KernelError, match=r"grid_group::sync\(\) in thread .* not cooperative"):
         RawKernel(code, "blocks")((2,), (1,), (out,))
+
+
+def test_a_kernel_and_its_module_pickle_built_or_not():
+    """CuPy's RawModule and RawKernel pickle (its TestRawPicklable), as multiprocessing needs; a built
+    one held a ctypes library, which does not."""
+    import pickle
+
+    module = RawModule(code=CODE)
+    kernel = module.get_function("grid_size")  # built
+    for thing in (kernel, RawKernel(CODE, "grid_size"), module):
+        copy = pickle.loads(pickle.dumps(thing))
+        out = np.zeros(3, np.int32)
+        launch = copy if isinstance(copy, RawKernel) else copy.get_function("grid_size")
+        launch((3,), (1,), (out,))
+        assert out.tolist() == [3, 3, 3]

@@ -107,6 +107,11 @@ class RawModule:
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
 
+    def __getstate__(self) -> dict:
+        """A module pickles as its code and options (as CuPy's does), and is built again, or loaded
+        from the cache, at its first use where it is unpickled."""
+        return {**self.__dict__, "_kernels": None, "_index": {}}
+
     def compile(self, log_stream=None) -> None:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
         if self._kernels is not None:
