@@ -66,6 +66,11 @@ def test_raw_kernel_compiles_on_demand_and_names_a_missing_kernel():
                                           r"'complex_scale', 'grid_size'"):
         kernel.compile()
     RawKernel(CODE, "grid_size").compile()  # builds (or loads) now; the launch later needs no build
+    # a misspelt extern "C" name is no template instance left out of name_expressions
+    with pytest.raises(LookupError, match=r"\(the code declares nothing of that name; did you mean 'grid_size'\?\)"):
+        RawKernel(CODE, "grid_sizes").compile()
+    with pytest.raises(LookupError, match=r"\(a template instance must be listed in name_expressions"):
+        RawModule(code="template <int N> __global__ void fill(int* out) { out[0] = N; }\n").get_function("fill<3>")
 
 
 @MODES

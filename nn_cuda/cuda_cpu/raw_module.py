@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import re
 import subprocess
 import tempfile
@@ -156,8 +157,11 @@ class RawModule:
             if re.search(rf"\b__global__\b[^;{{}}]*?\b{re.escape(name)}\s*\(", self.code):
                 how = (f"{name} is a C++ kernel of the code (not extern \"C\"), which CuPy finds only through "
                        f"name_expressions too: RawModule(..., name_expressions=({name!r},))")
-            else:
+            elif re.search(rf"\b{re.escape(name.split('<')[0].strip())}\b", self.code):
                 how = "a template instance must be listed in name_expressions, spelled the same"
+            else:
+                close = difflib.get_close_matches(name, list(self._index), n=1)
+                how = "the code declares nothing of that name" + (f"; did you mean {close[0]!r}?" if close else "")
             raise LookupError(
                 f"no kernel {name!r} in this RawModule; it holds {', '.join(map(repr, self._index)) or 'none'} "
                 f"({how})"
