@@ -155,6 +155,7 @@ class LoadedKernels:
         self._lib = library
         self.tool_path = tool_path  # the library as another process (nm, addr2line) reads it
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
+        self._lib.nn_cuda_cpu_undefined_lane_read.restype = ctypes.c_char_p
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
         self.threads = 1 if check or cooperative else threads_from_environment()
@@ -217,6 +218,12 @@ class LoadedKernels:
             self._launch_checked(index, launch, names)
         else:
             self._call(index, launch, None, _nothing_to_describe)
+            read = self._lib.nn_cuda_cpu_undefined_lane_read()
+            if read is not None and launch.kernel not in self._told_once_only:
+                self._told_once_only.add(launch.kernel)
+                print(f"nn_cuda: {launch.kernel}: {read.decode()}: a GPU gives an undefined value there, the CPU "
+                      "runner all-ones bytes (NaN as a float); NN_CUDA_CPU_CHECK=1 tells whether it reaches a "
+                      "result", file=sys.stderr)
 
     def _launch_checked(self, index: int, launch, names: list[str]) -> None:
         """The checking mode's launch: twice from the same start (arguments and global variables), in
@@ -239,7 +246,7 @@ class LoadedKernels:
                 # the same orders backwards: of two threads (or blocks) writing one place, the one
                 # that wrote first there writes last here
                 self._run_again(index, launch, buffers, beginning, mirrored=True)
-                buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()))
+                self._assert_same_results(buffers, first)
                 if buffers.integer_outputs() and (self._shared or getattr(launch, "shared_mem", 0)):
                     self._assert_shared_read_written(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
@@ -250,6 +257,24 @@ class LoadedKernels:
             buffers.copy_back()
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._nan_without_fills(index, launch, buffers, beginning))
+
+    def _assert_same_results(self, buffers, first) -> None:
+        """The two checked runs' results alike (_CheckedBuffers.assert_same_as); where they differ and a
+        shuffle read a lane with no value to give (all ones in one run, zeros in the other), that read
+        is named as the cause."""
+        try:
+            buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()))
+        except KernelError as race:
+            read = self._lib.nn_cuda_cpu_undefined_lane_read()
+            found = buffers.first_difference(first)
+            if read is None or found is None:
+                raise
+            i, index, before, now = found
+            raise KernelError(
+                f"{buffers.launch.kernel}: {read.decode()}, whose value is undefined on a GPU, and the value "
+                f"reaches {buffers.names[i]}{list(index)} ({before} with all-ones bytes read there, {now} with "
+                "zeros): a shuffle may read only the lanes of its mask that have not returned, and in a "
+                "partial last warp only the lanes the block has") from race
 
     def _run_again(self, index, launch, buffers, beginning, mirrored=False) -> None:
         """The checked launch once more from `beginning` (its arguments, the code's global variables

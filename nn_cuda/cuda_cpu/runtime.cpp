@@ -1149,6 +1149,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     Random random(mixed);  // seeds 1 and 2 as they are would start two sequences nearly alike
     launch_seed = random();
     mirrored = check == 2;
+    undefined_lane_fill = mirrored ? 0x00 : 0xFF;  // what a shuffle reads from a lane with no value
+    undefined_lane_seen = false;
     next_block = 0;
     stop_blocks = false;
     failures = 0;
@@ -1256,6 +1258,10 @@ extern "C" int nn_cuda_cpu_atomics_used() { return nn_cuda_cpu::atomics_used; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }
 extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }
 extern "C" size_t nn_cuda_cpu_resident_blocks() { return nn_cuda_cpu::kResidentBlocks; }
+extern "C" const char* nn_cuda_cpu_undefined_lane_read()
+{
+    return nn_cuda_cpu::undefined_lane_seen ? nn_cuda_cpu::undefined_lane_read : nullptr;
+}
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
 extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }

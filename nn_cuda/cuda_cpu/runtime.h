@@ -226,6 +226,29 @@ template <typename... Args>
     end_launch_reported();
 }
 
+// A shuffle that reads a lane with no value to give (one outside its mask, one that returned, one a
+// partial last warp does not have) reads an undefined value on a GPU ("If the target thread is
+// inactive, the retrieved value is undefined", the CUDA C++ guide), which correct code leaves unused:
+// the lanes past the end of a row, whose sums are never stored. Here it reads bytes of
+// undefined_lane_fill, all ones (NaN as a float, -1 as an int), and zeros in the checking mode's
+// mirrored run, so that a result that uses it differs between the two runs and is reported; the
+// first such read of a launch is described in undefined_lane_read (runtime.cpp resets both).
+inline unsigned char undefined_lane_fill = 0xFF;
+inline std::atomic<bool> undefined_lane_seen{false};
+inline char undefined_lane_read[320];
+
+inline void note_undefined_lane(unsigned mask, unsigned source, const char* why)
+{
+    if (undefined_lane_seen.exchange(true)) {
+        return;
+    }
+    snprintf(undefined_lane_read, sizeof undefined_lane_read,
+             "thread (%u, %u, %u) of block (%u, %u, %u), lane %u of its warp, shuffles with mask 0x%08x from lane "
+             "%u, which %s",
+             current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x, block_idx.y,
+             block_idx.z, lane_id(), mask, source, why);
+}
+
 // A warp sync that also hands `value` over: returns the value of lane `source` of this warp.
 template <typename T>
 T warp_exchange(unsigned mask, T value, unsigned source)
@@ -237,21 +260,16 @@ T warp_exchange(unsigned mask, T value, unsigned source)
     warp_slots[generation][current->tid] = word;
     warp_sync(mask);
     const size_t from = (current->tid & ~static_cast<size_t>(kWarpSize - 1)) + source;
-    if (!((mask >> source) & 1u) || from >= threads_in_block()) {
-        // NVIDIA's hardware reads an inactive lane's register, whatever it holds: code that does so
-        // can pass there by luck (a zero) and is wrong on the next GPU
-        warp_misuse(mask, "and reads the value of lane %u, which %s; a shuffle may read only the lanes of "
-                          "its mask (on a GPU the value read is undefined)",
-                    source, from >= threads_in_block() ? "the block does not have (its last warp is partial)"
-                                                       : "is not in the mask");
-    }
-    if (!((current->warp_participants >> source) & 1u)) {
-        warp_misuse(mask, "and reads the value of lane %u, which returned before it; the lanes of a mask that "
-                          "returned do not hold a warp sync up, but they hand nothing over (on a GPU the "
-                          "value read is undefined)",
-                    source);
-    }
+    const char* undefined = from >= threads_in_block() ? "the block does not have (its last warp is partial)"
+                            : !((mask >> source) & 1u)  ? "is not in the mask"
+                            : !((current->warp_participants >> source) & 1u) ? "returned before it"
+                                                                              : nullptr;
     T result;
+    if (undefined != nullptr) {
+        note_undefined_lane(mask, source, undefined);
+        memset(&result, undefined_lane_fill, sizeof(T));
+        return result;
+    }
     memcpy(&result, &warp_slots[generation][from], sizeof(T));
     return result;
 }
