@@ -213,14 +213,18 @@ class RawKernel:
         """The kernel `name` of a built module (RawModule.get_function), its signature checked now."""
         kernel = cls.__new__(cls)
         kernel._bind(module, name)
-        kernel._refuse_unsupported_parameters()
+        kernel._bound()
         return kernel
 
     def _bind(self, module: RawModule, name: str) -> None:
         self.name = name
         self._module = module
+        self._found: tuple[int, tuple] | None = None  # (its index in the module, its signature), once built
         #: the dynamic shared memory a launch may ask for, as CuPy's RawKernel attribute
         self.max_dynamic_shared_size_bytes = DEFAULT_DYNAMIC_SHARED_BYTES
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_found": None}  # found again in the module, built again where unpickled
 
     # what cupy.RawKernel shows of its code
     code = property(lambda self: self._module.code)
@@ -231,48 +235,50 @@ class RawKernel:
     def compile(self, log_stream=None) -> None:
         """Build the kernel now (or load it from the cache) instead of at its first call."""
         self._module.compile(log_stream)
-        self._refuse_unsupported_parameters()
+        self._bound()
 
-    @property
-    def _index(self) -> int:
-        self._module.compile()
-        if self.name not in self._module._index:
-            self._module.get_function(self.name)  # raises LookupError, saying what the module holds
-        return self._module._index[self.name]
+    def _bound(self) -> tuple[int, tuple]:
+        """(index, signature) of the kernel in its built module, found once: LookupError when the
+        module holds no kernel of this name, TypeError when a parameter cannot be passed."""
+        if self._found is None:
+            self._module.compile()
+            if self.name not in self._module._index:
+                self._module.get_function(self.name)  # raises LookupError, saying what the module holds
+            index = self._module._index[self.name]
+            signature = self._module._kernels.signature(index)
+            bad = arguments.unsupported(signature)
+            if bad:
+                raise TypeError(
+                    f"{self.name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type "
+                    f"it cannot name, shown as ?): ({', '.join(signature)})")
+            self._found = index, signature
+        return self._found
 
     @property
     def _kernels(self) -> LoadedKernels:
-        self._module.compile()
+        self._bound()
         return self._module._kernels
 
     @property
     def signature(self) -> tuple:
         """The C parameter types, as runtime.h names them."""
-        return self._kernels.signature(self._index)
-
-    def _refuse_unsupported_parameters(self) -> None:
-        bad = arguments.unsupported(self.signature)
-        if bad:
-            raise TypeError(
-                f"{self.name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type it "
-                f"cannot name, shown as ?): ({', '.join(self.signature)})"
-            )
+        return self._bound()[1]
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
         if stream is not None:
             raise TypeError(f"{self.name}: the CPU runner has no streams; a launch runs to its end before the call "
                             "returns, as on one stream followed by its synchronize() (leave stream=None)")
-        self._refuse_unsupported_parameters()
+        index, signature = self._bound()
+        kernels = self._module._kernels
         grid, block = _dimensions("grid", grid), _dimensions("block", block)
         if self._module.enable_cooperative_groups:
-            grid = _cooperative_grid(grid, self._kernels.resident_blocks())
-        packed, names = arguments.pack(self.name, self.signature, args), [f"args[{i}]" for i in range(len(args))]
+            grid = _cooperative_grid(grid, kernels.resident_blocks())
+        packed, names = arguments.pack(self.name, signature, args), [f"args[{i}]" for i in range(len(args))]
         shared_mem = self._shared_bytes(shared_mem)
         # outside the checking mode, which guards copies of its own, the arrays go to device memory
-        with (contextlib.nullcontext(packed) if self._kernels.check
-              else device_memory.guarded(packed, self.signature)) as launched:
-            self._kernels.launch(self._index, _Launch(self.name, grid, block, launched, self.signature,
-                                                      shared_mem=shared_mem), names)
+        with (contextlib.nullcontext(packed) if kernels.check
+              else device_memory.guarded(packed, signature)) as launched:
+            kernels.launch(index, _Launch(self.name, grid, block, launched, signature, shared_mem=shared_mem), names)
 
     def _shared_bytes(self, shared_mem) -> int:
         """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless
@@ -290,7 +296,7 @@ class RawKernel:
         """Run a launch whose arguments its launcher has already checked against this kernel's
         signature (nn_cuda.kernel_launch's table: a KernelLaunch), with its parameter names for the
         checking mode's messages and its `write_only` arguments NaN-filled there."""
-        self._kernels.launch(self._index, launch, list(parameter_names))
+        self._kernels.launch(self._bound()[0], launch, list(parameter_names))
 
 
 def _cooperative_grid(grid: tuple, resident: int) -> tuple:
