@@ -473,6 +473,26 @@ def test_device_arrays_are_passed_as_they_are_and_a_view_is_passed_within_its_ar
         assert out.tolist() == list(range(10, 18))
 
 
+def test_the_checking_mode_passes_a_view_within_a_guarded_copy_of_its_array():
+    """As the plain mode does (and CuPy): a view's neighbours are its array's elements, so a stencil
+    given `in + 1` reads in[-1]; the checking mode copied a view alone and its fill came out NaN
+    there (Rodinia's srad_v2 given views into a padded array was reported until 2026-11-27). Reads
+    and writes past the whole array are still caught."""
+    module = RawModule(code=NEIGHBOURS, check=True)
+    base = np.arange(10, 19, dtype=np.int32)
+    out = np.zeros(8, np.int32)
+    module.get_function("left_neighbour")((1,), (8,), (base[1:], out))
+    assert out.tolist() == list(range(10, 18))
+    padded = np.zeros(12, np.float32)  # an output view into a padded array: the write at -1 lands in it
+    padded[1:11] = np.nan
+    x = np.arange(10, dtype=np.float32)
+    module.get_function("shift_left")((1,), (10,), (x, padded[1:11]))
+    np.testing.assert_array_equal(padded[:10], x)
+    assert np.isnan(padded[10]) and padded[11] == 0
+    with pytest.raises(KernelError, match=r"shift_left: a write before the start of args\[1\]: up to 1 element"):
+        module.get_function("shift_left")((1,), (10,), (x, np.zeros(12, np.float32)[:10]))
+
+
 def test_the_checking_mode_reports_a_write_and_a_read_right_before_an_array():
     # both landed in the array's first page, before the guard: the write unseen, the read gave 0
     module = RawModule(code=NEIGHBOURS, check=True)

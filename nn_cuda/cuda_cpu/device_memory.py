@@ -99,11 +99,17 @@ def same_memory(a: np.ndarray, b: np.ndarray) -> bool:
     return a.ctypes.data == b.ctypes.data and a.nbytes == b.nbytes
 
 
-def _owner(array: np.ndarray) -> np.ndarray:
-    """The array whose memory `array` views: its last NumPy base (itself if it owns its memory)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
+def place_in_whole(array: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the C-contiguous array whose memory `array` views, the offset of `array`'s first byte in it):
+    its last NumPy base, as CuPy passes a view's pointer into the memory of its array; (`array`, 0)
+    where NumPy does not hold that memory whole (a view of a Fortran-ordered array, of a buffer)."""
+    whole = array
+    while isinstance(whole.base, np.ndarray):
+        whole = whole.base
+    offset = array.ctypes.data - whole.ctypes.data
+    if not whole.flags.c_contiguous or not 0 <= offset <= whole.nbytes - array.nbytes:
+        return array, 0
+    return whole, offset
 
 
 def _bytes_of(array: np.ndarray) -> np.ndarray:
@@ -121,10 +127,7 @@ def guarded(args: tuple, signature: tuple):
     for i, (value, c_type) in enumerate(zip(args, signature)):
         if not (isinstance(value, np.ndarray) and c_type.endswith("*")) or holds(value):
             continue
-        owner = _owner(value)
-        offset = value.ctypes.data - owner.ctypes.data
-        if not owner.flags.c_contiguous or not 0 <= offset <= owner.nbytes - value.nbytes:
-            owner, offset = value, 0  # a view of memory NumPy does not hold whole: the view alone
+        owner, offset = place_in_whole(value)
         if id(owner) not in copies:
             copies[id(owner)] = (owner, to_device(_bytes_of(owner)))
         copy = copies[id(owner)][1]

@@ -481,8 +481,7 @@ class LoadedKernels:
                 self._run_again(index, launch, buffers, (clean, variables, seed))
             except KernelError:  # zeros took the kernel elsewhere: no answer
                 return {}
-            return {i: np.isnan(buffers.copies[i].view) for i in buffers.outputs
-                    if buffers.copies[i].view.dtype.kind == "f"}
+            return {i: np.isnan(buffers.views[i]) for i in buffers.outputs if buffers.views[i].dtype.kind == "f"}
         finally:
             self._fill_shared(range(len(self._shared)), dynamic=True)
             buffers.fill_before(0xFF)
@@ -728,35 +727,43 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
 
 
 class _CheckedBuffers:
-    """Every array argument of one launch in a guarded copy (aliased arguments share one copy)."""
+    """Every array argument of one launch in a guarded copy of the whole array it views (its NumPy
+    base, as CuPy passes a view's pointer into its array's memory: a stencil given `in + RADIUS`
+    reads `in[-1]`), at its place there; arguments that view one array share one copy."""
 
     def __init__(self, launch, names: list[str]):
         self.launch, self.names = launch, names
-        self.copies: dict[int, _GuardedCopy] = {}  # argument position -> copy
+        self.copies: dict[int, _GuardedCopy] = {}  # argument position -> the copy of its whole array
+        self.offsets: dict[int, int] = {}  # argument position -> where it starts in that copy (bytes)
+        self.views: dict[int, np.ndarray] = {}  # argument position -> its part of the copy, as the argument
         self.poisoned: list[int] = []
 
     def __enter__(self):
         launch, names = self.launch, self.names
         arrays = {i: x for i, x in enumerate(launch.args) if isinstance(x, np.ndarray)}
+        wholes = {}
         for i, array in arrays.items():
-            twin = next((j for j in self.copies if device_memory.same_memory(arrays[j], array)), None)
+            whole, self.offsets[i] = device_memory.place_in_whole(array)
+            twin = next((j for j in self.copies if device_memory.same_memory(wholes[j], whole)), None)
             if twin is not None:
+                wholes[i] = wholes[twin]
                 self.copies[i] = self.copies[twin]
                 self.copies[i].names.append(names[i])
-                self.copies[i].read_only = False
-                continue
-            for j in self.copies:
-                if np.shares_memory(arrays[j], array):
-                    raise KernelError(f"{launch.kernel}: arguments {names[j]} and {names[i]} overlap partially")
-            read_only = launch.signature[i].startswith("const ")
-            self.copies[i] = _GuardedCopy(array, [names[i]], read_only)
+                self.copies[i].read_only &= launch.signature[i].startswith("const ")
+            else:
+                for j in self.copies:
+                    if np.shares_memory(wholes[j], whole):
+                        raise KernelError(f"{launch.kernel}: arguments {names[j]} and {names[i]} overlap partially")
+                wholes[i] = whole
+                self.copies[i] = _GuardedCopy(whole, [names[i]], launch.signature[i].startswith("const "))
+            flat = self.copies[i].view.reshape(-1).view(np.uint8)
+            self.views[i] = flat[self.offsets[i]:self.offsets[i] + array.nbytes].view(array.dtype).reshape(array.shape)
         for i in launch.write_only:
-            copy = self.copies[i]
-            if len(copy.names) == 1 and copy.view.dtype.kind == "f":
-                copy.view.fill(np.nan)
+            if len(self.copies[i].names) == 1 and self.views[i].dtype.kind == "f":
+                self.views[i].fill(np.nan)
                 self.poisoned.append(i)
         self.inputs_finite = all(
-            np.isfinite(arrays[i]).all() for i in arrays if i not in self.poisoned and arrays[i].dtype.kind == "f"
+            np.isfinite(wholes[i]).all() for i in arrays if i not in self.poisoned and wholes[i].dtype.kind == "f"
         )
         self.outputs = [i for i in arrays if not launch.signature[i].startswith("const ")]
         for copy in set(self.copies.values()):
@@ -766,16 +773,16 @@ class _CheckedBuffers:
     def snapshot(self) -> dict:
         """The writable arguments' current contents, byte for byte: a NumPy copy of a struct array
         leaves its padding undefined, and the runs are compared byte for byte."""
-        return {i: np.frombuffer(self.copies[i].view.tobytes(), self.copies[i].view.dtype).reshape(
-                    self.copies[i].view.shape) for i in self.outputs}
+        return {i: np.frombuffer(self.views[i].tobytes(), self.views[i].dtype).reshape(self.views[i].shape)
+                for i in self.outputs}
 
     def restore(self, snapshot: dict) -> None:
         for i, contents in snapshot.items():
-            self.copies[i].view[...] = contents
+            self.views[i][...] = contents
 
     def integer_outputs(self) -> bool:
         """Whether an output holds no floating-point values (so no NaN can show a poisoned read)."""
-        return any(self.copies[i].view.dtype.kind != "f" for i in self.outputs)
+        return any(self.views[i].dtype.kind != "f" for i in self.outputs)
 
     def first_difference(self, snapshot: dict, rounding: bool = False) -> tuple | None:
         """(argument position, index, value in `snapshot`, value now: as text) of the first element
@@ -783,7 +790,7 @@ class _CheckedBuffers:
         its floating-point sums may come in another order), floating-point arguments may differ by what
         summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude."""
         for i, before in snapshot.items():
-            now = self.copies[i].view
+            now = self.views[i]
             values_before, format_name = float_values(before, self.launch.signature[i])
             if rounding and format_name is not None:
                 values_now = float_values(now, self.launch.signature[i])[0]
@@ -823,7 +830,8 @@ class _CheckedBuffers:
         )
 
     def pointers(self) -> list:
-        return [self.copies[i].start if i in self.copies else None for i in range(len(self.launch.args))]
+        return [self.copies[i].start + self.offsets[i] if i in self.copies else None
+                for i in range(len(self.launch.args))]
 
     def assert_nothing_written_before(self) -> None:
         """KernelError when the kernel wrote into the bytes right before an array (an index of -1:
@@ -849,8 +857,8 @@ class _CheckedBuffers:
         return f" at address {address:#x}, outside every buffer passed to the kernel"
 
     def copy_back(self) -> None:
-        for i in self.outputs:
-            self.launch.args[i][...] = self.copies[i].view
+        for copy in {self.copies[i] for i in self.outputs}:
+            copy.array[...] = copy.view  # the whole array: a kernel may write past its view, as on a GPU
 
     def __exit__(self, *exc):
         for copy in set(self.copies.values()):
@@ -863,8 +871,7 @@ class _CheckedBuffers:
 
     def nan_in_outputs(self) -> bool:
         """Whether a floating-point output (the guarded copy) holds NaN now."""
-        return any(self.copies[i].view.dtype.kind == "f" and np.isnan(self.copies[i].view).any()
-                   for i in self.outputs)
+        return any(self.views[i].dtype.kind == "f" and np.isnan(self.views[i]).any() for i in self.outputs)
 
     def assert_no_poison_left(self, find_shared_read_unwritten, find_nan_without_fills) -> None:
         """KernelError when an output holds NaN from NaN-free inputs, naming the __shared__ arrays
@@ -876,7 +883,7 @@ class _CheckedBuffers:
             return
         names = self.names
         for i in self.outputs:
-            view = self.copies[i].view
+            view = self.views[i]
             if view.dtype.kind != "f" or not np.isnan(view).any():
                 continue
             nan_mask = np.isnan(view)
