@@ -272,3 +272,14 @@ def test_cuda_fp8_h_builds_and_a_use_of_its_types_stops_the_build_in_one_line():
     with pytest.raises(KernelBuildError) as error:
         RawModule(code=code % " __nv_fp8_e4m3 v; (void)v;").get_function("k")
     assert str(error.value) == "(RawModule code):3: the CPU runner does not support 8-bit floats (cuda_fp8.h)"
+
+
+def test_an_address_space_conversion_stops_the_build_in_one_line():
+    """LeetCUDA's asynchronous copies give __cvta_generic_to_shared's address to inline PTX: it was
+    "not declared" with a template backtrace."""
+    code = 'extern "C" __global__ void k(unsigned* out) {\n    __shared__ float s[32];\n' \
+           '    out[0] = __cvta_generic_to_shared(s);\n}\n'
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=code).get_function("k")
+    assert str(error.value) == ("(RawModule code):3: the CPU runner does not support __cvta_generic_to_shared "
+                                "(address space conversions, which inline PTX takes)")

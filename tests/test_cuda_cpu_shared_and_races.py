@@ -533,3 +533,43 @@ extern "C" __global__ void reverse_blocks(const float* x, float* out)
     out = np.zeros_like(x)
     RawModule(code=code, check=True).get_function("reverse_blocks")((8,), (32,), (x, out))
     np.testing.assert_array_equal(out, x.reshape(8, 32)[:, ::-1].reshape(-1))
+
+
+ATOMIC_SUM = r"""
+// Each block sums its part of x in __shared__ memory and adds the sum to total with one atomicAdd
+// (the atomic reduction of Fan's "CUDA Programming", chapter 9).
+template <typename T>
+__global__ void atomic_sum(const T* x, T* total, int n)
+{
+    __shared__ T part[128];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    part[threadIdx.x] = i < n ? x[i] : T(0);
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(total, part[0]);
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_atomic_sum_that_cancels_is_compared_by_its_partial_sums_rounding(dtype):
+    """Zero-mean data (a total momentum): the two orders round the block sums (up to about 28) apart
+    by about 1e-5 in float32, where the result is about 2e-4. The tolerance came from the result's
+    magnitude alone, and a correct kernel was reported as a race until 2026-11-27; it comes from
+    the largest value the atomicAdds met now."""
+    name = f"atomic_sum<{'float' if dtype == np.float32 else 'double'}>"
+    x = np.random.default_rng(9).normal(0, 1, 20_000).astype(dtype)
+    x -= x.mean(dtype=np.float64).astype(dtype)
+    total = np.zeros(1, dtype)
+    RawModule(code=ATOMIC_SUM, name_expressions=(name,), check=True).get_function(name)(
+        (157,), (128,), (x, total, np.int32(x.size)))
+    # 157 float32 block sums of magnitude up to 28 added in some order: within 1e-4 absolute
+    assert abs(float(total[0]) - x.astype(np.float64).sum()) < (1e-4 if dtype == np.float32 else 1e-12)
+    # a sum whose order matters beyond rounding is still reported: every block adds its own index
+    racy = ATOMIC_SUM.replace("atomicAdd(total, part[0]);", "total[0] = total[0] * 2 + blockIdx.x;")
+    with pytest.raises(KernelError, match=r"the result depends on the order"):
+        RawModule(code=racy, name_expressions=(name,), check=True).get_function(name)(
+            (4,), (128,), (x, np.zeros(1, dtype), np.int32(512)))

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cfenv>
 #include <chrono>
+#include <limits>
 
 // ---- vector types: the layout and alignment of CUDA's -------------------------------------------
 
@@ -50,6 +51,41 @@ NN_CUDA_CPU_VECTOR2(double2, double, 16)
 NN_CUDA_CPU_VECTOR3(double3, double)
 NN_CUDA_CPU_VECTOR4(double4, double, 16)
 inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z) { return uint3{x, y, z}; }
+
+// The rest of CUDA's 48 (vector_types.h on a 64-bit host): the one- and three-component ones aligned as
+// their element; long and unsigned long are 64-bit (LP64), so long2 and long4 are aligned to 16 as
+// longlong2 and longlong4 are.
+#define NN_CUDA_CPU_VECTOR1(name, T)                                                            \
+    struct name {                                                                                \
+        T x;                                                                                     \
+    };                                                                                           \
+    inline name make_##name(T x) { return name{x}; }
+NN_CUDA_CPU_VECTOR1(char1, signed char)
+NN_CUDA_CPU_VECTOR3(char3, signed char)
+NN_CUDA_CPU_VECTOR1(uchar1, unsigned char)
+NN_CUDA_CPU_VECTOR3(uchar3, unsigned char)
+NN_CUDA_CPU_VECTOR1(short1, short)
+NN_CUDA_CPU_VECTOR3(short3, short)
+NN_CUDA_CPU_VECTOR1(ushort1, unsigned short)
+NN_CUDA_CPU_VECTOR3(ushort3, unsigned short)
+NN_CUDA_CPU_VECTOR1(int1, int)
+NN_CUDA_CPU_VECTOR1(uint1, unsigned int)
+NN_CUDA_CPU_VECTOR1(long1, long)
+NN_CUDA_CPU_VECTOR2(long2, long, 2 * sizeof(long))
+NN_CUDA_CPU_VECTOR3(long3, long)
+NN_CUDA_CPU_VECTOR4(long4, long, 16)
+NN_CUDA_CPU_VECTOR1(ulong1, unsigned long)
+NN_CUDA_CPU_VECTOR2(ulong2, unsigned long, 2 * sizeof(unsigned long))
+NN_CUDA_CPU_VECTOR3(ulong3, unsigned long)
+NN_CUDA_CPU_VECTOR4(ulong4, unsigned long, 16)
+NN_CUDA_CPU_VECTOR1(longlong1, long long)
+NN_CUDA_CPU_VECTOR3(longlong3, long long)
+NN_CUDA_CPU_VECTOR4(longlong4, long long, 16)
+NN_CUDA_CPU_VECTOR1(ulonglong1, unsigned long long)
+NN_CUDA_CPU_VECTOR3(ulonglong3, unsigned long long)
+NN_CUDA_CPU_VECTOR4(ulonglong4, unsigned long long, 16)
+NN_CUDA_CPU_VECTOR1(float1, float)
+NN_CUDA_CPU_VECTOR1(double1, double)
 
 // ---- min and max: CUDA's global overloads, exactly that set ------------------------------------------
 // Each integer width (int, long, long long) with itself, its unsigned twin with itself, and the
@@ -172,6 +208,306 @@ NN_CUDA_CPU_ROUNDED_OPERATIONS(ru, FE_UPWARD)
 
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float rsqrt(float x) { return rsqrtf(x); }  // C++'s float overload, as CUDA's
+
+// ---- CUDA's math API beyond the C library's ----------------------------------------------------------
+// Each computes in long double (x86's 64-bit significand, arm64 Linux's 113-bit) and rounds once to
+// double or float: within half an ulp and a thousandth (tests/test_cuda_cpu_math_and_vectors.py measures
+// each; a GPU's are within the few ulps CUDA's Math API documents, so last bits may differ; where long
+// double is double, as on Apple's ARM, they would lose an ulp or two). C++ code also finds the float
+// overloads CUDA declares (erfinv(float), sinpi(float), cyl_bessel_i0(float), rsqrt(float), ...; the
+// norms and rhypot have none), so that erfinv(1) is ambiguous here as under NVRTC.
+
+namespace nn_cuda_cpu {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kPi = 3.141592653589793;
+constexpr double kSqrtHalf = 0.7071067811865476, kSqrtHalfLow = -4.833646656726457e-17;  // 1 / sqrt(2)
+constexpr double kSqrtPi = 1.772453850905516;
+constexpr double kTwoOverSqrtPi = 1.1283791670955126;  // erf'(0); erf'(x) = kTwoOverSqrtPi exp(-x^2)
+constexpr long double kPiLong = 3.14159265358979323846264338327950288L;
+constexpr long double kSqrt2Long = 1.41421356237309504880168872420969808L;
+constexpr long double kSqrtPiLong = 1.77245385090551602729816748334114518L;
+
+// exp(x^2) erfc(x): exp of the exact square x^2 = s + e as exp(s) (1 + e), times erfc, below 12;
+// beyond, erfc's asymptotic series sum_k (-1)^k (2k-1)!! / (2x^2)^k / (x sqrt(pi)), whose terms fall
+// below 1e-21 of the sum within 15 terms from x = 12 on.
+inline double scaled_erfc(double x)
+{
+    if (x < -27.0) {
+        return kInfinity;  // 2 exp(x^2) overflows from -26.63 on
+    }
+    const long double v = x;
+    if (x < 12.0) {
+        const long double s = v * v, e = std::fma(v, v, -s);
+        return static_cast<double>(std::exp(s) * (1.0L + e) * std::erfc(v));
+    }
+    if (x == kInfinity) {
+        return 0.0;
+    }
+    const long double q = 0.5L / (v * v);
+    long double term = 1.0L, sum = 1.0L;
+    for (int k = 1; k < 40 && std::fabs(term) > 1e-21L * sum; ++k) {
+        term *= -(2 * k - 1) * q;
+        sum += term;
+    }
+    return static_cast<double>(sum / (v * kSqrtPiLong));  // NaN stays NaN
+}
+
+// erfinv(y) for |y| <= 1/2: erfinv's Maclaurin series in z = sqrt(pi) y / 2 to z^9 (relative error
+// below 1e-4 there), then Newton's steps on erf(x) = y until a step is below 1e-18 of x (the error
+// squares at each step: three or four steps), in long double, which the caller rounds.
+inline long double inverse_erf_central(double y)
+{
+    const double z = y * (0.5 * kSqrtPi), z2 = z * z;
+    long double x = z * (1.0 + z2 * (1.0 / 3 + z2 * (7.0 / 30 + z2 * (127.0 / 630 + z2 * (4369.0 / 22680)))));
+    for (int step = 0; step < 8; ++step) {
+        const long double correction = (std::erf(x) - y) / (kTwoOverSqrtPi * std::exp(-x * x));
+        x -= correction;
+        if (std::fabs(correction) <= 1e-18L * std::fabs(x)) {
+            break;
+        }
+    }
+    return x;
+}
+
+// erfcinv(y) for 0 < y < 1/2 (x > 0.47): Winitzki's approximation of erfinv(1 - y) (a = 0.147,
+// relative error below 2e-3; with 1 - (1 - y)^2 as y (2 - y), so that it holds for the tiniest y),
+// then Newton's steps on erfc(x) = y, as above. Where erfc(x) nears the subnormals (y < 1e-290,
+// x > 25.8) the steps solve log erfc(x) = log y instead, with log erfc(x) = log erfcx(x) - x^2,
+// which stays finite: accurate down to y = 5e-324 (x = 27.2).
+inline long double inverse_erfc_tail(double y)
+{
+    const double a = 0.147, l = std::log(y * (2.0 - y)), b = 2.0 / (kPi * a) + 0.5 * l;
+    long double x = std::sqrt(std::sqrt(b * b - l / a) - b);
+    for (int step = 0; step < 8; ++step) {
+        long double correction;
+        if (y > 1e-290) {
+            correction = (std::erfc(x) - y) / (kTwoOverSqrtPi * std::exp(-x * x));  // over -erfc'(x)
+        } else {
+            const long double scaled = scaled_erfc(static_cast<double>(x));
+            const long double residual = std::log(scaled) - std::log(static_cast<long double>(y)) - x * x;
+            correction = residual * scaled / kTwoOverSqrtPi;  // over minus its derivative, 2/sqrt(pi)/erfcx(x)
+        }
+        x += correction;
+        if (std::fabs(correction) <= 1e-18L * x) {
+            break;
+        }
+    }
+    return x;
+}
+
+inline long double inverse_erfc(double y)
+{
+    if (!(y > 0.0 && y < 2.0)) {  // erfcinv(0) = +inf, erfcinv(2) = -inf, NaN outside [0, 2]
+        return y == 0.0 ? kInfinity : y == 2.0 ? -kInfinity : kNaN;
+    }
+    if (y > 1.0) {
+        return -inverse_erfc(2.0 - y);  // exact
+    }
+    return y >= 0.5 ? inverse_erf_central(1.0 - y) : inverse_erfc_tail(y);  // 1 - y exact
+}
+
+inline long double inverse_erf(double y)
+{
+    const double magnitude = std::fabs(y);
+    if (!(magnitude < 1.0)) {  // erfinv(+-1) = +-inf, NaN beyond
+        return magnitude == 1.0 ? std::copysign(kInfinity, y) : kNaN;
+    }
+    return magnitude <= 0.5 ? inverse_erf_central(y) : std::copysign(inverse_erfc_tail(1.0 - magnitude), y);
+}
+
+// sin(pi x), or cos(pi x): x - 2k exactly (remainder), split as n/2 + f with |f| <= 1/4, and the sine
+// or cosine of pi f. An integer x gives +0 or -0 by its sign (sinpi), a half-integer +0 (cospi), as
+// IEEE 754's sinPi and cosPi.
+inline double sin_or_cos_pi(double x, bool cosine)
+{
+    const double r = std::remainder(x, 2.0);  // in [-1, 1]; NaN for an infinite x
+    const double n = std::nearbyint(2.0 * r), f = r - 0.5 * n;
+    const long double angle = kPiLong * f;
+    long double value = 0.0L;
+    switch ((static_cast<int>(n) + (cosine ? 1 : 0)) & 3) {  // sin(pi f + quarter turns)
+    case 0: value = std::sin(angle); break;
+    case 1: value = std::cos(angle); break;
+    case 2: value = -std::sin(angle); break;
+    default: value = -std::cos(angle); break;
+    }
+    return value != 0.0L ? static_cast<double>(value) : cosine ? 0.0 : std::copysign(0.0, x);
+}
+
+// 0.5 erfc(-x / sqrt(2)), with the rounding of t = -x / sqrt(2) (its error d, from fma and sqrt(2)'s
+// own) put back to first order, erfc(t + d) = erfc(t) - d erf'(t): without it the lower tail (x = -37,
+// 1e-300) loses 700 ulps to the argument's rounding.
+inline double normal_cdf(double x)
+{
+    if (std::isinf(x)) {
+        return x > 0.0 ? 1.0 : 0.0;
+    }
+    const double product = x * kSqrtHalf, d = -(std::fma(x, kSqrtHalf, -product) + x * kSqrtHalfLow);
+    const long double t = -product;
+    return static_cast<double>(0.5L * (std::erfc(t) - d * kTwoOverSqrtPi * std::exp(-t * t)));
+}
+
+// -sqrt(2) erfcinv(2p), of erfcinv's long double (2p is exact).
+inline double inverse_normal_cdf(double p)
+{
+    const long double e = inverse_erfc(2.0 * p);
+    return e == 0.0L ? 0.0 : static_cast<double>(-kSqrt2Long * e);  // normcdfinv(0.5) = +0
+}
+
+// The modified Bessel functions I0 and I1 (nu = 0, 1), summed in long double, whose own rounding stays
+// far below double's last place: below 25 the power series
+// sum_k (x/2)^(2k+nu) / (k! (k+nu)!), all of whose terms are positive; beyond, the asymptotic series
+// e^x / sqrt(2 pi x) sum_k (-1)^k a_k / x^k with a_k = a_(k-1) (4 nu^2 - (2k-1)^2) / (8k), down to its
+// smallest term (about e^(-2x), below 1e-21 there). I1 is odd.
+inline double modified_bessel(int nu, double x)
+{
+    const long double a = std::fabs(x);
+    long double value;
+    if (!(a < 25.0L)) {
+        if (std::isinf(a) || std::isnan(a)) {
+            value = a;
+        } else {
+            const long double mu = 4.0L * nu * nu;
+            long double term = 1.0L, sum = 1.0L;
+            for (int k = 1; k < 100; ++k) {
+                const long double next = -term * (mu - (2.0L * k - 1.0L) * (2.0L * k - 1.0L)) / (8.0L * k * a);
+                if (std::fabs(next) >= std::fabs(term) || std::fabs(next) < 1e-22L * std::fabs(sum)) {
+                    break;
+                }
+                term = next;
+                sum += term;
+            }
+            value = std::exp(a) * (sum / std::sqrt(2.0L * kPiLong * a));
+        }
+    } else {
+        const long double q = 0.25L * a * a;
+        long double term = nu == 0 ? 1.0L : 0.5L * a, sum = term;
+        for (int k = 1; k < 200 && term > 1e-22L * sum; ++k) {
+            term *= q / (static_cast<long double>(k) * (k + nu));
+            sum += term;
+        }
+        value = sum;
+    }
+    return static_cast<double>(nu == 1 && std::signbit(x) ? -value : value);  // +inf past 713.98
+}
+
+// 1 / cbrt(x), rounded once: +-inf at +-0, +-0 at +-inf
+inline double reciprocal_cbrt(double x) { return static_cast<double>(1.0L / std::cbrt(static_cast<long double>(x))); }
+
+// sqrt(p[0]^2 + ... + p[n-1]^2), or its reciprocal: each scaled by the same power of 2 so that no square
+// overflows or underflows, summed in long double (fma), so that the one rounding to double is the last:
+// +inf (+0) when any is infinite, even beside a NaN, as CUDA's norms.
+template <typename T>
+inline double euclidean_norm(int n, const T* p, bool reciprocal)
+{
+    double largest = 0.0;
+    bool nan = false;
+    for (int i = 0; i < n; ++i) {
+        const double a = std::fabs(static_cast<double>(p[i]));
+        if (a == kInfinity) {
+            return reciprocal ? 0.0 : kInfinity;
+        }
+        nan = nan || a != a;
+        largest = a > largest ? a : largest;
+    }
+    if (nan || largest == 0.0) {
+        return nan ? kNaN : reciprocal ? kInfinity : 0.0;
+    }
+    const int exponent = std::ilogb(largest);
+    long double sum = 0.0L;
+    for (int i = 0; i < n; ++i) {
+        const long double scaled = std::scalbn(static_cast<double>(p[i]), -exponent);
+        sum = std::fma(scaled, scaled, sum);
+    }
+    const long double root = std::sqrt(sum);
+    return static_cast<double>(reciprocal ? std::scalbn(1.0L / root, -exponent) : std::scalbn(root, exponent));
+}
+
+}  // namespace nn_cuda_cpu
+
+// Each function in double, as the f-suffixed one in float, and as C++'s float overload: the
+// implementation's double or long double rounded once to either.
+#define NN_CUDA_CPU_MATH_FUNCTION(name, implementation)                                       \
+    inline double name(double x) { return static_cast<double>(implementation(x)); }           \
+    inline float name##f(float x) { return static_cast<float>(implementation(x)); }           \
+    inline float name(float x) { return name##f(x); }
+NN_CUDA_CPU_MATH_FUNCTION(erfinv, nn_cuda_cpu::inverse_erf)
+NN_CUDA_CPU_MATH_FUNCTION(erfcinv, nn_cuda_cpu::inverse_erfc)
+NN_CUDA_CPU_MATH_FUNCTION(erfcx, nn_cuda_cpu::scaled_erfc)
+NN_CUDA_CPU_MATH_FUNCTION(normcdf, nn_cuda_cpu::normal_cdf)
+NN_CUDA_CPU_MATH_FUNCTION(normcdfinv, nn_cuda_cpu::inverse_normal_cdf)
+NN_CUDA_CPU_MATH_FUNCTION(rcbrt, nn_cuda_cpu::reciprocal_cbrt)
+NN_CUDA_CPU_MATH_FUNCTION(cyl_bessel_i0, [](double v) { return nn_cuda_cpu::modified_bessel(0, v); })
+NN_CUDA_CPU_MATH_FUNCTION(cyl_bessel_i1, [](double v) { return nn_cuda_cpu::modified_bessel(1, v); })
+#undef NN_CUDA_CPU_MATH_FUNCTION
+
+// sinpi and cospi: glibc 2.41 and later declare C23's double and float ones, which then serve
+#if defined(__GLIBC__)
+#if __GLIBC_PREREQ(2, 41)
+#define NN_CUDA_CPU_HOST_HAS_SINPI
+#endif
+#endif
+#if !defined(NN_CUDA_CPU_HOST_HAS_SINPI)
+inline double sinpi(double x) { return nn_cuda_cpu::sin_or_cos_pi(x, false); }
+inline double cospi(double x) { return nn_cuda_cpu::sin_or_cos_pi(x, true); }
+inline float sinpif(float x) { return static_cast<float>(nn_cuda_cpu::sin_or_cos_pi(x, false)); }
+inline float cospif(float x) { return static_cast<float>(nn_cuda_cpu::sin_or_cos_pi(x, true)); }
+#endif
+inline float sinpi(float x) { return sinpif(x); }
+inline float cospi(float x) { return cospif(x); }
+inline void sincospi(double x, double* s, double* c) { *s = sinpi(x), *c = cospi(x); }
+inline void sincospif(float x, float* s, float* c) { *s = sinpif(x), *c = cospif(x); }
+inline void sincospi(float x, float* s, float* c) { sincospif(x, s, c); }
+
+// 1 / hypot and the norms of 3, 4 and dim numbers, and their reciprocals (euclidean_norm): in double and
+// as f-suffixed float functions only, as CUDA's (no float overloads).
+inline double rhypot(double x, double y) { return static_cast<double>(1.0L / std::hypot(static_cast<long double>(x), y)); }
+inline float rhypotf(float x, float y) { return static_cast<float>(1.0 / std::hypot(static_cast<double>(x), y)); }
+#define NN_CUDA_CPU_NORMS(T, suffix)                                                                          \
+    inline T norm3d##suffix(T a, T b, T c)                                                                    \
+    {                                                                                                         \
+        const T p[] = {a, b, c};                                                                              \
+        return static_cast<T>(nn_cuda_cpu::euclidean_norm(3, p, false));                                      \
+    }                                                                                                         \
+    inline T rnorm3d##suffix(T a, T b, T c)                                                                   \
+    {                                                                                                         \
+        const T p[] = {a, b, c};                                                                              \
+        return static_cast<T>(nn_cuda_cpu::euclidean_norm(3, p, true));                                       \
+    }                                                                                                         \
+    inline T norm4d##suffix(T a, T b, T c, T d)                                                               \
+    {                                                                                                         \
+        const T p[] = {a, b, c, d};                                                                           \
+        return static_cast<T>(nn_cuda_cpu::euclidean_norm(4, p, false));                                      \
+    }                                                                                                         \
+    inline T rnorm4d##suffix(T a, T b, T c, T d)                                                              \
+    {                                                                                                         \
+        const T p[] = {a, b, c, d};                                                                           \
+        return static_cast<T>(nn_cuda_cpu::euclidean_norm(4, p, true));                                       \
+    }                                                                                                         \
+    inline T norm##suffix(int dim, const T* p) { return static_cast<T>(nn_cuda_cpu::euclidean_norm(dim, p, false)); } \
+    inline T rnorm##suffix(int dim, const T* p) { return static_cast<T>(nn_cuda_cpu::euclidean_norm(dim, p, true)); }
+NN_CUDA_CPU_NORMS(double, )
+NN_CUDA_CPU_NORMS(float, f)
+#undef NN_CUDA_CPU_NORMS
+
+// 1 / sqrt(x) rounded to nearest once: the double quotient's float, moved to its neighbour where the
+// exact value lies past the midpoint m between them (1/sqrt(x) < m exactly when m^2 x > 1: m^2 is
+// exact in double, and fma gives the sign of m^2 x - 1 where the product rounds to 1).
+inline float __frsqrt_rn(float x)
+{
+    if (!(x > 0.0f) || std::isinf(x)) {
+        return 1.0f / std::sqrt(x);  // NaN below 0, +-inf at +-0, +0 at +inf
+    }
+    const float r = static_cast<float>(1.0 / std::sqrt(static_cast<double>(x)));
+    const auto above = [x](float a, float b) {  // whether 1/sqrt(x) lies below the midpoint of a and b
+        const double m = 0.5 * (static_cast<double>(a) + b), square = m * m, product = square * x;
+        return product != 1.0 ? product > 1.0 : std::fma(square, static_cast<double>(x), -product) > 0.0;
+    };
+    const float up = std::nextafter(r, 2.0f * r), down = std::nextafter(r, 0.0f);
+    return !above(r, up) ? up : above(down, r) ? down : r;
+}
 
 // ---- bits --------------------------------------------------------------------------------------------
 
@@ -189,6 +525,70 @@ inline float __int_as_float(int x) { return nn_cuda_cpu_bit_cast<float>(x); }
 inline float __uint_as_float(unsigned int x) { return nn_cuda_cpu_bit_cast<float>(x); }
 inline long long __double_as_longlong(double x) { return nn_cuda_cpu_bit_cast<long long>(x); }
 inline double __longlong_as_double(long long x) { return nn_cuda_cpu_bit_cast<double>(x); }
+inline int __double2hiint(double x) { return static_cast<int>(nn_cuda_cpu_bit_cast<unsigned long long>(x) >> 32); }
+inline int __double2loint(double x) { return static_cast<int>(nn_cuda_cpu_bit_cast<unsigned long long>(x)); }
+inline double __hiloint2double(int hi, int lo)
+{
+    return nn_cuda_cpu_bit_cast<double>(static_cast<unsigned long long>(static_cast<unsigned int>(hi)) << 32 |
+                                        static_cast<unsigned int>(lo));
+}
+
+// ---- conversions rounded as their name says (_rn, _rz, _rd, _ru: the type casting intrinsics) ----------
+// A float or double to an integer: rounded to an integer in the host's mode, set around it (nearbyint),
+// then clamped to the integer's range, as a GPU's cvt instruction clamps; NaN gives 0, or 1 << (bits - 1)
+// from a double or into 64 bits (the PTX ISA's cvt): __float2int_rn(NaN) is 0, __double2int_rn(NaN)
+// INT_MIN, __float2ull_rn(NaN) 2^63. An integer to a float, or a double to a float, converted in the mode.
+
+namespace nn_cuda_cpu {
+
+template <typename I, typename F>
+inline I to_integer(int mode, F x)
+{
+    if (x != x) {
+        return sizeof(F) == 8 || sizeof(I) == 8 ? static_cast<I>(1ull << (8 * sizeof(I) - 1)) : I(0);
+    }
+    const F r = rounded<F>(mode, [](F v) { return std::nearbyint(v); }, x);
+    const F end = static_cast<F>(std::numeric_limits<I>::max() / 2 + 1) * F(2);  // 2^31, 2^32, 2^63 or 2^64
+    if (r >= end) {
+        return std::numeric_limits<I>::max();
+    }
+    if (r < (std::is_signed<I>::value ? -end : F(0))) {
+        return std::numeric_limits<I>::min();
+    }
+    return static_cast<I>(r);
+}
+
+template <typename To, typename From>
+inline To converted(int mode, From x)
+{
+    return rounded<To>(mode, [](From v) { return static_cast<To>(v); }, x);
+}
+
+}  // namespace nn_cuda_cpu
+
+#define NN_CUDA_CPU_CONVERSION(name, operation, To, From)                                             \
+    inline To __##name##_rn(From x) { return nn_cuda_cpu::operation<To>(FE_TONEAREST, x); }          \
+    inline To __##name##_rz(From x) { return nn_cuda_cpu::operation<To>(FE_TOWARDZERO, x); }         \
+    inline To __##name##_rd(From x) { return nn_cuda_cpu::operation<To>(FE_DOWNWARD, x); }           \
+    inline To __##name##_ru(From x) { return nn_cuda_cpu::operation<To>(FE_UPWARD, x); }
+NN_CUDA_CPU_CONVERSION(float2int, to_integer, int, float)
+NN_CUDA_CPU_CONVERSION(float2uint, to_integer, unsigned int, float)
+NN_CUDA_CPU_CONVERSION(float2ll, to_integer, long long, float)
+NN_CUDA_CPU_CONVERSION(float2ull, to_integer, unsigned long long, float)
+NN_CUDA_CPU_CONVERSION(double2int, to_integer, int, double)
+NN_CUDA_CPU_CONVERSION(double2uint, to_integer, unsigned int, double)
+NN_CUDA_CPU_CONVERSION(double2ll, to_integer, long long, double)
+NN_CUDA_CPU_CONVERSION(double2ull, to_integer, unsigned long long, double)
+NN_CUDA_CPU_CONVERSION(int2float, converted, float, int)
+NN_CUDA_CPU_CONVERSION(uint2float, converted, float, unsigned int)
+NN_CUDA_CPU_CONVERSION(ll2float, converted, float, long long)
+NN_CUDA_CPU_CONVERSION(ull2float, converted, float, unsigned long long)
+NN_CUDA_CPU_CONVERSION(ll2double, converted, double, long long)
+NN_CUDA_CPU_CONVERSION(ull2double, converted, double, unsigned long long)
+NN_CUDA_CPU_CONVERSION(double2float, converted, float, double)
+#undef NN_CUDA_CPU_CONVERSION
+inline double __int2double_rn(int x) { return x; }  // exact: only _rn exists
+inline double __uint2double_rn(unsigned int x) { return x; }
 
 inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
@@ -359,13 +759,28 @@ inline unsigned int atomicDec(unsigned int* a, unsigned int limit)  // wraps to 
         return old == 0 || old > limit ? limit : old - 1;
     }));
 }
+namespace nn_cuda_cpu {
+template <typename T>
+inline T noted_sum(T old, T v)  // atomic_sum_magnitude (runtime.h) of a float atomicAdd, then `old`
+{
+#if !defined(NN_CUDA_CPU_WORKERS)
+    const double largest = std::fmax(std::fabs(static_cast<double>(old)), std::fabs(static_cast<double>(v)));
+    if (largest > atomic_sum_magnitude) {  // NaN compares false
+        atomic_sum_magnitude = largest;
+    }
+#endif
+    return old;
+}
+}  // namespace nn_cuda_cpu
 inline float atomicAdd(float* a, float v)
 {
-    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](float old) { return old + v; }));
+    return nn_cuda_cpu::noted_sum(
+        NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](float old) { return old + v; })), v);
 }
 inline double atomicAdd(double* a, double v)
 {
-    return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; }));
+    return nn_cuda_cpu::noted_sum(
+        NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](double old) { return old + v; })), v);
 }
 inline float atomicExch(float* a, float v)
 {
@@ -497,6 +912,10 @@ constexpr bool nn_cuda_cpu_unsupported = false;
     }
 NN_CUDA_CPU_UNSUPPORTED(__isGlobal, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isShared, "address space queries")
+NN_CUDA_CPU_UNSUPPORTED(__cvta_generic_to_shared, "address space conversions, which inline PTX takes")
+NN_CUDA_CPU_UNSUPPORTED(__cvta_generic_to_global, "address space conversions, which inline PTX takes")
+NN_CUDA_CPU_UNSUPPORTED(__cvta_shared_to_generic, "address space conversions, which inline PTX takes")
+NN_CUDA_CPU_UNSUPPORTED(__cvta_global_to_generic, "address space conversions, which inline PTX takes")
 NN_CUDA_CPU_UNSUPPORTED(__isLocal, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isConstant, "address space queries")
 

@@ -156,6 +156,7 @@ class LoadedKernels:
         self.tool_path = tool_path  # the library as another process (nm, addr2line) reads it
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._lib.nn_cuda_cpu_undefined_lane_read.restype = ctypes.c_char_p
+        self._lib.nn_cuda_cpu_atomic_sum_magnitude.restype = ctypes.c_double
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
         self.threads = 1 if check or cooperative else threads_from_environment()
@@ -245,8 +246,9 @@ class LoadedKernels:
                 first = buffers.snapshot()
                 # the same orders backwards: of two threads (or blocks) writing one place, the one
                 # that wrote first there writes last here
+                first_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
                 self._run_again(index, launch, buffers, beginning, mirrored=True)
-                self._assert_same_results(buffers, first)
+                self._assert_same_results(buffers, first, first_magnitude)
                 if buffers.integer_outputs() and (self._shared or getattr(launch, "shared_mem", 0)):
                     self._assert_shared_read_written(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
@@ -258,12 +260,13 @@ class LoadedKernels:
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._nan_without_fills(index, launch, buffers, beginning))
 
-    def _assert_same_results(self, buffers, first) -> None:
+    def _assert_same_results(self, buffers, first, first_magnitude: float) -> None:
         """The two checked runs' results alike (_CheckedBuffers.assert_same_as); where they differ and a
         shuffle read a lane with no value to give (all ones in one run, zeros in the other), that read
         is named as the cause."""
         try:
-            buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()))
+            buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()),
+                                   atomic_magnitude=max(first_magnitude, self._lib.nn_cuda_cpu_atomic_sum_magnitude()))
         except KernelError as race:
             read = self._lib.nn_cuda_cpu_undefined_lane_read()
             found = buffers.first_difference(first)
@@ -784,17 +787,18 @@ class _CheckedBuffers:
         """Whether an output holds no floating-point values (so no NaN can show a poisoned read)."""
         return any(self.views[i].dtype.kind != "f" for i in self.outputs)
 
-    def first_difference(self, snapshot: dict, rounding: bool = False) -> tuple | None:
+    def first_difference(self, snapshot: dict, rounding: bool = False, atomic_magnitude: float = 0.0) -> tuple | None:
         """(argument position, index, value in `snapshot`, value now: as text) of the first element
         that differs from `snapshot` in its bits, or None; with `rounding` (the kernel used atomics, so
         its floating-point sums may come in another order), floating-point arguments may differ by what
-        summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude."""
+        summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude, or of the
+        largest an atomicAdd of floats found or added (`atomic_magnitude`), whichever is larger."""
         for i, before in snapshot.items():
             now = self.views[i]
             values_before, format_name = float_values(before, self.launch.signature[i])
             if rounding and format_name is not None:
                 values_now = float_values(now, self.launch.signature[i])[0]
-                scale = float(np.nanmax(np.abs(values_before), initial=0.0))
+                scale = max(float(np.nanmax(np.abs(values_before), initial=0.0)), atomic_magnitude)
                 with np.errstate(invalid="ignore"):
                     differs = ~((np.abs(values_before - values_now) <= ROUNDING_RTOL[format_name] * scale)
                                 | (np.isnan(values_before) & np.isnan(values_now)))
@@ -808,10 +812,10 @@ class _CheckedBuffers:
                 return i, index, _value_text(before[index]), _value_text(now[index])
         return None
 
-    def assert_same_as(self, snapshot: dict, atomics: bool = False) -> None:
+    def assert_same_as(self, snapshot: dict, atomics: bool = False, atomic_magnitude: float = 0.0) -> None:
         """KernelError unless every argument holds what it holds in `snapshot` (first_difference), up to
         rounding when the kernel used `atomics` (whose tickets may also place results in another order)."""
-        found = self.first_difference(snapshot, rounding=atomics)
+        found = self.first_difference(snapshot, rounding=atomics, atomic_magnitude=atomic_magnitude)
         if found is None:
             return
         i, index, before, now = found

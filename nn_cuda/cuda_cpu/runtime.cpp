@@ -1143,6 +1143,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         return 1;
     }
     atomics_used = false;
+    atomic_sum_magnitude = 0.0;
     block_dim = dim3{block[0], block[1], block[2]};
     grid_dim = dim3{grid[0], grid[1], grid[2]};
     std::seed_seq mixed{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
@@ -1255,6 +1256,7 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
 // ---- the library's C interface (the part that does not depend on its kernels: runtime.h) -------------
 
 extern "C" int nn_cuda_cpu_atomics_used() { return nn_cuda_cpu::atomics_used; }
+extern "C" double nn_cuda_cpu_atomic_sum_magnitude() { return nn_cuda_cpu::atomic_sum_magnitude; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }
 extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }
 extern "C" size_t nn_cuda_cpu_resident_blocks() { return nn_cuda_cpu::kResidentBlocks; }

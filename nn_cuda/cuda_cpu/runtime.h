@@ -168,6 +168,11 @@ extern thread_local SharedGuard shared_guard;
 // floats, additions under a lock taken by atomicCAS) then depends on the order of the threads within
 // rounding, and results placed at slots taken from an atomic counter come in their order.
 inline std::atomic<bool> atomics_used{false};
+// The largest magnitude a floating-point atomicAdd of the launch found, added or made (device_functions.h),
+// in the builds whose blocks run on one host thread (the checking mode's): a sum that cancels to
+// about zero (a total momentum) rounds by what its partial sums are, which the checking mode then
+// allows between its two orders, where the result's own magnitude would allow next to nothing.
+inline double atomic_sum_magnitude = 0.0;
 
 inline size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
 
