@@ -268,7 +268,7 @@ class RawKernel:
         if stream is not None:
             raise TypeError(f"{self.name}: the CPU runner has no streams; a launch runs to its end before the call "
                             "returns, as on one stream followed by its synchronize() (leave stream=None)")
-        index, signature = self._bound()
+        index, signature = self._found or self._bound()
         kernels = self._module._kernels
         grid, block = _dimensions("grid", grid), _dimensions("block", block)
         if self._module.enable_cooperative_groups:
@@ -296,7 +296,8 @@ class RawKernel:
         """Run a launch whose arguments its launcher has already checked against this kernel's
         signature (nn_cuda.kernel_launch's table: a KernelLaunch), with its parameter names for the
         checking mode's messages and its `write_only` arguments NaN-filled there."""
-        self._kernels.launch(self._bound()[0], launch, list(parameter_names))
+        index, _ = self._found or self._bound()  # found when get_function made it: no call on this path
+        self._module._kernels.launch(index, launch, list(parameter_names))
 
 
 def _cooperative_grid(grid: tuple, resident: int) -> tuple:
