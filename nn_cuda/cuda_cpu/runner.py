@@ -469,7 +469,6 @@ class LoadedKernels:
             self._fill_shared(range(len(self._shared)), dynamic=True)
         return found
 
-
     def _nan_without_fills(self, index, launch, buffers, beginning) -> dict[int, np.ndarray]:
         """Where the outputs hold NaN when nothing the checking mode fills holds NaN: the launch runs
         again from `beginning` with __shared__ memory and the bytes before each array filled with
