@@ -190,3 +190,34 @@ def test_a_kernel_and_its_module_pickle_built_or_not():
         launch = copy if isinstance(copy, RawKernel) else copy.get_function("grid_size")
         launch((3,), (1,), (out,))
         assert out.tolist() == [3, 3, 3]
+
+
+CPP_KERNELS = r"""
+// C++ kernels, as nvcc builds them: CuPy's get_function finds them by their mangled names
+template <typename T>
+__global__ void scale(T* x, T by, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= by;
+}
+
+__global__ void count(int* out) { atomicAdd(out, 1); }
+"""
+
+
+def test_a_cpp_kernel_built_by_nvcc_is_found_by_its_mangled_name():
+    """With backend='nvcc' CuPy refuses name_expressions and finds a C++ kernel by its mangled name, as
+    the GPU module names it; the runner demangles it (c++filt) and builds that instance, at the first
+    ask. Until 2026-11-27 only name_expressions reached such a kernel here."""
+    module = RawModule(code=CPP_KERNELS, backend="nvcc")
+    x = np.arange(4, dtype=np.float32)
+    module.get_function("_Z5scaleIfEvPT_S0_i")((1,), (4,), (x, np.float32(3), 4))  # scale<float>
+    np.testing.assert_array_equal(x, [0, 3, 6, 9])
+    out = np.zeros(1, np.int32)
+    module.get_function("_Z5countPi")((2,), (32,), (out,))  # count, not a template
+    assert out[0] == 64
+    y = np.arange(3, dtype=np.float64)
+    RawKernel(CPP_KERNELS, "_Z5scaleIdEvPT_S0_i", backend="nvcc")((1,), (4,), (y, 2.0, 3))  # scale<double>
+    np.testing.assert_array_equal(y, [0, 2, 4])
+    with pytest.raises(LookupError, match=r"no kernel '_Z6absentPi' in this RawModule"):
+        module.get_function("_Z6absentPi")

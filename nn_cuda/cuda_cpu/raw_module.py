@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from . import arguments, build, device_memory, nvrtc_headers, shared_headers
-from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment,
+from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment, demangled,
                      static_shared_bytes)
 
 _MAX_DIMENSION = 2**31 - 1
@@ -107,6 +107,9 @@ class RawModule:
             self._cpu_code = nvrtc_headers.nvcc_prelude() + build.line_one(name) + self._cpu_code
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
+        #: the kernels asked for by their mangled names (as CuPy finds a C++ kernel built by nvcc),
+        #: mangled name -> the name expression of the instance built for it
+        self._mangled: dict[str, str] = {}
 
     def __getstate__(self) -> dict:
         """A module pickles as its code and options (as CuPy's does), and is built again, or loaded
@@ -143,20 +146,50 @@ class RawModule:
                                   workers=not self.enable_cooperative_groups)
 
     def _instances(self) -> list[str]:
-        """The name expressions that name no variable, then the extern "C" kernels of the code."""
+        """The name expressions that name no variable, then the extern "C" kernels of the code, then the
+        kernels asked for by their mangled names (last, so that a rebuild for one more keeps the
+        others' places)."""
         kernels = [name for name in self.name_expressions if not names_a_variable(name, self.code)]
-        return list(dict.fromkeys([*kernels, *extern_c_kernels(self.code, self._flags)]))
+        return list(dict.fromkeys([*kernels, *extern_c_kernels(self.code, self._flags), *self._mangled.values()]))
+
+    def index_of(self, name: str) -> int | None:
+        """The place of kernel `name` (a name expression, an extern "C" kernel's name, or a mangled
+        name) in the built module, or None."""
+        return self._index.get(self._mangled.get(name, name))
+
+    def _find_mangled(self, name: str) -> None:
+        """A C++ kernel asked for by its mangled name (`_Z6reduceIfEvPKT_PS0_i`), as CuPy's get_function
+        finds one in an nvcc build: built as the instance its demangled name expresses (a rebuild of
+        the module with one more instance, at the first ask)."""
+        text = demangled([name])[0]
+        expression = _name_expression(text) if text != name else None
+        if expression is None or expression in self._mangled.values():
+            if expression is not None:
+                self._mangled[name] = expression
+            return
+        self._mangled[name] = expression
+        if expression not in self._index:
+            self._kernels = None
+            try:
+                self.compile()
+            except build.KernelBuildError:
+                del self._mangled[name]  # names no kernel of the code: the module as it was
+                self.compile()
 
     def get_function(self, name: str) -> RawKernel:
-        """The kernel `name`: one of name_expressions, or an extern "C" kernel of the code."""
+        """The kernel `name`: one of name_expressions, an extern "C" kernel of the code, or a C++
+        kernel's mangled name."""
         self.compile()
-        if name not in self._index:
+        if name.startswith("_Z") and self.index_of(name) is None:
+            self._find_mangled(name)
+        if self.index_of(name) is None:
             if name in self.name_expressions and names_a_variable(name, self.code):
                 raise LookupError(f"{name!r} names a variable of this RawModule, not a kernel: get_global"
                                   f"({name.lstrip('&').strip()!r}) gives its bytes")
             if re.search(rf"\b__global__\b[^;{{}}]*?\b{re.escape(name)}\s*\(", self.code):
-                how = (f"{name} is a C++ kernel of the code (not extern \"C\"), which CuPy finds only through "
-                       f"name_expressions too: RawModule(..., name_expressions=({name!r},))")
+                how = (f"{name} is a C++ kernel of the code (not extern \"C\"), which CuPy finds through "
+                       f"name_expressions too: RawModule(..., name_expressions=({name!r},)), or with "
+                       "backend='nvcc' by its mangled name (get_function('_Z...'))")
             elif re.search(rf"\b{re.escape(name.split('<')[0].strip())}\b", self.code):
                 how = "a template instance must be listed in name_expressions, spelled the same"
             else:
@@ -167,6 +200,18 @@ class RawModule:
                 f"({how})"
             )
         return RawKernel._of_module(self, name)
+
+
+def _name_expression(function: str) -> str | None:
+    """The name expression of a kernel as c++filt writes it: "void reduce<float>(float const*, int)"
+    -> "reduce<float>", "ns::k(float*)" -> "ns::k"; None for what is no function."""
+    depth = 0
+    for position, character in enumerate(function):
+        depth += {"<": 1, ">": -1}.get(character, 0)
+        if character == "(" and depth == 0:
+            head = function[:position].strip()
+            return head.removeprefix("void ").strip() or None  # a template instance's name comes with its type
+    return None
 
 
 def _refuse_too_much_static_shared(library: str, name: str) -> None:
@@ -242,9 +287,9 @@ class RawKernel:
         module holds no kernel of this name, TypeError when a parameter cannot be passed."""
         if self._found is None:
             self._module.compile()
-            if self.name not in self._module._index:
-                self._module.get_function(self.name)  # raises LookupError, saying what the module holds
-            index = self._module._index[self.name]
+            if self._module.index_of(self.name) is None:
+                self._module.get_function(self.name)  # finds a mangled name, or raises LookupError
+            index = self._module.index_of(self.name)
             signature = self._module._kernels.signature(index)
             bad = arguments.unsupported(signature)
             if bad:

@@ -505,9 +505,9 @@ def _source_frame(line: str) -> tuple[str, str] | None:
     return (name if name.startswith("(") else place), number
 
 
-def _demangled(symbols) -> list[str]:
-    """"__shared__ `tile` (in mirror)" for each __shared__ array's symbol (a function-local static, demangled by
-    c++filt as "mirror::tile" or "void k<float>(float*)::tile"); the symbol itself without c++filt."""
+def demangled(symbols) -> list[str]:
+    """Each symbol as c++filt demangles it ("_Z1kPf" -> "k(float*)"); the symbols themselves without
+    c++filt (binutils')."""
     symbols = list(symbols)
     tool = shutil.which("c++filt")
     try:
@@ -515,10 +515,14 @@ def _demangled(symbols) -> list[str]:
                                check=True).stdout.splitlines() if tool else symbols
     except (OSError, subprocess.SubprocessError):
         plain = symbols
-    if len(plain) != len(symbols):
-        plain = symbols
+    return plain if len(plain) == len(symbols) else symbols
+
+
+def _demangled(symbols) -> list[str]:
+    """"__shared__ `tile` (in mirror)" for each __shared__ array's symbol (a function-local static, demangled by
+    c++filt as "mirror::tile" or "void k<float>(float*)::tile"); the symbol itself without c++filt."""
     named = []
-    for text in plain:
+    for text in demangled(symbols):
         function, _, array = text.rpartition("::")
         function = function.split("(")[0].removeprefix("void ").strip()
         named.append(f"__shared__ `{array}` (in {function})" if function and array else f"__shared__ `{text}`")
