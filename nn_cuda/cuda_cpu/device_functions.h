@@ -206,8 +206,17 @@ NN_CUDA_CPU_ROUNDED_OPERATIONS(rz, FE_TOWARDZERO)
 NN_CUDA_CPU_ROUNDED_OPERATIONS(rd, FE_DOWNWARD)
 NN_CUDA_CPU_ROUNDED_OPERATIONS(ru, FE_UPWARD)
 
+// rsqrt and rsqrtf: glibc 2.42 and later declare C23's, which then serve (a definition here would
+// conflict with their declaration)
+#if defined(__GLIBC__)
+#if __GLIBC_PREREQ(2, 42)
+#define NN_CUDA_CPU_HOST_HAS_RSQRT
+#endif
+#endif
+#if !defined(NN_CUDA_CPU_HOST_HAS_RSQRT)
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+#endif
 inline float rsqrt(float x) { return rsqrtf(x); }  // C++'s float overload, as CUDA's
 
 // ---- CUDA's math API beyond the C library's ----------------------------------------------------------
