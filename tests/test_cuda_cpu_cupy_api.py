@@ -221,3 +221,23 @@ def test_a_cpp_kernel_built_by_nvcc_is_found_by_its_mangled_name():
     np.testing.assert_array_equal(y, [0, 2, 4])
     with pytest.raises(LookupError, match=r"no kernel '_Z6absentPi' in this RawModule"):
         module.get_function("_Z6absentPi")
+
+
+def test_nvrtcs_options_in_both_spellings_and_default_device_are_taken():
+    """NVRTC 12.9 compiles with each of these (PolyBench-ACC tried them): the runner refused the long
+    or the short spelling of some; and with -default-device NVRTC takes a function without
+    __device__ as a device one, so a helper returning cudaError_t is no host function there."""
+    code = r"""
+    cudaError_t check(int x) { return x < 0 ? cudaErrorInvalidValue : cudaSuccess; }
+    extern "C" __global__ void k(int* out) { out[threadIdx.x] = check((int)threadIdx.x - 1); }
+    """
+    options = ("--device-as-default-execution-space", "-split-compile=0", "--minimal", "-ewp",
+               "--extensible-whole-program", "--fdevice-time-trace=trace.json")
+    out = np.full(2, -1, np.int32)
+    RawModule(code=code, options=options).get_function("k")((1,), (2,), (out,))
+    assert out.tolist() == [1, 0]  # cudaErrorInvalidValue is 1
+    out[:] = -1
+    RawModule(code=code, options=("-default-device",)).get_function("k")((1,), (2,), (out,))
+    assert out.tolist() == [1, 0]
+    with pytest.raises(Exception, match=r"check is a host function .* give the option -default-device"):
+        RawModule(code=code).get_function("k")

@@ -104,10 +104,12 @@ class KernelBuildError(KernelFailure):
 _GPU_ONLY_OPTIONS = ("-arch", "--gpu-architecture", "-use_fast_math", "--use_fast_math", "-ftz", "--ftz",
                      "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-lineinfo",
                      "--generate-line-info", "-G", "--device-debug", "-maxrregcount", "--maxrregcount",
-                     "-restrict", "--restrict", "-default-device", "--extra-device-vectorization",
+                     "-restrict", "--restrict", "-default-device", "--device-as-default-execution-space",
+                     "--extra-device-vectorization", "-extra-device-vectorization", "-minimal", "--minimal",
+                     "-ewp", "--extensible-whole-program", "-fdevice-time-trace", "--fdevice-time-trace",
                      # relocatable device code, the GPU assembler's options, 128-bit integers (the host has them)
                      "-dc", "-rdc", "--relocatable-device-code", "-dlto", "--dlto", "-dopt", "--dopt",
-                     "-Xptxas", "--ptxas-options", "--device-int128", "--split-compile",
+                     "-Xptxas", "--ptxas-options", "--device-int128", "-split-compile", "--split-compile",
                      # the compiler's warnings and their numbers: the runner shows only the errors of a build
                      "-w", "--disable-warnings", "-diag-suppress", "--diag-suppress", "-diag-warn",
                      "--diag-warn", "-diag-error", "--diag-error")

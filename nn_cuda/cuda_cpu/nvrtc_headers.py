@@ -206,15 +206,22 @@ def host_functions(code: str) -> list[tuple[int, str]]:
     return found
 
 
-def refusal(code: str, name: str) -> str | None:
-    """The one-line message for the first refused include or host function, or None."""
-    includes, functions = refused_includes(code), host_functions(code)
+#: NVRTC's option that makes a function without __host__, __device__ or __global__ a device function
+DEFAULT_DEVICE_OPTIONS = ("-default-device", "--device-as-default-execution-space")
+
+
+def refusal(code: str, name: str, options=()) -> str | None:
+    """The one-line message for the first refused include or host function (none with -default-device
+    among NVRTC's `options`), or None."""
+    default_device = any(option in DEFAULT_DEVICE_OPTIONS for option in options)
+    includes, functions = refused_includes(code), [] if default_device else host_functions(code)
     if functions and (not includes or functions[0][0] < includes[0][0]):
         line, function = functions[0]
         return (f"{name}:{line}: {function} is a host function (no __device__ or __global__), which NVRTC, CuPy's "
                 "default compiler, refuses even as a prototype (\"host functions are not allowed in JIT mode\"): "
-                "CuPy's build of this code fails on a GPU. Remove it, mark it __device__, or build with "
-                "backend='nvcc', which takes host code")
+                "CuPy's build of this code fails on a GPU. Remove it, mark it __device__, give the option "
+                "-default-device (NVRTC then takes such functions as device ones), or build with backend='nvcc', "
+                "which takes host code")
     if not includes:
         return None
     line, header = includes[0]

@@ -120,7 +120,7 @@ class RawModule:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
         if self._kernels is not None:
             return
-        refused = self.backend == "nvrtc" and nvrtc_headers.refusal(self.code, self.name or build.CODE_NAME)
+        refused = self.backend == "nvrtc" and nvrtc_headers.refusal(self.code, self.name or build.CODE_NAME, self.options)
         if refused:
             raise build.KernelBuildError(refused)
         instances = self._instances()
