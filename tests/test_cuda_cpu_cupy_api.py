@@ -241,3 +241,23 @@ def test_nvrtcs_options_in_both_spellings_and_default_device_are_taken():
     assert out.tolist() == [1, 0]
     with pytest.raises(Exception, match=r"check is a host function .* give the option -default-device"):
         RawModule(code=code).get_function("k")
+
+
+@MODES
+def test_an_instance_of_a_constant_variable_template_is_reached_by_its_name_expression(check):
+    """HeCBench's convolution1D keeps its mask in `template <typename T> __constant__ T mask[...]`:
+    NVRTC takes "&mask<float>" as a name expression and CuPy's get_global finds the instance by it.
+    The runner took it for a kernel (the build failed) and looked for a symbol of that name."""
+    code = r"""
+    template <typename T> __constant__ T mask[8];
+    template <typename T> __global__ void masked(const T* x, T* out) { out[threadIdx.x] = mask<T>[threadIdx.x] * x[threadIdx.x]; }
+    """
+    module = RawModule(code=code, name_expressions=("masked<float>", "masked<double>", "&mask<float>"), check=check)
+    module.get_global("&mask<float>").view(np.float32)[:] = np.arange(8)
+    module.get_global("mask<double>").view(np.float64)[:] = -np.arange(8)
+    x, out = np.full(8, 2, np.float32), np.full(8, np.nan, np.float32)
+    module.get_function("masked<float>")((1,), (8,), (x, out))
+    np.testing.assert_array_equal(out, 2 * np.arange(8))
+    out64 = np.full(8, np.nan)
+    module.get_function("masked<double>")((1,), (8,), (np.ones(8), out64))
+    np.testing.assert_array_equal(out64, -np.arange(8))

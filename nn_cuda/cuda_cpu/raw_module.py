@@ -138,7 +138,7 @@ class RawModule:
         over the module's memory; `.view(np.float32)` reads them as floats), where cupy.RawModule's
         get_global gives a device pointer: write them before a launch, read them after."""
         self.compile()
-        return self._kernels.global_variable(name)
+        return self._kernels.global_variable(name.lstrip("&").strip())  # "&c", as a name expression names it
 
     def library_path(self) -> Path:
         """The module's library in the build cache, built first if needed (not loaded)."""
@@ -482,6 +482,7 @@ def names_a_variable(expression: str, code: str) -> bool:
     as NVRTC takes them): such a one is no kernel of the module's instance table; CuPy's get_global
     finds the variable by its name all the same."""
     name = expression.lstrip("&").strip()
+    name = name.split("<", 1)[0].strip() if name.endswith(">") else name  # an instance of a variable template
     return re.fullmatch(r"[A-Za-z_]\w*", name) is not None and \
         re.search(_VARIABLE.format(name=re.escape(name)), code) is not None
 

@@ -195,6 +195,11 @@ class LoadedKernels:
         """The bytes of the library's global variable `name` (a __device__ or __constant__ one at
         global scope), writable: a uint8 view of the library's own memory. LookupError if none."""
         sizes = dict(_data_symbols(self.tool_path, "RawModule.get_global finds variables"))
+        if "<" in name:  # an instance of a variable template (`mask<float>`): found by its demangled name
+            wanted = name.replace(" ", "")
+            symbols = [symbol for symbol in sizes if symbol.startswith("_Z")]
+            name = next((symbol for symbol, text in zip(symbols, demangled(symbols))
+                         if text.replace(" ", "") == wanted), name)
         if name not in sizes:
             internal = f"_ZL{len(name)}{name}" in sizes  # `static`: no symbol of that name to find
             raise LookupError(
