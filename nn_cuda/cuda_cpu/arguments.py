@@ -11,7 +11,9 @@ the bytes whatever the parameter is; here every argument must fit its parameter:
   pointer, as CuPy passes it; a pointer to pointers ("void**", "float**") takes an array of
   addresses, 8-byte integers (np.array([a.ctypes.data, ...], np.uint64)), as CuPy takes an array of
   device pointers;
-- a scalar takes a NumPy scalar of exactly its dtype, or a Python value that reaches it on a GPU as
+- a scalar takes a NumPy scalar of exactly its dtype (or of an integer dtype of its size whose value it
+  holds: the same bytes, as an enum's mode passed as an int32 to its underlying unsigned int), or a
+  Python value that reaches it on a GPU as
   itself: an int for an integer parameter when it is in range (CuPy passes it as a long long, whose
   first bytes are the value), a float for a double, a bool for bool (an enum is its underlying
   integer type). CuPy passes a Python float to a float parameter as a double, and an int to a float
@@ -104,9 +106,17 @@ def _argument(where: str, c_type: str, value):
         return _struct_bytes(where, 4 if c_type.endswith("2") else 2, value)  # a pair, or one
     dtype = scalar_dtype(c_type)
     if isinstance(value, np.generic):
-        if value.dtype != dtype:
-            raise TypeError(f"{where} takes a numpy.{dtype.name}, got {_given(value)}")
-        return value
+        if value.dtype == dtype:
+            return value
+        # an integer of the same size, signed where the parameter is not or the other way: CuPy passes
+        # its bytes, which a GPU reads as the same number where the parameter's type holds it (an enum
+        # is its underlying type, which GCC makes unsigned int when no enumerator is negative)
+        if value.dtype.kind in "iu" and dtype.kind in "iu" and value.dtype.itemsize == dtype.itemsize:
+            limits = np.iinfo(dtype)
+            if limits.min <= int(value) <= limits.max:
+                return dtype.type(int(value))
+            raise TypeError(f"{where}: {value} is outside the range of {dtype.name} ({limits.min} to {limits.max})")
+        raise TypeError(f"{where} takes a numpy.{dtype.name}, got {_given(value)}")
     if dtype.kind == "b":
         if not isinstance(value, bool):
             raise TypeError(f"{where} takes a bool or a numpy.bool, got {_given(value)}")
