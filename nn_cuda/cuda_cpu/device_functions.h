@@ -970,3 +970,566 @@ NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf3Dread)
 NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf1Dwrite)
 NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf2Dwrite)
 NN_CUDA_CPU_UNSUPPORTED_TEXTURE(surf3Dwrite)
+
+// ---- integer intrinsics (CUDA Math API, "Integer Intrinsics") ------------------------------------------
+// Each as CUDA documents it, on the exact value in a wider type: the halving adds on 33 bits, the
+// 64-bit high products on 128, the funnel shifts on the 64-bit pair hi:lo.
+
+inline unsigned long long __brevll(unsigned long long x)
+{
+    return static_cast<unsigned long long>(__brev(static_cast<unsigned int>(x))) << 32 | __brev(static_cast<unsigned int>(x >> 32));
+}
+// byte n of the result: byte s<4n+2:4n> of the eight bytes y:x (x the low four); s<31:16> unused
+inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s)
+{
+    const unsigned long long bytes = static_cast<unsigned long long>(y) << 32 | x;
+    unsigned int result = 0;
+    for (int n = 0; n < 4; ++n) {
+        const unsigned int selector = (s >> (4 * n)) & 7u;
+        result |= static_cast<unsigned int>((bytes >> (8 * selector)) & 0xFFu) << (8 * n);
+    }
+    return result;
+}
+inline long long __mul64hi(long long a, long long b)
+{
+    return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
+}
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
+{
+    return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+// |x - y| + z, the difference exact (up to 2^32 - 1), the sum modulo 2^32
+inline unsigned int __sad(int x, int y, unsigned int z)
+{
+    const long long d = static_cast<long long>(x) - y;
+    return static_cast<unsigned int>(d < 0 ? -d : d) + z;
+}
+inline unsigned int __usad(unsigned int x, unsigned int y, unsigned int z) { return (x > y ? x - y : y - x) + z; }
+// hi:lo shifted left by shift & 31 (_l) or by min(shift, 32) (_lc): its high 32 bits; shifted right: its low 32
+inline unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int shift)
+{
+    return static_cast<unsigned int>(((static_cast<unsigned long long>(hi) << 32 | lo) << (shift & 31u)) >> 32);
+}
+inline unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int shift)
+{
+    return static_cast<unsigned int>(((static_cast<unsigned long long>(hi) << 32 | lo) << (shift < 32u ? shift : 32u)) >> 32);
+}
+inline unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int shift)
+{
+    return static_cast<unsigned int>((static_cast<unsigned long long>(hi) << 32 | lo) >> (shift & 31u));
+}
+inline unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int shift)
+{
+    return static_cast<unsigned int>((static_cast<unsigned long long>(hi) << 32 | lo) >> (shift < 32u ? shift : 32u));
+}
+// The averages: (x + y) >> 1 and (x + y + 1) >> 1 without overflow. int __hadd(int, int) is an exact
+// match beside cuda_fp16.h's __hadd(__half, __half) and cuda_bf16.h's, as on a GPU, so __hadd(3, 5) is
+// not ambiguous with them included.
+inline int __hadd(int x, int y) { return static_cast<int>((static_cast<long long>(x) + y) >> 1); }
+inline int __rhadd(int x, int y) { return static_cast<int>((static_cast<long long>(x) + y + 1) >> 1); }
+inline unsigned int __uhadd(unsigned int x, unsigned int y) { return static_cast<unsigned int>((static_cast<unsigned long long>(x) + y) >> 1); }
+inline unsigned int __urhadd(unsigned int x, unsigned int y) { return static_cast<unsigned int>((static_cast<unsigned long long>(x) + y + 1) >> 1); }
+// The position of the offset-th set bit of mask from bit `base` on, upwards (offset > 0) or downwards
+// (offset < 0); offset 0: base itself if set. 0xFFFFFFFF where there is none (PTX's fns).
+inline unsigned int __fns(unsigned int mask, unsigned int base, int offset)
+{
+    if (offset == 0) {
+        return base < 32u && (mask >> base & 1u) ? base : 0xFFFFFFFFu;
+    }
+    const int step = offset > 0 ? 1 : -1;
+    long long count = offset > 0 ? static_cast<long long>(offset) - 1 : -static_cast<long long>(offset) - 1;
+    for (long long position = base; position >= 0 && position < 32; position += step) {
+        if (mask >> position & 1u) {
+            if (count == 0) {
+                return static_cast<unsigned int>(position);
+            }
+            --count;
+        }
+    }
+    return 0xFFFFFFFFu;
+}
+
+// The dot products: four bytes of a times four of b (__dp4a), or two halfwords of a times the low two
+// (__dp2a_lo) or the high two (__dp2a_hi) bytes of b, plus c; signed in the int forms, unsigned in the
+// unsigned ones, modulo 2^32; and the forms on char4/uchar4 and short2/ushort2, as CUDA declares them.
+namespace nn_cuda_cpu {
+template <int Bits, bool Signed>
+inline long long lane_of(unsigned int x, int i)  // lane i of `Bits` bits, sign- or zero-extended
+{
+    const unsigned int mask = Bits == 32 ? 0xFFFFFFFFu : (1u << Bits) - 1u;
+    const unsigned int v = (x >> (Bits * i)) & mask;
+    return Signed && (v >> (Bits - 1)) ? static_cast<long long>(v) - (1LL << Bits) : static_cast<long long>(v);
+}
+template <bool Signed>
+inline unsigned int dot2(unsigned int a, unsigned int b, int first_byte, unsigned int c)
+{
+    const long long sum = lane_of<16, Signed>(a, 0) * lane_of<8, Signed>(b, first_byte) +
+                          lane_of<16, Signed>(a, 1) * lane_of<8, Signed>(b, first_byte + 1);
+    return static_cast<unsigned int>(sum) + c;
+}
+template <bool Signed>
+inline unsigned int dot4(unsigned int a, unsigned int b, unsigned int c)
+{
+    long long sum = 0;
+    for (int i = 0; i < 4; ++i) {
+        sum += lane_of<8, Signed>(a, i) * lane_of<8, Signed>(b, i);
+    }
+    return static_cast<unsigned int>(sum) + c;
+}
+template <typename V>
+inline unsigned int packed(V v)  // the bits of a 4-byte vector
+{
+    return nn_cuda_cpu_bit_cast<unsigned int>(v);
+}
+}  // namespace nn_cuda_cpu
+inline int __dp4a(int a, int b, int c) { return static_cast<int>(nn_cuda_cpu::dot4<true>(a, b, c)); }
+inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) { return nn_cuda_cpu::dot4<false>(a, b, c); }
+inline int __dp4a(char4 a, char4 b, int c) { return __dp4a(static_cast<int>(nn_cuda_cpu::packed(a)), static_cast<int>(nn_cuda_cpu::packed(b)), c); }
+inline unsigned int __dp4a(uchar4 a, uchar4 b, unsigned int c) { return __dp4a(nn_cuda_cpu::packed(a), nn_cuda_cpu::packed(b), c); }
+inline int __dp2a_lo(int a, int b, int c) { return static_cast<int>(nn_cuda_cpu::dot2<true>(a, b, 0, c)); }
+inline unsigned int __dp2a_lo(unsigned int a, unsigned int b, unsigned int c) { return nn_cuda_cpu::dot2<false>(a, b, 0, c); }
+inline int __dp2a_hi(int a, int b, int c) { return static_cast<int>(nn_cuda_cpu::dot2<true>(a, b, 2, c)); }
+inline unsigned int __dp2a_hi(unsigned int a, unsigned int b, unsigned int c) { return nn_cuda_cpu::dot2<false>(a, b, 2, c); }
+inline int __dp2a_lo(short2 a, char4 b, int c) { return __dp2a_lo(static_cast<int>(nn_cuda_cpu::packed(a)), static_cast<int>(nn_cuda_cpu::packed(b)), c); }
+inline unsigned int __dp2a_lo(ushort2 a, uchar4 b, unsigned int c) { return __dp2a_lo(nn_cuda_cpu::packed(a), nn_cuda_cpu::packed(b), c); }
+inline int __dp2a_hi(short2 a, char4 b, int c) { return __dp2a_hi(static_cast<int>(nn_cuda_cpu::packed(a)), static_cast<int>(nn_cuda_cpu::packed(b)), c); }
+inline unsigned int __dp2a_hi(ushort2 a, uchar4 b, unsigned int c) { return __dp2a_hi(nn_cuda_cpu::packed(a), nn_cuda_cpu::packed(b), c); }
+
+// fma that ignores -ftz (single precision intrinsics): here as __fmaf_rn and its directed-rounding
+// twins, which never flush subnormals either
+inline float __fmaf_ieee_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+inline float __fmaf_ieee_rz(float a, float b, float c) { return __fmaf_rz(a, b, c); }
+inline float __fmaf_ieee_rd(float a, float b, float c) { return __fmaf_rd(a, b, c); }
+inline float __fmaf_ieee_ru(float a, float b, float c) { return __fmaf_ru(a, b, c); }
+
+// 16-bit atomicCAS (compute capability 7.x and later), counted as the atomics above; its scoped
+// variants here as non-templates (the templates above were declared before it)
+inline unsigned short int atomicCAS(unsigned short int* a, unsigned short int compare, unsigned short int v)
+{
+    __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return NN_CUDA_CPU_FOUND(a, compare);
+}
+inline unsigned short int atomicCAS_block(unsigned short int* a, unsigned short int compare, unsigned short int v) { return atomicCAS(a, compare, v); }
+inline unsigned short int atomicCAS_system(unsigned short int* a, unsigned short int compare, unsigned short int v) { return atomicCAS(a, compare, v); }
+
+// ---- SIMD video intrinsics (CUDA Math API, "SIMD Intrinsics"): the halfwords (name2) or bytes (name4)
+// of an unsigned int, lane by lane ------------------------------------------------------------------------
+// Each lane is sign- or zero-extended, the lane's expression computed exactly in long long, and its
+// low bits kept: wrap-around where CUDA says so, saturated where the expression saturates.
+
+namespace nn_cuda_cpu {
+template <int Bits, bool Signed, typename Operation>
+inline unsigned int simd(unsigned int a, unsigned int b, Operation operation)
+{
+    const unsigned int mask = (1u << Bits) - 1u;
+    unsigned int result = 0;
+    for (int i = 0; i < 32 / Bits; ++i) {
+        const long long value = operation(lane_of<Bits, Signed>(a, i), lane_of<Bits, Signed>(b, i));
+        result |= (static_cast<unsigned int>(value) & mask) << (Bits * i);
+    }
+    return result;
+}
+template <int Bits, bool Signed>
+inline long long saturated(long long v)  // clamped to the lane's range
+{
+    const long long low = Signed ? -(1LL << (Bits - 1)) : 0, high = Signed ? (1LL << (Bits - 1)) - 1 : (1LL << Bits) - 1;
+    return v < low ? low : v > high ? high : v;
+}
+inline long long magnitude(long long v) { return v < 0 ? -v : v; }
+template <int Bits, bool Signed>
+inline unsigned int simd_sad(unsigned int a, unsigned int b)  // the sum of the lanes' |a - b|
+{
+    long long sum = 0;
+    for (int i = 0; i < 32 / Bits; ++i) {
+        sum += magnitude(lane_of<Bits, Signed>(a, i) - lane_of<Bits, Signed>(b, i));
+    }
+    return static_cast<unsigned int>(sum);
+}
+}  // namespace nn_cuda_cpu
+
+// name##2 on halfwords and name##4 on bytes: `expression` of the lanes x and y, with `S(v)` the value
+// saturated to the lane's range
+#define NN_CUDA_CPU_SIMD_OF(name, bits, is_signed, expression)                                           \
+    inline unsigned int name(unsigned int a, unsigned int b)                                             \
+    {                                                                                                    \
+        return nn_cuda_cpu::simd<bits, is_signed>(a, b, [](long long x, long long y) -> long long {     \
+            auto S = [](long long v) { return nn_cuda_cpu::saturated<bits, is_signed>(v); };             \
+            (void)S, (void)x, (void)y;                                                                   \
+            return expression;                                                                           \
+        });                                                                                              \
+    }
+#define NN_CUDA_CPU_SIMD(name, is_signed, expression)            \
+    NN_CUDA_CPU_SIMD_OF(name##2, 16, is_signed, expression)      \
+    NN_CUDA_CPU_SIMD_OF(name##4, 8, is_signed, expression)
+// the one-operand ones: a lane of a, as x
+#define NN_CUDA_CPU_SIMD_UNARY(name, expression)                                                           \
+    NN_CUDA_CPU_SIMD_OF(nn_cuda_cpu_##name##2, 16, true, expression)                                      \
+    NN_CUDA_CPU_SIMD_OF(nn_cuda_cpu_##name##4, 8, true, expression)                                       \
+    inline unsigned int name##2(unsigned int a) { return nn_cuda_cpu_##name##2(a, 0u); }                  \
+    inline unsigned int name##4(unsigned int a) { return nn_cuda_cpu_##name##4(a, 0u); }
+
+NN_CUDA_CPU_SIMD(__vadd, false, x + y)
+NN_CUDA_CPU_SIMD(__vsub, false, x - y)
+NN_CUDA_CPU_SIMD(__vaddss, true, S(x + y))
+NN_CUDA_CPU_SIMD(__vaddus, false, S(x + y))
+NN_CUDA_CPU_SIMD(__vsubss, true, S(x - y))
+NN_CUDA_CPU_SIMD(__vsubus, false, S(x - y))
+NN_CUDA_CPU_SIMD(__vabsdiffs, true, nn_cuda_cpu::magnitude(x - y))
+NN_CUDA_CPU_SIMD(__vabsdiffu, false, nn_cuda_cpu::magnitude(x - y))
+NN_CUDA_CPU_SIMD(__vavgs, true, x + y < 0 ? (x + y) >> 1 : (x + y + 1) >> 1)  // halves away from 0
+NN_CUDA_CPU_SIMD(__vavgu, false, (x + y + 1) >> 1)
+NN_CUDA_CPU_SIMD(__vhaddu, false, (x + y) >> 1)
+NN_CUDA_CPU_SIMD(__vmaxs, true, x > y ? x : y)
+NN_CUDA_CPU_SIMD(__vmaxu, false, x > y ? x : y)
+NN_CUDA_CPU_SIMD(__vmins, true, x < y ? x : y)
+NN_CUDA_CPU_SIMD(__vminu, false, x < y ? x : y)
+// comparisons: __vcmp* all ones in a lane where true, __vset* 1
+#define NN_CUDA_CPU_SIMD_COMPARISON(suffix, is_signed, comparison)             \
+    NN_CUDA_CPU_SIMD(__vcmp##suffix, is_signed, (x comparison y) ? -1 : 0)      \
+    NN_CUDA_CPU_SIMD(__vset##suffix, is_signed, (x comparison y) ? 1 : 0)
+NN_CUDA_CPU_SIMD_COMPARISON(eq, false, ==)
+NN_CUDA_CPU_SIMD_COMPARISON(ne, false, !=)
+NN_CUDA_CPU_SIMD_COMPARISON(ges, true, >=)
+NN_CUDA_CPU_SIMD_COMPARISON(geu, false, >=)
+NN_CUDA_CPU_SIMD_COMPARISON(gts, true, >)
+NN_CUDA_CPU_SIMD_COMPARISON(gtu, false, >)
+NN_CUDA_CPU_SIMD_COMPARISON(les, true, <=)
+NN_CUDA_CPU_SIMD_COMPARISON(leu, false, <=)
+NN_CUDA_CPU_SIMD_COMPARISON(lts, true, <)
+NN_CUDA_CPU_SIMD_COMPARISON(ltu, false, <)
+NN_CUDA_CPU_SIMD_UNARY(__vabs, nn_cuda_cpu::magnitude(x))
+NN_CUDA_CPU_SIMD_UNARY(__vabsss, S(nn_cuda_cpu::magnitude(x)))
+NN_CUDA_CPU_SIMD_UNARY(__vneg, -x)
+NN_CUDA_CPU_SIMD_UNARY(__vnegss, S(-x))
+#undef NN_CUDA_CPU_SIMD_COMPARISON
+#undef NN_CUDA_CPU_SIMD_UNARY
+#undef NN_CUDA_CPU_SIMD
+#undef NN_CUDA_CPU_SIMD_OF
+inline unsigned int __vsads2(unsigned int a, unsigned int b) { return nn_cuda_cpu::simd_sad<16, true>(a, b); }
+inline unsigned int __vsads4(unsigned int a, unsigned int b) { return nn_cuda_cpu::simd_sad<8, true>(a, b); }
+inline unsigned int __vsadu2(unsigned int a, unsigned int b) { return nn_cuda_cpu::simd_sad<16, false>(a, b); }
+inline unsigned int __vsadu4(unsigned int a, unsigned int b) { return nn_cuda_cpu::simd_sad<8, false>(a, b); }
+
+// The DPX ones (CUDA 12, same section): maximum and minimum of two or three, after an addition
+// (__viaddmax: max(a + b, c), the sum wrapping), with a ReLU (_relu: and 0), or telling which operand
+// won (__vibmax: *pred = a >= b; __vibmin: *pred = a <= b); on int (_s32), unsigned int (_u32), or the
+// two halfwords of an unsigned int (_s16x2, _u16x2; the predicates of the high and the low halfword).
+namespace nn_cuda_cpu {
+template <int Bits, bool Signed, typename Operation>
+inline unsigned int simd3(unsigned int a, unsigned int b, unsigned int c, Operation operation)
+{
+    const unsigned int mask = Bits == 32 ? 0xFFFFFFFFu : (1u << Bits) - 1u;
+    unsigned int result = 0;
+    for (int i = 0; i < 32 / Bits; ++i) {
+        const long long value = operation(lane_of<Bits, Signed>(a, i), lane_of<Bits, Signed>(b, i), lane_of<Bits, Signed>(c, i));
+        result |= (static_cast<unsigned int>(value) & mask) << (Bits * i);
+    }
+    return result;
+}
+inline long long larger(long long x, long long y) { return x > y ? x : y; }
+inline long long smaller(long long x, long long y) { return x < y ? x : y; }
+template <int Bits, bool Signed>
+inline long long wrapped(long long v)  // v in the lane's type, modulo 2^Bits
+{
+    return lane_of<Bits, Signed>(static_cast<unsigned int>(v), 0);
+}
+}  // namespace nn_cuda_cpu
+#define NN_CUDA_CPU_DPX3(name, bits, is_signed, expression)                                                       \
+    inline unsigned int nn_cuda_cpu_##name(unsigned int a, unsigned int b, unsigned int c)                         \
+    {                                                                                                              \
+        return nn_cuda_cpu::simd3<bits, is_signed>(a, b, c, [](long long x, long long y, long long z) -> long long { \
+            using nn_cuda_cpu::larger;                                                                             \
+            using nn_cuda_cpu::smaller;                                                                            \
+            auto W = [](long long v) { return nn_cuda_cpu::wrapped<bits, is_signed>(v); };                         \
+            (void)W, (void)x, (void)y, (void)z;                                                                    \
+            return expression;                                                                                     \
+        });                                                                                                        \
+    }
+// each of the three-operand (or two-operand, z unused) operations on the four lane types
+#define NN_CUDA_CPU_DPX_ALL(stem, expression)                                                              \
+    NN_CUDA_CPU_DPX3(stem##_s32, 32, true, expression)                                                    \
+    NN_CUDA_CPU_DPX3(stem##_u32, 32, false, expression)                                                   \
+    NN_CUDA_CPU_DPX3(stem##_s16x2, 16, true, expression)                                                  \
+    NN_CUDA_CPU_DPX3(stem##_u16x2, 16, false, expression)
+#define NN_CUDA_CPU_DPX_SIGNED(stem, expression)                                                           \
+    NN_CUDA_CPU_DPX3(stem##_s32, 32, true, expression)                                                    \
+    NN_CUDA_CPU_DPX3(stem##_s16x2, 16, true, expression)
+NN_CUDA_CPU_DPX_ALL(__vimax3, larger(larger(x, y), z))
+NN_CUDA_CPU_DPX_ALL(__vimin3, smaller(smaller(x, y), z))
+NN_CUDA_CPU_DPX_SIGNED(__vimax3_relu, larger(larger(larger(x, y), z), 0))
+NN_CUDA_CPU_DPX_SIGNED(__vimin3_relu, larger(smaller(smaller(x, y), z), 0))
+NN_CUDA_CPU_DPX_SIGNED(__vimax_relu, larger(larger(x, y), 0))
+NN_CUDA_CPU_DPX_SIGNED(__vimin_relu, larger(smaller(x, y), 0))
+NN_CUDA_CPU_DPX_ALL(__viaddmax, larger(W(x + y), z))
+NN_CUDA_CPU_DPX_ALL(__viaddmin, smaller(W(x + y), z))
+NN_CUDA_CPU_DPX_SIGNED(__viaddmax_relu, larger(larger(W(x + y), z), 0))
+NN_CUDA_CPU_DPX_SIGNED(__viaddmin_relu, larger(smaller(W(x + y), z), 0))
+#undef NN_CUDA_CPU_DPX_SIGNED
+#undef NN_CUDA_CPU_DPX_ALL
+#undef NN_CUDA_CPU_DPX3
+// CUDA's names and types: int for _s32, unsigned int for the others
+#define NN_CUDA_CPU_DPX_NAMES(stem)                                                                                    \
+    inline int stem##_s32(int a, int b, int c) { return static_cast<int>(nn_cuda_cpu_##stem##_s32(a, b, c)); }                 \
+    inline unsigned int stem##_u32(unsigned int a, unsigned int b, unsigned int c) { return nn_cuda_cpu_##stem##_u32(a, b, c); } \
+    inline unsigned int stem##_s16x2(unsigned int a, unsigned int b, unsigned int c) { return nn_cuda_cpu_##stem##_s16x2(a, b, c); } \
+    inline unsigned int stem##_u16x2(unsigned int a, unsigned int b, unsigned int c) { return nn_cuda_cpu_##stem##_u16x2(a, b, c); } \
+    inline int stem##_s32_relu(int a, int b, int c) { return static_cast<int>(nn_cuda_cpu_##stem##_relu_s32(a, b, c)); }       \
+    inline unsigned int stem##_s16x2_relu(unsigned int a, unsigned int b, unsigned int c) { return nn_cuda_cpu_##stem##_relu_s16x2(a, b, c); }
+NN_CUDA_CPU_DPX_NAMES(__vimax3)
+NN_CUDA_CPU_DPX_NAMES(__vimin3)
+NN_CUDA_CPU_DPX_NAMES(__viaddmax)
+NN_CUDA_CPU_DPX_NAMES(__viaddmin)
+#undef NN_CUDA_CPU_DPX_NAMES
+inline int __vimax_s32_relu(int a, int b) { return static_cast<int>(nn_cuda_cpu___vimax_relu_s32(a, b, 0u)); }
+inline unsigned int __vimax_s16x2_relu(unsigned int a, unsigned int b) { return nn_cuda_cpu___vimax_relu_s16x2(a, b, 0u); }
+inline int __vimin_s32_relu(int a, int b) { return static_cast<int>(nn_cuda_cpu___vimin_relu_s32(a, b, 0u)); }
+inline unsigned int __vimin_s16x2_relu(unsigned int a, unsigned int b) { return nn_cuda_cpu___vimin_relu_s16x2(a, b, 0u); }
+inline int __vibmax_s32(int a, int b, bool* pred) { return *pred = a >= b, a >= b ? a : b; }
+inline unsigned int __vibmax_u32(unsigned int a, unsigned int b, bool* pred) { return *pred = a >= b, a >= b ? a : b; }
+inline int __vibmin_s32(int a, int b, bool* pred) { return *pred = a <= b, a <= b ? a : b; }
+inline unsigned int __vibmin_u32(unsigned int a, unsigned int b, bool* pred) { return *pred = a <= b, a <= b ? a : b; }
+namespace nn_cuda_cpu {
+template <bool Signed, bool Maximum>
+inline unsigned int chosen16x2(unsigned int a, unsigned int b, bool* pred_hi, bool* pred_lo)
+{
+    unsigned int result = 0;
+    bool* const preds[2] = {pred_lo, pred_hi};
+    for (int i = 0; i < 2; ++i) {
+        const long long x = lane_of<16, Signed>(a, i), y = lane_of<16, Signed>(b, i);
+        const bool first = Maximum ? x >= y : x <= y;
+        *preds[i] = first;
+        result |= (static_cast<unsigned int>(first ? x : y) & 0xFFFFu) << (16 * i);
+    }
+    return result;
+}
+}  // namespace nn_cuda_cpu
+inline unsigned int __vibmax_s16x2(unsigned int a, unsigned int b, bool* pred_hi, bool* pred_lo) { return nn_cuda_cpu::chosen16x2<true, true>(a, b, pred_hi, pred_lo); }
+inline unsigned int __vibmax_u16x2(unsigned int a, unsigned int b, bool* pred_hi, bool* pred_lo) { return nn_cuda_cpu::chosen16x2<false, true>(a, b, pred_hi, pred_lo); }
+inline unsigned int __vibmin_s16x2(unsigned int a, unsigned int b, bool* pred_hi, bool* pred_lo) { return nn_cuda_cpu::chosen16x2<true, false>(a, b, pred_hi, pred_lo); }
+inline unsigned int __vibmin_u16x2(unsigned int a, unsigned int b, bool* pred_hi, bool* pred_lo) { return nn_cuda_cpu::chosen16x2<false, false>(a, b, pred_hi, pred_lo); }
+
+// ---- CUDA 12.8's built-in atomic functions (__nv_atomic_*; CUDA C++ Programming Guide, "Atomic
+// Functions") --------------------------------------------------------------------------------------------
+// With the memory orders and thread scopes of the guide's enums. Each is one of GCC's atomics in
+// sequential consistency, the strongest order, which serves every order asked for (and every scope:
+// the blocks share one memory here); each counts as an atomic as atomicAdd does (NN_CUDA_CPU_FOUND),
+// so that the checking mode treats them alike. The types are the guide's: a call on another stops the
+// build. A 16-byte exchange, compare-and-exchange, load or store (sm_90 on a GPU) holds a lock of the
+// runner's own for its one operation.
+
+enum {
+    __NV_ATOMIC_RELAXED,
+    __NV_ATOMIC_CONSUME,
+    __NV_ATOMIC_ACQUIRE,
+    __NV_ATOMIC_RELEASE,
+    __NV_ATOMIC_ACQ_REL,
+    __NV_ATOMIC_SEQ_CST
+};
+enum {
+    __NV_THREAD_SCOPE_THREAD,
+    __NV_THREAD_SCOPE_BLOCK,
+    __NV_THREAD_SCOPE_CLUSTER,
+    __NV_THREAD_SCOPE_DEVICE,
+    __NV_THREAD_SCOPE_SYSTEM
+};
+
+namespace nn_cuda_cpu {
+
+template <typename T>
+struct same_type {  // a parameter that takes T's type from the pointer alone (1 converts to the pointee's)
+    using type = T;
+};
+template <typename T, typename... Allowed>
+constexpr bool one_of = (std::is_same<typename std::remove_cv<T>::type, Allowed>::value || ...);
+
+// the value an atomic found, as found_by_atomic (8 bytes at most) takes it: 16 bytes folded to 8
+template <typename T>
+inline T found_by_built_in(const T* address, T old)
+{
+    if constexpr (sizeof(T) <= 8) {
+        return found_by_atomic(address, old);
+    } else {
+        unsigned long long halves[sizeof(T) / 8];
+        memcpy(halves, &old, sizeof(T));
+        unsigned long long folded = 0;
+        for (unsigned long long half : halves) {
+            folded = folded * 0x9E3779B97F4A7C15ull ^ half;
+        }
+        found_by_atomic(reinterpret_cast<const unsigned long long*>(address), folded);
+        return old;
+    }
+}
+
+inline std::atomic_flag wide_atomic_lock = ATOMIC_FLAG_INIT;  // the 16-byte ones
+struct WideAtomic {
+    WideAtomic()
+    {
+        while (wide_atomic_lock.test_and_set(std::memory_order_acquire)) {
+        }
+    }
+    ~WideAtomic() { wide_atomic_lock.clear(std::memory_order_release); }
+};
+
+template <typename T>
+inline T load(const T* address)
+{
+    T value;
+    if constexpr (sizeof(T) == 16) {
+        WideAtomic held;
+        memcpy(&value, address, sizeof(T));
+    } else {
+        __atomic_load(const_cast<T*>(address), &value, __ATOMIC_SEQ_CST);
+    }
+    return value;
+}
+template <typename T>
+inline void store(T* address, T value)
+{
+    if constexpr (sizeof(T) == 16) {
+        WideAtomic held;
+        memcpy(static_cast<void*>(address), &value, sizeof(T));
+    } else {
+        __atomic_store(address, &value, __ATOMIC_SEQ_CST);
+    }
+}
+template <typename T>
+inline T exchange(T* address, T value)
+{
+    T old;
+    if constexpr (sizeof(T) == 16) {
+        WideAtomic held;
+        memcpy(&old, address, sizeof(T));
+        memcpy(static_cast<void*>(address), &value, sizeof(T));
+    } else {
+        __atomic_exchange(address, &value, &old, __ATOMIC_SEQ_CST);
+    }
+    return old;
+}
+template <typename T>
+inline bool compare_exchange(T* address, T* expected, T desired)  // bit for bit, as a GPU compares
+{
+    if constexpr (sizeof(T) == 16) {
+        WideAtomic held;
+        if (memcmp(address, expected, sizeof(T)) == 0) {
+            memcpy(static_cast<void*>(address), &desired, sizeof(T));
+            return true;
+        }
+        memcpy(static_cast<void*>(expected), address, sizeof(T));
+        return false;
+    } else {
+        return __atomic_compare_exchange(address, expected, &desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    }
+}
+
+}  // namespace nn_cuda_cpu
+
+// fetch_add, fetch_sub: int, unsigned, unsigned long long, float, double; and, or, xor: an integral type of
+// 4 or 8 bytes; min, max: int, unsigned, long long, unsigned long long. Each with its form that returns
+// nothing (__nv_atomic_add, ...).
+#define NN_CUDA_CPU_NV_ATOMIC(operation, allowed, update, ...)                                                 \
+    template <typename T>                                                                                     \
+    inline T __nv_atomic_fetch_##operation(T* address, typename nn_cuda_cpu::same_type<T>::type value, int order, \
+                                           int scope = __NV_THREAD_SCOPE_SYSTEM)                              \
+    {                                                                                                         \
+        static_assert(allowed, "__nv_atomic_fetch_" #operation " takes " __VA_ARGS__ " (CUDA C++ Programming Guide)"); \
+        (void)order, (void)scope;                                                                             \
+        const T old = NN_CUDA_CPU_FOUND(address, nn_cuda_cpu::atomic_update(address, [value](T old) { return update; })); \
+        if constexpr (std::is_floating_point<T>::value) {                                                      \
+            nn_cuda_cpu::noted_sum(old, value); /* as a floating-point atomicAdd */                           \
+        }                                                                                                     \
+        return old;                                                                                           \
+    }                                                                                                         \
+    template <typename T>                                                                                     \
+    inline void __nv_atomic_##operation(T* address, typename nn_cuda_cpu::same_type<T>::type value, int order,  \
+                                        int scope = __NV_THREAD_SCOPE_SYSTEM)                                 \
+    {                                                                                                         \
+        __nv_atomic_fetch_##operation(address, value, order, scope);                                          \
+    }
+#define NN_CUDA_CPU_NV_ARITHMETIC nn_cuda_cpu::one_of<T, int, unsigned int, unsigned long long, float, double>
+#define NN_CUDA_CPU_NV_BITWISE (std::is_integral<T>::value && (sizeof(T) == 4 || sizeof(T) == 8))
+#define NN_CUDA_CPU_NV_ORDERED nn_cuda_cpu::one_of<T, int, unsigned int, long long, unsigned long long>
+NN_CUDA_CPU_NV_ATOMIC(add, NN_CUDA_CPU_NV_ARITHMETIC, static_cast<T>(old + value), "int, unsigned, unsigned long long, float or double")
+NN_CUDA_CPU_NV_ATOMIC(sub, NN_CUDA_CPU_NV_ARITHMETIC, static_cast<T>(old - value), "int, unsigned, unsigned long long, float or double")
+NN_CUDA_CPU_NV_ATOMIC(and, NN_CUDA_CPU_NV_BITWISE, static_cast<T>(old & value), "an integral type of 4 or 8 bytes")
+NN_CUDA_CPU_NV_ATOMIC(or, NN_CUDA_CPU_NV_BITWISE, static_cast<T>(old | value), "an integral type of 4 or 8 bytes")
+NN_CUDA_CPU_NV_ATOMIC(xor, NN_CUDA_CPU_NV_BITWISE, static_cast<T>(old ^ value), "an integral type of 4 or 8 bytes")
+NN_CUDA_CPU_NV_ATOMIC(min, NN_CUDA_CPU_NV_ORDERED, value < old ? value : old, "int, unsigned, long long or unsigned long long")
+NN_CUDA_CPU_NV_ATOMIC(max, NN_CUDA_CPU_NV_ORDERED, value > old ? value : old, "int, unsigned, long long or unsigned long long")
+#undef NN_CUDA_CPU_NV_ARITHMETIC
+#undef NN_CUDA_CPU_NV_BITWISE
+#undef NN_CUDA_CPU_NV_ORDERED
+#undef NN_CUDA_CPU_NV_ATOMIC
+
+// exchange: any type of 4, 8 or 16 bytes; compare-and-exchange 2, 4, 8 or 16 (weak is ignored, as the
+// guide says); load and store 1, 2, 4, 8 or 16
+#define NN_CUDA_CPU_NV_SIZES(name, ...)                                                                        \
+    static_assert(std::is_trivially_copyable<T>::value && nn_cuda_cpu::one_of<std::integral_constant<size_t, sizeof(T)>, __VA_ARGS__>, \
+                  #name " takes a type of a size the CUDA C++ Programming Guide lists for it")
+#define NN_CUDA_CPU_BYTES(n) std::integral_constant<size_t, n>
+template <typename T>
+inline T __nv_atomic_exchange_n(T* address, typename nn_cuda_cpu::same_type<T>::type value, int order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    NN_CUDA_CPU_NV_SIZES(__nv_atomic_exchange_n, NN_CUDA_CPU_BYTES(4), NN_CUDA_CPU_BYTES(8), NN_CUDA_CPU_BYTES(16));
+    (void)order, (void)scope;
+    return nn_cuda_cpu::found_by_built_in(address, nn_cuda_cpu::exchange(address, value));
+}
+template <typename T>
+inline void __nv_atomic_exchange(T* address, const typename nn_cuda_cpu::same_type<T>::type* value, T* ret, int order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    NN_CUDA_CPU_NV_SIZES(__nv_atomic_exchange, NN_CUDA_CPU_BYTES(4), NN_CUDA_CPU_BYTES(8), NN_CUDA_CPU_BYTES(16));
+    (void)order, (void)scope;
+    const T old = nn_cuda_cpu::found_by_built_in(address, nn_cuda_cpu::exchange(address, *value));
+    memcpy(static_cast<void*>(ret), &old, sizeof(T));
+}
+template <typename T>
+inline bool __nv_atomic_compare_exchange_n(T* address, T* expected, typename nn_cuda_cpu::same_type<T>::type desired, bool weak,
+                                           int success_order, int failure_order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    NN_CUDA_CPU_NV_SIZES(__nv_atomic_compare_exchange_n, NN_CUDA_CPU_BYTES(2), NN_CUDA_CPU_BYTES(4), NN_CUDA_CPU_BYTES(8),
+                         NN_CUDA_CPU_BYTES(16));
+    (void)weak, (void)success_order, (void)failure_order, (void)scope;
+    const bool swapped = nn_cuda_cpu::compare_exchange(address, expected, desired);
+    nn_cuda_cpu::found_by_built_in(address, *expected);  // the old value, whether or not it was swapped
+    return swapped;
+}
+template <typename T>
+inline bool __nv_atomic_compare_exchange(T* address, T* expected, const typename nn_cuda_cpu::same_type<T>::type* desired, bool weak, int success_order, int failure_order,
+                                         int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    return __nv_atomic_compare_exchange_n(address, expected, *desired, weak, success_order, failure_order, scope);
+}
+template <typename T>
+inline T __nv_atomic_load_n(const T* address, int order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    NN_CUDA_CPU_NV_SIZES(__nv_atomic_load_n, NN_CUDA_CPU_BYTES(1), NN_CUDA_CPU_BYTES(2), NN_CUDA_CPU_BYTES(4), NN_CUDA_CPU_BYTES(8),
+                         NN_CUDA_CPU_BYTES(16));
+    (void)order, (void)scope;
+    return nn_cuda_cpu::found_by_built_in(address, nn_cuda_cpu::load(address));
+}
+template <typename T>
+inline void __nv_atomic_load(const T* address, T* ret, int order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    const T value = __nv_atomic_load_n(address, order, scope);
+    memcpy(static_cast<void*>(ret), &value, sizeof(T));
+}
+template <typename T>
+inline void __nv_atomic_store_n(T* address, typename nn_cuda_cpu::same_type<T>::type value, int order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    NN_CUDA_CPU_NV_SIZES(__nv_atomic_store_n, NN_CUDA_CPU_BYTES(1), NN_CUDA_CPU_BYTES(2), NN_CUDA_CPU_BYTES(4), NN_CUDA_CPU_BYTES(8),
+                         NN_CUDA_CPU_BYTES(16));
+    (void)order, (void)scope;
+    nn_cuda_cpu::store(address, value);
+    nn_cuda_cpu::found_by_built_in(address, value);
+}
+template <typename T>
+inline void __nv_atomic_store(T* address, const typename nn_cuda_cpu::same_type<T>::type* value, int order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    __nv_atomic_store_n(address, *value, order, scope);
+}
+inline void __nv_atomic_thread_fence(int order, int scope = __NV_THREAD_SCOPE_SYSTEM)
+{
+    (void)order, (void)scope;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+#undef NN_CUDA_CPU_BYTES
+#undef NN_CUDA_CPU_NV_SIZES
