@@ -523,7 +523,8 @@ def _unsupported_feature(log: str) -> str | None:
 
 #: libraries of headers a GPU build finds and the runner has not: the first folder of an #include
 #: path -> what it is (nvcc and NVRTC through CuPy find CCCL's CUB and Thrust, CuPy's own headers)
-MISSING_LIBRARIES = {"cub": "CUB (CCCL's block, warp and device primitives)", "thrust": "Thrust (CCCL)",
+MISSING_LIBRARIES = {"cub": "this part of CUB (it has CUB's block and warp reductions and scans only)",
+                     "thrust": "Thrust (CCCL)",
                      "cupy": "CuPy's headers (cupy/complex.cuh, cupy/carray.cuh, ...)",
                      "cutlass": "CUTLASS", "cute": "CUTLASS's CuTe"}
 #: GCC's and clang's error on an #include it cannot find

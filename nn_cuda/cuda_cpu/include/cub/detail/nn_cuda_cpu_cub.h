@@ -1,0 +1,128 @@
+// What the runner's CUB headers (cub/block/..., cub/warp/..., cub/cub.cuh) share: this thread's
+// place in a block or a logical warp, shuffles of values of any type, and the check that a block
+// collective's template dimensions are the block's. Written for the CPU runner (runtime.h is
+// included first in every CPU build): a block collective meets at __syncthreads() over the
+// __shared__ TempStorage its caller declares, as CUB's do, and a warp collective meets at the
+// *_sync shuffles.
+#pragma once
+
+#include <cstring>
+#include <functional>
+#include <type_traits>
+#include "../../nn_cuda_cpu_cuda_std.h"  // cuda::std::plus and the rest of <functional>, as CUB 2.x brings them
+
+namespace cub {
+
+// CUB's empty type, the default of what a template does not take
+struct NullType {};
+
+namespace nn_cuda_cpu_detail {
+
+constexpr int kWarpThreads = 32;
+
+// A value of any type moved by `shuffle` (one of the *_sync shuffles): a number at once, anything
+// else 8 bytes at a time (the runner's shuffles move up to 8 bytes).
+template <typename T, typename Shuffle>
+T shuffle_any(const T& value, Shuffle shuffle)
+{
+    if constexpr (std::is_arithmetic<T>::value) {
+        return shuffle(value);
+    } else {
+        unsigned long long words[(sizeof(T) + 7) / 8] = {};
+        memcpy(words, &value, sizeof(T));
+        for (unsigned long long& word : words) {
+            word = shuffle(word);
+        }
+        T result;
+        memcpy(static_cast<void*>(&result), words, sizeof(T));
+        return result;
+    }
+}
+
+// The lanes of this thread's hardware warp that the block has (its last warp may be partial).
+inline unsigned present_lanes()
+{
+    return nn_cuda_cpu::lanes_of(nn_cuda_cpu::current->tid / kWarpThreads, nn_cuda_cpu::threads_in_block());
+}
+
+// The lanes of the logical warp of `width` lanes (a power of 2) that hold this thread, as a mask
+// over its hardware warp, less those the block does not have.
+inline unsigned logical_warp_mask(int width)
+{
+    const unsigned lane = nn_cuda_cpu::lane_id(), first = lane / width * width;
+    const unsigned lanes = width == kWarpThreads ? 0xFFFFFFFFu : ((1u << width) - 1u) << first;
+    return lanes & present_lanes();
+}
+
+// How many lanes of this thread's logical warp of `width` lanes the block has.
+inline int logical_warp_lanes(int width)
+{
+    const unsigned mask = logical_warp_mask(width);
+    return __builtin_popcount(mask);
+}
+
+// Reduction over the first `valid` lanes of a logical warp of WIDTH lanes, by shuffles down at
+// offsets 1, 2, 4, ...: lane 0 gets op over lanes 0 .. valid - 1 in their order (the others a partial
+// value). A lane past `valid` takes part in the shuffles but its value is not used.
+template <int WIDTH, typename T, typename Op>
+T warp_reduce(T value, Op& op, int lane, int valid)
+{
+    const unsigned mask = logical_warp_mask(WIDTH);
+    for (int offset = 1; offset < WIDTH; offset *= 2) {
+        const T other = shuffle_any(value, [&](auto v) { return __shfl_down_sync(mask, v, offset, WIDTH); });
+        if (lane + offset < valid) {
+            value = op(value, other);
+        }
+    }
+    return value;
+}
+
+// Inclusive scan over a logical warp of WIDTH lanes, by shuffles up at offsets 1, 2, 4, ...
+template <int WIDTH, typename T, typename Op>
+T warp_inclusive_scan(T value, Op& op, int lane)
+{
+    const unsigned mask = logical_warp_mask(WIDTH);
+    for (int offset = 1; offset < WIDTH; offset *= 2) {
+        const T other = shuffle_any(value, [&](auto v) { return __shfl_up_sync(mask, v, offset, WIDTH); });
+        if (lane >= offset) {
+            value = op(other, value);
+        }
+    }
+    return value;
+}
+
+// The value of lane `source` of this thread's logical warp of WIDTH lanes.
+template <int WIDTH, typename T>
+T warp_broadcast(const T& value, int source)
+{
+    const unsigned mask = logical_warp_mask(WIDTH);
+    return shuffle_any(value, [&](auto v) { return __shfl_sync(mask, v, source, WIDTH); });
+}
+
+// This thread's rank in a block of the template's dimensions, row-major as CUB ranks it, after the
+// check that the block has those dimensions: CUB's block collectives index their TempStorage by
+// this rank, and a GPU leaves the result undefined in a block of other dimensions.
+template <int BX, int BY, int BZ>
+int block_rank(const char* collective)
+{
+    if (blockDim.x != static_cast<unsigned>(BX) || blockDim.y != static_cast<unsigned>(BY) ||
+        blockDim.z != static_cast<unsigned>(BZ)) {
+        nn_cuda_cpu::report("%s: %s with BLOCK_DIM_X = %d, BLOCK_DIM_Y = %d, BLOCK_DIM_Z = %d in thread (%u, %u, %u) of "
+                            "block (%u, %u, %u), a block of (%u, %u, %u) threads: CUB's block collectives take the "
+                            "block's dimensions as their template arguments (a GPU leaves the result undefined)",
+                            nn_cuda_cpu::launch.kernel, collective, BX, BY, BZ, threadIdx.x, threadIdx.y, threadIdx.z,
+                            blockIdx.x, blockIdx.y, blockIdx.z, blockDim.x, blockDim.y, blockDim.z);
+        nn_cuda_cpu::end_launch_reported();
+    }
+    return static_cast<int>((threadIdx.z * BY + threadIdx.y) * BX + threadIdx.x);
+}
+
+// Bytes for a TempStorage, so that it goes in a union with others' (CUB's is uninitialized storage too).
+template <typename Layout>
+struct raw_storage {
+    alignas(Layout) unsigned char bytes[sizeof(Layout)];
+    Layout& get() { return *reinterpret_cast<Layout*>(bytes); }
+};
+
+}  // namespace nn_cuda_cpu_detail
+}  // namespace cub

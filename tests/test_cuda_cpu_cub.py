@@ -1,0 +1,333 @@
+"""CUB's block and warp primitives on the CPU runner (nn_cuda/cuda_cpu/include/cub/, the runner's own
+headers, written for it): cub::BlockReduce, BlockScan, WarpReduce and WarpScan with cub::Sum, Max,
+Min, ArgMax and cuda::std::plus, through RawModule against NumPy in the plain and the checking mode,
+for blocks of 32, 96 (not a power of 2) and 256 threads and a 2-D block of 16 x 12; partial blocks by
+num_valid; a TempStorage reused without __syncthreads() reported as a race by the checking mode, as
+CUB needs the barrier; a block of other dimensions than the template's a KernelError; what the runner
+refuses (BlockRadixSort, DeviceReduce, a header of CUB's it lacks) stops the build in one line; and a
+block reduction as HeCBench's attention benchmark writes it. The kernels are written here."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
+
+pytestmark = pytest.mark.slow  # each module is a build (a few seconds)
+
+# One kernel per block shape (BX x BY threads): each block reduces and scans its own BX * BY values.
+# Outputs per block: 0 float sum, 1 double sum, 2 int sum, 3 int max (Reduce), 4 int sum of the first
+# num_valid threads, 5 float sum of 4 items per thread, 6 ArgMax's key, 7 int sum by cuda::std::plus,
+# 8 int min of the first num_valid threads; per thread: exclusive and inclusive int sums, the block's
+# int total (from every thread), a float inclusive sum, a double running maximum from an initial
+# value, and the exclusive sums of 4 int items per thread.
+BLOCKS = r"""
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
+
+#define BLOCK_KERNELS(NAME, BX, BY)                                                                        \
+extern "C" __global__ void NAME##_reduce(const float* xf, const double* xd, const int* xi, int num_valid,   \
+                                         float* of, double* od, int* oi)                                    \
+{                                                                                                          \
+    typedef cub::BlockReduce<float, BX, cub::BLOCK_REDUCE_WARP_REDUCTIONS, BY> ReduceF;                    \
+    typedef cub::BlockReduce<double, BX, cub::BLOCK_REDUCE_RAKING, BY> ReduceD;                            \
+    typedef cub::BlockReduce<int, BX, cub::BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY, BY> ReduceI;              \
+    typedef cub::BlockReduce<cub::KeyValuePair<int, float>, BX, cub::BLOCK_REDUCE_WARP_REDUCTIONS, BY> ReduceKV; \
+    __shared__ typename ReduceF::TempStorage tf;                                                           \
+    __shared__ typename ReduceD::TempStorage td;                                                           \
+    __shared__ union { typename ReduceI::TempStorage i; typename ReduceKV::TempStorage kv; } tu;           \
+    const int n = BX * BY, t = threadIdx.y * BX + threadIdx.x, i = blockIdx.x * n + t;                     \
+    const float f = ReduceF(tf).Sum(xf[i]);                                                                \
+    const double d = ReduceD(td).Sum(xd[i]);                                                               \
+    const int s = ReduceI(tu.i).Sum(xi[i]);                                                                \
+    __syncthreads();                                                                                       \
+    const int m = ReduceI(tu.i).Reduce(xi[i], cub::Max());                                                 \
+    __syncthreads();                                                                                       \
+    const int partial = ReduceI(tu.i).Sum(t < num_valid ? xi[i] : 1000000, num_valid);                     \
+    __syncthreads();                                                                                       \
+    float items[4];                                                                                        \
+    for (int k = 0; k < 4; ++k) items[k] = xf[i * 4 % (gridDim.x * n)] * (k + 1);                        \
+    __syncthreads();                                                                                       \
+    const float f4 = ReduceF(tf).Sum(items);                                                               \
+    const cub::KeyValuePair<int, float> best = ReduceKV(tu.kv).Reduce(cub::KeyValuePair<int, float>(t, xf[i]), cub::ArgMax()); \
+    __syncthreads();                                                                                       \
+    const int plus = ReduceI(tu.i).Reduce(xi[i], cuda::std::plus<int>());                                  \
+    __syncthreads();                                                                                       \
+    const int low = ReduceI(tu.i).Reduce(xi[i], cub::Min(), num_valid);                                    \
+    if (t == 0) {                                                                                          \
+        of[2 * blockIdx.x] = f;                                                                            \
+        of[2 * blockIdx.x + 1] = f4;                                                                       \
+        od[blockIdx.x] = d;                                                                                \
+        int* o = oi + 6 * blockIdx.x;                                                                      \
+        o[0] = s, o[1] = m, o[2] = partial, o[3] = best.key, o[4] = plus, o[5] = low;                      \
+    }                                                                                                      \
+}                                                                                                          \
+extern "C" __global__ void NAME##_scan(const float* xf, const double* xd, const int* xi, int* ex, int* in,   \
+                                       int* total, float* inf, double* runmax, int* ex4)                    \
+{                                                                                                          \
+    typedef cub::BlockScan<int, BX, cub::BLOCK_SCAN_RAKING, BY> ScanI;                                     \
+    typedef cub::BlockScan<float, BX, cub::BLOCK_SCAN_WARP_SCANS, BY> ScanF;                               \
+    typedef cub::BlockScan<double, BX, cub::BLOCK_SCAN_RAKING_MEMOIZE, BY> ScanD;                          \
+    __shared__ typename ScanI::TempStorage ti;                                                             \
+    __shared__ typename ScanF::TempStorage tf;                                                             \
+    __shared__ typename ScanD::TempStorage td;                                                             \
+    const int n = BX * BY, t = threadIdx.y * BX + threadIdx.x, i = blockIdx.x * n + t;                     \
+    ScanI(ti).ExclusiveSum(xi[i], ex[i]);                                                                  \
+    __syncthreads();                                                                                       \
+    int aggregate;                                                                                         \
+    ScanI(ti).InclusiveSum(xi[i], in[i], aggregate);                                                       \
+    total[i] = aggregate;                                                                                  \
+    ScanF(tf).InclusiveSum(xf[i], inf[i]);                                                                 \
+    ScanD(td).ExclusiveScan(xd[i], runmax[i], -1.0, cub::Max());                                           \
+    int items[4], out[4];                                                                                  \
+    for (int k = 0; k < 4; ++k) items[k] = xi[i * 4 % (gridDim.x * n) + k];                               \
+    __syncthreads();                                                                                       \
+    ScanI(ti).ExclusiveSum(items, out);                                                                    \
+    for (int k = 0; k < 4; ++k) ex4[4 * i + k] = out[k];                                                   \
+}
+BLOCK_KERNELS(b32, 32, 1)
+BLOCK_KERNELS(b96, 96, 1)
+BLOCK_KERNELS(b256, 256, 1)
+BLOCK_KERNELS(b2d, 16, 12)
+
+// Logical warps of 32 and 16 lanes and of 8: sums, a partial sum of valid_items lanes, scans.
+extern "C" __global__ void warps(const float* xf, const int* xi, int valid_items, float* sum32, int* sum16,
+                                 int* inclusive, int* exclusive, int* aggregate, int* exmax8)
+{
+    typedef cub::WarpReduce<float> Reduce32;
+    typedef cub::WarpReduce<int, 16> Reduce16;
+    typedef cub::WarpScan<int> Scan32;
+    typedef cub::WarpScan<int, 8> Scan8;
+    __shared__ typename Reduce32::TempStorage r32[4];
+    __shared__ typename Reduce16::TempStorage r16[8];
+    __shared__ typename Scan32::TempStorage s32[4];
+    __shared__ typename Scan8::TempStorage s8[16];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, warp = threadIdx.x / 32, half = threadIdx.x / 16;
+    const float f = Reduce32(r32[warp]).Sum(xf[i]);
+    const int h = Reduce16(r16[half]).Sum(xi[i], valid_items);
+    if (threadIdx.x % 32 == 0) sum32[i / 32] = f;
+    if (threadIdx.x % 16 == 0) sum16[i / 16] = h;
+    int agg;
+    Scan32(s32[warp]).InclusiveSum(xi[i], inclusive[i]);
+    Scan32(s32[warp]).ExclusiveSum(xi[i], exclusive[i], agg);
+    aggregate[i] = agg;
+    Scan8(s8[threadIdx.x / 8]).ExclusiveScan(xi[i], exmax8[i], -7, cub::Max());
+}
+
+// Two reductions through one TempStorage without the __syncthreads() CUB needs between them: the
+// second one's threads store their values while the first warp may still read the first one's.
+extern "C" __global__ void reused_without_sync(const int* x, int* out)
+{
+    typedef cub::BlockReduce<int, 128> Reduce;
+    __shared__ typename Reduce::TempStorage temp;
+    const int v = x[threadIdx.x];
+    const int sum = Reduce(temp).Sum(v);
+    const int largest = Reduce(temp).Reduce(2 * v + 1, cub::Max());
+    if (threadIdx.x == 0) {
+        out[0] = sum;
+        out[1] = largest;
+    }
+}
+"""
+
+SHAPES = {"b32": (32, 1), "b96": (96, 1), "b256": (256, 1), "b2d": (16, 12)}
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["plain", "checking"])
+def blocks(request):
+    return RawModule(code=BLOCKS, check=request.param)
+
+
+def _inputs(blocks_, n, seed):
+    rng = np.random.default_rng(seed)
+    xf = rng.random(blocks_ * n).astype(np.float32)  # positive: the sums do not cancel
+    xd = rng.random(blocks_ * n)
+    xi = rng.integers(-1000, 1000, blocks_ * n).astype(np.int32)
+    return xf, xd, xi
+
+
+def _rel(got, want):
+    return np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_block_reduce_sums_maxima_and_partial_blocks_match_numpy(blocks, shape):
+    grid, (bx, by) = 3, SHAPES[shape]
+    n = bx * by
+    num_valid = n - 5 if n > 32 else 17  # a partial last warp, or part of the only one
+    xf, xd, xi = _inputs(grid, n, 10 + n)
+    of, od, oi = np.full(2 * grid, np.nan, np.float32), np.full(grid, np.nan), np.full(6 * grid, -1, np.int32)
+    blocks.get_function(f"{shape}_reduce")((grid,), (bx, by), (xf, xd, xi, np.int32(num_valid), of, od, oi))
+    f64, i64 = xf.astype(np.float64).reshape(grid, n), xi.astype(np.int64).reshape(grid, n)
+    oi = oi.reshape(grid, 6)
+    assert oi[:, 0].tolist() == i64.sum(1).tolist()
+    assert oi[:, 1].tolist() == i64.max(1).tolist()
+    assert oi[:, 2].tolist() == i64[:, :num_valid].sum(1).tolist()
+    assert oi[:, 3].tolist() == f64.argmax(1).tolist()  # the first position of the largest value
+    assert oi[:, 4].tolist() == i64.sum(1).tolist()
+    assert oi[:, 5].tolist() == i64[:, :num_valid].min(1).tolist()
+    # float: a lane of the first warp adds up to 8 values in turn, then a tree of 5 levels over the
+    # lanes, so each sum rounds at most 12 times, 12 * 2^-24 = 7.2e-7 relative for positive terms
+    # (measured <= 6e-8 for every shape); double likewise 12 * 2^-53 = 1.3e-15 (measured <= 1.3e-16)
+    assert _rel(of[0::2], f64.sum(1)) < 1e-6
+    assert _rel(od, xd.reshape(grid, n).sum(1)) < 2e-15
+    # 4 items per thread: element 4t mod size times 1, 2, 3 and 4 (x * 3 rounds), 3 more roundings
+    # in the thread: 16 * 2^-24 = 9.5e-7 (measured <= 6e-8)
+    base = xf.astype(np.float64)[(np.arange(grid * n) * 4) % (grid * n)].reshape(grid, n)
+    assert _rel(of[1::2], base.sum(1) * 10) < 1.2e-6
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_block_scans_match_numpy(blocks, shape):
+    grid, (bx, by) = 2, SHAPES[shape]
+    n = bx * by
+    xf, xd, xi = _inputs(grid, n, 20 + n)
+    ex, inc, total = (np.full(grid * n, -1, np.int32) for _ in range(3))
+    inf, runmax = np.full(grid * n, np.nan, np.float32), np.full(grid * n, np.nan)
+    ex4 = np.full(4 * grid * n, -1, np.int32)
+    blocks.get_function(f"{shape}_scan")((grid,), (bx, by), (xf, xd, xi, ex, inc, total, inf, runmax, ex4))
+    i64 = xi.astype(np.int64).reshape(grid, n)
+    cum = np.cumsum(i64, 1)
+    assert inc.tolist() == cum.ravel().tolist()
+    assert ex.tolist() == (cum - i64).ravel().tolist()
+    assert total.tolist() == np.repeat(cum[:, -1], n).tolist()
+    # each prefix of up to 256 positive terms: a segment's total (7 roundings), the scan of the
+    # segments' totals (5), the prefix added (1) and the segment's values before it (7): 20 * 2^-24 =
+    # 1.2e-6 (measured <= 6.4e-8)
+    assert _rel(inf, np.cumsum(xf.astype(np.float64).reshape(grid, n), 1).ravel()) < 1.5e-6
+    d = xd.reshape(grid, n)
+    want = np.concatenate([np.full((grid, 1), -1.0), np.maximum.accumulate(np.maximum(d, -1.0), 1)[:, :-1]], 1)
+    assert runmax.tolist() == want.ravel().tolist()  # a maximum is exact
+    items = xi.astype(np.int64)[((np.arange(grid * n) * 4) % (grid * n))[:, None] + np.arange(4)].reshape(grid, 4 * n)
+    assert ex4.tolist() == (np.cumsum(items, 1) - items).ravel().tolist()
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_warp_reduce_and_scan_over_logical_warps_match_numpy(blocks, check):
+    module = blocks if blocks.check == check else RawModule(code=BLOCKS, check=check)
+    grid, threads, valid = 2, 128, 11
+    rng = np.random.default_rng(5)
+    xf = rng.random(grid * threads).astype(np.float32)
+    xi = rng.integers(-50, 50, grid * threads).astype(np.int32)
+    sum32, sum16 = np.full(grid * 4, np.nan, np.float32), np.full(grid * 8, -1, np.int32)
+    inclusive, exclusive, aggregate, exmax8 = (np.full(grid * threads, -1, np.int32) for _ in range(4))
+    module.get_function("warps")((grid,), (threads,), (xf, xi, np.int32(valid), sum32, sum16, inclusive,
+                                                         exclusive, aggregate, exmax8))
+    by32, by16, by8 = xi.reshape(-1, 32).astype(np.int64), xi.reshape(-1, 16), xi.reshape(-1, 8)
+    assert sum16.tolist() == by16[:, :valid].sum(1).tolist()
+    assert inclusive.tolist() == np.cumsum(by32, 1).ravel().tolist()
+    assert exclusive.tolist() == (np.cumsum(by32, 1) - by32).ravel().tolist()
+    assert aggregate.tolist() == np.repeat(by32.sum(1), 32).tolist()
+    running = np.maximum.accumulate(np.maximum(by8, -7), 1)
+    assert exmax8.tolist() == np.concatenate([np.full((len(by8), 1), -7), running[:, :-1]], 1).ravel().tolist()
+    # a tree of 5 levels over 32 positive floats: 5 * 2^-24 = 3e-7 (measured 3.2e-8)
+    assert _rel(sum32, xf.astype(np.float64).reshape(-1, 32).sum(1)) < 4e-7
+
+
+def test_block_reduce_measured_errors_are_those_the_tolerances_allow(blocks):
+    """The figures the tolerances above quote, for the record: 256 floats a block, 40 blocks."""
+    grid, n = 40, 256
+    xf, xd, xi = _inputs(grid, n, 99)
+    of, od, oi = np.full(2 * grid, np.nan, np.float32), np.full(grid, np.nan), np.full(6 * grid, -1, np.int32)
+    blocks.get_function("b256_reduce")((grid,), (n,), (xf, xd, xi, np.int32(n), of, od, oi))
+    assert _rel(of[0::2], xf.astype(np.float64).reshape(grid, n).sum(1)) < 3e-7
+    assert _rel(od, xd.reshape(grid, n).sum(1)) < 5e-16
+
+
+def test_a_temp_storage_reused_without_syncthreads_is_reported_as_a_race():
+    x = np.random.default_rng(6).integers(0, 100, 128).astype(np.int32)
+    out = np.full(2, -1, np.int32)
+    RawModule(code=BLOCKS).get_function("reused_without_sync")((1,), (128,), (x, out))  # runs in order here
+    with pytest.raises(KernelError, match=r"reused_without_sync: the result depends on the order in which the "
+                                          r"threads of a block run between barriers.*__syncthreads\(\) is missing"):
+        RawModule(code=BLOCKS, check=True).get_function("reused_without_sync")((1,), (128,), (x, out))
+
+
+def test_a_block_of_other_dimensions_than_the_templates_is_a_kernel_error(blocks):
+    xf, xd, xi = _inputs(1, 128, 7)
+    args = (xf, xd, xi, np.int32(96), np.zeros(2, np.float32), np.zeros(1), np.zeros(6, np.int32))
+    with pytest.raises(KernelError, match=r"b96_reduce: cub::BlockReduce with BLOCK_DIM_X = 96, BLOCK_DIM_Y = 1, "
+                                          r"BLOCK_DIM_Z = 1 in thread \(\d+, 0, 0\) of block \(0, 0, 0\), a block of "
+                                          r"\(128, 1, 1\) threads: CUB's block collectives take the block's dimensions"):
+        blocks.get_function("b96_reduce")((1,), (128,), args)
+
+
+@pytest.mark.parametrize("use, message", [
+    ("typedef cub::BlockRadixSort<int, 128, 4> Sort;\n    __shared__ typename Sort::TempStorage temp;",
+     "the CPU runner does not support cub::BlockRadixSort (CUB's block radix sort)"),
+    ("typedef cub::BlockLoad<int, 128, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE> Load;\n    Load::TempStorage* temp = 0;",
+     "the CPU runner does not support cub::BlockLoad (CUB's block loads; cub::LoadDirectBlocked and "
+     "LoadDirectStriped are supported)"),
+    ("size_t bytes = 0;\n    cub::DeviceReduce::Sum(nullptr, bytes, out, out, 4);",
+     "the CPU runner does not support cub::DeviceReduce (CUB's device-wide algorithms, which host code launches"),
+])
+def test_what_the_runner_lacks_of_cub_stops_the_build_in_one_line(use, message):
+    code = ('#include <cub/cub.cuh>\nextern "C" __global__ void uses(int* out)\n{\n    ' + use
+            + "\n    out[0] = 1;\n}\n")
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=code).get_function("uses")
+    said = str(error.value)
+    assert "\n" not in said
+    assert said.startswith("(RawModule code):") and message in said
+
+
+def test_cubs_headers_the_runner_has_build_and_one_it_lacks_names_cub():
+    body = 'extern "C" __global__ void k(int* out) { out[0] = 1; }\n'
+    for header in ("cub/cub.cuh", "cub/block/block_reduce.cuh", "cub/block/block_scan.cuh", "cub/warp/warp_reduce.cuh",
+                   "cub/warp/warp_scan.cuh", "cub/thread/thread_operators.cuh", "cub/util_type.cuh"):
+        out = np.zeros(1, np.int32)
+        RawModule(code=f"#include <{header}>\n" + body).get_function("k")((1,), (1,), (out,))
+        assert out.tolist() == [1]
+    code = "#include <cub/device/device_radix_sort.cuh>\n" + body
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=code).get_function("k")
+    assert str(error.value) == (
+        "(RawModule code):1: the CPU runner does not support this part of CUB (it has CUB's block and warp "
+        "reductions and scans only): "
+        "#include <cub/device/device_radix_sort.cuh> has no counterpart here (a GPU build finds it among CUDA's or "
+        "CuPy's headers)")
+
+
+# As HeCBench's attention benchmark (src/attention-cuda/kernels.h, zjin-lcf/HeCBench at f27000a5)
+# reduces a row's dot product, written here after it: one block of 256 threads per key row, a strided
+# partial dot product per thread, cub::BlockReduce<float, 256>'s Sum, thread 0 storing the row's
+# score and adding its exponential to a global sum.
+ATTENTION = r"""
+#include <cub/cub.cuh>
+
+__global__ void row_scores(const float* __restrict__ key, const float* __restrict__ query,
+                           float* __restrict__ dot_product, float* __restrict__ exp_sum, const int n, const int d)
+{
+    const int row = blockIdx.x;
+    float partial = 0;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        partial += key[row * d + j] * query[j];
+    }
+    using BlockReduce = cub::BlockReduce<float, 256>;
+    __shared__ typename BlockReduce::TempStorage temp_storage;
+    partial = BlockReduce(temp_storage).Sum(partial);
+    if (threadIdx.x == 0) {
+        dot_product[row] = partial;
+        atomicAdd(exp_sum, __expf(partial));
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_an_attention_row_reduction_as_hecbench_writes_it(check):
+    n, d = 40, 1000
+    rng = np.random.default_rng(8)
+    key = (rng.random((n, d)) * 0.01).astype(np.float32)
+    query = rng.random(d).astype(np.float32)
+    dot, total = np.full(n, np.nan, np.float32), np.zeros(1, np.float32)
+    kernel = RawModule(code=ATTENTION, check=check, name_expressions=["row_scores"]).get_function("row_scores")
+    kernel((n,), (256,), (key, query, dot, total, np.int32(n), np.int32(d)))
+    want = key.astype(np.float64) @ query.astype(np.float64)
+    # up to 4 float products and adds per thread, a segment of 8 threads' values in turn and a tree
+    # of 5: at most 20 roundings of positive terms, 20 * 2^-24 = 1.2e-6 (measured 3.6e-8); the
+    # exponentials' sum, atomically in any order: 40 more (measured 7e-9)
+    assert _rel(dot, want) < 1.5e-6
+    assert abs(total[0] - np.exp(want).sum()) / np.exp(want).sum() < 3e-6
