@@ -39,7 +39,7 @@ public:
     template <int ITEMS_PER_THREAD, typename ReductionOp>
     T Reduce(T (&inputs)[ITEMS_PER_THREAD], ReductionOp reduction_op)
     {
-        return reduce(fold(inputs, reduction_op), reduction_op, BLOCK_THREADS);
+        return reduce(nn_cuda_cpu_detail::fold(inputs, reduction_op), reduction_op, BLOCK_THREADS);
     }
 
     T Sum(T input) { return Reduce(input, cub::Sum()); }
@@ -48,15 +48,6 @@ public:
     T Sum(T (&inputs)[ITEMS_PER_THREAD]) { return Reduce(inputs, cub::Sum()); }
 
 private:
-    template <int N, typename Op>
-    static T fold(T (&items)[N], Op& op)
-    {
-        T partial = items[0];
-        for (int i = 1; i < N; ++i) {
-            partial = op(partial, items[i]);
-        }
-        return partial;
-    }
 
     // the first num_valid threads' values, reduced in thread 0: each stores its value, the block
     // meets, and the lanes of the first warp reduce SEGMENT consecutive values each, then the warp's

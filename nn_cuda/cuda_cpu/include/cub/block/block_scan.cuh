@@ -131,7 +131,7 @@ public:
     template <int N, typename ScanOp>
     void ExclusiveScan(T (&input)[N], T (&output)[N], T initial_value, ScanOp scan_op, T& block_aggregate)
     {
-        const Prefix p = prefix(fold(input, scan_op), scan_op);
+        const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
         T running = p.has ? scan_op(initial_value, p.value) : initial_value;
         for (int i = 0; i < N; ++i) {
             const T item = input[i];  // input and output may be one array
@@ -149,7 +149,7 @@ public:
     template <int N, typename ScanOp>
     void InclusiveScan(T (&input)[N], T (&output)[N], ScanOp scan_op, T& block_aggregate)
     {
-        const Prefix p = prefix(fold(input, scan_op), scan_op);
+        const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
         T running = p.has ? scan_op(p.value, input[0]) : input[0];
         output[0] = running;
         for (int i = 1; i < N; ++i) {
@@ -160,15 +160,6 @@ public:
     }
 
 private:
-    template <int N, typename Op>
-    static T fold(T (&items)[N], Op& op)
-    {
-        T partial = items[0];
-        for (int i = 1; i < N; ++i) {
-            partial = op(partial, items[i]);
-        }
-        return partial;
-    }
 
     struct NoCallback {
         T operator()(const T& aggregate) { return aggregate; }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <type_traits>
+#include "../../cooperative_groups.h"  // its shuffle of any type
 #include "../../nn_cuda_cpu_cuda_std.h"  // cuda::std::plus and the rest of <functional>, as CUB 2.x brings them
 
 namespace cub {
@@ -20,23 +21,22 @@ namespace nn_cuda_cpu_detail {
 
 constexpr int kWarpThreads = 32;
 
-// A value of any type moved by `shuffle` (one of the *_sync shuffles): a number at once, anything
-// else 8 bytes at a time (the runner's shuffles move up to 8 bytes).
+// A value of any type moved by `shuffle`, 8 bytes at a time: the cooperative groups' helper
 template <typename T, typename Shuffle>
 T shuffle_any(const T& value, Shuffle shuffle)
 {
-    if constexpr (std::is_arithmetic<T>::value) {
-        return shuffle(value);
-    } else {
-        unsigned long long words[(sizeof(T) + 7) / 8] = {};
-        memcpy(words, &value, sizeof(T));
-        for (unsigned long long& word : words) {
-            word = shuffle(word);
-        }
-        T result;
-        memcpy(static_cast<void*>(&result), words, sizeof(T));
-        return result;
+    return cooperative_groups::details::shuffle_words(value, shuffle);
+}
+
+// The items of one thread folded by `op`, first to last (an items-per-thread collective's own part)
+template <int N, typename T, typename Op>
+T fold(T (&items)[N], Op& op)
+{
+    T partial = items[0];
+    for (int i = 1; i < N; ++i) {
+        partial = op(partial, items[i]);
     }
+    return partial;
 }
 
 // The lanes of this thread's hardware warp that the block has (its last warp may be partial).
