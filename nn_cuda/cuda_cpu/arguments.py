@@ -32,19 +32,16 @@ from __future__ import annotations
 
 import ctypes
 import math
-import re
 
 import numpy as np
 
-from .runner import NARROW_FLOATS, SCALAR_CTYPES
+from .runner import NARROW_FLOATS, SCALAR_CTYPES, STRUCT_TYPE
 
 #: runtime.h's name of a type it cannot name (a reference or a pointer to one is named, and refused)
 UNSUPPORTED = "?"
 #: runtime.h's names of plain char (signed on x86-64, unsigned on ARM): whose signedness code does not
 #: choose, so a char* takes int8 or uint8 (text's bytes are uint8), as CuPy passes any array's pointer
 _PLAIN_CHAR = ("char", "char (unsigned)")
-#: runtime.h's name of a struct passed by value: "struct of 16 bytes"
-_STRUCT = re.compile(r"struct of (\d+) bytes?")
 
 
 def scalar_dtype(c_type: str) -> np.dtype:
@@ -67,7 +64,7 @@ def unsupported(signature) -> list[int]:
             c_type = c_type[:-1].replace("const ", "", 1)
             if c_type == "void":
                 return True
-        return c_type in SCALAR_CTYPES or c_type in NARROW_FLOATS or _STRUCT.fullmatch(c_type) is not None
+        return c_type in SCALAR_CTYPES or c_type in NARROW_FLOATS or STRUCT_TYPE.fullmatch(c_type) is not None
 
     return [i for i, c_type in enumerate(signature) if not passable(c_type)]
 
@@ -95,7 +92,7 @@ def _given(value) -> str:
 def _argument(where: str, c_type: str, value):
     if c_type.endswith("*"):
         return _array(where, c_type, value)
-    struct = _STRUCT.fullmatch(c_type)
+    struct = STRUCT_TYPE.fullmatch(c_type)
     if struct is not None:
         return _struct_bytes(where, int(struct[1]), value)
     if c_type in NARROW_FLOATS:  # its bits, as CuPy passes a NumPy scalar of its size

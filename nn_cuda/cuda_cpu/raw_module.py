@@ -300,11 +300,6 @@ class RawKernel:
         return self._found
 
     @property
-    def _kernels(self) -> LoadedKernels:
-        self._bound()
-        return self._module._kernels
-
-    @property
     def signature(self) -> tuple:
         """The C parameter types, as runtime.h names them."""
         return self._bound()[1]
@@ -319,18 +314,17 @@ class RawKernel:
         if self._module.enable_cooperative_groups:
             grid = _cooperative_grid(grid, kernels.resident_blocks())
         packed, names = arguments.pack(self.name, signature, args), [f"args[{i}]" for i in range(len(args))]
-        shared_mem = self._shared_bytes(shared_mem)
+        shared_mem = self._shared_bytes(shared_mem, kernels.dynamic_shared_capacity())
         # outside the checking mode, which guards copies of its own, the arrays go to device memory
         with (contextlib.nullcontext(packed) if kernels.check
               else device_memory.guarded(packed, signature)) as launched:
             kernels.launch(index, _Launch(self.name, grid, block, launched, signature, shared_mem=shared_mem), names)
 
-    def _shared_bytes(self, shared_mem) -> int:
+    def _shared_bytes(self, shared_mem, capacity: int) -> int:
         """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless
-        raised, as with cudaFuncSetAttribute; at most the runtime's region)."""
+        raised, as with cudaFuncSetAttribute; at most `capacity`, the runtime's region)."""
         if isinstance(shared_mem, bool) or not hasattr(shared_mem, "__index__") or shared_mem < 0:
             raise TypeError(f"{self.name}: shared_mem must be a number of bytes, got {shared_mem!r}")
-        capacity = self._kernels.dynamic_shared_capacity()
         limit = min(self.max_dynamic_shared_size_bytes, capacity)
         if shared_mem > limit:
             raise ValueError(f"{self.name}: shared_mem={shared_mem} bytes is more than a block may have ({limit}; "

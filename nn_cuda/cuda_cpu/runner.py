@@ -52,6 +52,8 @@ SCALAR_CTYPES = {
 #: runtime.cpp's fault codes for a thread that outgrew its stack (kStackOverflow), and for a
 #: general-protection fault (kGeneralProtection), which has no address
 _STACK_OVERFLOW, _GENERAL_PROTECTION = 1000, 1001
+#: runtime.cpp's status of a launch that ran to its end with a shuffle from a lane with no value
+_UNDEFINED_LANE_READ = 3
 _SIGNALS = {
     _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner): a large local "
                       "array? Put it in __shared__ or global memory"),
@@ -223,9 +225,9 @@ class LoadedKernels:
         if self.check:
             self._launch_checked(index, launch, names)
         else:
-            self._call(index, launch, None, _nothing_to_describe)
-            read = self._lib.nn_cuda_cpu_undefined_lane_read()
-            if read is not None and launch.kernel not in self._told_once_only:
+            lane_read = self._call(index, launch, None, _nothing_to_describe) == _UNDEFINED_LANE_READ
+            if lane_read and launch.kernel not in self._told_once_only:
+                read = self._lib.nn_cuda_cpu_undefined_lane_read()
                 self._told_once_only.add(launch.kernel)
                 print(f"nn_cuda: {launch.kernel}: {read.decode()}: a GPU gives an undefined value there, the CPU "
                       "runner all-ones bytes (NaN as a float); NN_CUDA_CPU_CHECK=1 tells whether it reaches a "
@@ -331,10 +333,11 @@ class LoadedKernels:
             buffers.restore(final)
             self._variables.restore(final_variables)
 
-    def _call(self, index, launch, pointers, describe_fault, seed=None, mirrored=False) -> None:
+    def _call(self, index, launch, pointers, describe_fault, seed=None, mirrored=False) -> int:
         """One run of the instance: `pointers` replace the arrays' addresses (the checking mode's
         guarded copies), None passes the arrays themselves; the checking mode's orders come from
-        `seed` (None: the next one), backwards when `mirrored`. The plain launch's whole path in
+        `seed` (None: the next one), backwards when `mirrored`. Returns the runtime's status of a
+        launch that ran to its end: 0, or _UNDEFINED_LANE_READ. The plain launch's whole path in
         Python is this function and one comprehension (a launch's cost: docs/kernels.md)."""
         signature = self._signatures[index]
         # None for a pointer is NULL; a struct's bytes come packed (arguments.pack)
@@ -354,6 +357,8 @@ class LoadedKernels:
             index, grid, block, args, launch.kernel.encode(), int(self.check) + int(mirrored),
             ctypes.c_ulonglong(next(self._seeds) if seed is None else seed), fault, message, _MESSAGE_BYTES,
         )
+        if status in (0, _UNDEFINED_LANE_READ):
+            return status
         if status == 1:
             raise KernelError(message.value.decode())
         if status == 2:
@@ -693,8 +698,8 @@ class _GuardedCopy:
         return None
 
 
-#: runtime.h's name of a pointer to a struct: "struct of 32 bytes*", "const struct of 32 bytes*"
-_STRUCT_POINTER = re.compile(r"(?:const )?struct of \d+ bytes?\*")
+#: runtime.h's name of a struct passed by value or pointed to: "struct of 16 bytes" (its size)
+STRUCT_TYPE = re.compile(r"struct of (\d+) bytes?")
 
 
 def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]) -> str | None:
@@ -711,11 +716,12 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
     if arrays:
         return f"{names[arrays[0]]} (an array of pointers)"
     holders = [(names[i], bytes(value)) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
-               if c_type.startswith("struct of") and isinstance(value, ctypes.Array)]
+               if STRUCT_TYPE.fullmatch(c_type) and isinstance(value, ctypes.Array)]
     # an array of structs (Rodinia's streamcluster passes points that hold a pointer to their coordinates)
-    holders += [(f"{names[i]} (an array of structs)", value.tobytes())
+    holders += [(f"{names[i]} (an array of structs)", value.reshape(-1).view(np.uint8))
                 for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
-                if _STRUCT_POINTER.fullmatch(c_type) and isinstance(value, np.ndarray)]
+                if STRUCT_TYPE.fullmatch(c_type.removeprefix("const ").removesuffix("*")) and c_type.endswith("*")
+                and isinstance(value, np.ndarray)]
     holders += [(f"the variable `{symbol}`", data) for symbol, data in variables]
     holders = [(what, data) for what, data in holders if len(data) >= 8]
     if not holders:
@@ -728,7 +734,7 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
         return None
     starts, ends = np.array(writable, np.uint64).reshape(-1, 2).T
     for what, data in holders:
-        words = np.frombuffer(data, np.uint64, count=len(data) // 8)
+        words = np.frombuffer(data, np.uint64, count=len(data) // 8)  # bytes, or a uint8 view of the array (no copy)
         below = np.searchsorted(starts, words, side="right") - 1  # the last region starting at or below
         inside = (below >= 0) & (words < ends[np.maximum(below, 0)])
         if inside.any():

@@ -1098,8 +1098,9 @@ void worker_main(Outcome* out, size_t slot, size_t threads, size_t blocks)
     sigaltstack(&previous, nullptr);
 }
 
-// fault[0..8] on a fault: signal, address, the thread's x, y, z, the block's x, y, z, and the
-// program counter.
+// Returns 0 when the launch ran to its end, 3 when it did so and a shuffle read a lane with no value
+// (undefined_lane_read says which), 1 with a message, 2 on a fault: fault[0..8] then holds the
+// signal, address, the thread's x, y, z, the block's x, y, z, and the program counter.
 int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned* block, void** args,
                   const char* kernel, int check, unsigned long long seed, long long* fault,
                   char* message, int message_size)
@@ -1229,7 +1230,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         return 1;
     }
     if (first == nullptr) {
-        return 0;
+        return undefined_lane_seen ? 3 : 0;
     }
     if (first->status == 2) {
         memcpy(fault, first->info, sizeof(first->info));
