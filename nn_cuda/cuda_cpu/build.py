@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,12 @@ CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
 # is thread_local there, each function finding its module's thread-local block once (local-dynamic).
 # That costs one thread about 1.4x on a kernel with barriers, so one thread builds without it.
 WORKER_FLAGS = ("-DNN_CUDA_CPU_WORKERS", "-pthread", "-ftls-model=local-dynamic")
+# The code's names are its own, as on a GPU: an extern "C" kernel, __device__ function or variable named
+# like a symbol of the C library (`step`, `getpid`, `error`, `opterr`, as PyCUDA's game of life names its
+# kernel `step`) bound, in a shared library, to the C library's definition, loaded first, so that the
+# C library's function ran in the kernel's place (`error` ended the process). -Bsymbolic binds the
+# library's references to its own definitions. (Mach-O's two-level names never had that problem.)
+LINK_FLAGS = () if sys.platform == "darwin" else ("-Wl,-Bsymbolic",)
 
 
 
@@ -155,8 +162,8 @@ def host_flags(options, backend: str = "nvrtc") -> list[str]:
 
 
 def pre_included(options) -> str:
-    """NVRTC's --pre-include=<header> options as the #include lines an NVRTC build reads before the
-    code (after the runtime, which the host compiler's own -include would come before)."""
+    """The --pre-include=<header> options (NVRTC's and nvcc's) as the #include lines a GPU build reads
+    before the code (after the runtime, which the host compiler's own -include would come before)."""
     names = [option.partition("=")[2] for option in options if option.partition("=")[0] in ("--pre-include", "-include")]
     return "".join(f'#include "{name}"\n' for name in names if name)
 
@@ -226,9 +233,11 @@ def _unit(body: str, instances) -> str:
 
 #: CUDA's unroll pragma on a line of its own: `#pragma unroll`, `#pragma unroll 4`, `#pragma unroll (N)`
 _UNROLL_PRAGMA = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*pragma[ \t]+unroll\b(?P<count>[^\n]*)$", re.M)
-#: what CUDA's `#pragma unroll` without a count (unroll completely where the count is constant) becomes:
-#: GCC's pragma needs a factor, and the loops CUDA code unrolls are short
-FULL_UNROLL = 64
+#: what CUDA's `#pragma unroll` without a count (unroll completely where the count is constant, leave
+#: rolled where it is not) becomes: GCC's pragma needs a factor, which it applies to a loop of a run-time
+#: count too. 16 unrolls a thread's register tile (c[16]) completely; 64 made the checking build of
+#: Tongkaio's SGEMM kernel 5 (loops of run-time counts, nested) take 63 s, 11 s with 16 (2026-11-27)
+FULL_UNROLL = 16
 
 
 def gcc_unroll_pragmas(code: str) -> str:
@@ -296,7 +305,7 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool,
         unit = gcc_unroll_pragmas(unit)
     flags = [*BASE_FLAGS, *DEVICE_MACROS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
              *(CHECK_FLAGS if check else WORKER_FLAGS if workers and threads_from_environment() > 1 else ()),
-             *extra_flags,
+             *extra_flags, *LINK_FLAGS,
              f"-isystem{INCLUDE_DIR}"]
     runtime = _runtime_object(compiler, version, flags)
     guard = (_object(SHARED_GUARD_SOURCE, compiler, version, flags, "the shared guard (shared_guard.cpp)"),) \
@@ -337,7 +346,7 @@ def _object(source: Path, compiler: str, version: str, flags, what: str) -> Path
     """The cached object of one of the runner's sources for these flags, built (and verified) first if
     missing."""
     unit = f'#include "{source.as_posix()}"\n'
-    flags = [*(flag for flag in flags if not flag.startswith("-I")), "-c"]
+    flags = [*(flag for flag in flags if not flag.startswith(("-I", "-Wl,"))), "-c"]
     plan = _Plan(compiler, flags, unit, _manifest(source.stem, unit, compiler, version, " ".join(flags)),
                  source.stem, what, source.name, suffix=".o")
     descriptor, target = _verified_build(plan)
@@ -466,8 +475,6 @@ def _hint(log: str, unit: str) -> str:
         return (f"\n(name_expressions names {named!r}, which is no kernel of the code: each entry is a "
                 "__global__ function or a template instance of one, spelled as the code spells it"
                 f"{undeclared['guess'] or ''})")
-    if "no such instruction" in log or "unknown mnemonic" in log:
-        return "\n(inline PTX assembly, asm(\"...\"), runs on a GPU only: the CPU runner does not support it)"
     if re.search(r"<<<.*>>>", unit) and "expected primary-expression" in log:
         return ("\n(a kernel launch, kernel<<<...>>>(...), in the code: the CPU runner does not support one from "
                 "device code (dynamic parallelism), and one in host code has no place in a RawModule, whose "
@@ -519,6 +526,78 @@ def _unsupported_feature(log: str) -> str | None:
     included = [m["where"] for m in _INCLUDED_FROM.finditer(chain)]  # the header's own #include first
     where = called[-1] if called else included[0] if included else None
     return f"{where}: {found['what']}" if where else found["what"]
+
+
+#: GCC's note on a macro of the options (-DT=64) that a name of the runner's own files expanded into
+_RUNNER_MACRO = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: note: in expansion of macro [‘'`](?P<macro>\w+)[’']",
+                           re.M)
+
+
+def _option_macro_in_runner(log: str, flags) -> str | None:
+    """The one-line message for a -D macro of the options (`flags`) whose name the runner's own headers
+    use (a template parameter `T`, `A`, `P`, ...), or None: every build then fails inside those headers."""
+    defined = {flag[2:].partition("=")[0] for flag in flags
+               if flag.startswith("-D") and not flag.startswith(("-D__", "-DNN_CUDA_CPU_"))}  # not the runner's own
+    for found in _RUNNER_MACRO.finditer(log):
+        path = Path(found["file"])
+        if found["macro"] in defined and (path.parent == RUNTIME_HEADER.parent or INCLUDE_DIR in path.parents):
+            macro = found["macro"]
+            return (f"-D{macro}: the option's macro `{macro}` also replaces that name in the CPU runner's own "
+                    f"headers ({path.name}:{found['line']}), which the build includes before the code; give the "
+                    "macro a longer name")
+    return None
+
+
+#: what the host's compiler or assembler says of inline PTX: an instruction of the GPU's (assembler),
+#: a register constraint of PTX's that a CPU has not ("=f", "=h": GCC and clang)
+_INLINE_PTX = ("no such instruction", "unknown mnemonic", "must specify a single register", "impossible constraint",
+               "invalid output constraint", "invalid input constraint")
+#: the first error the compiler places in a source file
+_FIRST_ERROR_AT = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: ", re.M)
+
+
+def _inline_ptx(log: str) -> str | None:
+    """The one-line message for inline PTX (asm("...") in the code), or None: the host's compiler says
+    so in as many errors as the code has asm statements (8,000 characters for YHs' SGEMM)."""
+    if not any(words in log for words in _INLINE_PTX):
+        return None
+    found = _FIRST_ERROR_AT.search(log)
+    where = f"{found['where']}: " if found else ""  # none when the assembler refused it
+    return f"{where}the CPU runner does not support inline PTX assembly, asm(\"...\"), which runs on a GPU only"
+
+
+#: GCC's and clang's error on an extern "C" function of the code that the C library declares too
+_C_LIBRARY_NAME = re.compile(r"^(?P<where>.+?:\d+):\d+: error: (?:conflicting declaration of C function "
+                             r"[‘'`][^’'\n(]*?(?P<gcc>\w+)\(|conflicting types for '(?P<clang>\w+)')", re.M)
+
+
+def _c_library_name(log: str) -> str | None:
+    """The one-line message for an extern "C" kernel, function or variable named like a function of the
+    C library (`select`, `time`, `index`, `random`), which the host headers the runner includes declare
+    and NVRTC's build does not, or None."""
+    found = _C_LIBRARY_NAME.search(log)
+    if found is None:
+        return None
+    name = found["gcc"] or found["clang"]
+    return (f"{found['where']}: `{name}` is also a function of the C library, which the CPU build includes (NVRTC "
+            "declares no such function, so on a GPU the name is free): rename it")
+
+
+def _runner_names_taken(objects, library: Path) -> list[str]:
+    """The names that the runner's `objects` (runtime.cpp's) take from the C library (`sysconf`,
+    `sigaction`, ...) and that the built `library` defines itself: LINK_FLAGS binds the runner's
+    calls to those definitions, so a kernel named `sysconf` would be called in the C library's place.
+    Empty without nm (binutils), which RawModule's own checks need anyway."""
+    nm = shutil.which("nm")
+    if nm is None or not objects:
+        return []
+
+    def names(*arguments) -> set:
+        listing = subprocess.run([nm, *arguments], capture_output=True, text=True, timeout=60).stdout
+        return {line.split()[-1] for line in listing.splitlines() if line.strip()}
+
+    imported = {name for name in names("--undefined-only", *map(str, objects)) if not name.startswith("__")}
+    return sorted(imported & names("--dynamic", "--defined-only", str(library)))  # "__": the linker's, reserved
 
 
 #: libraries of headers a GPU build finds and the runner has not: the first folder of an #include
@@ -583,11 +662,19 @@ def _compile(plan: _Plan) -> Path:
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
                 # The generated file is deleted with `work`: name it by what it holds.
                 log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
-                raise KernelBuildError(_unsupported_feature(log) or _legacy_warp_function(log) or
-                                       _missing_library(log) or (
+                raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
+                                       _legacy_warp_function(log) or
+                                       _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
                 ))
+            taken = _runner_names_taken(plan.inputs, temporary)
+            if taken:
+                temporary.unlink()
+                raise KernelBuildError(
+                    f"{what} defines {', '.join(f'`{name}`' for name in taken)}, which the CPU runner itself calls "
+                    "in the C library: the CPU build would call the code's in its place (on a GPU the name is "
+                    "free); rename it")
             # The unit itself is in the manifest's key; the files it reads name the library.
             read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())
                     if path != source]

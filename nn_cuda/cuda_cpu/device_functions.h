@@ -469,6 +469,8 @@ inline float cospi(float x) { return cospif(x); }
 inline void sincospi(double x, double* s, double* c) { *s = sinpi(x), *c = cospi(x); }
 inline void sincospif(float x, float* s, float* c) { *s = sinpif(x), *c = cospif(x); }
 inline void sincospi(float x, float* s, float* c) { sincospif(x, s, c); }
+// CUDA's float overload of sincos (the C library has sincos for double and sincosf)
+inline void sincos(float x, float* s, float* c) { sincosf(x, s, c); }
 
 // 1 / hypot and the norms of 3, 4 and dim numbers, and their reciprocals (euclidean_norm): in double and
 // as f-suffixed float functions only, as CUDA's (no float overloads).
@@ -649,11 +651,18 @@ inline void __stwt(T* address, T value) { *address = value; }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline long long clock64()  // nanoseconds: it only has to grow, as a GPU's cycle counter does
+// The clock: nanoseconds (it only has to grow, as a GPU's cycle counter does), or in the checking mode
+// 1000 per read of the thread's in its block (runtime.h, counted_clock). CUDA's clock() is the device's
+// counter too, where the host's <time.h> one would count the process's CPU time.
+inline long long clock64()
 {
+    if (nn_cuda_cpu::counted_clock) {
+        return static_cast<long long>(1000 * ++nn_cuda_cpu::current->clock_reads);
+    }
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+#define clock() (static_cast<clock_t>(clock64()))
 
 // A thread that sleeps, typically in a loop waiting for another thread: here it lets the other
 // threads of its block (and, in the checking mode, the other resident blocks) run first.

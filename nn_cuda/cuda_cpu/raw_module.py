@@ -100,11 +100,14 @@ class RawModule:
         if any(dynamic_shared_as_references(text) != text for text in (aligned, *headers.values())):
             self._flags.append(DYNAMIC_SHARED_FLAG)  # the checking mode watches the end of that memory
         self._cpu_code = shared_headers.rewritten(cpu_declarations(aligned), self._flags, cpu_declarations)
+        pre_included = build.pre_included(self.options)  # nvcc's --pre-include too
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
             self._cpu_code = (nvrtc_headers.prelude() + nvrtc_headers.own_integer_types(code)
-                              + build.pre_included(self.options) + build.line_one(name) + self._cpu_code)
+                              + pre_included + build.line_one(name) + self._cpu_code)
         elif nvrtc_headers.includes_cuda_headers_only(code):  # nvcc's: no float or stdint limits
-            self._cpu_code = nvrtc_headers.nvcc_prelude() + build.line_one(name) + self._cpu_code
+            self._cpu_code = nvrtc_headers.nvcc_prelude() + pre_included + build.line_one(name) + self._cpu_code
+        elif pre_included:
+            self._cpu_code = pre_included + build.line_one(name) + self._cpu_code
         self._kernels: LoadedKernels | None = None
         self._index: dict[str, int] = {}
         #: the kernels asked for by their mangled names (as CuPy finds a C++ kernel built by nvcc),
@@ -295,7 +298,8 @@ class RawKernel:
             if bad:
                 raise TypeError(
                     f"{self.name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type "
-                    f"it cannot name, shown as ?): ({', '.join(signature)})")
+                    "it cannot name, shown as ?: a struct passed by value that is not trivially copyable, whose "
+                    f"bytes are no copy of it): ({', '.join(signature)})")
             self._found = index, signature
         return self._found
 
@@ -379,15 +383,19 @@ DYNAMIC_SHARED_FLAG = "-DNN_CUDA_CPU_DYNAMIC_SHARED"
 
 # A declaration `... name[];`: an extern __shared__ array when the words before the name hold both
 # `extern` and `__shared__`, in any order, as CUDA allows.
-_UNSIZED_ARRAY = re.compile(r"(?P<specifiers>(?:[^;{}()]|\([ \t]*\d+[ \t]*\))*?)\b(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*;")
-_ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*\(\s*\d+\s*\)")
+#: an alignment's parentheses: `(16)`, `(sizeof(double))`, `(2 * alignof(float4))`
+_PARENTHESES = r"\((?:[^()]|\([^()]*\))*\)"
+_UNSIZED_ARRAY = re.compile(r"(?P<specifiers>(?:[^;{}()]|" + _PARENTHESES
+                            + r")*?)\b(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*"
+                            + r"(?:__align__[ \t]*" + _PARENTHESES + r"[ \t]*)?;")  # `char smem[] __align__(16);`
+_ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*" + _PARENTHESES)
 #: blank space, line continuations (in a macro), comments and preprocessor lines (what may stand
 #: between a declaration and the last ;)
 _LEADING_NON_CODE = re.compile(r"(?:\s+|\\\n|//[^\n]*|/\*.*?\*/|(?<![^\n])[ \t]*#[^\n]*)*", re.DOTALL)
 
 
 #: `__shared__ alignas(...)`: C++'s alignas may not follow a specifier here (__shared__ is `static`)
-_ALIGNAS_AFTER_SHARED = re.compile(r"\b__shared__(?P<space>\s+)(?P<alignas>alignas\s*\((?:[^()]|\([^()]*\))*\))")
+_ALIGNAS_AFTER_SHARED = re.compile(r"\b__shared__(?P<space>\s+)(?P<alignas>alignas\s*" + _PARENTHESES + ")")
 
 
 #: `static` beside `__shared__`, which CUDA allows (NVIDIA's warp-shuffle reduction writes

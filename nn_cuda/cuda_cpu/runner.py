@@ -809,6 +809,8 @@ class _CheckedBuffers:
         largest an atomicAdd of floats found or added (`atomic_magnitude`), whichever is larger."""
         for i, before in snapshot.items():
             now = self.views[i]
+            if now.size == 0:  # an empty array (a kernel's tail of length 0): nothing to differ
+                continue
             values_before, format_name = float_values(before, self.launch.signature[i])
             if rounding and format_name is not None:
                 values_now = float_values(now, self.launch.signature[i])[0]
@@ -844,7 +846,9 @@ class _CheckedBuffers:
             "or a thread uses a local variable it never set, whose value is whatever its stack held"
             + ("; or results placed at slots the threads took from an atomic counter (slot = atomicAdd(&count, "
                "1)), whose order is the order the threads came in, on a GPU too: a correct kernel then gives "
-               "the same results in another order, which a check should compare as a set" if atomics else "")
+               "the same results in another order, which a check should compare as a set; or the value an "
+               "atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU too"
+               if atomics else "")
         )
 
     def pointers(self) -> list:

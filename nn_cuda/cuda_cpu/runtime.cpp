@@ -775,6 +775,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.warp_participants = 0;
         fiber.atomic_address = nullptr;
         fiber.atomic_repeats = 0;
+        fiber.clock_reads = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
@@ -1111,6 +1112,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     launch.message = message;
     launch.message_size = message_size;
     launch.message_written.store(false);
+    counted_clock = check != 0;
     const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
     // a GPU's limits (every architecture since sm_30): a launch beyond them fails there
     if (threads == 0 || threads > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[0] == 0 ||

@@ -52,6 +52,10 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
+// Hints to inline or not, which change no result: empty, where CUDA's headers make __noinline__ GCC's
+// attribute, since a host header included after this one may write __attribute__((__noinline__)).
+#define __noinline__
+#define __inline_hint__
 #define __launch_bounds__(...)
 #define __grid_constant__  // a const kernel parameter the kernel may take the address of
 // A global variable of the library: the Python side reads and writes it (RawModule.get_global).
@@ -119,6 +123,7 @@ struct Fiber {
     const void* atomic_address = nullptr;
     unsigned long long atomic_found = 0;
     unsigned atomic_repeats = 0;
+    unsigned long long clock_reads = 0;  // its reads of the clock in this block (the checking mode's clock)
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------
@@ -144,6 +149,11 @@ inline Launch launch;
 // keeps every block of its grid resident, taking turns as the checking mode's blocks do, on one host
 // thread, so that grid_group::sync() can wait for all of them (grid_sync, runtime.cpp).
 inline bool cooperative = false;
+
+// The checking mode's clock: clock() and clock64() count the thread's own reads, so that a kernel that
+// records timestamps (cuda-samples' clock, cuda-python's clock_nvrtc) gives the same results in both
+// runs, which the checking mode compares; the plain mode's clock is the host's (device_functions.h).
+inline bool counted_clock = false;
 
 // Dynamic shared memory (extern __shared__, sized by the launch's shared_mem): one fixed region per
 // host thread, since each runs one block at a time. RawModule rewrites `extern __shared__ T name[];`
@@ -339,22 +349,25 @@ struct narrow_float_name {
 // A type's name in a signature: a 16-bit float's own; a struct (a vector type, a struct of
 // parameters, an empty tag type such as std::true_type) is "struct of N bytes": passed by value, the
 // launcher passes N bytes, as CuPy passes the bytes of a NumPy scalar or one-element array; pointed
-// to (float4*), any array. An enum is its underlying integer type.
-template <typename T>
+// to (float4*), any array, also where the struct is not trivially copyable (a pointer is an address
+// whatever it points to: PyCUDA's struct reductions pass arrays of a struct with a copy constructor).
+// An enum is its underlying integer type.
+template <typename T, bool Pointee = false>
 std::string value_type_name()
 {
     if constexpr (narrow_float_name<T>::value != nullptr) {
         return narrow_float_name<T>::value;
     } else if constexpr (std::is_enum<T>::value) {
         return c_type_name<typename std::underlying_type<T>::type>();
-    } else if constexpr ((std::is_class<T>::value || std::is_union<T>::value) && std::is_trivially_copyable<T>::value) {
+    } else if constexpr ((std::is_class<T>::value || std::is_union<T>::value) &&
+                         (Pointee || std::is_trivially_copyable<T>::value)) {
         return "struct of " + std::to_string(sizeof(T)) + (sizeof(T) == 1 ? " byte" : " bytes");
     } else {
         return c_type_name<T>();
     }
 }
 
-template <typename P>
+template <typename P, bool Pointee = false>
 std::string parameter_type()
 {
     if constexpr (std::is_reference<P>::value) {  // named, and refused on the Python side
@@ -362,9 +375,9 @@ std::string parameter_type()
     } else if constexpr (std::is_pointer<P>::value) {
         using Element = typename std::remove_pointer<P>::type;
         return std::string(std::is_const<Element>::value ? "const " : "") +  // volatile: passed alike
-               parameter_type<typename std::remove_cv<Element>::type>() + "*";  // float** too
+               parameter_type<typename std::remove_cv<Element>::type, true>() + "*";  // float** too
     } else {
-        return value_type_name<P>();
+        return value_type_name<P, Pointee>();
     }
 }
 

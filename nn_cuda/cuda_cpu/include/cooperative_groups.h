@@ -186,6 +186,16 @@ void sync(const Group& group)
 
 // ---- the grid: its ranks; a grid-wide barrier needs a cooperative launch ---------------------------
 
+// Thread block clusters are sm_90's, where the runner's code is sm_80's (__CUDA_ARCH__ 800), whose
+// compilers do not have them either.
+template <typename Unused>
+unsigned nn_cuda_cpu_no_clusters()
+{
+    static_assert(nn_cuda_cpu_unsupported<Unused>, "the CPU runner does not support thread block clusters "
+                                                "(sm_90; its code is sm_80's, __CUDA_ARCH__ 800)");
+    return 0;
+}
+
 class grid_group {
 public:
     // as on a GPU: only a cooperative launch makes a grid that can sync
@@ -198,9 +208,25 @@ public:
     dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
     dim3 dim_blocks() const { return gridDim; }
     void sync() const { nn_cuda_cpu::grid_sync(); }
+    template <typename Unused = void>
+    unsigned long long cluster_rank() const { return nn_cuda_cpu_no_clusters<Unused>(); }
+    template <typename Unused = void>
+    unsigned long long num_clusters() const { return nn_cuda_cpu_no_clusters<Unused>(); }
+    template <typename Unused = void>
+    dim3 cluster_index() const { return dim3(nn_cuda_cpu_no_clusters<Unused>()); }
+    template <typename Unused = void>
+    dim3 dim_clusters() const { return dim3(nn_cuda_cpu_no_clusters<Unused>()); }
+
 };
 
 inline grid_group this_grid() { return grid_group(); }
+
+template <typename Unused = void>
+grid_group this_cluster()
+{
+    nn_cuda_cpu_no_clusters<Unused>();
+    return grid_group();
+}
 
 // ---- groups of any lanes of one warp: the partitions of a tile by a value ---------------------------
 

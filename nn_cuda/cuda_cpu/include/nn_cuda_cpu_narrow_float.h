@@ -27,13 +27,14 @@ enum class Rounding { nearest_even, toward_zero, down, up };
 // on an H100 in both formats).
 enum class NanBits { payload, canonical };
 
-// The bits of `value` in a binary format of E exponent bits and M fraction bits (binary16: 5, 10;
-// bfloat16: 8, 7), rounded as `mode` says.
-template <int E, int M>
+// The bits of `value` in a binary format of ExponentBits exponent bits and FractionBits fraction bits
+// (binary16: 5, 10; bfloat16: 8, 7), rounded as `mode` says. (Long names: a code built with -DE=... or
+// -DM=... would turn one-letter ones into its values.)
+template <int ExponentBits, int FractionBits>
 uint16_t narrow_bits(double value, Rounding mode, NanBits nan_bits = NanBits::canonical)
 {
-    constexpr int bias = (1 << (E - 1)) - 1;
-    constexpr uint64_t infinity = ((uint64_t{1} << E) - 1) << M;
+    constexpr int bias = (1 << (ExponentBits - 1)) - 1;
+    constexpr uint64_t infinity = ((uint64_t{1} << ExponentBits) - 1) << FractionBits;
     uint64_t bits;
     memcpy(&bits, &value, sizeof(bits));
     const uint16_t sign = static_cast<uint16_t>((bits >> 63) << 15);
@@ -44,17 +45,18 @@ uint16_t narrow_bits(double value, Rounding mode, NanBits nan_bits = NanBits::ca
     }
     if (magnitude >= 0x7FF0000000000000ull) {  // infinity, or a NaN made quiet with its payload's top bits
         const uint64_t nan = magnitude > 0x7FF0000000000000ull
-                                 ? (uint64_t{1} << (M - 1)) | ((magnitude >> (52 - M)) & ((uint64_t{1} << M) - 1))
+                                 ? (uint64_t{1} << (FractionBits - 1)) |
+                                       ((magnitude >> (52 - FractionBits)) & ((uint64_t{1} << FractionBits) - 1))
                                  : 0;
         return static_cast<uint16_t>(sign | infinity | nan);
     }
-    // value = significand 2^(exponent - 52); the format's numbers are s 2^(e - M) with e >= 1 - bias
+    // value = significand 2^(exponent - 52); the format's numbers are s 2^(e - FractionBits) with e >= 1 - bias
     // (below that, the subnormals' fixed unit)
     const int biased = static_cast<int>(magnitude >> 52);
     const int exponent = (biased == 0 ? 1 : biased) - 1023;
     const uint64_t significand = (magnitude & ((uint64_t{1} << 52) - 1)) | (biased == 0 ? 0 : uint64_t{1} << 52);
     const int scale = std::max(exponent, 1 - bias);
-    const int dropped = std::min(52 - M + scale - exponent, 54);  // bits below the format's unit
+    const int dropped = std::min(52 - FractionBits + scale - exponent, 54);  // bits below the format's unit
     uint64_t kept = significand >> dropped;
     const uint64_t rest = significand & ((uint64_t{1} << dropped) - 1), halfway = uint64_t{1} << (dropped - 1);
     switch (mode) {
@@ -63,9 +65,9 @@ uint16_t narrow_bits(double value, Rounding mode, NanBits nan_bits = NanBits::ca
     case Rounding::down: kept += rest != 0 && negative; break;
     case Rounding::up: kept += rest != 0 && !negative; break;
     }
-    // a normal number's leading bit, 2^M in `kept`, adds the 1 its exponent field lacks (a carry of the
+    // a normal number's leading bit, 2^FractionBits in `kept`, adds the 1 its exponent field lacks (a carry of the
     // rounding too); a subnormal's field is 0
-    uint64_t field = (static_cast<uint64_t>(scale + bias - 1) << M) + kept;
+    uint64_t field = (static_cast<uint64_t>(scale + bias - 1) << FractionBits) + kept;
     if (field >= infinity) {
         const bool to_infinity = mode == Rounding::nearest_even || (mode == Rounding::up && !negative) ||
                                  (mode == Rounding::down && negative);
@@ -76,20 +78,20 @@ uint16_t narrow_bits(double value, Rounding mode, NanBits nan_bits = NanBits::ca
 
 // The float of the bits of a number of that format (exact: a float holds every one of them). A
 // binary16 NaN widens to the float NaN 0x7FFFFFFF, a bfloat16 NaN keeps its bits, as on an H100.
-template <int E, int M>
+template <int ExponentBits, int FractionBits>
 float widen(uint16_t bits)
 {
-    constexpr int bias = (1 << (E - 1)) - 1;
+    constexpr int bias = (1 << (ExponentBits - 1)) - 1;
     const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-    const uint32_t exponent = (bits & 0x7FFFu) >> M, fraction = bits & ((1u << M) - 1);
+    const uint32_t exponent = (bits & 0x7FFFu) >> FractionBits, fraction = bits & ((1u << FractionBits) - 1);
     uint32_t wide;
-    if (exponent == (1u << E) - 1) {
-        wide = E < 8 && fraction != 0 ? 0x7FFFFFFFu : sign | 0x7F800000u | (fraction << (23 - M));
-    } else if (exponent == 0 && E < 8) {  // a subnormal of a narrower range: a normal float
-        const float magnitude = std::ldexp(static_cast<float>(fraction), 1 - bias - M);
+    if (exponent == (1u << ExponentBits) - 1) {
+        wide = ExponentBits < 8 && fraction != 0 ? 0x7FFFFFFFu : sign | 0x7F800000u | (fraction << (23 - FractionBits));
+    } else if (exponent == 0 && ExponentBits < 8) {  // a subnormal of a narrower range: a normal float
+        const float magnitude = std::ldexp(static_cast<float>(fraction), 1 - bias - FractionBits);
         return sign ? -magnitude : magnitude;
-    } else {  // with E == 8 (bfloat16) the exponent field is the float's
-        wide = sign | ((exponent + (E == 8 ? 0 : 127 - bias)) << 23) | (fraction << (23 - M));
+    } else {  // with ExponentBits == 8 (bfloat16) the exponent field is the float's
+        wide = sign | ((exponent + (ExponentBits == 8 ? 0 : 127 - bias)) << 23) | (fraction << (23 - FractionBits));
     }
     float result;
     memcpy(&result, &wide, sizeof(result));

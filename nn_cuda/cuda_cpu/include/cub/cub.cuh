@@ -126,8 +126,8 @@ enum CacheStoreModifier { STORE_DEFAULT, STORE_WB, STORE_CG, STORE_CS, STORE_WT,
         struct TempStorage {                                                                               \
             unsigned char unused[1];                                                                       \
         };                                                                                                 \
-        template <typename... A>                                                                           \
-        explicit name(A&&...) {}                                                                           \
+        template <typename... Args>                                                                        \
+        explicit name(Args&&...) {}                                                                        \
     };
 NN_CUDA_CPU_CUB_REFUSED(BlockRadixSort, "CUB's block radix sort", typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD,
                         typename ValueT = NullType, int RADIX_BITS = 4, int MEMOIZE_OUTER_SCAN = 1,
@@ -173,8 +173,8 @@ NN_CUDA_CPU_CUB_REFUSED(WarpMergeSort, "CUB's warp merge sort", typename T, int 
         static_assert(I < 0, "the CPU runner does not support cub::" #name                                 \
                              " (CUB's device-wide algorithms, which host code launches: the runner runs kernels "   \
                              "from RawModule; CuPy's own reductions, scans and sorts do this work)");      \
-        template <typename... A>                                                                           \
-        static int Sum(A...) { return 0; }                                                                 \
+        template <typename... Args>                                                                        \
+        static int Sum(Args...) { return 0; }                                                              \
     };                                                                                                     \
     using name = nn_cuda_cpu_refused_##name<>;
 NN_CUDA_CPU_CUB_REFUSED_DEVICE(DeviceReduce)

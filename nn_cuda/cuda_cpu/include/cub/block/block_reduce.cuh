@@ -31,6 +31,8 @@ public:
     struct TempStorage : nn_cuda_cpu_detail::raw_storage<Layout> {};
 
     explicit BlockReduce(TempStorage& storage) : storage_(storage.get()) {}
+    // CUB's private TempStorage, a __shared__ one of the collective's own
+    BlockReduce() : storage_(private_storage()) {}
 
     template <typename ReductionOp>
     T Reduce(T input, ReductionOp reduction_op) { return reduce(input, reduction_op, BLOCK_THREADS); }
@@ -48,6 +50,12 @@ public:
     T Sum(T (&inputs)[ITEMS_PER_THREAD]) { return Reduce(inputs, cub::Sum()); }
 
 private:
+
+    static Layout& private_storage()
+    {
+        __shared__ TempStorage storage;
+        return storage.get();
+    }
 
     // the first num_valid threads' values, reduced in thread 0: each stores its value, the block
     // meets, and the lanes of the first warp reduce SEGMENT consecutive values each, then the warp's

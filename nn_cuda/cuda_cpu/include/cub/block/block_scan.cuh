@@ -41,6 +41,8 @@ public:
     struct TempStorage : nn_cuda_cpu_detail::raw_storage<Layout> {};
 
     explicit BlockScan(TempStorage& storage) : storage_(storage.get()) {}
+    // CUB's private TempStorage, a __shared__ one of the collective's own
+    BlockScan() : storage_(private_storage()) {}
 
     // ---- one item per thread ----
     void ExclusiveSum(T input, T& output) { T aggregate; ExclusiveSum(input, output, aggregate); }
@@ -86,10 +88,13 @@ public:
     }
     // without an initial value: thread 0's output is undefined in CUB (here its input)
     template <typename ScanOp>
-    void ExclusiveScan(T input, T& output, ScanOp scan_op)
+    void ExclusiveScan(T input, T& output, ScanOp scan_op) { T aggregate; ExclusiveScan(input, output, scan_op, aggregate); }
+    template <typename ScanOp>
+    void ExclusiveScan(T input, T& output, ScanOp scan_op, T& block_aggregate)
     {
         const Prefix p = prefix(input, scan_op);
         output = p.has ? p.value : input;
+        block_aggregate = p.aggregate;
     }
 
     template <typename ScanOp>
@@ -108,58 +113,132 @@ public:
     }
 
     // ---- ITEMS_PER_THREAD consecutive items per thread (a blocked arrangement) ----
-    template <int N>
-    void ExclusiveSum(T (&input)[N], T (&output)[N]) { T aggregate; ExclusiveSum(input, output, aggregate); }
-    template <int N>
-    void ExclusiveSum(T (&input)[N], T (&output)[N], T& block_aggregate)
+    template <int Items>
+    void ExclusiveSum(T (&input)[Items], T (&output)[Items]) { T aggregate; ExclusiveSum(input, output, aggregate); }
+    template <int Items>
+    void ExclusiveSum(T (&input)[Items], T (&output)[Items], T& block_aggregate)
     {
         ExclusiveScan(input, output, T(0), cub::Sum(), block_aggregate);
     }
-    template <int N>
-    void InclusiveSum(T (&input)[N], T (&output)[N]) { T aggregate; InclusiveSum(input, output, aggregate); }
-    template <int N>
-    void InclusiveSum(T (&input)[N], T (&output)[N], T& block_aggregate)
+    template <int Items>
+    void InclusiveSum(T (&input)[Items], T (&output)[Items]) { T aggregate; InclusiveSum(input, output, aggregate); }
+    template <int Items>
+    void InclusiveSum(T (&input)[Items], T (&output)[Items], T& block_aggregate)
     {
         InclusiveScan(input, output, cub::Sum(), block_aggregate);
     }
-    template <int N, typename ScanOp>
-    void ExclusiveScan(T (&input)[N], T (&output)[N], T initial_value, ScanOp scan_op)
+    template <int Items, typename ScanOp>
+    void ExclusiveScan(T (&input)[Items], T (&output)[Items], T initial_value, ScanOp scan_op)
     {
         T aggregate;
         ExclusiveScan(input, output, initial_value, scan_op, aggregate);
     }
-    template <int N, typename ScanOp>
-    void ExclusiveScan(T (&input)[N], T (&output)[N], T initial_value, ScanOp scan_op, T& block_aggregate)
+    template <int Items, typename ScanOp>
+    void ExclusiveScan(T (&input)[Items], T (&output)[Items], T initial_value, ScanOp scan_op, T& block_aggregate)
     {
         const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
         T running = p.has ? scan_op(initial_value, p.value) : initial_value;
-        for (int i = 0; i < N; ++i) {
+        for (int i = 0; i < Items; ++i) {
             const T item = input[i];  // input and output may be one array
             output[i] = running;
             running = scan_op(running, item);
         }
         block_aggregate = p.aggregate;
     }
-    template <int N, typename ScanOp>
-    void InclusiveScan(T (&input)[N], T (&output)[N], ScanOp scan_op)
+    // without an initial value: thread 0's first output is undefined in CUB (here its first input)
+    template <int Items, typename ScanOp>
+    void ExclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op)
+    {
+        T aggregate;
+        ExclusiveScan(input, output, scan_op, aggregate);
+    }
+    template <int Items, typename ScanOp>
+    void ExclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op, T& block_aggregate)
+    {
+        const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
+        T running = p.has ? p.value : input[0];
+        for (int i = 0; i < Items; ++i) {
+            const T item = input[i];
+            output[i] = running;
+            running = i == 0 && !p.has ? item : scan_op(running, item);
+        }
+        block_aggregate = p.aggregate;
+    }
+    template <int Items, typename ScanOp, typename BlockPrefixCallbackOp>
+    void ExclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op,
+                       BlockPrefixCallbackOp& block_prefix_callback_op)
+    {
+        T running = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op, &block_prefix_callback_op).value;
+        for (int i = 0; i < Items; ++i) {
+            const T item = input[i];
+            output[i] = running;
+            running = scan_op(running, item);
+        }
+    }
+    template <int Items, typename BlockPrefixCallbackOp>
+    void ExclusiveSum(T (&input)[Items], T (&output)[Items], BlockPrefixCallbackOp& block_prefix_callback_op)
+    {
+        ExclusiveScan(input, output, cub::Sum(), block_prefix_callback_op);
+    }
+    template <int Items, typename ScanOp>
+    void InclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op)
     {
         T aggregate;
         InclusiveScan(input, output, scan_op, aggregate);
     }
-    template <int N, typename ScanOp>
-    void InclusiveScan(T (&input)[N], T (&output)[N], ScanOp scan_op, T& block_aggregate)
+    template <int Items, typename ScanOp>
+    void InclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op, T& block_aggregate)
     {
         const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
         T running = p.has ? scan_op(p.value, input[0]) : input[0];
         output[0] = running;
-        for (int i = 1; i < N; ++i) {
+        for (int i = 1; i < Items; ++i) {
             running = scan_op(running, input[i]);
             output[i] = running;
         }
         block_aggregate = p.aggregate;
     }
+    // with an initial value (CCCL 2.6), which goes before thread 0's first item; the aggregate leaves it out
+    template <int Items, typename ScanOp>
+    void InclusiveScan(T (&input)[Items], T (&output)[Items], T initial_value, ScanOp scan_op)
+    {
+        T aggregate;
+        InclusiveScan(input, output, initial_value, scan_op, aggregate);
+    }
+    template <int Items, typename ScanOp>
+    void InclusiveScan(T (&input)[Items], T (&output)[Items], T initial_value, ScanOp scan_op, T& block_aggregate)
+    {
+        const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
+        T running = p.has ? scan_op(initial_value, p.value) : initial_value;
+        for (int i = 0; i < Items; ++i) {
+            running = scan_op(running, input[i]);
+            output[i] = running;
+        }
+        block_aggregate = p.aggregate;
+    }
+    template <int Items, typename ScanOp, typename BlockPrefixCallbackOp>
+    void InclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op,
+                       BlockPrefixCallbackOp& block_prefix_callback_op)
+    {
+        T running = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op, &block_prefix_callback_op).value;
+        for (int i = 0; i < Items; ++i) {
+            running = scan_op(running, input[i]);
+            output[i] = running;
+        }
+    }
+    template <int Items, typename BlockPrefixCallbackOp>
+    void InclusiveSum(T (&input)[Items], T (&output)[Items], BlockPrefixCallbackOp& block_prefix_callback_op)
+    {
+        InclusiveScan(input, output, cub::Sum(), block_prefix_callback_op);
+    }
 
 private:
+
+    static Layout& private_storage()
+    {
+        __shared__ TempStorage storage;
+        return storage.get();
+    }
 
     struct NoCallback {
         T operator()(const T& aggregate) { return aggregate; }

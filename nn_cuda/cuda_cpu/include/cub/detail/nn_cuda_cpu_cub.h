@@ -11,6 +11,7 @@
 #include <type_traits>
 #include "../../cooperative_groups.h"  // its shuffle of any type
 #include "../../nn_cuda_cpu_cuda_std.h"  // cuda::std::plus and the rest of <functional>, as CUB 2.x brings them
+#include "../../cuda/functional"  // cuda::maximum and cuda::minimum, as CCCL 2.8 brings them
 
 namespace cub {
 
@@ -29,11 +30,11 @@ T shuffle_any(const T& value, Shuffle shuffle)
 }
 
 // The items of one thread folded by `op`, first to last (an items-per-thread collective's own part)
-template <int N, typename T, typename Op>
-T fold(T (&items)[N], Op& op)
+template <int Items, typename T, typename Op>
+T fold(T (&items)[Items], Op& op)
 {
     T partial = items[0];
-    for (int i = 1; i < N; ++i) {
+    for (int i = 1; i < Items; ++i) {
         partial = op(partial, items[i]);
     }
     return partial;
@@ -61,15 +62,20 @@ inline int logical_warp_lanes(int width)
     return __builtin_popcount(mask);
 }
 
-// Reduction over the first `valid` lanes of a logical warp of WIDTH lanes, by shuffles down at
-// offsets 1, 2, 4, ...: lane 0 gets op over lanes 0 .. valid - 1 in their order (the others a partial
-// value). A lane past `valid` takes part in the shuffles but its value is not used.
-template <int WIDTH, typename T, typename Op>
+// Reduction over the first `valid` lanes of a logical warp of LOGICAL_WARP_THREADS lanes, by shuffles
+// down at offsets 1, 2, 4, ...: lane 0 gets op over lanes 0 .. valid - 1 in their order (the others a
+// partial value). A lane past `valid` takes part in the shuffles but its value is not used; a lane
+// whose partner the block does not have (a block of 16 threads) reads its own value instead, which is
+// not used either, where a shuffle down would read an absent lane (a note of the runner's).
+template <int LOGICAL_WARP_THREADS, typename T, typename Op>
 T warp_reduce(T value, Op& op, int lane, int valid)
 {
-    const unsigned mask = logical_warp_mask(WIDTH);
-    for (int offset = 1; offset < WIDTH; offset *= 2) {
-        const T other = shuffle_any(value, [&](auto v) { return __shfl_down_sync(mask, v, offset, WIDTH); });
+    const unsigned mask = logical_warp_mask(LOGICAL_WARP_THREADS);
+    const int present = __builtin_popcount(mask);
+    for (int offset = 1; offset < LOGICAL_WARP_THREADS; offset *= 2) {
+        const int source = lane + offset < present ? lane + offset : lane;
+        const T other =
+            shuffle_any(value, [&](auto v) { return __shfl_sync(mask, v, source, LOGICAL_WARP_THREADS); });
         if (lane + offset < valid) {
             value = op(value, other);
         }
@@ -77,13 +83,14 @@ T warp_reduce(T value, Op& op, int lane, int valid)
     return value;
 }
 
-// Inclusive scan over a logical warp of WIDTH lanes, by shuffles up at offsets 1, 2, 4, ...
-template <int WIDTH, typename T, typename Op>
+// Inclusive scan over a logical warp of LOGICAL_WARP_THREADS lanes, by shuffles up at offsets 1, 2, 4, ...
+template <int LOGICAL_WARP_THREADS, typename T, typename Op>
 T warp_inclusive_scan(T value, Op& op, int lane)
 {
-    const unsigned mask = logical_warp_mask(WIDTH);
-    for (int offset = 1; offset < WIDTH; offset *= 2) {
-        const T other = shuffle_any(value, [&](auto v) { return __shfl_up_sync(mask, v, offset, WIDTH); });
+    const unsigned mask = logical_warp_mask(LOGICAL_WARP_THREADS);
+    for (int offset = 1; offset < LOGICAL_WARP_THREADS; offset *= 2) {
+        const T other =
+            shuffle_any(value, [&](auto v) { return __shfl_up_sync(mask, v, offset, LOGICAL_WARP_THREADS); });
         if (lane >= offset) {
             value = op(other, value);
         }
@@ -91,30 +98,31 @@ T warp_inclusive_scan(T value, Op& op, int lane)
     return value;
 }
 
-// The value of lane `source` of this thread's logical warp of WIDTH lanes.
-template <int WIDTH, typename T>
+// The value of lane `source` of this thread's logical warp of LOGICAL_WARP_THREADS lanes.
+template <int LOGICAL_WARP_THREADS, typename T>
 T warp_broadcast(const T& value, int source)
 {
-    const unsigned mask = logical_warp_mask(WIDTH);
-    return shuffle_any(value, [&](auto v) { return __shfl_sync(mask, v, source, WIDTH); });
+    const unsigned mask = logical_warp_mask(LOGICAL_WARP_THREADS);
+    return shuffle_any(value, [&](auto v) { return __shfl_sync(mask, v, source, LOGICAL_WARP_THREADS); });
 }
 
 // This thread's rank in a block of the template's dimensions, row-major as CUB ranks it, after the
 // check that the block has those dimensions: CUB's block collectives index their TempStorage by
 // this rank, and a GPU leaves the result undefined in a block of other dimensions.
-template <int BX, int BY, int BZ>
+template <int BLOCK_DIM_X, int BLOCK_DIM_Y, int BLOCK_DIM_Z>
 int block_rank(const char* collective)
 {
-    if (blockDim.x != static_cast<unsigned>(BX) || blockDim.y != static_cast<unsigned>(BY) ||
-        blockDim.z != static_cast<unsigned>(BZ)) {
-        nn_cuda_cpu::report("%s: %s with BLOCK_DIM_X = %d, BLOCK_DIM_Y = %d, BLOCK_DIM_Z = %d in thread (%u, %u, %u) of "
-                            "block (%u, %u, %u), a block of (%u, %u, %u) threads: CUB's block collectives take the "
-                            "block's dimensions as their template arguments (a GPU leaves the result undefined)",
-                            nn_cuda_cpu::launch.kernel, collective, BX, BY, BZ, threadIdx.x, threadIdx.y, threadIdx.z,
-                            blockIdx.x, blockIdx.y, blockIdx.z, blockDim.x, blockDim.y, blockDim.z);
+    if (blockDim.x != static_cast<unsigned>(BLOCK_DIM_X) || blockDim.y != static_cast<unsigned>(BLOCK_DIM_Y) ||
+        blockDim.z != static_cast<unsigned>(BLOCK_DIM_Z)) {
+        nn_cuda_cpu::report("%s: %s with BLOCK_DIM_X = %d, BLOCK_DIM_Y = %d, BLOCK_DIM_Z = %d in thread (%u, %u, "
+                            "%u) of block (%u, %u, %u), a block of (%u, %u, %u) threads: CUB's block collectives "
+                            "take the block's dimensions as their template arguments (a GPU leaves the result "
+                            "undefined)", nn_cuda_cpu::launch.kernel, collective, BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z,
+                            threadIdx.x, threadIdx.y, threadIdx.z, blockIdx.x, blockIdx.y, blockIdx.z, blockDim.x,
+                            blockDim.y, blockDim.z);
         nn_cuda_cpu::end_launch_reported();
     }
-    return static_cast<int>((threadIdx.z * BY + threadIdx.y) * BX + threadIdx.x);
+    return static_cast<int>((threadIdx.z * BLOCK_DIM_Y + threadIdx.y) * BLOCK_DIM_X + threadIdx.x);
 }
 
 // Bytes for a TempStorage, so that it goes in a union with others' (CUB's is uninitialized storage too).

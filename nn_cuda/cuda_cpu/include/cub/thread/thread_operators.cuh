@@ -7,14 +7,14 @@
 namespace cub {
 
 struct Sum {
-    template <typename A, typename B>
-    auto operator()(const A& a, const B& b) const -> decltype(a + b) { return a + b; }
+    template <typename Lhs, typename Rhs>
+    auto operator()(const Lhs& a, const Rhs& b) const -> decltype(a + b) { return a + b; }
 };
 
 // the larger of the two, the first when neither is larger
 struct Max {
-    template <typename A, typename B>
-    typename std::common_type<A, B>::type operator()(const A& a, const B& b) const
+    template <typename Lhs, typename Rhs>
+    typename std::common_type<Lhs, Rhs>::type operator()(const Lhs& a, const Rhs& b) const
     {
         return b > a ? b : a;
     }
@@ -22,27 +22,27 @@ struct Max {
 
 // the smaller of the two, the first when neither is smaller
 struct Min {
-    template <typename A, typename B>
-    typename std::common_type<A, B>::type operator()(const A& a, const B& b) const
+    template <typename Lhs, typename Rhs>
+    typename std::common_type<Lhs, Rhs>::type operator()(const Lhs& a, const Rhs& b) const
     {
         return b < a ? b : a;
     }
 };
 
 struct Equality {
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const { return a == b; }
+    template <typename Lhs, typename Rhs>
+    bool operator()(const Lhs& a, const Rhs& b) const { return a == b; }
 };
 
 struct Inequality {
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const { return a != b; }
+    template <typename Lhs, typename Rhs>
+    bool operator()(const Lhs& a, const Rhs& b) const { return a != b; }
 };
 
 // The pair of the larger value; of equal values, the one of the smaller key (the first position).
 struct ArgMax {
-    template <typename K, typename V>
-    KeyValuePair<K, V> operator()(const KeyValuePair<K, V>& a, const KeyValuePair<K, V>& b) const
+    template <typename _Key, typename _Value>
+    KeyValuePair<_Key, _Value> operator()(const KeyValuePair<_Key, _Value>& a, const KeyValuePair<_Key, _Value>& b) const
     {
         return b.value > a.value || (b.value == a.value && b.key < a.key) ? b : a;
     }
@@ -50,8 +50,8 @@ struct ArgMax {
 
 // The pair of the smaller value; of equal values, the one of the smaller key (the first position).
 struct ArgMin {
-    template <typename K, typename V>
-    KeyValuePair<K, V> operator()(const KeyValuePair<K, V>& a, const KeyValuePair<K, V>& b) const
+    template <typename _Key, typename _Value>
+    KeyValuePair<_Key, _Value> operator()(const KeyValuePair<_Key, _Value>& a, const KeyValuePair<_Key, _Value>& b) const
     {
         return b.value < a.value || (b.value == a.value && b.key < a.key) ? b : a;
     }

@@ -40,13 +40,29 @@ public:
         InclusiveScan(input, output, scan_op);
         warp_aggregate = total(output);
     }
+    // with an initial value (CCCL 2.6), which goes before lane 0's item; the aggregate leaves it out
+    template <typename ScanOp>
+    void InclusiveScan(T input, T& output, T initial_value, ScanOp scan_op)
+    {
+        T aggregate;
+        InclusiveScan(input, output, initial_value, scan_op, aggregate);
+    }
+    template <typename ScanOp>
+    void InclusiveScan(T input, T& output, T initial_value, ScanOp scan_op, T& warp_aggregate)
+    {
+        InclusiveScan(input, output, scan_op, warp_aggregate);
+        output = scan_op(initial_value, output);
+    }
     // without an initial value: lane 0's output is undefined in CUB (here its input)
     template <typename ScanOp>
-    void ExclusiveScan(T input, T& output, ScanOp scan_op)
+    void ExclusiveScan(T input, T& output, ScanOp scan_op) { T aggregate; ExclusiveScan(input, output, scan_op, aggregate); }
+    template <typename ScanOp>
+    void ExclusiveScan(T input, T& output, ScanOp scan_op, T& warp_aggregate)
     {
         T inclusive;
         InclusiveScan(input, inclusive, scan_op);
         const T before = from_lane_before(inclusive);
+        warp_aggregate = total(inclusive);
         output = lane_ == 0 ? input : before;
     }
     template <typename ScanOp>

@@ -1,0 +1,5 @@
+// <cub/block/block_load.cuh> on the CPU runner: the direct blocked and striped loads and stores, which
+// <cub/cub.cuh> holds (CUB's examples include this header for them); cub::BlockLoad stops the build at
+// its use, saying so.
+#pragma once
+#include "../cub.cuh"

@@ -1,0 +1,237 @@
+"""RawModule on the CPU with what the code of Python's CUDA wrappers and of public kernels holds.
+
+Written for these tests, after patterns seen in PyCUDA's examples (which wrap all code in
+extern "C", so that its helpers and kernels have C names: the game of life's kernel is `step`),
+NVIDIA's cuda-python examples (timestamps from clock(), atomicExch's last writer, clusters) and
+public kernel collections (OneFlow's aligned extern __shared__ bytes, YHs' SGEMM's __noinline__ and
+inline PTX, CUB's headers that bring __half). Two modules are built, `SAME_AS_BEFORE` in both
+modes (code that built before these tests were written) and `TOOLKIT_CODE`; the other builds fail on
+purpose, each in one line.
+"""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
+
+SAME_AS_BEFORE = r"""
+__device__ int opterr = 5;                                  // names of the C library: the code's own
+extern "C" __device__ int step(int x) { return x + 100; }
+
+extern "C" __global__ void getpid(int* out)
+{
+    out[threadIdx.x] = step(threadIdx.x) + opterr;
+}
+
+// A pointer to a struct that is not trivially copyable (PyCUDA's struct reductions) is an address.
+struct MinMax {
+    float lo, hi;
+    __device__ MinMax() {}
+    __device__ MinMax(float a, float b) : lo(a), hi(b) {}
+    __device__ MinMax(const MinMax& other) : lo(other.lo), hi(other.hi) {}
+};
+
+extern "C" __global__ void min_max(MinMax* out, const float* x)
+{
+    out[threadIdx.x] = MinMax(x[threadIdx.x], 2.0f * x[threadIdx.x]);
+}
+
+extern "C" __global__ void reverse(float* out, int n)  // OneFlow's softmax declares its bytes so
+{
+    extern __shared__ __align__(sizeof(double)) unsigned char bytes[];
+    float* values = reinterpret_cast<float*>(bytes);
+    values[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = values[n - 1 - threadIdx.x];
+}
+
+extern "C" __global__ void stamps(long long* times, long* ticks)  // clock_t is a long
+{
+    if (threadIdx.x == 0) {
+        times[blockIdx.x] = clock64();
+        ticks[blockIdx.x] = clock();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) times[gridDim.x + blockIdx.x] = clock64();
+}
+
+extern "C" __global__ void last_swap(int* winner)
+{
+    atomicExch(winner, blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+extern "C" __global__ void copy_tail(float* out, const float* tail, int n)
+{
+    if (threadIdx.x < n) out[threadIdx.x] = tail[threadIdx.x];
+}
+"""
+
+# CUDA toolkit headers nvcc finds (and CuPy's NVRTC, which it gives CUDA's include folder); CUDA's
+# float sincos and its inlining qualifiers; __half from CUB's headers alone.
+TOOLKIT_CODE = r"""
+#include <vector_functions.h>
+#include <builtin_types.h>
+#include <device_functions.h>
+#include <math_functions.h>
+#include <host_defines.h>
+#include <device_atomic_functions.h>
+#include <sm_60_atomic_functions.h>
+#include <surface_functions.h>
+#include <cub/cub.cuh>
+
+__device__ __noinline__ float twice(float v) { return 2.0f * v; }
+__device__ __inline_hint__ float thrice(float v) { return 3.0f * v; }
+
+extern "C" __global__ void sin_cos(float* out, const float* x)
+{
+    float s, c;
+    sincos(x[threadIdx.x], &s, &c);
+    const float2 both = make_float2(twice(s), thrice(c));
+    out[2 * threadIdx.x] = both.x;
+    out[2 * threadIdx.x + 1] = __half2float(__float2half(both.y));
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def plain_mode(monkeypatch):
+    monkeypatch.delenv("NN_CUDA_CPU_CHECK", raising=False)
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["plain", "checking"])
+def module(request):
+    return RawModule(code=SAME_AS_BEFORE, check=request.param)
+
+
+def test_a_kernel_function_and_variable_named_like_the_c_librarys_are_the_codes(module):
+    # getpid ran the C library's getpid (nothing written), step its regular-expression function and
+    # opterr read the C library's 1; the game of life named `step` ended at the watchdog
+    out = np.full(4, -1, np.int32)
+    module.get_function("getpid")((1,), (4,), (out,))
+    np.testing.assert_array_equal(out, np.arange(4) + 105)
+    np.testing.assert_array_equal(module.get_global("opterr").view(np.int32), [5])
+
+
+def test_a_pointer_to_a_struct_that_is_not_trivially_copyable_takes_its_array(module):
+    x = np.arange(4, dtype=np.float32)
+    out = np.full(4, np.nan, np.dtype([("lo", np.float32), ("hi", np.float32)]))
+    module.get_function("min_max")((1,), (4,), (out, x))
+    np.testing.assert_array_equal(out["lo"], x)
+    np.testing.assert_array_equal(out["hi"], 2 * x)
+
+
+def test_an_extern_shared_array_aligned_by_an_expression(module):
+    out = np.full(32, np.nan, np.float32)
+    module.get_function("reverse")((1,), (32,), (out, np.int32(32)), shared_mem=128)
+    np.testing.assert_array_equal(out, np.arange(31, -1, -1))
+
+
+def test_timestamps_grow_and_the_checking_mode_compares_them_equal(module):
+    # the checking mode took clocks read at different moments of its two runs for a race
+    times, ticks = np.zeros(4, np.int64), np.zeros(2, np.int64)
+    module.get_function("stamps")((2,), (32,), (times, ticks))
+    assert (times[2:] > times[:2]).all() and (ticks > 0).all()
+
+
+def test_atomic_exchanges_leave_a_last_writer_the_checking_mode_names(module):
+    winner = np.full(1, -1, np.int32)
+    if not module.check:
+        module.get_function("last_swap")((2,), (32,), (winner,))
+        assert 0 <= winner[0] < 64
+        return
+    with pytest.raises(KernelError, match="the value an atomicExch or atomicCAS leaves, which the last thread "
+                                          "to swap decides, on a GPU too"):
+        module.get_function("last_swap")((2,), (32,), (winner,))
+
+
+def test_an_empty_array_is_passed(module):
+    # the checking mode's comparison of its two runs failed on an empty output (numpy's argmax)
+    out = np.zeros(0, np.float32)
+    module.get_function("copy_tail")((1,), (32,), (out, np.zeros(0, np.float32), np.int32(0)))
+    assert out.size == 0
+
+
+def test_cuda_toolkit_headers_float_sincos_inlining_qualifiers_and_cubs_half():
+    x = np.linspace(0, 3, 8).astype(np.float32)
+    out = np.full(16, np.nan, np.float32)
+    RawModule(code=TOOLKIT_CODE).get_function("sin_cos")((1,), (8,), (out, x))
+    np.testing.assert_allclose(out[0::2], 2 * np.sin(x.astype(np.float64)), rtol=0, atol=2.5e-7)
+    np.testing.assert_allclose(out[1::2], 3 * np.cos(x.astype(np.float64)), rtol=0, atol=4e-3)  # a half's 2^-11
+
+
+def test_nvccs_pre_include_option_is_taken(tmp_path):
+    header = tmp_path / "scale.h"
+    header.write_text("#define SCALE 2\n")
+    code = '#ifndef SCALE\n#define SCALE 1\n#endif\nextern "C" __global__ void k(int* out) { out[0] = 21 * SCALE; }'
+    out = np.zeros(1, np.int32)
+    RawModule(code=code, options=(f"--pre-include={header}",), backend="nvcc").get_function("k")((1,), (1,), (out,))
+    assert out[0] == 42
+
+
+@pytest.mark.parametrize("code, message", [
+    # a kernel named like a C function the runner calls would take its calls (a crash at the launch)
+    ('extern "C" __global__ void sysconf(int* out) { out[0] = 1; }',
+     r"^the RawModule code defines `sysconf`, which the CPU runner itself calls in the C library: the CPU build "
+     r"would call the code's in its place \(on a GPU the name is free\); rename it$"),
+    # one the host's headers declare
+    ('extern "C" __global__ void select(int* out) { out[0] = 1; }',
+     r"^\(RawModule code\):1: `select` is also a function of the C library, which the CPU build includes \(NVRTC "
+     r"declares no such function, so on a GPU the name is free\): rename it$"),
+    # inline PTX with a float register: GCC's constraint errors, one per asm, had no word of PTX
+    ('extern "C" __global__ void k(float* y, const float* x)\n{\n    float v;\n'
+     '    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(x + threadIdx.x));\n    y[threadIdx.x] = v;\n}',
+     r"^\(RawModule code\):4: the CPU runner does not support inline PTX assembly, asm\(\"...\"\), which runs on "
+     r"a GPU only$"),
+    # thread block clusters (sm_90) stopped the build with the compiler's errors
+    ('#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n'
+     'extern "C" __global__ void k(unsigned* out) { out[0] = cg::this_grid().cluster_rank(); }',
+     r"^\(RawModule code\):3: the CPU runner does not support thread block clusters \(sm_90; its code is sm_80's, "
+     r"__CUDA_ARCH__ 800\)$"),
+], ids=["runner-name", "header-name", "inline-ptx", "clusters"])
+def test_a_build_that_cannot_be_is_refused_in_one_line(code, message):
+    with pytest.raises(KernelBuildError, match=message):
+        RawModule(code=code).get_function("sysconf" if "sysconf" in code else "select" if "select" in code else "k")
+
+
+
+# CUB's examples: <cub/block/block_load.cuh> for the direct loads, cuda::maximum<>{} (CCCL 2.8),
+# dynamic shared memory aligned after its name; built with the -D names GEMM code gives its sizes.
+CUB_EXAMPLE = r"""
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_reduce.cuh>
+
+extern "C" __global__ void block_max(int* out, const int* in)
+{
+    extern __shared__ char staging[] __align__(16);
+    int items[2];
+    cub::LoadDirectBlocked(threadIdx.x, in, items);
+    using Reduce = cub::BlockReduce<int, 64>;
+    __shared__ typename Reduce::TempStorage temp;
+    const int best = Reduce(temp).Reduce(items, cuda::maximum<>{});
+    reinterpret_cast<int*>(staging)[threadIdx.x] = items[0] + items[1];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        out[0] = best;
+        out[1] = reinterpret_cast<int*>(staging)[63] + M + N + K + E + BX + WIDTH;
+    }
+}
+"""
+
+
+def test_cubs_examples_build_with_the_macros_gemm_code_defines():
+    # each stopped the build inside the runner's headers: the include, cuda::maximum, the trailing
+    # __align__, and -DM, -DN, -DK, -DE, -DBX, -DWIDTH (names of its template parameters)
+    values = np.random.default_rng(5).integers(-1000, 1000, 128).astype(np.int32)
+    out = np.zeros(2, np.int32)
+    options = ("-DM=1", "-DN=2", "-DK=3", "-DE=4", "-DBX=5", "-DWIDTH=6")
+    RawModule(code=CUB_EXAMPLE, options=options).get_function("block_max")((1,), (64,), (out, values),
+                                                                           shared_mem=256)
+    assert out.tolist() == [values.max(), values[126] + values[127] + 21]
+
+
+def test_a_macro_of_the_options_that_the_runners_headers_use_as_a_name_is_named_in_one_line():
+    with pytest.raises(KernelBuildError, match=r"^-DT: the option's macro `T` also replaces that name in the CPU "
+                                               r"runner's own headers \(runtime\.h:\d+\), which the build includes "
+                                               r"before the code; give the macro a longer name$"):
+        RawModule(code='extern "C" __global__ void k(int* out) { out[0] = 1; }', options=("-DT=64",)).get_function("k")
