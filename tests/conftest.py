@@ -28,18 +28,11 @@ if not GPU_PRESENT:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 # Tests must never reach the network or the user's cache: downloads and the CPU builds of the
-# kernels go to a cache of this test session, shared with the subprocesses it starts and with its
-# pytest-xdist workers, so that a library one worker built is not built again by the other (the
-# cache renames every file into place, so two workers building one library at once is safe). The
-# process that made the folder removes it when it ends.
+# kernels go to a cache of this test session (shared with the subprocesses it starts).
 os.environ["NN_CUDA_OFFLINE"] = "1"
-if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("NN_CUDA_TEST_SESSION_CACHE"):
-    _SESSION_CACHE = os.environ["NN_CUDA_TEST_SESSION_CACHE"]  # the pytest process's, which removes it
-else:
-    _SESSION_CACHE = tempfile.mkdtemp(prefix="nn_cuda_test_cache_")
-    os.environ["NN_CUDA_TEST_SESSION_CACHE"] = _SESSION_CACHE
-    atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
+_SESSION_CACHE = tempfile.mkdtemp(prefix="nn_cuda_test_cache_")
 os.environ["NN_CUDA_CACHE_DIR"] = _SESSION_CACHE
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 
 
 # ---- the fast loop: pytest -m "not slow" ---------------------------------------------------------
