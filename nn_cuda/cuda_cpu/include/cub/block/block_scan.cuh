@@ -137,12 +137,7 @@ public:
     void ExclusiveScan(T (&input)[Items], T (&output)[Items], T initial_value, ScanOp scan_op, T& block_aggregate)
     {
         const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
-        T running = p.has ? scan_op(initial_value, p.value) : initial_value;
-        for (int i = 0; i < Items; ++i) {
-            const T item = input[i];  // input and output may be one array
-            output[i] = running;
-            running = scan_op(running, item);
-        }
+        exclusive_items(input, output, p.has ? scan_op(initial_value, p.value) : initial_value, scan_op);
         block_aggregate = p.aggregate;
     }
     // without an initial value: thread 0's first output is undefined in CUB (here its first input)
@@ -168,12 +163,9 @@ public:
     void ExclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op,
                        BlockPrefixCallbackOp& block_prefix_callback_op)
     {
-        T running = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op, &block_prefix_callback_op).value;
-        for (int i = 0; i < Items; ++i) {
-            const T item = input[i];
-            output[i] = running;
-            running = scan_op(running, item);
-        }
+        exclusive_items(input, output,
+                        prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op, &block_prefix_callback_op).value,
+                        scan_op);
     }
     template <int Items, typename BlockPrefixCallbackOp>
     void ExclusiveSum(T (&input)[Items], T (&output)[Items], BlockPrefixCallbackOp& block_prefix_callback_op)
@@ -209,22 +201,16 @@ public:
     void InclusiveScan(T (&input)[Items], T (&output)[Items], T initial_value, ScanOp scan_op, T& block_aggregate)
     {
         const Prefix p = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op);
-        T running = p.has ? scan_op(initial_value, p.value) : initial_value;
-        for (int i = 0; i < Items; ++i) {
-            running = scan_op(running, input[i]);
-            output[i] = running;
-        }
+        inclusive_items(input, output, p.has ? scan_op(initial_value, p.value) : initial_value, scan_op);
         block_aggregate = p.aggregate;
     }
     template <int Items, typename ScanOp, typename BlockPrefixCallbackOp>
     void InclusiveScan(T (&input)[Items], T (&output)[Items], ScanOp scan_op,
                        BlockPrefixCallbackOp& block_prefix_callback_op)
     {
-        T running = prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op, &block_prefix_callback_op).value;
-        for (int i = 0; i < Items; ++i) {
-            running = scan_op(running, input[i]);
-            output[i] = running;
-        }
+        inclusive_items(input, output,
+                        prefix(nn_cuda_cpu_detail::fold(input, scan_op), scan_op, &block_prefix_callback_op).value,
+                        scan_op);
     }
     template <int Items, typename BlockPrefixCallbackOp>
     void InclusiveSum(T (&input)[Items], T (&output)[Items], BlockPrefixCallbackOp& block_prefix_callback_op)
@@ -233,6 +219,26 @@ public:
     }
 
 private:
+
+    // A thread's items scanned from `running`, the prefix of its first: exclusively (each output the
+    // prefix before its item) or inclusively. Input and output may be one array.
+    template <int Items, typename ScanOp>
+    static void exclusive_items(T (&input)[Items], T (&output)[Items], T running, ScanOp& scan_op)
+    {
+        for (int i = 0; i < Items; ++i) {
+            const T item = input[i];
+            output[i] = running;
+            running = scan_op(running, item);
+        }
+    }
+    template <int Items, typename ScanOp>
+    static void inclusive_items(T (&input)[Items], T (&output)[Items], T running, ScanOp& scan_op)
+    {
+        for (int i = 0; i < Items; ++i) {
+            running = scan_op(running, input[i]);
+            output[i] = running;
+        }
+    }
 
     static Layout& private_storage()
     {
