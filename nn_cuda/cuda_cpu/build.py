@@ -529,8 +529,8 @@ def _unsupported_feature(log: str) -> str | None:
 
 
 #: GCC's note on a macro of the options (-DT=64) that a name of the runner's own files expanded into
-_RUNNER_MACRO = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: note: in expansion of macro [‘'`](?P<macro>\w+)[’']",
-                           re.M)
+_RUNNER_MACRO = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: note: in expansion of macro "
+                           r"[‘'`](?P<macro>\w+)[’']", re.M)
 
 
 def _option_macro_in_runner(log: str, flags) -> str | None:

@@ -88,7 +88,11 @@ public:
     }
     // without an initial value: thread 0's output is undefined in CUB (here its input)
     template <typename ScanOp>
-    void ExclusiveScan(T input, T& output, ScanOp scan_op) { T aggregate; ExclusiveScan(input, output, scan_op, aggregate); }
+    void ExclusiveScan(T input, T& output, ScanOp scan_op)
+    {
+        T aggregate;
+        ExclusiveScan(input, output, scan_op, aggregate);
+    }
     template <typename ScanOp>
     void ExclusiveScan(T input, T& output, ScanOp scan_op, T& block_aggregate)
     {

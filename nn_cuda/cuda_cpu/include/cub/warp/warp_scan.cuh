@@ -55,7 +55,11 @@ public:
     }
     // without an initial value: lane 0's output is undefined in CUB (here its input)
     template <typename ScanOp>
-    void ExclusiveScan(T input, T& output, ScanOp scan_op) { T aggregate; ExclusiveScan(input, output, scan_op, aggregate); }
+    void ExclusiveScan(T input, T& output, ScanOp scan_op)
+    {
+        T aggregate;
+        ExclusiveScan(input, output, scan_op, aggregate);
+    }
     template <typename ScanOp>
     void ExclusiveScan(T input, T& output, ScanOp scan_op, T& warp_aggregate)
     {
