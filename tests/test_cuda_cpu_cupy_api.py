@@ -126,11 +126,13 @@ def test_options_nvrtc_and_nvcc_take_are_taken(tmp_path):
 OWN_UINT64 = r"""
 typedef unsigned long long uint64_t;  // NVRTC has no <cstdint>: CuPy's Monte Carlo example writes this
 typedef long long int64_t;
+typedef long long ssize_t ;  // as CuPy's QR of B-splines (cupyx/scipy/interpolate/_bspline2.py) writes it
 #include <cuda_fp16.h>  // a header of the runner's that uses the host's uint64_t, after the code's
 
 extern "C" __global__ void count(uint64_t* total, int64_t* lowest, const int* values, int n)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ssize_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    static_assert(sizeof(ssize_t) == 8, "the code's own ssize_t");
     if (i < n) {
         atomicAdd(total, (uint64_t)values[i]);  // the unsigned long long overload, as on a GPU
         atomicMin(lowest, (int64_t)values[i] - 1000);
@@ -144,7 +146,8 @@ extern "C" __global__ void count(uint64_t* total, int64_t* lowest, const int* va
 @MODES
 def test_code_that_declares_its_own_64_bit_integer_types_builds_under_nvrtc(check):
     """`typedef unsigned long long uint64_t;` conflicted with the host's <stdint.h> (`unsigned long`):
-    "conflicting declaration" stopped examples/finance/monte_carlo.py's build."""
+    "conflicting declaration" stopped examples/finance/monte_carlo.py's build; `typedef long long
+    ssize_t;` the host's <sys/types.h> (`long`), which stopped cupyx's QR of B-splines."""
     values = np.arange(1, 101, dtype=np.int32)
     total, lowest = np.zeros(1, np.uint64), np.full(1, 10**6, np.int64)
     RawModule(code=OWN_UINT64, check=check).get_function("count")((4,), (32,), (total, lowest, values, 100))

@@ -106,17 +106,18 @@ def prelude() -> str:
     return "\n".join(lines) + "\n"
 
 
-#: the fixed-width integer types NVRTC code declares itself (NVRTC has no <cstdint>), which the host's
-#: <stdint.h> declares with another type: `long`, where such code writes `long long`
-OWN_INTEGER_TYPES = ("int64_t", "uint64_t")
+#: the integer types NVRTC code declares itself (NVRTC has no <cstdint> or <sys/types.h>), which the
+#: host's headers declare with another type: `long`, where such code writes `long long` (CuPy's QR of
+#: B-splines writes `typedef long long ssize_t;`)
+OWN_INTEGER_TYPES = ("int64_t", "uint64_t", "ssize_t")
 _OWN_TYPES = "|".join(OWN_INTEGER_TYPES)
 _OWN_TYPE = re.compile(rf"\btypedef\b[^;{{}}()]*?\b(?P<typedef>{_OWN_TYPES})\s*;|\busing\s+(?P<using>{_OWN_TYPES})\s*=")
 
 
 def own_integer_types(code: str) -> str:
-    """The lines an NVRTC build puts before code that declares int64_t or uint64_t itself (`typedef
-    unsigned long long uint64_t;`, as CuPy's Monte Carlo example writes under NVRTC, which has no
-    <cstdint>): each such name a macro for a name of the code's own, so that the declaration is not
+    """The lines an NVRTC build puts before code that declares int64_t, uint64_t or ssize_t itself
+    (`typedef unsigned long long uint64_t;`, as CuPy's Monte Carlo example writes under NVRTC, which has
+    no <cstdint>): each such name a macro for a name of the code's own, so that the declaration is not
     one of the host's `unsigned long` again (GCC: "conflicting declaration"). The runner's headers
     that use the host's type put the name back around their text (nn_cuda_cpu_narrow_float.h)."""
     text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.DOTALL)
