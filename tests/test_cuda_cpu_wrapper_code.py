@@ -235,3 +235,12 @@ def test_a_macro_of_the_options_that_the_runners_headers_use_as_a_name_is_named_
                                                r"runner's own headers \(runtime\.h:\d+\), which the build includes "
                                                r"before the code; give the macro a longer name$"):
         RawModule(code='extern "C" __global__ void k(int* out) { out[0] = 1; }', options=("-DT=64",)).get_function("k")
+
+
+def test_cupys_math_constants_header_is_cudas():
+    # cupyx's Delaunay triangulation and spline kernels include it; CuPy's other headers stay refused
+    code = ('#include <cupy/math_constants.h>\nextern "C" __global__ void k(float* f, double* d)\n'
+            '{\n    f[0] = CUDART_INF_F; f[1] = CUDART_NAN_F; d[0] = -CUDART_INF; d[1] = CUDART_NAN;\n}\n')
+    f, d = np.zeros(2, np.float32), np.zeros(2, np.float64)
+    RawModule(code=code).get_function("k")((1,), (1,), (f, d))
+    assert f[0] == np.inf and np.isnan(f[1]) and d[0] == -np.inf and np.isnan(d[1])

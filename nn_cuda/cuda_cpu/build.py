@@ -604,7 +604,8 @@ def _runner_names_taken(objects, library: Path) -> list[str]:
 #: path -> what it is (nvcc and NVRTC through CuPy find CCCL's CUB and Thrust, CuPy's own headers)
 MISSING_LIBRARIES = {"cub": "this part of CUB (it has CUB's block and warp reductions and scans only)",
                      "thrust": "Thrust (CCCL)",
-                     "cupy": "CuPy's headers (cupy/complex.cuh, cupy/carray.cuh, ...)",
+                     "cupy": "CuPy's headers (cupy/complex.cuh, cupy/carray.cuh, ...; it has "
+                             "cupy/math_constants.h only)",
                      "cutlass": "CUTLASS", "cute": "CUTLASS's CuTe"}
 #: GCC's and clang's error on an #include it cannot find
 _NOT_FOUND = re.compile(r"^(?P<where>.+?:\d+):\d+: fatal error: [‘'`]?(?P<path>(?P<folder>[\w.]+)/[^:’'\n]*)[’']?"
