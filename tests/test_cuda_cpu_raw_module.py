@@ -198,8 +198,13 @@ def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_p
     with pytest.raises(TypeError, match=r"argument 1 \(const float\*\) takes an array of float32, got an array "
                                         r"of float64"):
         kernel((1,), (4,), (y, np.ones(4), np.float32(1), 4))
-    with pytest.raises(TypeError, match=r"argument 3 \(int\) takes a numpy.int32, got a numpy.int64"):
-        kernel((1,), (4,), (y, x, np.float32(1), np.int64(4)))
+    with pytest.raises(TypeError, match=r"argument 3 \(int\) takes a numpy.int32, got a numpy.int16"):
+        kernel((1,), (4,), (y, x, np.float32(1), np.int16(4)))  # 2 bytes, of which a GPU would read 4
+    with pytest.raises(TypeError, match=r"argument 3 \(int\): 4294967296 is outside the range of int32"):
+        kernel((1,), (4,), (y, x, np.float32(1), np.int64(2**32)))
+    wider = np.zeros(4, np.float32)
+    kernel((1,), (4,), (wider, x, np.float32(2), np.int64(3)))  # a wider integer: its first bytes, the number
+    np.testing.assert_array_equal(wider, [2, 2, 2, 0])
     with pytest.raises(TypeError, match=r"argument 2 \(float\) takes a numpy.float32, got a numpy.float64"):
         kernel((1,), (4,), (y, x, np.float64(1), 4))
     with pytest.raises(TypeError, match=r"argument 3 \(int\): 4294967296 is outside the range of int32"):

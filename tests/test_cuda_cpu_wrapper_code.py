@@ -244,3 +244,28 @@ def test_cupys_math_constants_header_is_cudas():
     f, d = np.zeros(2, np.float32), np.zeros(2, np.float64)
     RawModule(code=code).get_function("k")((1,), (1,), (f, d))
     assert f[0] == np.inf and np.isnan(f[1]) and d[0] == -np.inf and np.isnan(d[1])
+
+
+def test_nvstd_function_and_wider_integer_scalars_as_cusignal_passes_them():
+    # <nvfunctional> was "No such file" (cuSignal's peak finding); a shape's numpy.int64 for an int
+    # parameter was refused (cuSignal's convolve2d), where CuPy passes 8 bytes a GPU reads the first 4 of
+    code = ('#include <nvfunctional>\nextern "C" __global__ void k(int* out, int n)\n{\n'
+            '    nvstd::function<int(int)> twice = [](int v) { return 2 * v; };\n'
+            '    if (threadIdx.x < n) out[threadIdx.x] = twice(threadIdx.x);\n}\n')
+    out = np.full(4, -1, np.int32)
+    RawModule(code=code).get_function("k")((1,), (4,), (out, np.int64(3)))
+    assert out.tolist() == [0, 2, 4, -1]
+
+
+def test_a_race_is_reported_when_an_output_of_structs_holds_an_address_by_chance():
+    # np.empty's leftover bytes hold the heap's own pointers here and there: one such word made the
+    # checking mode take the output for structs that hold pointers and run the launch once, unchecked
+    # (cuSignal's upfirdn on complex128); a pointer is a field now, an address in half the elements
+    code = ('struct Complex { double re, im; };\nextern "C" __global__ void k(Complex* out)\n{\n'
+            '    __shared__ double s[32];\n    s[threadIdx.x] = threadIdx.x;  // no __syncthreads() after\n'
+            '    out[threadIdx.x].re = s[31 - threadIdx.x];\n    out[threadIdx.x].im = 0.0;\n}\n')
+    live = np.zeros(16)
+    out = np.zeros(32, np.complex128)
+    out.view(np.uint64)[0] = live.ctypes.data
+    with pytest.raises(KernelError, match="the result depends on the order in which the threads of a block run"):
+        RawModule(code=code, check=True).get_function("k")((1,), (32,), (out,))

@@ -105,10 +105,12 @@ def _argument(where: str, c_type: str, value):
     if isinstance(value, np.generic):
         if value.dtype == dtype:
             return value
-        # an integer of the same size, signed where the parameter is not or the other way: CuPy passes
-        # its bytes, which a GPU reads as the same number where the parameter's type holds it (an enum
-        # is its underlying type, which GCC makes unsigned int when no enumerator is negative)
-        if value.dtype.kind in "iu" and dtype.kind in "iu" and value.dtype.itemsize == dtype.itemsize:
+        # an integer of the same size, signed where the parameter is not or the other way, or a wider
+        # one: CuPy passes its bytes, whose first ones a GPU reads as the same number where the
+        # parameter's type holds it (an enum is its underlying type, which GCC makes unsigned int when
+        # no enumerator is negative; cuSignal's convolve2d passes a shape's numpy.int64 for an int), as
+        # it reads a Python int, passed as a long long
+        if value.dtype.kind in "iu" and dtype.kind in "iu" and value.dtype.itemsize >= dtype.itemsize:
             limits = np.iinfo(dtype)
             if limits.min <= int(value) <= limits.max:
                 return dtype.type(int(value))
