@@ -351,7 +351,9 @@ struct narrow_float_name {
 // launcher passes N bytes, as CuPy passes the bytes of a NumPy scalar or one-element array; pointed
 // to (float4*), any array, also where the struct is not trivially copyable (a pointer is an address
 // whatever it points to: PyCUDA's struct reductions pass arrays of a struct with a copy constructor).
-// An enum is its underlying integer type.
+// By value, a struct with a copy constructor of its own is passed too, where its destructor is
+// trivial: a GPU's kernel gets the argument's bytes, and the copy constructor that makes the thread's
+// parameter from them here copies the members (CS344's Point2D). An enum is its underlying integer type.
 template <typename T, bool Pointee = false>
 std::string value_type_name()
 {
@@ -360,7 +362,7 @@ std::string value_type_name()
     } else if constexpr (std::is_enum<T>::value) {
         return c_type_name<typename std::underlying_type<T>::type>();
     } else if constexpr ((std::is_class<T>::value || std::is_union<T>::value) &&
-                         (Pointee || std::is_trivially_copyable<T>::value)) {
+                         (Pointee || std::is_trivially_destructible<T>::value)) {
         return "struct of " + std::to_string(sizeof(T)) + (sizeof(T) == 1 ? " byte" : " bytes");
     } else {
         return c_type_name<T>();
