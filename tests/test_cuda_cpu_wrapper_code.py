@@ -70,6 +70,8 @@ extern "C" __global__ void copy_tail(float* out, const float* tail, int n)
 {
     if (threadIdx.x < n) out[threadIdx.x] = tail[threadIdx.x];
 }
+
+extern "C" __global__ void flag(double* out) { *out = 3.0; }  // CuPy's Delaunay: an empty((), float64)
 """
 
 # CUDA toolkit headers nvcc finds (and CuPy's NVRTC, which it gives CUDA's include folder); CUDA's
@@ -163,6 +165,13 @@ def test_an_empty_array_is_passed(module):
     out = np.zeros(0, np.float32)
     module.get_function("copy_tail")((1,), (32,), (out, np.zeros(0, np.float32), np.int32(0)))
     assert out.size == 0
+
+
+def test_a_zero_dimensional_array_is_an_output(module):
+    # the checking mode's comparison of its two runs raised NumPy's ValueError on a 0-d array
+    out = np.zeros((), np.float64)
+    module.get_function("flag")((1,), (1,), (out,))
+    assert out[()] == 3.0
 
 
 def test_cuda_toolkit_headers_float_sincos_inlining_qualifiers_and_cubs_half():
@@ -282,3 +291,10 @@ def test_a_race_is_reported_when_an_output_of_structs_holds_an_address_by_chance
     out.view(np.uint64)[0] = live.ctypes.data
     with pytest.raises(KernelError, match="the result depends on the order in which the threads of a block run"):
         RawModule(code=code, check=True).get_function("k")((1,), (32,), (out,))
+    # a struct whose size is no multiple of 8 holds no pointer (CuPy's Delaunay: triangles of 3 ints)
+    triangles = code.replace("struct Complex { double re, im; };", "struct Complex { int re, im, unused; };")
+    triangles = triangles.replace("double s[32]", "int s[32]")
+    out = np.zeros(48, np.int32)
+    out.view(np.uint64)[0] = live.ctypes.data
+    with pytest.raises(KernelError, match="the result depends on what __shared__ memory held"):  # ints: never NaN
+        RawModule(code=triangles, check=True).get_function("k")((1,), (16,), (out,))

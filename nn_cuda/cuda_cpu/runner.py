@@ -724,7 +724,10 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
             holders.append((f"{names[i]} (an array of structs)", value.reshape(-1).view(np.uint8),
                             int(element[1])))
     holders += [(f"the variable `{symbol}`", data, None) for symbol, data in variables]
-    holders = [(what, data, element) for what, data, element in holders if len(data) >= 8]
+    # a struct whose size is no multiple of 8 holds no (aligned) pointer: CuPy's Delaunay passes arrays
+    # of triangles of three ints, whose leftover bytes looked like addresses
+    holders = [(what, data, element) for what, data, element in holders
+               if len(data) >= 8 and (element or len(data)) % 8 == 0]
     if not holders:
         return None
     try:
@@ -829,7 +832,7 @@ class _CheckedBuffers:
                 differs = differs.reshape(-1)
                 flat = int(np.argmax(differs))
             else:
-                differs = before.view(np.uint8).reshape(-1) != now.view(np.uint8).reshape(-1)
+                differs = before.reshape(-1).view(np.uint8) != now.reshape(-1).view(np.uint8)  # 0-d arrays too
                 flat = int(np.argmax(differs)) // now.itemsize
             if differs.any():
                 index = tuple(int(v) for v in np.unravel_index(flat, now.shape))
