@@ -269,7 +269,8 @@ def test_an_instance_of_a_constant_variable_template_is_reached_by_its_name_expr
 def test_an_integer_scalar_of_the_parameters_size_is_taken_where_its_value_fits():
     """HeCBench's adam takes `adamMode_t mode`, an enum that GCC makes unsigned int; its launcher
     passes a numpy.int32, whose 4 bytes CuPy passes and a GPU reads as the mode. The runner refused it
-    ("takes a numpy.uint32"). A value the type does not hold, or another size, is still refused."""
+    ("takes a numpy.uint32"). A wider integer is taken too (CuPy passes its bytes, whose first ones a GPU
+    reads); a value the type does not hold, or a narrower integer, is still refused."""
     code = r"""
     typedef enum { MODE_0 = 0, MODE_1 = 1 } mode_t_;
     extern "C" __global__ void mode(int* out, mode_t_ m, unsigned short u) { out[0] = (m == MODE_1) ? 11 : 10; out[1] = u; }
@@ -280,5 +281,7 @@ def test_an_integer_scalar_of_the_parameters_size_is_taken_where_its_value_fits(
     assert out.tolist() == [11, 7]
     with pytest.raises(TypeError, match=r"argument 1 \(unsigned int\): -1 is outside the range of uint32"):
         kernel((1,), (1,), (out, np.int32(-1), np.int16(7)))
-    with pytest.raises(TypeError, match=r"argument 2 \(unsigned short\) takes a numpy.uint16, got a numpy.int32"):
-        kernel((1,), (1,), (out, np.int32(1), np.int32(7)))
+    kernel((1,), (1,), (out, np.int32(1), np.int32(9)))
+    assert out.tolist() == [11, 9]
+    with pytest.raises(TypeError, match=r"argument 2 \(unsigned short\) takes a numpy.uint16, got a numpy.int8"):
+        kernel((1,), (1,), (out, np.int32(1), np.int8(7)))
