@@ -2,11 +2,12 @@
 
 Written for these tests, after patterns seen in PyCUDA's examples (which wrap all code in
 extern "C", so that its helpers and kernels have C names: the game of life's kernel is `step`),
-NVIDIA's cuda-python examples (timestamps from clock(), atomicExch's last writer, clusters) and
-public kernel collections (OneFlow's aligned extern __shared__ bytes, YHs' SGEMM's __noinline__ and
-inline PTX, CUB's headers that bring __half). Two modules are built, `SAME_AS_BEFORE` in both
-modes (code that built before these tests were written) and `TOOLKIT_CODE`; the other builds fail on
-purpose, each in one line.
+NVIDIA's cuda-python examples (timestamps from clock(), atomicExch's last writer, clusters), public
+kernel collections (OneFlow's aligned extern __shared__ bytes, YHs' SGEMM's __noinline__ and inline
+PTX, CUB's examples), CuPy's cupyx and cuSignal (outputs made by `empty`, a 0-d output, a shape's
+numpy.int64, <nvfunctional>) and CS344 solutions (a struct with a copy constructor by value). Two
+modules are built and shared, `BOTH_MODES_CODE` in both modes and `TOOLKIT_CODE`; the other builds
+are small, and four fail on purpose, each in one line.
 """
 
 import numpy as np
@@ -15,7 +16,9 @@ import pytest
 from nn_cuda.cuda_cpu import KernelError, RawModule
 from nn_cuda.cuda_cpu.build import KernelBuildError
 
-SAME_AS_BEFORE = r"""
+pytestmark = pytest.mark.slow  # builds of the CPU runner (a few seconds each)
+
+BOTH_MODES_CODE = r"""
 __device__ int opterr = 5;                                  // names of the C library: the code's own
 extern "C" __device__ int step(int x) { return x + 100; }
 
@@ -108,7 +111,7 @@ def plain_mode(monkeypatch):
 
 @pytest.fixture(scope="module", params=[False, True], ids=["plain", "checking"])
 def module(request):
-    return RawModule(code=SAME_AS_BEFORE, check=request.param)
+    return RawModule(code=BOTH_MODES_CODE, check=request.param)
 
 
 def test_a_kernel_function_and_variable_named_like_the_c_librarys_are_the_codes(module):
