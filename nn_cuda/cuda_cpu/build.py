@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -588,16 +589,21 @@ def _runner_names_taken(objects, library: Path) -> list[str]:
     `sigaction`, ...) and that the built `library` defines itself: LINK_FLAGS binds the runner's
     calls to those definitions, so a kernel named `sysconf` would be called in the C library's place.
     Empty without nm (binutils), which RawModule's own checks need anyway."""
-    nm = shutil.which("nm")
-    if nm is None or not objects:
+    if shutil.which("nm") is None or not objects:
         return []
+    return sorted(_imported(tuple(map(str, objects))) & _nm_names("--dynamic", "--defined-only", str(library)))
 
-    def names(*arguments) -> set:
-        listing = subprocess.run([nm, *arguments], capture_output=True, text=True, timeout=60).stdout
-        return {line.split()[-1] for line in listing.splitlines() if line.strip()}
 
-    imported = {name for name in names("--undefined-only", *map(str, objects)) if not name.startswith("__")}
-    return sorted(imported & names("--dynamic", "--defined-only", str(library)))  # "__": the linker's, reserved
+@functools.cache
+def _imported(objects: tuple) -> set:
+    """What the runner's objects take from elsewhere, less the linker's reserved "__" names (an object's
+    name holds the digest of its bytes, so each is listed once per process)."""
+    return {name for name in _nm_names("--undefined-only", *objects) if not name.startswith("__")}
+
+
+def _nm_names(*arguments) -> set:
+    listing = subprocess.run(["nm", *arguments], capture_output=True, text=True, timeout=60).stdout
+    return {line.split()[-1] for line in listing.splitlines() if line.strip()}
 
 
 #: libraries of headers a GPU build finds and the runner has not: the first folder of an #include
