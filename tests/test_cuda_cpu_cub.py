@@ -7,7 +7,8 @@ CUB needs the barrier; a block of other dimensions than the template's a KernelE
 refuses (BlockRadixSort, DeviceReduce, a header of CUB's it lacks) stops the build in one line; a
 block reduction as HeCBench's attention benchmark writes it; the further overloads of CUB's
 documentation (prefix callbacks over items, scans with and without initial values, default
-constructors); and a block of fewer than 32 threads. The kernels are written here."""
+constructors); a block of fewer than 32 threads; and CCCL 3's WarpReduce Max, Min and reductions of
+items. The kernels are written here."""
 
 import numpy as np
 import pytest
@@ -425,3 +426,45 @@ def test_a_block_reduction_in_a_block_of_fewer_than_32_threads_reads_no_absent_l
     RawModule(code=code, check=False).get_function("k")((1,), (16,), (x, out))
     assert out[0] == 120
     assert "lane" not in capfd.readouterr().err
+
+
+# CCCL 3's WarpReduce Max and Min (of a value, and of the first valid_items lanes) and its reductions
+# of a thread's items (Sum, Max, Min, Reduce over an array, folded in the thread first), in logical
+# warps of 32 and 16 lanes; a build error before 2026-11-27. Outputs per logical warp of 32: 0 max,
+# 1 min, 2 max of the first 20 lanes, 3 sum of 3 items per lane, 4 max of them, 5 min of them by
+# Reduce with cub::Min; per logical warp of 16: 6 min of the first 9 lanes.
+WARP_EXTREMES = r"""
+#include <cub/cub.cuh>
+
+extern "C" __global__ void warp_extremes(const int* x, int* out)
+{
+    using Warp32 = cub::WarpReduce<int>;
+    using Warp16 = cub::WarpReduce<int, 16>;
+    __shared__ typename Warp32::TempStorage w32[2];
+    __shared__ typename Warp16::TempStorage w16[4];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, warp = threadIdx.x / 32;
+    const int items[3] = {x[i], 2 * x[i] - 5, -x[i]};
+    const int values[6] = {Warp32(w32[warp]).Max(x[i]), Warp32(w32[warp]).Min(x[i]),
+                           Warp32(w32[warp]).Max(x[i], 20), Warp32(w32[warp]).Sum(items),
+                           Warp32(w32[warp]).Max(items), Warp32(w32[warp]).Reduce(items, cub::Min())};
+    const int low16 = Warp16(w16[threadIdx.x / 16]).Min(x[i], 9);
+    if (threadIdx.x % 32 == 0) for (int k = 0; k < 6; ++k) out[8 * (i / 32) + k] = values[k];
+    if (threadIdx.x % 16 == 0) out[8 * (i / 32) + 6 + (i / 16) % 2] = low16;
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_warp_reduce_maxima_minima_and_items_match_numpy(check):
+    x = np.random.default_rng(12).integers(-1000, 1000, 128).astype(np.int32)
+    out = np.full((4, 8), -7777, np.int32)
+    RawModule(code=WARP_EXTREMES, check=check).get_function("warp_extremes")((2,), (64,), (x, out))
+    lanes = x.astype(np.int64).reshape(4, 32)
+    items = np.stack([lanes, 2 * lanes - 5, -lanes], axis=2)
+    np.testing.assert_array_equal(out[:, 0], lanes.max(1))
+    np.testing.assert_array_equal(out[:, 1], lanes.min(1))
+    np.testing.assert_array_equal(out[:, 2], lanes[:, :20].max(1))
+    np.testing.assert_array_equal(out[:, 3], items.sum((1, 2)))
+    np.testing.assert_array_equal(out[:, 4], items.max((1, 2)))
+    np.testing.assert_array_equal(out[:, 5], items.min((1, 2)))
+    np.testing.assert_array_equal(out[:, 6:8], lanes.reshape(4, 2, 16)[:, :, :9].min(2))

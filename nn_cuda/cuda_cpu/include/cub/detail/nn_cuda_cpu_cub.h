@@ -31,7 +31,7 @@ T shuffle_any(const T& value, Shuffle shuffle)
 
 // The items of one thread folded by `op`, first to last (an items-per-thread collective's own part)
 template <int Items, typename T, typename Op>
-T fold(T (&items)[Items], Op& op)
+T fold(const T (&items)[Items], Op& op)
 {
     T partial = items[0];
     for (int i = 1; i < Items; ++i) {

@@ -23,6 +23,22 @@ public:
 
     T Sum(T input) { return Reduce(input, cub::Sum()); }
     T Sum(T input, int valid_items) { return Reduce(input, cub::Sum(), valid_items); }
+    // CCCL 3's Max and Min, and its reductions of a thread's items (folded in the thread first)
+    T Max(T input) { return Reduce(input, cub::Max()); }
+    T Max(T input, int valid_items) { return Reduce(input, cub::Max(), valid_items); }
+    T Min(T input) { return Reduce(input, cub::Min()); }
+    T Min(T input, int valid_items) { return Reduce(input, cub::Min(), valid_items); }
+    template <int ITEMS>
+    T Sum(const T (&inputs)[ITEMS]) { return Reduce(inputs, cub::Sum()); }
+    template <int ITEMS>
+    T Max(const T (&inputs)[ITEMS]) { return Reduce(inputs, cub::Max()); }
+    template <int ITEMS>
+    T Min(const T (&inputs)[ITEMS]) { return Reduce(inputs, cub::Min()); }
+    template <int ITEMS, typename ReductionOp>
+    T Reduce(const T (&inputs)[ITEMS], ReductionOp reduction_op)
+    {
+        return Reduce(nn_cuda_cpu_detail::fold(inputs, reduction_op), reduction_op);
+    }
     template <typename ReductionOp>
     T Reduce(T input, ReductionOp reduction_op) { return Reduce(input, reduction_op, LOGICAL_WARP_THREADS); }
     template <typename ReductionOp>
