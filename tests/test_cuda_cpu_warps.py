@@ -360,3 +360,59 @@ def test_a_warp_sync_whose_mask_leaves_out_its_own_lane_is_a_kernel_error(warps)
     with pytest.raises(KernelError, match=r"own_lane_left_out: thread \(5, 0, 0\) of block \(0, 0, 0\), lane 5 of its "
                                           r"warp, calls a warp sync .* with mask 0x00000001 that leaves out its own lane"):
         warps.get_function("own_lane_left_out")((1,), (32,), (np.zeros(32, np.float32),))
+
+
+# A block sum as reductions often write it: each warp sums by shuffles, lane 0 stores the warp's sum
+# in a __shared__ array, the block meets, and the first warp sums those (thread 0 gets the total).
+# Called twice (a sum, then a sum of squares), the second call's lane 0 of warp 1 may store before
+# the first warp has read the first call's value, on a GPU, where warps run on their own: a
+# __syncthreads() is missing between the calls. Until 2026-11-27 the checking mode let every thread
+# of a phase reach its first warp sync before any warp went on, so the first warp always read first
+# and the race went unreported.
+BLOCK_SUM_TWICE = r"""
+__device__ float block_sum(float v, float* warp_sums)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    v = threadIdx.x < blockDim.x / 32 ? warp_sums[lane] : 0.0f;
+    if (warp == 0) {
+        for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    }
+    BETWEEN_THE_CALLS
+    return v;
+}
+
+extern "C" __global__ void sum_and_square_sum(const float* x, float* out)
+{
+    __shared__ float warp_sums[32];
+    const float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+    const float sum = block_sum(v, warp_sums);
+    const float squares = block_sum(v * v, warp_sums);
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = sum;
+        out[2 * blockIdx.x + 1] = squares;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("barrier", [False, True], ids=["no-barrier-between-calls", "barrier"])
+def test_a_block_reduction_called_twice_without_a_barrier_between_is_reported(barrier):
+    x = np.random.default_rng(14).random(8 * 128).astype(np.float32)
+    code = BLOCK_SUM_TWICE.replace("BETWEEN_THE_CALLS", "__syncthreads();" if barrier else "")
+    kernel = RawModule(code=code, check=True).get_function("sum_and_square_sum")
+    out = np.full(16, np.nan, np.float32)
+    if barrier:
+        kernel((8,), (128,), (x, out))
+        rows = x.astype(np.float64).reshape(8, 128)
+        # 128 positive float32 terms by a tree of 5 levels, then one of 2: 7 roundings, 7 * 2^-24 =
+        # 4.2e-7 relative (the squares one more each)
+        for got, want in ((out[0::2], rows.sum(1)), (out[1::2], (rows ** 2).sum(1))):
+            assert np.linalg.norm(got - want) / np.linalg.norm(want) < 5e-7
+    else:
+        with pytest.raises(KernelError, match=r"sum_and_square_sum: the result depends on the order in which "
+                                              r"the threads of a block run between barriers.*__syncthreads\(\) is "
+                                              r"missing"):
+            kernel((8,), (128,), (x, out))

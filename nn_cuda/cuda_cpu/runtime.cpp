@@ -147,6 +147,9 @@ NN_CUDA_CPU_PER_WORKER PhaseQueue queue;
 // `current`: the launcher changes it while a block's scheduler waits in a switch.
 NN_CUDA_CPU_PER_WORKER Fiber* fibers = nullptr;
 
+// The first lane of `fiber`'s warp, which counts the warp's lanes at warp syncs and returned.
+inline Fiber& warp_head(const Fiber& fiber) { return fibers[fiber.tid - fiber.tid % kWarpSize]; }
+
 #if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
 void watch_past_dynamic_shared(const Fiber& stopping);  // the checking mode's (below)
 #endif
@@ -191,6 +194,7 @@ static unsigned long long grid_sync_round = 0;  // grid.sync()s completed
 {
     launch.thread_body(launch.args);
     current->state = State::done;
+    ++warp_head(*current).warp_returned;
     ++phase.done;
     grid_threads_done += cooperative;
     hand_over(nullptr);
@@ -596,6 +600,13 @@ __attribute__((noinline)) void grid_sync()
 
 // ---- warps ----------------------------------------------------------------------------------------
 
+// The checking mode's phase queue may grow at its front into [queue_room, queue.next): a warp whose
+// lanes have all reached a warp sync goes on at once, its lanes first in the queue (below), and not
+// after every other thread of the phase has stopped. Null in the plain mode.
+static NN_CUDA_CPU_PER_WORKER size_t* queue_room = nullptr;
+enum class Release { none, others, running_thread_first };
+Release release_completed_warp_sync();  // below, with the random orders
+
 // Waits until every lane of `mask` in this thread's warp has reached a warp sync too (warp_sync()).
 extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_warp_sync_stop(unsigned mask, const void* site)
 {
@@ -604,6 +615,21 @@ extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_warp_sync_sto
                           "(on a GPU the result is undefined)");
     }
     current->warp_mask = mask;
+    ++warp_head(*current).warp_waiting;
+    if (queue_room != nullptr) {  // the checking mode: a warp whose sync this completes goes on at once
+        __asm__ __volatile__("" ::: "memory");
+        current->state = State::at_warp_sync;
+        ++phase.at_warp_sync;
+        const Release released = release_completed_warp_sync();
+        if (released == Release::running_thread_first) {
+            current->state = State::ready;
+            __asm__ __volatile__("" ::: "memory");
+            return site;
+        }
+        const void* const previous = hand_over(site);
+        __asm__ __volatile__("" ::: "memory");
+        return previous;
+    }
     return stop_in(State::at_warp_sync, phase.at_warp_sync, site);
 }
 
@@ -625,6 +651,7 @@ __attribute__((noinline)) unsigned active_lanes()
 {
     current->active_site = __builtin_return_address(0);
     current->warp_mask = 0;
+    ++warp_head(*current).warp_waiting;
     stop_in(State::at_warp_sync, phase.at_warp_sync, nullptr);
     return current->warp_participants;
 }
@@ -684,6 +711,7 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
         }
     }
     for (size_t t : released) {
+        --warp_head(fibers[t]).warp_waiting;
         fibers[t].state = State::ready;
         // a sync's values go to the other of two slots next time; __activemask() hands nothing over
         fibers[t].warp_syncs += fibers[t].warp_mask != 0;
@@ -744,6 +772,35 @@ void shuffle_items(Items& items, Random& random)
     }
 }
 
+// A random order of the threads of `order` (in increasing order) by warps: the warps in a random
+// order, each one's threads together in a random order, all backwards in the mirrored run. A warp
+// runs to its next stop before the next warp starts, as warps run on their own on a GPU; which
+// warp goes first changes from phase to phase, and every two threads run in the opposite order in
+// the mirrored run.
+// `warps` and `threads` are the caller's, kept from phase to phase.
+void shuffle_by_warps(std::vector<size_t>& order, Random& random, std::vector<std::pair<size_t, size_t>>& warps,
+                      std::vector<size_t>& threads)
+{
+    warps.clear();  // each warp's [first, end) in `order`
+    for (size_t i = 0; i < order.size(); ++i) {
+        if (i == 0 || order[i] / kWarpSize != order[i - 1] / kWarpSize) {
+            warps.emplace_back(i, i);
+        }
+        ++warps.back().second;
+    }
+    std::shuffle(warps.begin(), warps.end(), random);
+    threads.clear();
+    for (const auto& [first, end] : warps) {
+        const size_t from = threads.size();
+        threads.insert(threads.end(), order.begin() + first, order.begin() + end);
+        std::shuffle(threads.begin() + from, threads.end(), random);
+    }
+    if (mirrored) {
+        std::reverse(threads.begin(), threads.end());
+    }
+    std::copy(threads.begin(), threads.end(), order.begin());
+}
+
 // The generator of the running block's thread orders: its own, seeded by the launch's seed and the
 // block's index (SplitMix64's mixing), so that a block's orders in the mirrored run are its own
 // orders of the first run backwards, whichever blocks ran before it.
@@ -757,6 +814,69 @@ Random block_random()
     return Random(z ^ (z >> 31));
 }
 
+// The generator of the running phase's orders (run_block's), for the warp syncs it completes early.
+static NN_CUDA_CPU_PER_WORKER Random* phase_random = nullptr;
+
+// The checking mode, when the running thread has just stopped at a warp sync: if that completes
+// the sync for its warp (every awaited lane is at one), the lanes it completes go on at once, in a
+// random order at the front of the phase's queue, and not after every other thread of the phase
+// has stopped somewhere. The warps of a block then drift apart as on a GPU, where each runs on its
+// own: one warp's code after its shuffles may run before another's before them, and a race between
+// the two (lane 0 storing a warp's sum where the first warp still reads the last one's) shows.
+// Returns whether the running thread goes on first (it then runs on without a switch).
+Release release_completed_warp_sync()
+{
+    const Fiber& running = *current;
+    const size_t threads = threads_in_block(), base = running.tid - running.tid % kWarpSize;
+    const size_t end = std::min(threads, base + kWarpSize);
+    const Fiber& head = fibers[base];
+    if (head.warp_waiting + head.warp_returned < end - base) {
+        return Release::none;  // a lane of the warp is still on its way (the usual case: no scan)
+    }
+    unsigned arrived = 0, returned = 0;
+    for (size_t t = base; t < end; ++t) {
+        arrived |= fibers[t].state == State::at_warp_sync ? 1u << (t - base) : 0u;
+        returned |= fibers[t].state == State::done ? 1u << (t - base) : 0u;
+    }
+    // Only a sync of the whole warp (every lane that has not returned) goes on early: a lane released
+    // here reads the values of this sync after the others have gone on, and the others' next sync,
+    // which then awaits it too, cannot overwrite them (they go to two slots in turn). A lane of a
+    // sync of part of the warp waits, as before, until every thread of the phase has stopped.
+    const unsigned whole_warp = lanes_of(base / kWarpSize, threads) & ~returned;
+    if (awaited_lanes(running, threads, returned) != whole_warp || (arrived & whole_warp) != whole_warp) {
+        return Release::none;
+    }
+    size_t released[kWarpSize];
+    size_t count = 0;
+    for (size_t t = base; t < end; ++t) {
+        const Fiber& fiber = fibers[t];
+        if (fiber.state == State::at_warp_sync && fiber.warp_mask != 0 &&
+            awaited_lanes(fiber, threads, returned) == whole_warp) {
+            released[count++] = t;
+        }
+    }
+    if (static_cast<size_t>(queue.next - queue_room) < count) {
+        return Release::none;  // no room (never so: the queue holds each thread once at most)
+    }
+    std::shuffle(released, released + count, *phase_random);
+    if (mirrored) {
+        std::reverse(released, released + count);
+    }
+    for (size_t i = 0; i < count; ++i) {
+        Fiber& fiber = fibers[released[i]];
+        fiber.warp_participants = awaited_lanes(fiber, threads, returned);
+        fiber.state = State::ready;
+        ++fiber.warp_syncs;
+        --fibers[base].warp_waiting;
+    }
+    const bool running_first = released[0] == running.tid;
+    const size_t queued = count - (running_first ? 1 : 0);
+    size_t* const front = const_cast<size_t*>(queue.next) - queued;
+    std::copy(released + (running_first ? 1 : 0), released + count, front);
+    queue.next = front;
+    return running_first ? Release::running_thread_first : Release::others;
+}
+
 // Runs one block to its end; false (with launch.message set) when its threads disagree on warp syncs.
 // Its threads are `fibers`, on the stacks from `first_stack` on.
 bool run_block(size_t threads, bool shuffle, size_t first_stack)
@@ -764,6 +884,10 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
     const dim3 block = block_dim;
     Random random = shuffle ? block_random() : Random();
     std::vector<size_t> order(threads);
+    // the checking mode's phase queue: `threads` slots of room in front of the phase's threads
+    std::vector<size_t> slots(shuffle ? 2 * threads : 0);
+    std::vector<std::pair<size_t, size_t>> warp_ranges;  // shuffle_by_warps's
+    std::vector<size_t> shuffled;
     for (size_t t = 0; t < threads; ++t) {
         Fiber& fiber = fibers[t];
         fiber.thread_idx = uint3{static_cast<unsigned>(t % block.x), static_cast<unsigned>((t / block.x) % block.y),
@@ -776,18 +900,26 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.atomic_address = nullptr;
         fiber.atomic_repeats = 0;
         fiber.clock_reads = 0;
+        fiber.warp_waiting = 0;
+        fiber.warp_returned = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
     vote_totals[0] = vote_totals[1] = vote_totals[2] = 0;
     for (;;) {
+        size_t* first = order.data();
+        queue_room = nullptr;
         if (shuffle) {
-            shuffle_items(order, random);
+            shuffle_by_warps(order, random, warp_ranges, shuffled);
+            first = slots.data() + threads;
+            std::copy(order.begin(), order.end(), first);
+            queue_room = slots.data();
+            phase_random = &random;
         }
         phase = PhaseCounts{};
         if (!order.empty()) {  // the threads run in `order`, each handing over to the next (hand_over)
-            queue = PhaseQueue{order.data() + 1, order.data() + order.size()};
-            current = &fibers[order[0]];
+            queue = PhaseQueue{first + 1, first + order.size()};
+            current = &fibers[first[0]];
             current->state = State::ready;  // released from the barrier it waited at, if any
             nn_cuda_cpu_switch(&worker.scheduler_sp, current->saved_sp);
         }

@@ -124,6 +124,9 @@ struct Fiber {
     unsigned long long atomic_found = 0;
     unsigned atomic_repeats = 0;
     unsigned long long clock_reads = 0;  // its reads of the clock in this block (the checking mode's clock)
+    // on a warp's first lane: how many of the warp's lanes wait at a warp sync, and how many returned
+    unsigned warp_waiting = 0;
+    unsigned warp_returned = 0;
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------

@@ -1,9 +1,11 @@
-// cub::BlockReduce on the CPU runner (written for it; see cub/cub.cuh), as CUB's raking reduction:
-// each thread stores its value in the TempStorage, the block meets at __syncthreads(), the lanes of
-// the first warp reduce a segment of consecutive values each, then their values by shuffles; the
-// result is thread 0's, as in CUB (the other threads get a partial value or their own). Every
-// algorithm of BlockReduceAlgorithm computes so (on a GPU WARP_REDUCTIONS groups a floating-point
-// sum otherwise, which changes its rounding only; the operator need not commute for any of them). As in CUB, a second collective on the same TempStorage
+// cub::BlockReduce on the CPU runner (written for it; see cub/cub.cuh), as CUB's warp reductions:
+// each warp reduces its lanes' values by shuffles, lane 0 of each warp stores the warp's value in the
+// TempStorage, the block meets at __syncthreads(), and the lanes of the first warp reduce the warps'
+// values by shuffles; the result is thread 0's, as in CUB (the others get a partial value or their own).
+// The TempStorage holds one value per warp, no more than CUB's, so that dynamic shared memory sized by
+// CUB's figure suffices. Every algorithm of BlockReduceAlgorithm computes so (on a GPU the raking ones
+// group a floating-point sum otherwise, which changes its rounding only); values are combined in rank
+// order, so the operator need not commute. As in CUB, a second collective on the same TempStorage
 // needs a __syncthreads() before it; without one the checking mode reports a race.
 #pragma once
 #include "../thread/thread_operators.cuh"
@@ -21,10 +23,9 @@ template <typename T, int BLOCK_DIM_X, BlockReduceAlgorithm ALGORITHM = BLOCK_RE
 class BlockReduce {
     static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
     static_assert(BLOCK_THREADS >= 1 && BLOCK_THREADS <= 1024, "cub::BlockReduce: a block has 1 to 1024 threads");
-    // the values a lane of the first warp reduces in turn
-    static constexpr int SEGMENT = (BLOCK_THREADS + nn_cuda_cpu_detail::kWarpThreads - 1) / nn_cuda_cpu_detail::kWarpThreads;
+    static constexpr int WARPS = (BLOCK_THREADS + nn_cuda_cpu_detail::kWarpThreads - 1) / nn_cuda_cpu_detail::kWarpThreads;
     struct Layout {
-        T items[BLOCK_THREADS];
+        T warp_values[WARPS];
     };
 
 public:
@@ -57,31 +58,28 @@ private:
         return storage.get();
     }
 
-    // the first num_valid threads' values, reduced in thread 0: each stores its value, the block
-    // meets, and the lanes of the first warp reduce SEGMENT consecutive values each, then the warp's
-    // values by shuffles (in order, so that an operator need not commute)
+    // the first num_valid threads' values, reduced in thread 0: each warp reduces its valid lanes'
+    // values by shuffles, lane 0 stores the warp's value, the block meets, and the lanes of the first
+    // warp reduce the warps' values by shuffles (in rank order, so that an operator need not commute)
     template <typename Op>
     T reduce(T input, Op& op, int num_valid)
     {
         using namespace nn_cuda_cpu_detail;
         const int rank = block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>("cub::BlockReduce");
         const int valid = num_valid < BLOCK_THREADS ? num_valid : BLOCK_THREADS;
-        if (rank < valid) {
-            storage_.items[rank] = input;
+        const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
+        const int warp_valid = valid - warp * kWarpThreads;
+        const T warp_value = warp_reduce<kWarpThreads>(input, op, lane, warp_valid);
+        if (lane == 0 && warp_valid > 0) {
+            storage_.warp_values[warp] = warp_value;
         }
         __syncthreads();
         if (rank >= kWarpThreads) {
             return input;
         }
-        const int first = rank * SEGMENT, end = first + SEGMENT < valid ? first + SEGMENT : valid;
-        T partial = input;
-        if (first < end) {
-            partial = storage_.items[first];
-            for (int k = first + 1; k < end; ++k) {
-                partial = op(partial, storage_.items[k]);
-            }
-        }
-        return warp_reduce<kWarpThreads>(partial, op, rank, (valid + SEGMENT - 1) / SEGMENT);
+        const int valid_warps = (valid + kWarpThreads - 1) / kWarpThreads;
+        const T value = rank < valid_warps ? storage_.warp_values[rank] : input;
+        return warp_reduce<kWarpThreads>(value, op, rank, valid_warps);
     }
 
     Layout& storage_;
