@@ -468,3 +468,19 @@ def test_warp_reduce_maxima_minima_and_items_match_numpy(check):
     np.testing.assert_array_equal(out[:, 4], items.max((1, 2)))
     np.testing.assert_array_equal(out[:, 5], items.min((1, 2)))
     np.testing.assert_array_equal(out[:, 6:8], lanes.reshape(4, 2, 16)[:, :, :9].min(2))
+
+
+def test_a_block_reduce_in_dynamic_shared_memory_sized_as_cub_sizes_it():
+    # CUB's example_block_reduce_dyn_smem places the TempStorage in dynamic shared memory sized on
+    # the host; CUB's warp reductions of 128 ints keep a value per warp, about 24 bytes. Until
+    # 2026-11-27 the runner's TempStorage held a value per thread (512 bytes), and the checking mode
+    # reported a write past the launch's shared memory at that size.
+    code = ('#include <cub/block/block_reduce.cuh>\nextern "C" __global__ void k(const int* x, int* out)\n{\n'
+            '    using Reduce = cub::BlockReduce<int, 128>;\n    extern __shared__ __align__(16) char smem[];\n'
+            '    const int sum = Reduce(reinterpret_cast<Reduce::TempStorage&>(smem)).Sum(x[threadIdx.x]);\n'
+            '    if (threadIdx.x == 0) out[0] = sum;\n}\n')
+    x = np.random.default_rng(15).integers(-1000, 1000, 128).astype(np.int32)
+    for check in (False, True):
+        out = np.zeros(1, np.int32)
+        RawModule(code=code, check=check).get_function("k")((1,), (128,), (x, out), shared_mem=24)
+        assert out[0] == x.sum()
