@@ -504,6 +504,34 @@ def test_the_checking_mode_reports_a_write_and_a_read_right_before_an_array():
         module.get_function("from_the_left")((1,), (7,), (x, np.zeros(7, np.float32)))
 
 
+ATOMIC_BEFORE = r"""
+// Thread 3 adds its weight at index i - 4 = -1, as a bilinear gradient adds a weight of 0 at a
+// corner outside the map (mmcv's border_align backward, unguarded): one element before `grad`.
+template <typename T>
+__global__ void scatter_weight(T* grad, T weight)
+{
+    if (threadIdx.x >= 3) atomicAdd(&grad[(int)threadIdx.x - 4], weight);
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("weight", [0, 1])
+def test_an_atomic_right_before_an_array_is_reported_even_when_it_changes_no_byte(dtype, weight):
+    # an atomicAdd of 0 into the NaN fill before the array (0xFF bytes: NaN + 0 is the same NaN) left
+    # every byte as it was, and the write went unreported until 2026-11-27
+    name = {np.float32: "float", np.float64: "double", np.int32: "int"}[dtype]
+    kernel = RawModule(code=ATOMIC_BEFORE, check=True, name_expressions=[f"scatter_weight<{name}>"]).get_function(
+        f"scatter_weight<{name}>")
+    with pytest.raises(KernelError, match=r"scatter_weight<.*>: an atomic operation 1 element\(s\) before the "
+                                          r"start of args\[0\], in thread \(3, 0, 0\) of block \(0, 0, 0\)"):
+        kernel((1,), (8,), (np.zeros(4, dtype), dtype(weight)))
+    # within the array that a view views, the element before the view is the array's own
+    grad = np.zeros(5, dtype)
+    kernel((1,), (8,), (grad[1:], dtype(weight)))
+    assert grad.tolist() == [weight] * 5
+
+
 def test_a_struct_array_with_padding_is_compared_by_its_bytes():
     # a NumPy copy of it left the padding undefined: two equal runs were reported as a race
     layout = np.dtype([("key", np.int32), ("next", np.uint64)], align=True)

@@ -709,11 +709,28 @@ T atomic_update(T* address, Update update)  // compare-and-swap on the value's b
 // value (a histogram's, a ticket's) costs one comparison more.
 constexpr unsigned kSpinningAtomics = 16;
 
+// An atomic at `address`, in one of the checking mode's spans before an array: the first is noted.
+inline void note_atomic_before(const void* address)
+{
+    const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+    for (size_t i = 0; i < watched_span_count; ++i) {
+        if (watched_spans[2 * i] <= at && at < watched_spans[2 * i + 1] && atomic_before_address == 0) {
+            atomic_before_address = at;
+            snprintf(atomic_before_thread, sizeof atomic_before_thread, "thread (%u, %u, %u) of block (%u, %u, %u)",
+                     current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x, block_idx.y,
+                     block_idx.z);
+        }
+    }
+}
+
 template <typename T>
 inline T found_by_atomic(const T* address, T old)
 {
     if (!atomics_used.load(std::memory_order_relaxed)) {  // read first: host threads share the line
         atomics_used.store(true, std::memory_order_relaxed);
+    }
+    if (watched_span_count != 0) {
+        note_atomic_before(address);
     }
     unsigned long long bits = 0;
     memcpy(&bits, &old, sizeof(T));

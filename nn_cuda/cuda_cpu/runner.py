@@ -159,6 +159,8 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._lib.nn_cuda_cpu_undefined_lane_read.restype = ctypes.c_char_p
         self._lib.nn_cuda_cpu_atomic_sum_magnitude.restype = ctypes.c_double
+        self._lib.nn_cuda_cpu_atomic_before_address.restype = ctypes.c_size_t
+        self._lib.nn_cuda_cpu_atomic_before_thread.restype = ctypes.c_char_p
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
         self.threads = 1 if check or cooperative else threads_from_environment()
@@ -241,11 +243,12 @@ class LoadedKernels:
         order. Not when a struct argument holds a pointer: what it points to is no argument, so it is
         neither guarded nor put back between the runs, and a second run would start from the first
         one's results."""
-        with _CheckedBuffers(launch, names) as buffers:
+        with _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers):
             start = buffers.snapshot()
             variables = self._variables.save()
             seed = next(self._seeds)
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+            self._assert_no_atomic_before(buffers)
             buffers.assert_nothing_written_before()
             holder = _pointer_holder(launch, names, self._variables.named(variables))
             beginning = (start, variables, seed)
@@ -266,6 +269,29 @@ class LoadedKernels:
             buffers.copy_back()
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._nan_without_fills(index, launch, buffers, beginning))
+
+    @contextlib.contextmanager
+    def _atomics_watched_before(self, buffers):
+        """The bytes before each array watched for atomics during the checked runs (runtime.h,
+        watched_spans): an atomicAdd of 0 there changes none of them, so only its address tells."""
+        spans = [bound for copy in set(buffers.copies.values()) for bound in (copy.base + copy.guard, copy.start)]
+        self._lib.nn_cuda_cpu_watch_before((ctypes.c_size_t * max(1, len(spans)))(*spans),
+                                           ctypes.c_size_t(len(spans) // 2))
+        try:
+            yield
+        finally:
+            self._lib.nn_cuda_cpu_watch_before(None, ctypes.c_size_t(0))
+
+    def _assert_no_atomic_before(self, buffers) -> None:
+        """KernelError when an atomic of the launch reached the bytes right before an array."""
+        address = self._lib.nn_cuda_cpu_atomic_before_address()
+        if address:
+            where = buffers.describe_fault(address).removeprefix(": an access ")
+            raise KernelError(
+                f"{buffers.launch.kernel}: an atomic operation {where}, in "
+                f"{self._lib.nn_cuda_cpu_atomic_before_thread().decode()} (an index of -1, such as a[i - 1] at "
+                "i = 0? compute-sanitizer reports an invalid global write on a GPU; an atomicAdd of 0 changes no "
+                "byte, so the checking mode watches the atomics there)")
 
     def _assert_same_results(self, buffers, first, first_magnitude: float) -> None:
         """The two checked runs' results alike (_CheckedBuffers.assert_same_as); where they differ and a
@@ -636,6 +662,11 @@ def _value_text(value) -> str:
 
 
 
+def _bytes_of(array: np.ndarray) -> np.ndarray:
+    """A contiguous array's bytes, as a writable view (0-d and empty arrays too)."""
+    return array.reshape(-1).view(np.uint8)
+
+
 class _GuardedCopy:
     """An array's copy whose last byte sits right before an inaccessible page. The bytes between the
     page before it and its first byte (up to a page) are the fill, 0xFF (NaN as float and double):
@@ -796,6 +827,10 @@ class _CheckedBuffers:
         self.outputs = [i for i in arrays if not launch.signature[i].startswith("const ")]
         for copy in set(self.copies.values()):
             copy.protect()
+        # each output's whole array as it starts, put back before every run: a kernel may write past
+        # its view into the array's other elements, which a run must not find changed by the one before
+        # (bytes: a NumPy copy of a struct array leaves its padding undefined)
+        self._start_of_wholes = [(copy, _bytes_of(copy.view).copy()) for copy in {self.copies[i] for i in self.outputs}]
         return self
 
     def snapshot(self) -> dict:
@@ -805,6 +840,9 @@ class _CheckedBuffers:
                 for i in self.outputs}
 
     def restore(self, snapshot: dict) -> None:
+        """The outputs' arrays as they started, then the arguments' views as in `snapshot`."""
+        for copy, start in self._start_of_wholes:
+            _bytes_of(copy.view)[...] = start
         for i, contents in snapshot.items():
             self.views[i][...] = contents
 

@@ -1392,6 +1392,17 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
 
 extern "C" int nn_cuda_cpu_atomics_used() { return nn_cuda_cpu::atomics_used; }
 extern "C" double nn_cuda_cpu_atomic_sum_magnitude() { return nn_cuda_cpu::atomic_sum_magnitude; }
+// The checking mode's spans before the arrays (`count` pairs of first and end; 0 to stop watching),
+// which also forgets the atomic noted there last.
+extern "C" void nn_cuda_cpu_watch_before(const uintptr_t* spans, size_t count)
+{
+    const size_t kept = std::min(count, nn_cuda_cpu::kMaxWatchedSpans);
+    std::copy(spans, spans + 2 * kept, nn_cuda_cpu::watched_spans);
+    nn_cuda_cpu::watched_span_count = kept;
+    nn_cuda_cpu::atomic_before_address = 0;
+}
+extern "C" uintptr_t nn_cuda_cpu_atomic_before_address() { return nn_cuda_cpu::atomic_before_address; }
+extern "C" const char* nn_cuda_cpu_atomic_before_thread() { return nn_cuda_cpu::atomic_before_thread; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }
 extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }
 extern "C" size_t nn_cuda_cpu_resident_blocks() { return nn_cuda_cpu::kResidentBlocks; }

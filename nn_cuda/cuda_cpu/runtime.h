@@ -186,6 +186,15 @@ inline std::atomic<bool> atomics_used{false};
 // about zero (a total momentum) rounds by what its partial sums are, which the checking mode then
 // allows between its two orders, where the result's own magnitude would allow next to nothing.
 inline double atomic_sum_magnitude = 0.0;
+// The checking mode's spans [first, end) right before each array (the runner fills them and finds a
+// write there after the launch from the bytes it changed): an atomic there is noted here at once,
+// since an atomicAdd of 0 (of a weight that is 0) leaves the bytes as they were. The first such
+// atomic's address (0: none) and its thread and block, as text.
+constexpr size_t kMaxWatchedSpans = 256;
+inline uintptr_t watched_spans[2 * kMaxWatchedSpans];
+inline size_t watched_span_count = 0;
+inline uintptr_t atomic_before_address = 0;
+inline char atomic_before_thread[96];
 
 inline size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
 
