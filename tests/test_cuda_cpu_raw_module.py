@@ -886,3 +886,17 @@ def test_a_misaligned_vector_access_is_named_as_such_not_as_a_null_pointer():
                                           r"[^;]*\) in thread \(0, 0, 0\) of block \(0, 0, 0\)"):  # the kernel's own
         RawModule(code=VECTOR_COPY, check=False).get_function("copy_vec4")(
             (1,), (32,), (out, x, np.int32(103), np.int32(1)))
+
+
+def test_a_device_function_declared_but_never_defined_is_a_build_error_naming_it():
+    # llm.c's cast_value<Td, Ts> has specialisations for some types only: another instance was an
+    # OSError of the dynamic loader ("undefined symbol: _Z10cast_valueIffET_T0_") until 2026-11-27
+    code = ("template <typename Td, typename Ts> __device__ Td cast_value(Ts v);\n"
+            "template <typename Td, typename Ts>\n"
+            "__global__ void cast(Td* out, const Ts* in) { out[threadIdx.x] = cast_value<Td, Ts>(in[threadIdx.x]); }\n")
+    module = RawModule(code=code, name_expressions=["cast<float, float>"])
+    with pytest.raises(KernelBuildError, match=r"^the RawModule code: `float cast_value<float, float>\(float\)` is "
+                                               r"declared and called but never defined in the code \(a GPU build "
+                                               r"fails too, ptxas: \"Unresolved extern function "
+                                               r"'_Z10cast_valueIffET_T0_'\"\)"):
+        module.get_function("cast<float, float>")

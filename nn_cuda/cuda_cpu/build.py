@@ -415,8 +415,30 @@ def load_code(code: str, flags, instances, check: bool, name: str | None = None,
 def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
     descriptor, target = _verified_build(plan)
     # The descriptor stays open: the library is never unloaded, and nm reads it through it.
-    return (ctypes.CDLL(build_cache.loader_path(descriptor, target)),
-            build_cache.tool_path(descriptor, target))
+    try:
+        library = ctypes.CDLL(build_cache.loader_path(descriptor, target))
+    except OSError as error:
+        missing = re.search(r"undefined symbol: (\S+)", str(error))
+        if missing is None:
+            raise
+        raise KernelBuildError(
+            f"{plan.what}: `{demangled([missing.group(1)])[0]}` is declared and called but never defined in the code "
+            f"(a GPU build fails too, ptxas: \"Unresolved extern function '{missing.group(1)}'\"); define it, or, for "
+            "a template, the instance the kernel calls") from None
+    return library, build_cache.tool_path(descriptor, target)
+
+
+def demangled(symbols) -> list[str]:
+    """Each symbol as c++filt demangles it ("_Z1kPf" -> "k(float*)"); the symbols themselves without
+    c++filt (binutils')."""
+    symbols = list(symbols)
+    tool = shutil.which("c++filt")
+    try:
+        plain = subprocess.run([tool], input="\n".join(symbols), capture_output=True, text=True, timeout=30,
+                               check=True).stdout.splitlines() if tool else symbols
+    except (OSError, subprocess.SubprocessError):
+        plain = symbols
+    return plain if len(plain) == len(symbols) else symbols
 
 
 def _verified_build(plan: _Plan) -> tuple[int, Path]:

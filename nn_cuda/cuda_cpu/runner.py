@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import KernelFailure
 from . import device_memory, fiber_stacks
-from .build import threads_from_environment
+from .build import demangled, threads_from_environment
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
@@ -539,19 +539,6 @@ def _source_frame(line: str) -> tuple[str, str] | None:
             or name.startswith("(the instance table"):
         return None
     return (name if name.startswith("(") else place), number
-
-
-def demangled(symbols) -> list[str]:
-    """Each symbol as c++filt demangles it ("_Z1kPf" -> "k(float*)"); the symbols themselves without
-    c++filt (binutils')."""
-    symbols = list(symbols)
-    tool = shutil.which("c++filt")
-    try:
-        plain = subprocess.run([tool], input="\n".join(symbols), capture_output=True, text=True, timeout=30,
-                               check=True).stdout.splitlines() if tool else symbols
-    except (OSError, subprocess.SubprocessError):
-        plain = symbols
-    return plain if len(plain) == len(symbols) else symbols
 
 
 def _demangled(symbols) -> list[str]:
