@@ -823,7 +823,8 @@ static NN_CUDA_CPU_PER_WORKER Random* phase_random = nullptr;
 // has stopped somewhere. The warps of a block then drift apart as on a GPU, where each runs on its
 // own: one warp's code after its shuffles may run before another's before them, and a race between
 // the two (lane 0 storing a warp's sum where the first warp still reads the last one's) shows.
-// Returns whether the running thread goes on first (it then runs on without a switch).
+// Returns which went on: none, other lanes only, or the running thread first among them (it then
+// runs on without a switch).
 Release release_completed_warp_sync()
 {
     const Fiber& running = *current;
