@@ -171,13 +171,14 @@ def test_block_reduce_sums_maxima_and_partial_blocks_match_numpy(blocks, shape):
     assert oi[:, 3].tolist() == f64.argmax(1).tolist()  # the first position of the largest value
     assert oi[:, 4].tolist() == i64.sum(1).tolist()
     assert oi[:, 5].tolist() == i64[:, :num_valid].min(1).tolist()
-    # float: a lane of the first warp adds up to 8 values in turn, then a tree of 5 levels over the
-    # lanes, so each sum rounds at most 12 times, 12 * 2^-24 = 7.2e-7 relative for positive terms
-    # (measured <= 6e-8 for every shape); double likewise 12 * 2^-53 = 1.3e-15 (measured <= 1.3e-16)
+    # float: each warp sums its lanes by a tree of 5 levels, then the first warp the warps' sums by a
+    # tree of up to 3 (8 warps), so each sum rounds at most 8 times, 8 * 2^-24 = 4.8e-7 relative for
+    # positive terms (measured <= 6.2e-8 for every shape); double likewise 8 * 2^-53 = 8.9e-16
+    # (measured <= 1.3e-16)
     assert _rel(of[0::2], f64.sum(1)) < 1e-6
     assert _rel(od, xd.reshape(grid, n).sum(1)) < 2e-15
     # 4 items per thread: element 4t mod size times 1, 2, 3 and 4 (x * 3 rounds), 3 more roundings
-    # in the thread: 16 * 2^-24 = 9.5e-7 (measured <= 6e-8)
+    # in the thread: 12 * 2^-24 = 7.2e-7 (measured <= 5.5e-8)
     base = xf.astype(np.float64)[(np.arange(grid * n) * 4) % (grid * n)].reshape(grid, n)
     assert _rel(of[1::2], base.sum(1) * 10) < 1.2e-6
 
@@ -329,9 +330,9 @@ def test_an_attention_row_reduction_as_hecbench_writes_it(check):
     kernel = RawModule(code=ATTENTION, check=check, name_expressions=["row_scores"]).get_function("row_scores")
     kernel((n,), (256,), (key, query, dot, total, np.int32(n), np.int32(d)))
     want = key.astype(np.float64) @ query.astype(np.float64)
-    # up to 4 float products and adds per thread, a segment of 8 threads' values in turn and a tree
-    # of 5: at most 20 roundings of positive terms, 20 * 2^-24 = 1.2e-6 (measured 3.6e-8); the
-    # exponentials' sum, atomically in any order: 40 more (measured 7e-9)
+    # up to 4 float products and adds per thread, a tree of 5 over a warp's lanes and one of 3 over
+    # the 8 warps: at most 16 roundings of positive terms, 16 * 2^-24 = 9.5e-7 (measured 4.5e-8); the
+    # exponentials' sum, atomically in any order: 40 more (measured 5.5e-8)
     assert _rel(dot, want) < 1.5e-6
     assert abs(total[0] - np.exp(want).sum()) / np.exp(want).sum() < 3e-6
 

@@ -713,8 +713,8 @@ constexpr unsigned kSpinningAtomics = 16;
 inline void note_atomic_before(const void* address)
 {
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
-    for (size_t i = 0; i < watched_span_count; ++i) {
-        if (watched_spans[2 * i] <= at && at < watched_spans[2 * i + 1] && atomic_before_address == 0) {
+    for (size_t i = 0; i < watched_span_count && atomic_before_address == 0; ++i) {
+        if (watched_spans[2 * i] <= at && at < watched_spans[2 * i + 1]) {
             atomic_before_address = at;
             snprintf(atomic_before_thread, sizeof atomic_before_thread, "thread (%u, %u, %u) of block (%u, %u, %u)",
                      current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x, block_idx.y,

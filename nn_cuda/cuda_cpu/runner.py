@@ -814,10 +814,13 @@ class _CheckedBuffers:
         self.outputs = [i for i in arrays if not launch.signature[i].startswith("const ")]
         for copy in set(self.copies.values()):
             copy.protect()
-        # each output's whole array as it starts, put back before every run: a kernel may write past
-        # its view into the array's other elements, which a run must not find changed by the one before
-        # (bytes: a NumPy copy of a struct array leaves its padding undefined)
-        self._start_of_wholes = [(copy, _bytes_of(copy.view).copy()) for copy in {self.copies[i] for i in self.outputs}]
+        # the whole array of each output given as a view of part of it, as it starts, put back before
+        # every run: a kernel may write past its view into the array's other elements, which a run must
+        # not find changed by the one before (bytes: a NumPy copy of a struct array leaves its padding
+        # undefined); an output given whole is put back from the snapshot alone
+        partial = {self.copies[i] for i in self.outputs} - {
+            self.copies[i] for i in self.outputs if self.views[i].nbytes == self.copies[i].array.nbytes}
+        self._start_of_wholes = [(copy, _bytes_of(copy.view).copy()) for copy in partial]
         return self
 
     def snapshot(self) -> dict:
@@ -827,7 +830,8 @@ class _CheckedBuffers:
                 for i in self.outputs}
 
     def restore(self, snapshot: dict) -> None:
-        """The outputs' arrays as they started, then the arguments' views as in `snapshot`."""
+        """The arrays of outputs given as views as they started, then the arguments' views as in
+        `snapshot`."""
         for copy, start in self._start_of_wholes:
             _bytes_of(copy.view)[...] = start
         for i, contents in snapshot.items():
