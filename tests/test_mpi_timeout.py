@@ -29,7 +29,10 @@ def start_job(tmp_path, *flags, program=("nn_cuda.train", "--history"), ranks=2)
 
 
 def rank_processes(marker: str) -> dict:
-    """{rank: pid} of the job's ranks (the processes whose command line holds `marker`)."""
+    """{rank: pid} of the job's ranks (the processes whose command line holds `marker`). A rank's child
+    right after a fork has its command line and environment too, for a moment: the rank is the
+    oldest of them, the smallest pid (a child taken for the rank had exited by the time the test
+    stopped it, once in a full run)."""
     found = {}
     for folder in Path("/proc").iterdir():
         if not folder.name.isdigit():
@@ -42,7 +45,8 @@ def rank_processes(marker: str) -> dict:
         if marker.encode() in command and any(b"nn_cuda." in part for part in command):
             for entry in environment:
                 if entry.startswith(b"PMI_RANK="):
-                    found[int(entry[len(b"PMI_RANK="):])] = int(folder.name)
+                    rank = int(entry[len(b"PMI_RANK="):])
+                    found[rank] = min(found.get(rank, int(folder.name)), int(folder.name))
     return found
 
 
@@ -52,6 +56,7 @@ def stop_rank_once_training(job, marker, rank=1, size=2):
         ranks = rank_processes(marker)
         if len(ranks) == size:
             time.sleep(3)  # past the start-up: training runs
+            ranks = rank_processes(marker)  # as they are now
             os.kill(ranks[rank], signal.SIGSTOP)
             return ranks
         assert job.poll() is None, job.communicate()[0]
