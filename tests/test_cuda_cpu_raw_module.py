@@ -125,6 +125,22 @@ def test_a_cpp_kernel_is_found_through_name_expressions_as_with_cupy_and_a_wrong
         RawModule(code=code, name_expressions=("sumReduction",)).get_function("sumReduction")
 
 
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_name_expression_of_a_device_function_is_refused_in_one_line_as_nvrtc_refuses_it(check):
+    # NVRTC: "Name expression cannot form address of a non-__global__ function"; the host compiler's
+    # message was about the runner's instance table, with the code's kernel instance beside it.
+    code = ("template <typename T> __device__ T twice(T x) { return 2 * x; }\n"
+            "template <typename T> __global__ void double_all(T* v) { v[threadIdx.x] = twice(v[threadIdx.x]); }\n")
+    module = RawModule(code=code, name_expressions=("double_all<float>", "twice<float>"), check=check)
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'twice<float>', a __device__ function of "
+                                               r"the code: .*non-__global__ function\"\)$"):
+        module.get_function("double_all<float>")
+    values = np.arange(4, dtype=np.float32)
+    RawModule(code=code, name_expressions=("double_all<float>",), check=check).get_function("double_all<float>")(
+        (1,), (4,), (values,))
+    assert values.tolist() == [0, 2, 4, 6]
+
 POINTER_IN_A_STRUCT = r"""
 // A column of a matrix as a struct that holds its elements' address, as course solutions pass
 // matrices: data[i] += 1 (a read and a write of memory that is no argument).

@@ -589,6 +589,27 @@ def _inline_ptx(log: str) -> str | None:
     return f"{where}the CPU runner does not support inline PTX assembly, asm(\"...\"), which runs on a GPU only"
 
 
+def _device_function_instance(log: str, plan: _Plan) -> str | None:
+    """The one-line message for a name expression that names a __device__ function of the code, not a
+    __global__ one, or None. NVRTC refuses one on a GPU ("Name expression cannot form address of a
+    non-__global__ function"); the host compiler's message is about the runner's instance table."""
+    code, _, table = plan.unit.partition(f"#line 1 {_quoted(f'({plan.table})')}\n")
+    rows = table.splitlines()
+    for line in re.findall(rf"^{re.escape(f'({plan.table})')}:(\d+):", log, re.M):
+        row = re.search(r"NN_CUDA_CPU_INSTANCE\((.*)\),$", rows[int(line) - 1]) if int(line) <= len(rows) else None
+        if row is None:
+            continue
+        expression = row[1]
+        name = re.sub(r"<.*", "", expression.lstrip("&")).split("::")[-1].strip()
+        declared = rf"[^;{{}}()=]*?\b{re.escape(name)}\s*\("
+        if re.search(rf"\b__device__\b{declared}", code) and not re.search(rf"\b__global__\b{declared}", code):
+            return (f"name_expressions names {expression!r}, a __device__ function of the code: a name expression "
+                    "takes a __global__ kernel (or a __device__ or __constant__ variable, for get_global), and NVRTC "
+                    "refuses this one on a GPU too (\"Name expression cannot form address of a non-__global__ "
+                    "function\")")
+    return None
+
+
 #: GCC's and clang's error on an extern "C" function of the code that the C library declares too
 _C_LIBRARY_NAME = re.compile(r"^(?P<where>.+?:\d+):\d+: error: (?:conflicting declaration of C function "
                              r"[‘'`][^’'\n(]*?(?P<gcc>\w+)\(|conflicting types for '(?P<clang>\w+)')", re.M)
@@ -692,6 +713,7 @@ def _compile(plan: _Plan) -> Path:
                 # The generated file is deleted with `work`: name it by what it holds.
                 log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
                 raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
+                                       _device_function_instance(log, plan) or
                                        _legacy_warp_function(log) or
                                        _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
