@@ -89,6 +89,39 @@ def test_a_fortran_ordered_array_is_passed_as_its_memory(check):
         RawKernel(CODE, "column_sums", check=check)((1,), (32,), (a[:, ::2], sums, twice, 3, 2))
 
 
+
+STRIDED_COPY = r"""
+// out = in read through its strides (c, h, w), as PyTorch's kernels read a tensor; in += 1 where it is
+extern "C" __global__ void strided_copy(float* in, float* out, int C, int H, int W, int sc, int sh, int sw)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < C * H * W) {
+        int w = i % W, h = (i / W) % H, c = i / (W * H);
+        out[i] = in[c * sc + h * sh + w * sw];
+        in[c * sc + h * sh + w * sw] += 1.0f;
+    }
+}
+"""
+
+
+@MODES
+def test_a_dense_view_in_another_order_is_passed_as_its_memory(check):
+    """A channels-last buffer seen as (C, H, W) is one block of memory from its first element on, as a
+    Fortran-ordered array is; CuPy passes that address, and a kernel given its strides reads it right.
+    The runner refused it as a strided view, advising np.ascontiguousarray, which reorders it."""
+    C, H, W = 3, 4, 5
+    channels_last = np.arange(H * W * C, dtype=np.float32).reshape(H, W, C)
+    view = channels_last.transpose(2, 0, 1)
+    assert not view.flags.c_contiguous and not view.flags.f_contiguous
+    expected = view.copy()
+    out = np.full((C, H, W), np.nan, np.float32)
+    strides = [np.int32(stride // view.itemsize) for stride in view.strides]
+    RawKernel(STRIDED_COPY, "strided_copy", check=check)((1,), (64,), (view, out, C, H, W, *strides))
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(view, expected + 1)  # written in place, through the view's memory
+    with pytest.raises(TypeError, match=r"got a strided view"):  # one that skips elements is still refused
+        RawKernel(STRIDED_COPY, "strided_copy", check=check)((1,), (64,), (view[:, ::2], out, C, 2, W, *strides))
+
 @MODES
 def test_a_grid_of_zero_blocks_runs_one_and_stream_none_is_taken(check):
     """CuPy launches max(1, size) in each dimension (cupy/cuda/function.pyx), so the grid of an empty

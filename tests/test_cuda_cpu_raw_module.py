@@ -141,6 +141,23 @@ def test_a_name_expression_of_a_device_function_is_refused_in_one_line_as_nvrtc_
         (1,), (4,), (values,))
     assert values.tolist() == [0, 2, 4, 6]
 
+
+def test_an_extern_c_kernel_is_found_behind_launch_bounds_with_parentheses_in_them():
+    # PyTorch's C10_LAUNCH_BOUNDS_1(256) is __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((256)))): the
+    # kernel finder stopped at the first inner parenthesis and took `__launch_bounds__` for the
+    # kernel's name (a build error about a name expression the call never gave)
+    code = """
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 1024)
+#define C10_LAUNCH_BOUNDS_1(max_threads) __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((max_threads))))
+extern "C" __global__ void C10_LAUNCH_BOUNDS_1(256) fill_macro(int* out) { out[threadIdx.x] = 1; }
+extern "C" __global__ void __launch_bounds__((128), (2)) fill_nested(int* out) { out[threadIdx.x] = 2; }
+"""
+    module = RawModule(code=code)
+    for name, value in (("fill_macro", 1), ("fill_nested", 2)):
+        out = np.zeros(4, np.int32)
+        module.get_function(name)((1,), (4,), (out,))
+        assert out.tolist() == [value] * 4
+
 POINTER_IN_A_STRUCT = r"""
 // A column of a matrix as a struct that holds its elements' address, as course solutions pass
 // matrices: data[i] += 1 (a read and a write of memory that is no argument).
@@ -835,6 +852,7 @@ def macro_kernels(expressions) -> str:
 
 @pytest.mark.parametrize("include, expression", [
     ("", "-INFINITY"), ("", "FLT_MAX"), ("", "(float)INT_MAX"), ("", "M_PI"),
+    ("", "M_PIf"), ("", "M_El"),  # glibc's of other types, which GCC suggested for M_PI ("did you mean 'M_PIf'?")
     ("<cuda/std/climits>", "FLT_MAX"), ("<cooperative_groups.h>", "-INFINITY"),
 ])
 def test_a_c_library_macro_nvrtc_does_not_define_there_is_not_declared_here(include, expression):

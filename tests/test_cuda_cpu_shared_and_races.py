@@ -246,25 +246,37 @@ extern "C" __global__ void hello(int* out)
     assert sorted(capfd.readouterr().out.splitlines()) == ["block 0", "block 1"]
 
 
-def test_a_name_expression_of_a_variable_is_no_kernel_and_a_static_variable_is_named_as_such():
-    # NVRTC takes "&scale" as a name expression; the instance table took it for a kernel: a build error
+@pytest.mark.parametrize("check", [False, True])
+def test_a_name_expression_of_a_variable_is_no_kernel_and_static_and_const_variables_are_found_as_cupy_finds_them(
+        check):
+    # NVRTC takes "&scale" as a name expression; the instance table took it for a kernel: a build error.
+    # NVRTC names a static variable `hidden` in the PTX, as any other, where CuPy's get_global finds it;
+    # GCC gave it a local symbol (_ZL6hidden), and folded `offset`, which the kernel only reads, away.
     code = r"""
 __constant__ float scale[2];
 static __constant__ float hidden[2];
+static __device__ float offset = 0.0f;
+__device__ const float unit = 1.5f;
 extern "C" __global__ void apply(float* x)
 {
-    x[threadIdx.x] = x[threadIdx.x] * scale[threadIdx.x] + hidden[threadIdx.x];
+    x[threadIdx.x] = x[threadIdx.x] * scale[threadIdx.x] + hidden[threadIdx.x] + offset + unit;
 }
 """
-    module = RawModule(code=code, name_expressions=("&scale",))
+    module = RawModule(code=code, name_expressions=("&scale",), check=check)
     module.get_global("scale")[:] = np.array([2, 3], np.float32).view(np.uint8)
+    module.get_global("hidden")[:] = np.array([10, 20], np.float32).view(np.uint8)
+    module.get_global("&offset")[:] = np.array([100], np.float32).view(np.uint8)
+    unit = module.get_global("unit")
+    assert unit.view(np.float32).tolist() == [1.5]
+    with pytest.raises(ValueError, match="read-only"):  # in read-only memory here; compiled in on a GPU too
+        unit[:] = 0
     x = np.ones(2, np.float32)
     module.get_function("apply")((1,), (2,), (x,))
-    assert x.tolist() == [2.0, 3.0]
+    assert x.tolist() == [113.5, 124.5]
     with pytest.raises(LookupError, match=r"'&scale' names a variable of this RawModule, not a kernel"):
         module.get_function("&scale")
-    with pytest.raises(LookupError, match=r"'hidden' is declared static in this code: .* _ZL6hidden"):
-        module.get_global("hidden")
+    with pytest.raises(LookupError, match=r"no __device__ or __constant__ variable 'missing' at global scope"):
+        module.get_global("missing")
 
 
 PUNS_AND_LOCKS = r"""

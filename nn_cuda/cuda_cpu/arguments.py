@@ -176,8 +176,12 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
         raise TypeError(f"{where} may be written by the kernel, and the array given is read-only")
     if value.flags.c_contiguous:
         return value
-    if value.flags.f_contiguous:  # one block of memory as well: CuPy passes its address, and so does .T
-        return value.T
+    # One block of memory from its first element on in another order (Fortran order; a channels-last
+    # buffer seen as NCHW): CuPy passes its first element's address, and so does the array of its axes
+    # in the order of memory.
+    in_memory_order = value.transpose(np.argsort([-stride for stride in value.strides], kind="stable"))
+    if in_memory_order.flags.c_contiguous:
+        return in_memory_order
     raise TypeError(f"{where} takes a contiguous array, got a strided view: CuPy would pass the address of its "
                     "first element, and the kernel would read the elements the view skips as its own (pass a "
                     "contiguous copy, np.ascontiguousarray(view), and copy an output back into the view)")

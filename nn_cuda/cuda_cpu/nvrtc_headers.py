@@ -77,8 +77,11 @@ MACRO_GROUPS = {
         INTMAX_C UINTMAX_C""".split(),
     "MATH": "INFINITY NAN FP_NAN FP_INFINITE FP_ZERO FP_SUBNORMAL FP_NORMAL".split(),
     #: defined by no header NVRTC finds: never restored
-    "NONE": """HUGE_VAL HUGE_VALF HUGE_VALL M_E M_LOG2E M_LOG10E M_LN2 M_LN10 M_PI M_PI_2 M_PI_4 M_1_PI
-        M_2_PI M_2_SQRTPI M_SQRT2 M_SQRT1_2 EOF RAND_MAX EXIT_SUCCESS EXIT_FAILURE""".split(),
+    "NONE": """HUGE_VAL HUGE_VALF HUGE_VALL EOF RAND_MAX EXIT_SUCCESS EXIT_FAILURE""".split() + [
+        # M_PI and glibc's variants of it of other types (M_PIf, M_PIl, M_PIf128, ...), which GCC
+        # suggests for an undefined M_PI ("did you mean 'M_PIf'?")
+        f"M_{constant}{suffix}" for constant in "E LOG2E LOG10E LN2 LN10 PI PI_2 PI_4 1_PI 2_PI 2_SQRTPI SQRT2 "
+        "SQRT1_2".split() for suffix in ("", "f", "l", "f16", "f32", "f64", "f128", "f32x", "f64x", "f128x")],
 }
 #: the groups each of the runner's <cuda/std/...> headers restores, as libcu++'s defines them; and
 #: "cuda_header", what the runner's CUDA headers built on libcu++ restore (cooperative_groups.h,

@@ -137,9 +137,10 @@ class RawModule:
         self._kernels = kernels
 
     def get_global(self, name: str) -> np.ndarray:
-        """The bytes of the code's __device__ or __constant__ variable `name`, writable (a uint8 array
-        over the module's memory; `.view(np.float32)` reads them as floats), where cupy.RawModule's
-        get_global gives a device pointer: write them before a launch, read them after."""
+        """The bytes of the code's __device__ or __constant__ variable `name`, writable unless it is
+        `const` (a uint8 array over the module's memory; `.view(np.float32)` reads them as floats),
+        where cupy.RawModule's get_global gives a device pointer: write them before a launch, read
+        them after. A `static` one is found too, as CuPy's finds it."""
         self.compile()
         return self._kernels.global_variable(name.lstrip("&").strip())  # "&c", as a name expression names it
 
@@ -470,9 +471,32 @@ def file_scope_shared(code: str) -> str:
     return " NN_CUDA_CPU_FILE_SCOPE_SHARED".join(pieces)
 
 
+#: `__device__` where it declares a variable: the first of `( ; = [ {` after it is no `(`
+_DEVICE_VARIABLE = re.compile(r"\b__device__\b(?=[^;=\[{}()]*[;=\[{])")
+
+
+def device_variables_kept(code: str) -> str:
+    """`__device__` variables marked `used`, as runtime.h's __constant__ makes those, on the same
+    lines: GCC drops a `static` one that the code only reads, its value folded into the kernels,
+    where NVRTC keeps it in memory that CuPy's get_global finds. An `extern` declaration and a
+    preprocessor directive (a macro that stands for `__device__`) are left as they are."""
+    blanked = _COMMENT_OR_TEXT.sub(lambda text: re.sub(r"[^\n]", " ", text.group()), code)
+    pieces, done = [], 0
+    for keyword in _DEVICE_VARIABLE.finditer(blanked):
+        start = max(blanked.rfind(brace, 0, keyword.start()) for brace in ";{}") + 1
+        end = blanked.find(";", keyword.end())
+        line = blanked[blanked.rfind("\n", 0, keyword.start()) + 1:keyword.start()]
+        if line.lstrip().startswith("#") or re.search(r"\bextern\b", blanked[start:end if end >= 0 else None]):
+            continue
+        pieces += [code[done:keyword.end()], " __attribute__((used))"]
+        done = keyword.end()
+    return "".join(pieces) + code[done:]
+
+
 def cpu_declarations(code: str) -> str:
-    """A source's shared memory declared as the CPU build takes it (both rewrites above)."""
-    return file_scope_shared(dynamic_shared_as_references(code))
+    """A source's shared memory and __device__ variables declared as the CPU build takes them (the
+    rewrites above)."""
+    return device_variables_kept(file_scope_shared(dynamic_shared_as_references(code)))
 
 
 #: a __device__ or __constant__ variable's declaration: its name, followed by its size, initializer or `;`
@@ -492,9 +516,25 @@ def names_a_variable(expression: str, code: str) -> bool:
 # ---- the extern "C" kernels of a code ---------------------------------------------------------------
 
 _COMMENT_OR_TEXT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
-_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^()]*\)")
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\(")
 _EXTERN_C = re.compile(r'\bextern\s*"C"\s*')
 _KERNEL = re.compile(r"\b__global__\b[^;{}()]*?\b([A-Za-z_]\w*)\s*\(")
+
+
+def without_launch_bounds(text: str) -> str:
+    """`text` with each `__launch_bounds__(...)` a space, however deep the parentheses in its arguments
+    (PyTorch's C10_LAUNCH_BOUNDS_1(256) becomes `__launch_bounds__((((((256)) <= 1024) ? ...))))`)."""
+    pieces, done = [], 0
+    for bounds in _LAUNCH_BOUNDS.finditer(text):
+        if bounds.start() < done:
+            continue
+        depth, end = 1, bounds.end()
+        while depth and end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        pieces += [text[done:bounds.start()], " "]
+        done = end
+    return "".join(pieces) + text[done:]
 
 
 def extern_c_kernels(code: str, flags) -> list[str]:
@@ -504,7 +544,7 @@ def extern_c_kernels(code: str, flags) -> list[str]:
     text = _preprocessed(code, flags)
     if text is None:
         text = _COMMENT_OR_TEXT.sub(lambda m: m.group() if m.group()[0] in "\"'" else " ", code)
-    text = _LAUNCH_BOUNDS.sub(" ", text)
+    text = without_launch_bounds(text)
     found: list[str] = []
     for match in _EXTERN_C.finditer(text):
         rest = text[match.end():]

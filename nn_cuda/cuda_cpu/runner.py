@@ -197,22 +197,28 @@ class LoadedKernels:
 
     def global_variable(self, name: str) -> np.ndarray:
         """The bytes of the library's global variable `name` (a __device__ or __constant__ one at
-        global scope), writable: a uint8 view of the library's own memory. LookupError if none."""
-        sizes = dict(_data_symbols(self.tool_path, "RawModule.get_global finds variables"))
+        global scope): a uint8 view of the library's own memory, writable unless the variable is
+        `const`. LookupError if none."""
+        symbols = _symbol_table(self.tool_path, "RawModule.get_global finds variables")
+        sizes = {symbol: size for symbol, (kind, _, size, _, _) in symbols.items() if kind in _DATA_KINDS + "rR"}
         if "<" in name:  # an instance of a variable template (`mask<float>`): found by its demangled name
             wanted = name.replace(" ", "")
-            symbols = [symbol for symbol in sizes if symbol.startswith("_Z")]
-            name = next((symbol for symbol, text in zip(symbols, demangled(symbols))
+            mangled = [symbol for symbol in sizes if symbol.startswith("_Z")]
+            name = next((symbol for symbol, text in zip(mangled, demangled(mangled))
                          if text.replace(" ", "") == wanted), name)
-        if name not in sizes:
-            internal = f"_ZL{len(name)}{name}" in sizes  # `static`: no symbol of that name to find
-            raise LookupError(
-                f"{name!r} is declared static in this code: its symbol is not exported, so get_global cannot find "
-                f"it by that name (nor can CuPy's on a GPU, where its symbol is _ZL{len(name)}{name}); declare it "
-                "without `static`" if internal else
-                f"no __device__ or __constant__ variable {name!r} at global scope in this code")
-        address = ctypes.addressof(ctypes.c_ubyte.in_dll(self._lib, name))
-        return np.ctypeslib.as_array((ctypes.c_ubyte * sizes[name]).from_address(address))
+        # One of internal linkage (`static`, or `const` at namespace scope) has a local symbol of its
+        # mangled name, _ZL6hidden, which the dynamic loader does not see; NVRTC names it `hidden` in
+        # the PTX, as any other, where CuPy's get_global finds it.
+        symbol = name if name in sizes else f"_ZL{len(name)}{name}"
+        if symbol not in sizes:
+            raise LookupError(f"no __device__ or __constant__ variable {name!r} at global scope in this code")
+        kind, value, _, _, section = symbols[symbol]
+        address = self._load_address(symbols) + value
+        variable = np.ctypeslib.as_array((ctypes.c_ubyte * sizes[symbol]).from_address(address))
+        # A `const` one is in read-only memory here: its bytes can be read, not written (a write would
+        # fault). On a GPU they can be written, though the kernels have its value compiled in as here.
+        variable.flags.writeable = not (kind in "rR" or section.startswith(".data.rel.ro"))
+        return variable
 
     def launch(self, index: int, launch, names: list[str]) -> None:
         """Run instance `index` with `launch` (kernel, grid, block, args, signature, write_only:
@@ -597,12 +603,6 @@ def static_shared_bytes(library: str) -> dict[str, int]:
             function = fields[3].rsplit("::", 1)[0]
             found[function] = found.get(function, 0) + int(fields[1], 16)
     return found
-
-
-def _data_symbols(library: str, purpose: str) -> list[tuple[str, int]]:
-    """(name, bytes) of every data object a library defines."""
-    return [(name, size) for name, (kind, _, size, _, _) in _symbol_table(library, purpose).items()
-            if kind in _DATA_KINDS]
 
 
 #: what the C and C++ runtime a library links defines in its .data and .bss (crtstuff's, the unwinder's)
