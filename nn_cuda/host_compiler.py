@@ -62,6 +62,16 @@ def has_fma(compiler: str) -> bool:
     return "#define __FMA__ 1" in result.stdout
 
 
+@functools.lru_cache(maxsize=None)
+def has_ubsan_runtime(compiler: str) -> bool:
+    """True when the compiler can link GCC's undefined-behaviour sanitizer library (libubsan), which
+    a library built with a sanitizer that calls handlers (not traps) needs at link time: GCC
+    installs have it on Debian and Ubuntu, Fedora's as a package of its own."""
+    result = subprocess.run([compiler, "-print-file-name=libubsan.so"], capture_output=True, text=True, timeout=60)
+    found = result.stdout.strip()
+    return result.returncode == 0 and os.path.isabs(found) and os.path.exists(found)
+
+
 # A make rule: "target: first second \<newline> third", where a space inside a name is "\ ".
 _CONTINUATION = re.compile(r"\\\r?\n")
 _NAME = re.compile(r"(?:\\.|[^\s\\])+")

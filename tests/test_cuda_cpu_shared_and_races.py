@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawModule, device_memory
+from nn_cuda.cuda_cpu import build
 from nn_cuda.cuda_cpu.build import KernelBuildError
 from nn_cuda.cuda_cpu.raw_module import file_scope_shared
 
@@ -613,3 +614,31 @@ def test_an_atomic_sum_that_cancels_is_compared_by_its_partial_sums_rounding(dty
     with pytest.raises(KernelError, match=r"the result depends on the order"):
         RawModule(code=racy, name_expressions=(name,), check=True).get_function(name)(
             (4,), (128,), (x, np.zeros(1, dtype), np.int32(512)))
+
+
+FLOAT_TO_INT = r"""
+// index = (int)position, as RoI align kernels take a sample's cell; a NaN position gives an index a
+// GPU clamps to 0 (cvt.rzi) and x86 to INT_MIN
+extern "C" __global__ void cell_of(const float* position, int* cell, unsigned int* clamped)
+{
+    int i = threadIdx.x;
+    clamped[i] = __float2uint_rz(position[i]);
+    cell[i] = (int)position[i];
+}
+"""
+
+
+@pytest.mark.parametrize("position, shown", [(np.nan, r"nan \('float'\)"), (3e9, r"3e\+09 \('float'\)")])
+def test_a_float_converted_to_an_int_that_cannot_hold_it_is_reported_where_a_gpu_clamps_it(position, shown):
+    if "-DNN_CUDA_CPU_CAST_CHECK" not in build.check_flags(build.find_compiler()):
+        pytest.skip("the checking build checks conversions with GCC and its libubsan, which this host lacks")
+    positions = np.array([1.5, position], np.float32)
+    cell, clamped = np.full(2, -7, np.int32), np.full(2, 7, np.uint32)
+    with pytest.raises(KernelError, match=rf"cell_of: thread \(1, 0, 0\) of block \(0, 0, 0\) converts {shown} to "
+                                          r"'int', which cannot hold it, at \(RawModule code\):8: C\+\+ leaves that "
+                                          r"undefined; a GPU's conversion clamps"):
+        RawModule(code=FLOAT_TO_INT, check=True).get_function("cell_of")((1,), (2,), (positions, cell, clamped))
+    # in range, and through the intrinsic, which clamps as a GPU does: no report
+    positions[1] = 2.5
+    RawModule(code=FLOAT_TO_INT, check=True).get_function("cell_of")((1,), (2,), (positions, cell, clamped))
+    assert cell.tolist() == [1, 2] and clamped.tolist() == [1, 2]

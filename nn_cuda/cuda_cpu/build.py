@@ -87,6 +87,24 @@ FMA_FLAGS = {"gcc": ("-ffp-contract=fast", "-fno-tree-vectorize"),
 # The checking mode traps indices outside a fixed-size array (__shared__ tiles, c[16]) with no
 # run-time library: the trap instruction raises SIGILL, which the launcher reports.
 CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
+# With GCC and its libubsan, it also checks each conversion of a float to an integer: NaN, or out of
+# the integer's range, is undefined in C++, and a GPU's cvt clamps it (NaN gives 0) where x86's gives
+# INT_MIN, so the results part from a GPU's there (an index (int)NaN faults here, reads element 0
+# there). Trapping cannot tell the two checks apart, so both call the runtime's handlers
+# (runtime.cpp, NN_CUDA_CPU_CAST_CHECK), which report them; the link needs libubsan, unused.
+CAST_CHECK_FLAGS = ("-fsanitize=bounds,float-cast-overflow", "-fno-sanitize-recover=bounds,float-cast-overflow",
+                    "-DNN_CUDA_CPU_CAST_CHECK")
+
+
+def is_gcc(compiler: str) -> bool:
+    """Whether the host compiler is GCC (not clang, which answers to g++ on macOS)."""
+    version = host_compiler.compiler_version(compiler)
+    return "Free Software Foundation" in version and "clang" not in version
+
+
+def check_flags(compiler: str) -> tuple:
+    """The checking build's flags: with the float-to-integer check where GCC can link it."""
+    return CAST_CHECK_FLAGS if is_gcc(compiler) and host_compiler.has_ubsan_runtime(compiler) else CHECK_FLAGS
 # With more than one host thread (NN_CUDA_CPU_THREADS, by default the cores this process may use),
 # the plain mode runs a launch's blocks on them all (runtime.cpp, "workers"): what a running block owns
 # is thread_local there, each function finding its module's thread-local block once (local-dynamic).
@@ -301,11 +319,12 @@ class _Plan:
 def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool, workers: bool = True) -> _Plan:
     compiler = find_compiler()
     version = host_compiler.compiler_version(compiler)
-    gcc = "Free Software Foundation" in version and "clang" not in version
+    gcc = is_gcc(compiler)
     if gcc and check:
         unit = gcc_unroll_pragmas(unit)
     flags = [*BASE_FLAGS, *DEVICE_MACROS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
-             *(CHECK_FLAGS if check else WORKER_FLAGS if workers and threads_from_environment() > 1 else ()),
+             *(check_flags(compiler) if check else WORKER_FLAGS if workers and threads_from_environment() > 1
+               else ()),
              *extra_flags, *LINK_FLAGS,
              f"-isystem{INCLUDE_DIR}"]
     runtime = _runtime_object(compiler, version, flags)

@@ -566,6 +566,65 @@ constexpr int kReported = 2;  // what fault_exit's sigsetjmp returns then (a fau
 
 [[noreturn]] void end_launch_reported() { siglongjmp(worker.fault_exit, kReported); }
 
+#if defined(NN_CUDA_CPU_CAST_CHECK)
+// The checking build's sanitizer handlers (build.py, CAST_CHECK_FLAGS), in place of libubsan's: GCC
+// passes a check's source place and types, and the value as its bits (a float or double).
+struct SanitizerPlace {
+    const char* file;
+    uint32_t line;
+    uint32_t column;
+};
+struct SanitizerType {
+    uint16_t kind;  // 1: a floating-point type
+    uint16_t bits;  // its width
+    char name[1];  // "'float'"
+};
+struct CastCheck {
+    SanitizerPlace place;
+    const SanitizerType* from;
+    const SanitizerType* to;
+};
+
+// An index outside a fixed-size array: reported as the trapped check was, a SIGILL at its call.
+extern "C" void __ubsan_handle_out_of_bounds_abort(void*, void*)
+{
+    fault_signal = SIGILL;
+    fault_address = nullptr;
+    fault_pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0)) - 1;
+    siglongjmp(worker.fault_exit, 1);
+}
+
+// A float converted to an integer type that cannot hold it (NaN, infinite, out of range): undefined
+// in C++; a GPU's cvt clamps it to the type's range and gives 0 for NaN, where x86 gives INT_MIN.
+extern "C" void __ubsan_handle_float_cast_overflow_abort(void* data, void* bits)
+{
+    const CastCheck* check = static_cast<const CastCheck*>(data);
+    const uintptr_t raw = reinterpret_cast<uintptr_t>(bits);
+    double value = 0.0;
+    if (check->from->bits == 32) {
+        float single;
+        memcpy(&single, &raw, sizeof single);
+        value = single;
+    } else if (check->from->bits == 64) {
+        memcpy(&value, &raw, sizeof value);
+    }
+    char what[96];
+    if (check->from->bits == 32 || check->from->bits == 64) {
+        snprintf(what, sizeof what, "%.9g (%s)", value, check->from->name);
+    } else {
+        snprintf(what, sizeof what, "a value of %s", check->from->name);
+    }
+    const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
+    report("%s: thread (%u, %u, %u) of block (%u, %u, %u) converts %s to %s, which cannot hold it, at %s:%u: C++ "
+           "leaves that undefined; a GPU's conversion clamps to the type's range (NaN gives 0), this CPU's gives "
+           "another value, so the results part from a GPU's there (__float2int_rz and the other conversion "
+           "intrinsics clamp as a GPU does)",
+           launch.kernel, thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z, what, check->to->name,
+           check->place.file, check->place.line);
+    end_launch_reported();
+}
+#endif
+
 // grid_group::sync(): the last thread of the grid to arrive ends the round; the others yield until
 // it has (their blocks take turns meanwhile). Threads that returned never arrive: when only they are
 // missing, the grid would wait for ever (a GPU hangs), which is reported.
