@@ -342,3 +342,105 @@ def test_reading_the_bits_member_does_not_build_as_under_nvrtc():
     code = '#include <cuda_fp16.h>\nextern "C" __global__ void k(unsigned short* out) { out[0] = __half(1.0f).__x; }\n'
     with pytest.raises(KernelBuildError, match=r"__x.* is protected"):
         RawModule(code=code).get_function("k")
+
+
+INTEGER_CONVERSIONS = r"""
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+// row m of the outputs: the integers v converted in mode m (rn, rz, rd, ru), as bits
+extern "C" __global__ void from_integers(const long long* v, const unsigned long long* u, int n,
+                                         unsigned short* half_bits, unsigned short* bf16_bits)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    half_bits[i] = __half_as_ushort(__ll2half_rn(v[i]));
+    half_bits[n + i] = __half_as_ushort(__ll2half_rz(v[i]));
+    half_bits[2 * n + i] = __half_as_ushort(__ll2half_rd(v[i]));
+    half_bits[3 * n + i] = __half_as_ushort(__ll2half_ru(v[i]));
+    half_bits[4 * n + i] = __half_as_ushort(__ull2half_rn(u[i]));
+    half_bits[5 * n + i] = __half_as_ushort(__short2half_rn(static_cast<short>(v[i])));
+    bf16_bits[i] = __bfloat16_as_ushort(__ll2bfloat16_rn(v[i]));
+    bf16_bits[n + i] = __bfloat16_as_ushort(__ll2bfloat16_rz(v[i]));
+    bf16_bits[2 * n + i] = __bfloat16_as_ushort(__ll2bfloat16_rd(v[i]));
+    bf16_bits[3 * n + i] = __bfloat16_as_ushort(__ll2bfloat16_ru(v[i]));
+    bf16_bits[4 * n + i] = __bfloat16_as_ushort(__ull2bfloat16_rn(u[i]));
+    bf16_bits[5 * n + i] = __bfloat16_as_ushort(__ushort2bfloat16_rn(static_cast<unsigned short>(u[i])));
+}
+
+// the halves of `bits` converted to integers: int in the four modes, then the other types
+extern "C" __global__ void to_integers(const unsigned short* bits, int n, int* ints, short* shorts,
+                                       unsigned int* uints, long long* longs, unsigned long long* ulongs,
+                                       signed char* chars)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const __half h = __ushort_as_half(bits[i]);
+    ints[i] = __half2int_rn(h);
+    ints[n + i] = __half2int_rz(h);
+    ints[2 * n + i] = __half2int_rd(h);
+    ints[3 * n + i] = __half2int_ru(h);
+    shorts[i] = __half2short_rn(h);
+    uints[i] = __half2uint_rd(h);
+    longs[i] = __half2ll_ru(h);
+    ulongs[i] = __half2ull_rz(h);
+    chars[i] = __half2char_rz(h);
+}
+"""
+
+
+def integer_rounded(value: int, exponent_bits: int, fraction_bits: int, mode: str) -> float:
+    """An integer rounded once to a binary format of those bits in mode rn, rz, rd or ru (exact, in
+    Python's integers), overflowing as IEEE 754 says."""
+    magnitude, negative = abs(value), value < 0
+    shift = max(magnitude.bit_length() - 1 - fraction_bits, 0)
+    kept, rest, half = magnitude >> shift, magnitude & ((1 << shift) - 1), (1 << shift) >> 1
+    up = {"rn": rest > half or (rest == half and shift > 0 and kept & 1), "rz": False,
+          "rd": rest != 0 and negative, "ru": rest != 0 and not negative}[mode]
+    result = (kept + up) << shift
+    largest = ((1 << (fraction_bits + 1)) - 1) << ((1 << (exponent_bits - 1)) - 1 - fraction_bits)
+    if result > largest:
+        infinite = mode == "rn" or (mode == "ru" and not negative) or (mode == "rd" and negative)
+        result = float("inf") if infinite else largest
+    return -float(result) if negative else float(result)
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_integers_convert_to_and_from_16_bit_floats_in_every_mode_as_a_gpu_converts(check):
+    # 86 of these conversions (__short2half_rn, __half2ll_rn, __ull2bfloat16_rz, ...) were build errors
+    v = np.array([0, 1, -1, 7, 2049, 2051, -2051, 4097, 65504, 65519, 65520, -65520, 70000, 2**40 + 3,
+                  2**62 + 2**54 + 1, -(2**62 + 2**54 + 1), 2**63 - 1, -2**63], np.int64)
+    u = v.astype(np.uint64)  # 2^64 - 1 and others past 2^63 among them
+    n = v.size
+    half_bits, bf16_bits = np.zeros(6 * n, np.uint16), np.zeros(6 * n, np.uint16)
+    module = RawModule(code=INTEGER_CONVERSIONS, check=check)
+    module.get_function("from_integers")((1,), (32,), (v, u, np.int32(n), half_bits, bf16_bits))
+    modes = ("rn", "rz", "rd", "ru")
+    with np.errstate(over="ignore"):
+        half_want = [[integer_rounded(int(x), 5, 10, m) for x in v] for m in modes]
+        half_want += [[integer_rounded(int(x), 5, 10, "rn") for x in u],
+                      [integer_rounded((int(x) + 2**15) % 2**16 - 2**15, 5, 10, "rn") for x in v]]  # (short)v
+        bf16_want = [[integer_rounded(int(x), 8, 7, m) for x in v] for m in modes]
+        bf16_want += [[integer_rounded(int(x), 8, 7, "rn") for x in u],
+                      [integer_rounded(int(x) & 0xFFFF, 8, 7, "rn") for x in u]]  # (unsigned short)u
+        np.testing.assert_array_equal(half_widened(half_bits.reshape(6, n)), np.float32(half_want))
+        np.testing.assert_array_equal(bf16_widened(bf16_bits.reshape(6, n)), np.float32(bf16_want))
+    assert bf16_widened(bf16_bits[14:15])[0] == 2**62 + 2**55  # above a tie: one rounding, not two
+
+    # from halves: rounded in the mode, then clamped to the type's range; NaN 0 (2^63 into 64 bits)
+    h = np.float16([0, 0.5, 1.5, 2.5, -2.5, -0.7, 100.9, -129.5, 65504, -65504, np.inf, -np.inf, np.nan])
+    n = h.size
+    ints, shorts, uints = np.zeros(4 * n, np.int32), np.zeros(n, np.int16), np.zeros(n, np.uint32)
+    longs, ulongs, chars = np.zeros(n, np.int64), np.zeros(n, np.uint64), np.zeros(n, np.int8)
+    module.get_function("to_integers")((1,), (32,), (h.view(np.uint16), np.int32(n), ints, shorts, uints, longs,
+                                                      ulongs, chars))
+    x = h.astype(np.float64)
+
+    def clamped(rounded, dtype, nan):
+        info = np.iinfo(dtype)
+        return [nan if np.isnan(r) else int(min(max(r, info.min), info.max)) for r in rounded]
+    assert ints.reshape(4, n).tolist() == [clamped(f(x), np.int32, 0) for f in (np.rint, np.trunc, np.floor, np.ceil)]
+    assert shorts.tolist() == clamped(np.rint(x), np.int16, 0)
+    assert uints.tolist() == clamped(np.floor(x), np.uint32, 0)
+    assert longs.tolist() == clamped(np.ceil(x), np.int64, -2**63)
+    assert ulongs.tolist() == clamped(np.trunc(x), np.uint64, 2**63)
+    assert chars.tolist() == clamped(np.trunc(x), np.int8, 0)

@@ -76,6 +76,20 @@ uint16_t narrow_bits(double value, Rounding mode, NanBits nan_bits = NanBits::ca
     return static_cast<uint16_t>(sign | field);
 }
 
+// A 64-bit integer as a double rounded to odd (the bits a double cannot hold make its last bit 1), so
+// that narrow_bits rounds it once, as a GPU's conversion does: rounded to nearest first, a tie of the
+// 16-bit format could come out of the double's own rounding (bfloat16 holds 2^63).
+template <typename Integer>
+double odd_rounded_double(Integer value)
+{
+    const bool negative = value < 0;
+    uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+    const int shift = magnitude >> 53 != 0 ? 64 - __builtin_clzll(magnitude) - 53 : 0;  // the bits past 53
+    const uint64_t kept = (magnitude >> shift) | ((magnitude & ((uint64_t{1} << shift) - 1)) != 0);
+    const double rounded = std::ldexp(static_cast<double>(kept), shift);
+    return negative ? -rounded : rounded;
+}
+
 // The float of the bits of a number of that format (exact: a float holds every one of them). A
 // binary16 NaN widens to the float NaN 0x7FFFFFFF, a bfloat16 NaN keeps its bits, as on an H100.
 template <int ExponentBits, int FractionBits>
@@ -164,8 +178,8 @@ T atomic_update16(T* address, Update update)
     T(unsigned short v) : T(static_cast<double>(v)) {}                                                  \
     T(int v) : T(static_cast<double>(v)) {}                                                             \
     T(unsigned int v) : T(static_cast<double>(v)) {}                                                    \
-    T(long long v) : T(static_cast<double>(v)) {}                                                       \
-    T(unsigned long long v) : T(static_cast<double>(v)) {}                                              \
+    T(long long v) : T(nn_cuda_cpu::odd_rounded_double(v)) {}                                           \
+    T(unsigned long long v) : T(nn_cuda_cpu::odd_rounded_double(v)) {}                                  \
     operator float() const { return nn_cuda_cpu::widen<E, M>(__x); }
 
 // The pair type T2 of T (members x and y), with its raw struct Raw2, and its name in signatures and
@@ -189,6 +203,22 @@ T atomic_update16(T* address, Update update)
     };                                                                                                  \
     }
 
+// The conversions between the 16-bit float T (named N: half, bfloat16) and the integer I (named
+// name: int, ull, ...) in the four rounding modes (__int2half_rn, __half2ull_rz, ...): to T rounded
+// once; to I as a GPU's cvt converts, clamped to I's range, NaN giving 0 (2^63 into 64 bits), by
+// device_functions.h's to_integer.
+#define NN_CUDA_CPU_NARROW_FLOAT_INTEGER(N, T, name, I)                                                   \
+    inline T __##name##2##N##_rn(I v) { return NN_CUDA_CPU_FROM_INTEGER(N, v, nearest_even); }           \
+    inline T __##name##2##N##_rz(I v) { return NN_CUDA_CPU_FROM_INTEGER(N, v, toward_zero); }            \
+    inline T __##name##2##N##_rd(I v) { return NN_CUDA_CPU_FROM_INTEGER(N, v, down); }                   \
+    inline T __##name##2##N##_ru(I v) { return NN_CUDA_CPU_FROM_INTEGER(N, v, up); }                     \
+    inline I __##N##2##name##_rn(T h) { return nn_cuda_cpu::to_integer<I>(FE_TONEAREST, __##N##2float(h)); } \
+    inline I __##N##2##name##_rz(T h) { return nn_cuda_cpu::to_integer<I>(FE_TOWARDZERO, __##N##2float(h)); } \
+    inline I __##N##2##name##_rd(T h) { return nn_cuda_cpu::to_integer<I>(FE_DOWNWARD, __##N##2float(h)); } \
+    inline I __##N##2##name##_ru(T h) { return nn_cuda_cpu::to_integer<I>(FE_UPWARD, __##N##2float(h)); }
+#define NN_CUDA_CPU_FROM_INTEGER(N, v, mode) \
+    nn_cuda_cpu_rounded_##N(nn_cuda_cpu::odd_rounded_double(v), nn_cuda_cpu::Rounding::mode)
+
 // CUDA's functions named after the format, N = half or bfloat16 (__float2half_rn,
 // __float2bfloat16_rn, __half2float, __bfloat162float, __halves2half2, ...), for T of E and M bits.
 #define NN_CUDA_CPU_NARROW_FLOAT_NAMED(N, T, T2, E, M)                                                    \
@@ -206,14 +236,15 @@ T atomic_update16(T* address, Update update)
     {                                                                                                   \
         return nn_cuda_cpu_rounded_##N(v, nn_cuda_cpu::Rounding::nearest_even, nn_cuda_cpu::NanBits::payload); \
     }                                                                                                   \
-    inline T __int2##N##_rn(int v) { return __double2##N(v); }                                         \
-    inline T __uint2##N##_rn(unsigned int v) { return __double2##N(v); }                                \
-    inline T __ll2##N##_rn(long long v) { return __double2##N(static_cast<double>(v)); }                 \
     inline float __##N##2float(T h) { return nn_cuda_cpu_wide(h); }                                     \
-    inline int __##N##2int_rz(T h) { return static_cast<int>(truncf(__##N##2float(h))); }               \
-    inline int __##N##2int_rn(T h) { return static_cast<int>(rintf(__##N##2float(h))); }                \
-    inline int __##N##2int_rd(T h) { return static_cast<int>(floorf(__##N##2float(h))); }               \
-    inline int __##N##2int_ru(T h) { return static_cast<int>(ceilf(__##N##2float(h))); }                \
+    NN_CUDA_CPU_NARROW_FLOAT_INTEGER(N, T, short, short)                                                \
+    NN_CUDA_CPU_NARROW_FLOAT_INTEGER(N, T, ushort, unsigned short)                                      \
+    NN_CUDA_CPU_NARROW_FLOAT_INTEGER(N, T, int, int)                                                    \
+    NN_CUDA_CPU_NARROW_FLOAT_INTEGER(N, T, uint, unsigned int)                                          \
+    NN_CUDA_CPU_NARROW_FLOAT_INTEGER(N, T, ll, long long)                                               \
+    NN_CUDA_CPU_NARROW_FLOAT_INTEGER(N, T, ull, unsigned long long)                                     \
+    inline signed char __##N##2char_rz(T h) { return nn_cuda_cpu::to_integer<signed char>(FE_TOWARDZERO, __##N##2float(h)); } \
+    inline unsigned char __##N##2uchar_rz(T h) { return nn_cuda_cpu::to_integer<unsigned char>(FE_TOWARDZERO, __##N##2float(h)); } \
     inline short __##N##_as_short(T h) { return static_cast<short>(h.nn_cuda_cpu_bits()); }             \
     inline unsigned short __##N##_as_ushort(T h) { return h.nn_cuda_cpu_bits(); }                       \
     inline T __short_as_##N(short bits) { return T::from_bits(static_cast<unsigned short>(bits)); }     \
