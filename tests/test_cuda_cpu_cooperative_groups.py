@@ -236,9 +236,16 @@ def test_a_tile_wider_than_a_warp_is_a_kernel_error(groups):
 def test_the_lanes_a_branch_leaves_active_stop_the_build_naming_them():
     code = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
             'extern "C" __global__ void uses(float* out)\n{\n    cg::coalesced_threads().sync();\n    out[0] = 1;\n}\n')
-    with pytest.raises(KernelBuildError, match=r"the CPU runner does not support coalesced_threads \(the lanes a "
-                                               "branch leaves active"):
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):5: the CPU runner does not support "
+                                               r"coalesced_threads \(the lanes a branch leaves active"):
         RawModule(code=code).get_function("uses")
+    # in a template the kernel calls (DeepSpeed's lamb): named at its use, not at the line that
+    # instantiates the kernel, nor in the runner's instance table
+    template = ("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+                "template <typename T>\n__device__ T warp_size_of(T) {\n    return cg::coalesced_threads().size();\n}\n"
+                "template <typename T>\n__global__ void sizes(T* out) { out[0] = warp_size_of(out[0]); }\n")
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):5: the CPU runner does not support coalesced"):
+        RawModule(code=template, name_expressions=("sizes<float>",)).get_function("sizes<float>")
 
 
 # ---- a cooperative launch: grid_group::sync -------------------------------------------------------

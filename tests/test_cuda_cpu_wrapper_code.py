@@ -301,3 +301,40 @@ def test_a_race_is_reported_when_an_output_of_structs_holds_an_address_by_chance
     out.view(np.uint64)[0] = live.ctypes.data
     with pytest.raises(KernelError, match="the result depends on what __shared__ memory held"):  # ints: never NaN
         RawModule(code=triangles, check=True).get_function("k")((1,), (16,), (out,))
+
+
+#: code that NVRTC and nvcc 12.9 build, and the value each launch of `k` stores in out[0]: SHOC's
+#: narrowed constants in braces, a register limit, CUDA's assumption hint, the version macros (with
+#: the legacy branch's __shfl_down, which no longer builds), and the C library's names as the code's own
+BUILT_AS_NVRTC_BUILDS = [
+    ('extern "C" __global__ void k(int* out) { int y[3] = {0.0, 2.5, -1}; unsigned u[1] = {-1}; '
+     "out[0] = y[1] + (u[0] == 4294967295u); }", 3),
+    ('extern "C" __global__ void __maxnreg__(32) k(int* out) { out[0] = 4; }', 4),
+    ('extern "C" __global__ void k(int* out) { __builtin_assume(threadIdx.x < 32); out[0] = 5; }', 5),
+    ('extern "C" __global__ void k(int* out) {\n#if CUDART_VERSION >= 9000 && __CUDACC_VER_MAJOR__ >= 12\n'
+     "out[0] = __shfl_down_sync(0xffffffff, 6, 1);\n#else\nout[0] = __shfl_down(6, 1);\n#endif\n}", 6),
+    ('extern "C" __global__ void k(const unsigned char* in, int* out) {\n#ifdef BIG_ENDIAN\nout[0] = in[0];\n#else\n'
+     "int errno = 7, PATH_MAX = 0; out[0] = errno + PATH_MAX;\n#endif\n}", 7),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BUILT_AS_NVRTC_BUILDS)))
+def test_code_nvrtc_builds_builds_and_takes_nvrtcs_branches(case):
+    code, want = BUILT_AS_NVRTC_BUILDS[case]
+    out = np.zeros(1, np.int32)
+    args = (np.zeros(4, np.uint8), out) if "in," in code else (out,)
+    RawModule(code=code).get_function("k")((1,), (32,), args)
+    assert out[0] == want
+
+
+def test_clusters_and_inline_ptx_in_braces_are_refused_in_one_line():
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):1: the CPU runner does not support thread block "
+                                               r"clusters \(__cluster_dims__, sm_90\)$"):
+        RawModule(code='extern "C" __global__ void __cluster_dims__(2, 1, 1) k(int* out) { out[0] = 1; }'
+                  ).get_function("k")
+    # DeepSpeed's vector loads: a { } block around a vector operand, which GCC reads as its dialects
+    ptx = ('extern "C" __global__ void k(const float* in, float* out) {\n  float a, b;\n'
+           '  asm volatile("{\\n ld.global.v2.f32 {%0, %1}, [%2];\\n}\\n" : "=f"(a), "=f"(b) : "l"(in));\n'
+           "  out[0] = a + b;\n}\n")
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):3: the CPU runner does not support inline PTX"):
+        RawModule(code=ptx).get_function("k")

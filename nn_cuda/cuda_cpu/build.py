@@ -47,11 +47,15 @@ SHARED_GUARD_SOURCE = Path(__file__).with_name("shared_guard.cpp")
 #: the CUDA headers a kernel may include that the CPU runner provides (<cooperative_groups.h>)
 INCLUDE_DIR = Path(__file__).with_name("include")
 
+#: the CUDA release NVRTC 12.9 and nvcc 12.9 name (code that tests `CUDART_VERSION >= 9000` took its
+#: legacy branch here, and `__shfl_down` failed to build there)
+VERSION_MACROS = ("-D__CUDACC_VER_MAJOR__=12", "-D__CUDACC_VER_MINOR__=9", "-D__CUDACC_VER_BUILD__=86",
+                  "-DCUDART_VERSION=12090")
 #: what a CUDA compiler defines for device code, so that code takes its device branches here too:
 #: __CUDACC__, and the __CUDA_ARCH__ of sm_80, whose device functions the runner has (the warp
 #: reduce functions, cuda::barrier); not NVRTC's __CUDACC_RTC__, under which code may declare what the
 #: host headers the runner includes already declare (uint64_t, ...)
-DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800")
+DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800", *VERSION_MACROS)
 
 # -O2: the kernels' loops are worth optimising; -U_FORTIFY_SOURCE: the fibers switch stacks, which
 # glibc's fortified longjmp checks would take for stack corruption; #pragma unroll is CUDA's.
@@ -62,7 +66,9 @@ DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800")
 # DWARF 4, whose line tables name the file of a #line directive where binutils 2.40 reads DWARF 5's
 # as the generated .cpp.
 BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE",
-              "-Wno-unknown-pragmas", "-fstack-clash-protection", "-fno-strict-aliasing")
+              "-Wno-unknown-pragmas", "-fstack-clash-protection", "-fno-strict-aliasing", "-Wno-narrowing")
+# -Wno-narrowing: a constant narrowed in braces (`int y[2] = {0.0, 1.5}`, SHOC's NeuralNet) is an error
+# of GCC's and clang's by default, a warning of NVRTC's and nvcc's (#2361-D), which build it.
 # -fno-strict-aliasing: CUDA code moves floats as int4 or float4 (`*reinterpret_cast<int4*>(&b[4 * v]) =
 # ...` into a float array, as vectorized GEMMs do), which the GPU's compilers take as written; with
 # C++'s aliasing rules GCC at -O2 let the float reads miss such a store, and a GEMM came out all wrong.
@@ -549,9 +555,13 @@ def _legacy_warp_function(log: str) -> str | None:
 
 #: the runner's own refusal in a compiler's log: a static_assert of its headers (device_functions.h,
 #: cooperative_groups.h, ...) or the #error of a header it lacks (mma.h)
-_UNSUPPORTED = re.compile(r'error: (?:static assertion failed: |#error ")(?P<what>the CPU runner does not support [^"\n]*)')
-#: where the code asked for it: the call that instantiated the static_assert, or the #include
-_REQUIRED_FROM_HERE = re.compile(r"^(?P<where>\S.*?:\d+):\d+:\s+required from here", re.M)
+_UNSUPPORTED = re.compile(r'error: (?:static assertion failed: |#error "|.* is unavailable: )'
+                          r'(?P<what>the CPU runner does not support [^"\n]*)')
+#: where an unavailable function (runtime.h's __cluster_dims__ on a kernel) is declared
+_DECLARED_HERE = re.compile(r"^(?P<where>\S.*?:\d+):\d+: note: declared here", re.M)
+#: where the code asked for it: a line of the chain of instantiations that led to the static_assert
+#: (the innermost one in the code's files is its use), or the #include
+_REQUIRED_FROM = re.compile(r"^(?P<where>\S.*?):(?P<line>\d+):\d+:\s+required from ", re.M)
 _INCLUDED_FROM = re.compile(r"^(?:In file included from|\s+from) (?P<where>.+?:\d+)[:,]$", re.M)
 
 
@@ -563,11 +573,20 @@ def _unsupported_feature(log: str) -> str | None:
     if found is None:
         return None
     before = log[:found.start()]
-    called = [m["where"] for m in _REQUIRED_FROM_HERE.finditer(before)]
+    chain = before[max(before.rfind("In instantiation of"), 0):]  # that of the first refusal
+    called = [f"{m['where']}:{m['line']}" for m in _REQUIRED_FROM.finditer(chain) if not _runner_file(m["where"])]
     chain = before[before.rfind("In file included from"):] if "In file included from" in before else ""
     included = [m["where"] for m in _INCLUDED_FROM.finditer(chain)]  # the header's own #include first
-    where = called[-1] if called else included[0] if included else None
+    declared = _DECLARED_HERE.search(log, found.end()) if "is unavailable" in found.group() else None
+    where = declared["where"] if declared else called[0] if called else included[0] if included else None
     return f"{where}: {found['what']}" if where else found["what"]
+
+
+def _runner_file(path: str) -> bool:
+    """Whether a file a compiler's message names is one of the runner's own (runtime.h, its headers)
+    or its instance table, which the code's author never sees."""
+    return path.startswith("(the instance table") or Path(path).parent == RUNTIME_HEADER.parent or \
+        INCLUDE_DIR in Path(path).parents
 
 
 #: GCC's note on a macro of the options (-DT=64) that a name of the runner's own files expanded into
@@ -593,7 +612,7 @@ def _option_macro_in_runner(log: str, flags) -> str | None:
 #: what the host's compiler or assembler says of inline PTX: an instruction of the GPU's (assembler),
 #: a register constraint of PTX's that a CPU has not ("=f", "=h": GCC and clang)
 _INLINE_PTX = ("no such instruction", "unknown mnemonic", "must specify a single register", "impossible constraint",
-               "invalid output constraint", "invalid input constraint")
+               "invalid output constraint", "invalid input constraint", "nested assembly dialect alternatives")
 #: the first error the compiler places in a source file
 _FIRST_ERROR_AT = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: ", re.M)
 

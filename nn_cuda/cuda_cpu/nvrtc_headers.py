@@ -77,7 +77,10 @@ MACRO_GROUPS = {
         INTMAX_C UINTMAX_C""".split(),
     "MATH": "INFINITY NAN FP_NAN FP_INFINITE FP_ZERO FP_SUBNORMAL FP_NORMAL".split(),
     #: defined by no header NVRTC finds: never restored
-    "NONE": """HUGE_VAL HUGE_VALF HUGE_VALL EOF RAND_MAX EXIT_SUCCESS EXIT_FAILURE""".split() + [
+    # (and the C library's names that code takes for its own: `#ifdef BIG_ENDIAN` took the big-endian
+    # branch here, `int errno` and `const int PATH_MAX` failed to build)
+    "NONE": """HUGE_VAL HUGE_VALF HUGE_VALL EOF RAND_MAX EXIT_SUCCESS EXIT_FAILURE BIG_ENDIAN LITTLE_ENDIAN
+        PDP_ENDIAN BYTE_ORDER errno PATH_MAX""".split() + [
         # M_PI and glibc's variants of it of other types (M_PIf, M_PIl, M_PIf128, ...), which GCC
         # suggests for an undefined M_PI ("did you mean 'M_PIf'?")
         f"M_{constant}{suffix}" for constant in "E LOG2E LOG10E LN2 LN10 PI PI_2 PI_4 1_PI 2_PI 2_SQRTPI SQRT2 "

@@ -516,16 +516,18 @@ def names_a_variable(expression: str, code: str) -> bool:
 # ---- the extern "C" kernels of a code ---------------------------------------------------------------
 
 _COMMENT_OR_TEXT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
-_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\(")
+#: a kernel's qualifiers with arguments, between `void` and its name
+_KERNEL_QUALIFIER = re.compile(r"\b(?:__launch_bounds__|__maxnreg__|__cluster_dims__)\s*\(")
 _EXTERN_C = re.compile(r'\bextern\s*"C"\s*')
 _KERNEL = re.compile(r"\b__global__\b[^;{}()]*?\b([A-Za-z_]\w*)\s*\(")
 
 
-def without_launch_bounds(text: str) -> str:
-    """`text` with each `__launch_bounds__(...)` a space, however deep the parentheses in its arguments
-    (PyTorch's C10_LAUNCH_BOUNDS_1(256) becomes `__launch_bounds__((((((256)) <= 1024) ? ...))))`)."""
+def without_kernel_qualifiers(text: str) -> str:
+    """`text` with each `__launch_bounds__(...)`, `__maxnreg__(...)` and `__cluster_dims__(...)` a space,
+    however deep the parentheses in its arguments (PyTorch's C10_LAUNCH_BOUNDS_1(256) becomes
+    `__launch_bounds__((((((256)) <= 1024) ? ...))))`)."""
     pieces, done = [], 0
-    for bounds in _LAUNCH_BOUNDS.finditer(text):
+    for bounds in _KERNEL_QUALIFIER.finditer(text):
         if bounds.start() < done:
             continue
         depth, end = 1, bounds.end()
@@ -544,7 +546,7 @@ def extern_c_kernels(code: str, flags) -> list[str]:
     text = _preprocessed(code, flags)
     if text is None:
         text = _COMMENT_OR_TEXT.sub(lambda m: m.group() if m.group()[0] in "\"'" else " ", code)
-    text = without_launch_bounds(text)
+    text = without_kernel_qualifiers(text)
     found: list[str] = []
     for match in _EXTERN_C.finditer(text):
         rest = text[match.end():]

@@ -61,7 +61,8 @@ _SIGNALS = {
                           "16-byte type loaded or stored at an address that is no multiple of 16)"),
     4: "an index outside a __shared__ or local array (trapped by -fsanitize=bounds)",  # SIGILL
     7: "a misaligned or invalid memory access",  # SIGBUS
-    8: "an arithmetic fault (integer division by zero)",  # SIGFPE
+    8: "an arithmetic fault (an integer division by zero, or INT_MIN / -1, which overflows; a GPU gives a value "
+       "for both)",  # SIGFPE
     11: "an invalid memory access",  # SIGSEGV
 }
 #: format -> how far two thread orders of a kernel that uses atomics may differ, relative

@@ -57,6 +57,14 @@
 #define __noinline__
 #define __inline_hint__
 #define __launch_bounds__(...)
+#define __maxnreg__(...)  // a kernel's register limit (CUDA 12.4)
+// CUDA's hint that a condition holds, which it does not evaluate (GCC has no such built-in)
+#if !defined(__clang__)
+#define __builtin_assume(...) ((void)0)
+#endif
+// Thread block clusters (sm_90) refused at the kernel's first use, in one line (build.py)
+#define __cluster_dims__(...) \
+    __attribute__((unavailable("the CPU runner does not support thread block clusters (__cluster_dims__, sm_90)")))
 #define __grid_constant__  // a const kernel parameter the kernel may take the address of
 // A global variable of the library: the Python side reads and writes it (RawModule.get_global).
 #define __constant__ __attribute__((used))
