@@ -316,6 +316,40 @@ def test_a_cooperative_launch_syncs_the_whole_grid(check):
     assert valid.tolist() == [1, 1]
 
 
+WARP_SUMS_AROUND_A_GRID_SYNC = r"""
+#include <cooperative_groups.h>
+// a warp sum, a grid sync, a warp sum, a barrier, a warp sum (ggml's soft_max_f32_parallelize_cols):
+// 32, 1024 and 32768 in every thread
+__device__ float warp_sum(float v)
+{
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        v += __shfl_xor_sync(0xffffffff, v, offset);
+    }
+    return v;
+}
+extern "C" __global__ void sums(float* out)
+{
+    float v = warp_sum(1.0f);
+    cooperative_groups::this_grid().sync();
+    v = warp_sum(v);
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = warp_sum(v);
+}
+"""
+
+
+@pytest.mark.parametrize("seed", ["0", "1", "2"])
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_warp_syncs_around_a_grid_sync_and_a_barrier(check, seed, monkeypatch):
+    # The checking mode left the lane that completed its warp's sync after a grid sync out of the
+    # next phase once the whole block reached a __syncthreads(): the others went on without it, and
+    # a false "waits at a warp sync for lane 31 ..., which waits at __syncthreads()" followed
+    monkeypatch.setenv("NN_CUDA_CPU_SEED", seed)
+    out = np.full(128, np.nan, np.float32)
+    RawModule(code=WARP_SUMS_AROUND_A_GRID_SYNC, enable_cooperative_groups=True, check=check).get_function("sums")(
+        (2,), (64,), (out,))
+    assert (out == 32768).all()
+
 def test_a_grid_sync_outside_a_cooperative_launch_is_a_kernel_error():
     module = RawModule(code=GRID)
     valid = np.full(2, -1, np.int32)

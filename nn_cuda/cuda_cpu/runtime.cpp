@@ -986,10 +986,13 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         current = nullptr;
         if (phase.at_barrier == threads) {
             end_of_phase();
-            if (shuffle) {  // shuffled from the threads in order, as every phase's (mirrored runs alike)
-                std::iota(order.begin(), order.end(), size_t{0});
-            }
-            continue;  // every thread waits at __syncthreads: the same threads run the next phase
+            // every thread waits at __syncthreads: all of them run the next phase, in order (shuffled
+            // from it, as every phase's). This phase may have run only some of them: those that had
+            // yielded at a grid sync, a lane at a warp sync they completed joining them (that lane was
+            // left out of the next phase, and the barrier went on without it, until 2026-11-27)
+            order.resize(threads);
+            std::iota(order.begin(), order.end(), size_t{0});
+            continue;
         }
         // Warps whose lanes all reached their sync go on first, with the threads that yielded (after
         // the other resident blocks had a turn); __syncthreads waits for the rest.
