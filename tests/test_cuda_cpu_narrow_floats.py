@@ -444,3 +444,60 @@ def test_integers_convert_to_and_from_16_bit_floats_in_every_mode_as_a_gpu_conve
     assert longs.tolist() == clamped(np.ceil(x), np.int64, -2**63)
     assert ulongs.tolist() == clamped(np.trunc(x), np.uint64, 2**63)
     assert chars.tolist() == clamped(np.trunc(x), np.int8, 0)
+
+
+PAIR_FUNCTIONS = r"""
+#include <cuda_fp16.h>
+// for each pair i of halves (a, b): the comparisons of pairs as masks and as a bool, the ordered and
+// the unordered not-equal, and the NaN-propagating, saturating and relu forms of lane x
+extern "C" __global__ void pair_functions(const __half2* a, const __half2* b, int n, unsigned int* masks,
+                                          int* flags, unsigned short* values)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    masks[4 * i] = __hgt2_mask(a[i], b[i]);
+    masks[4 * i + 1] = __hequ2_mask(a[i], b[i]);
+    masks[4 * i + 2] = __hle2_mask(a[i], b[i]);
+    masks[4 * i + 3] = __hneu2_mask(a[i], b[i]);
+    flags[3 * i] = __hbgt2(a[i], b[i]);
+    flags[3 * i + 1] = __hne(a[i].x, b[i].x);
+    flags[3 * i + 2] = a[i].x != b[i].x;  // CUDA's operator!= is the unordered one
+    values[4 * i] = __half_as_ushort(__hmax_nan(a[i].x, b[i].x));
+    values[4 * i + 1] = __half_as_ushort(__hadd_sat(a[i].x, b[i].x));
+    values[4 * i + 2] = __half_as_ushort(__hfma_relu(a[i].x, b[i].x, b[i].y));
+    values[4 * i + 3] = __half_as_ushort(__low2half(__hgt2(a[i], b[i])));
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_pair_comparisons_and_the_nan_saturating_and_relu_forms_follow_cudas_definitions(check):
+    # __hgt2_mask, __hbgt2, __hmax_nan, __hadd_sat, __hfma_relu and about 60 more were build errors
+    rng = np.random.default_rng(5)
+    a = (rng.integers(-16, 17, 400) / 4).astype(np.float16)  # quarters: ties and equal lanes happen
+    b = (rng.integers(-16, 17, 400) / 4).astype(np.float16)
+    a[::7], b[::11] = np.nan, np.nan
+    n = a.size // 2
+    masks, flags, values = np.zeros(4 * n, np.uint32), np.zeros(3 * n, np.int32), np.zeros(4 * n, np.uint16)
+    RawModule(code=PAIR_FUNCTIONS, check=check).get_function("pair_functions")(
+        (1,), (256,), (a, b, np.int32(n), masks, flags, values))
+    x, y = a.astype(np.float64).reshape(n, 2), b.astype(np.float64).reshape(n, 2)
+    nan = np.isnan(x) | np.isnan(y)
+
+    def mask(lanes):
+        return np.where(lanes[:, 0], 0xFFFF, 0) | np.where(lanes[:, 1], 0xFFFF0000, 0)
+    with np.errstate(invalid="ignore"):
+        want = [mask(x > y), mask((x == y) | nan), mask(x <= y), mask((x != y) | nan)]
+        np.testing.assert_array_equal(masks.reshape(n, 4).T, want)
+        assert flags.reshape(n, 3).T.tolist() == [(x > y).all(axis=1).tolist(), ((x[:, 0] != y[:, 0]) & ~nan[:, 0]).tolist(),
+                                                  ((x[:, 0] != y[:, 0]) | nan[:, 0]).tolist()]
+        halves = values.reshape(n, 4).T
+        largest = np.where(nan[:, 0], np.nan, np.maximum(x[:, 0], y[:, 0]))
+        assert (halves[0][nan[:, 0]] == 0x7FFF).all()  # the canonical NaN
+        same_numbers(halves[0], largest.astype(np.float16).view(np.uint16), half_widened)
+        saturated = np.where(nan[:, 0], 0.0, np.clip(x[:, 0] + y[:, 0], 0.0, 1.0))
+        same_numbers(halves[1], saturated.astype(np.float16).view(np.uint16), half_widened)
+        product = x[:, 0] * y[:, 0] + y[:, 1]  # exact in float64 for quarters
+        relu = np.where(np.isnan(product), np.nan, np.maximum(product, 0.0))
+        same_numbers(halves[2], relu.astype(np.float16).view(np.uint16), half_widened)
+        same_numbers(halves[3], (x[:, 0] > y[:, 0]).astype(np.float16).view(np.uint16), half_widened)

@@ -642,3 +642,24 @@ def test_a_float_converted_to_an_int_that_cannot_hold_it_is_reported_where_a_gpu
     positions[1] = 2.5
     RawModule(code=FLOAT_TO_INT, check=True).get_function("cell_of")((1,), (2,), (positions, cell, clamped))
     assert cell.tolist() == [1, 2] and clamped.tolist() == [1, 2]
+
+
+SHIFT = r"""
+// a mask of the low n bits, as bit-packing kernels make one: n = 32 gives 0xffffffff on a GPU (its
+// shift clamps the count: 1u << 32 is 0) and 0 on x86 (1u << 32 is 1)
+extern "C" __global__ void low_bits(const int* n, unsigned int* mask)
+{
+    mask[threadIdx.x] = (1u << n[threadIdx.x]) - 1u;
+}
+"""
+
+
+def test_a_shift_by_the_width_or_more_is_reported_where_a_gpu_clamps_the_count():
+    if "-DNN_CUDA_CPU_CAST_CHECK" not in build.check_flags(build.find_compiler()):
+        pytest.skip("the checking build checks shifts with GCC and its libubsan, which this host lacks")
+    mask = np.zeros(2, np.uint32)
+    with pytest.raises(KernelError, match=r"low_bits: thread \(1, 0, 0\) of block \(0, 0, 0\) shifts a value of "
+                                          r"'unsigned int' \(32 bits\) by 32 at \(RawModule code\):6: C\+\+ leaves"):
+        RawModule(code=SHIFT, check=True).get_function("low_bits")((1,), (2,), (np.int32([3, 32]), mask))
+    RawModule(code=SHIFT, check=True).get_function("low_bits")((1,), (2,), (np.int32([3, 31]), mask))
+    assert mask.tolist() == [7, 2**31 - 1]

@@ -98,8 +98,10 @@ CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
 # INT_MIN, so the results part from a GPU's there (an index (int)NaN faults here, reads element 0
 # there). Trapping cannot tell the two checks apart, so both call the runtime's handlers
 # (runtime.cpp, NN_CUDA_CPU_CAST_CHECK), which report them; the link needs libubsan, unused.
-CAST_CHECK_FLAGS = ("-fsanitize=bounds,float-cast-overflow", "-fno-sanitize-recover=bounds,float-cast-overflow",
-                    "-DNN_CUDA_CPU_CAST_CHECK")
+# So are shifts by the width of the type or more (or by a negative count): a GPU's shift clamps the
+# count to the width (`1u << 32` is 0), x86's takes it modulo the width (1).
+CAST_CHECK_FLAGS = ("-fsanitize=bounds,float-cast-overflow,shift-exponent",
+                    "-fno-sanitize-recover=bounds,float-cast-overflow,shift-exponent", "-DNN_CUDA_CPU_CAST_CHECK")
 
 
 def is_gcc(compiler: str) -> bool:

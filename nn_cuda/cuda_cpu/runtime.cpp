@@ -623,6 +623,34 @@ extern "C" void __ubsan_handle_float_cast_overflow_abort(void* data, void* bits)
            check->place.file, check->place.line);
     end_launch_reported();
 }
+
+struct ShiftCheck {
+    SanitizerPlace place;
+    const SanitizerType* value;  // an integer type: bits = log2(width) << 1 | signed
+    const SanitizerType* count;
+};
+
+// A shift by the width of the value's type or more, or by a negative count: undefined in C++; a
+// GPU's shl and shr clamp the count to the width (0, or -1 for a negative value shifted right),
+// x86's take it modulo the width.
+extern "C" void __ubsan_handle_shift_out_of_bounds_abort(void* data, void*, void* count_bits)
+{
+    const ShiftCheck* check = static_cast<const ShiftCheck*>(data);
+    const unsigned count_width = 1u << (check->count->bits >> 1);
+    const uint64_t raw = reinterpret_cast<uintptr_t>(count_bits);
+    long long count = static_cast<long long>(raw);
+    if ((check->count->bits & 1) && count_width < 64) {  // a signed count: its sign extended
+        count = static_cast<long long>(raw << (64 - count_width)) >> (64 - count_width);
+    }
+    const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
+    report("%s: thread (%u, %u, %u) of block (%u, %u, %u) shifts a value of %s (%u bits) by %lld at %s:%u: C++ "
+           "leaves a count outside 0 to %u undefined; a GPU's shift clamps it to the width (1u << 32 is 0), this "
+           "CPU's takes it modulo the width (1u << 32 is 1), so the results part from a GPU's there",
+           launch.kernel, thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z, check->value->name,
+           1u << (check->value->bits >> 1), count, check->place.file, check->place.line,
+           (1u << (check->value->bits >> 1)) - 1);
+    end_launch_reported();
+}
 #endif
 
 // grid_group::sync(): the last thread of the grid to arrive ends the round; the others yield until

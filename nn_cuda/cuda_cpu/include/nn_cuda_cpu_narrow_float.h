@@ -257,6 +257,8 @@ T atomic_update16(T* address, Update update)
     inline T2 __float22##N##2_rn(float2 v) { return __floats2##N##2_rn(v.x, v.y); }                     \
     inline float2 __##N##22float2(T2 h) { return nn_cuda_cpu_wide2(h); }                                \
     inline T __low2##N(T2 h) { return h.x; }                                                            \
+    inline T2 __low2##N##2(T2 h) { return T2(h.x, h.x); }                                               \
+    inline T2 __high2##N##2(T2 h) { return T2(h.y, h.y); }                                              \
     inline T __high2##N(T2 h) { return h.y; }                                                           \
     inline float __low2float(T2 h) { return __##N##2float(h.x); }                                       \
     inline float __high2float(T2 h) { return __##N##2float(h.y); }                                      \
@@ -267,6 +269,111 @@ T atomic_update16(T* address, Update update)
 // A value rounded to the nearest 16-bit float of type T (each format's header defines its own).
 template <typename T>
 T nn_cuda_cpu_narrow(double value);
+
+// 1 or 0 in a 16-bit float T (a pair comparison's lane); a sum clamped to [0, 1], NaN to +0 (the _sat
+// functions); a negative result as 0, a NaN as the canonical one (the _relu ones), as CUDA's say.
+template <typename T>
+T nn_cuda_cpu_one_if(bool set)
+{
+    return nn_cuda_cpu_narrow<T>(set ? 1.0 : 0.0);
+}
+template <typename T>
+T nn_cuda_cpu_saturated(T a)
+{
+    const float v = nn_cuda_cpu_wide(a);
+    return !(v > 0.0f) ? T::from_bits(0) : v >= 1.0f ? nn_cuda_cpu_narrow<T>(1.0) : a;
+}
+template <typename T>
+T nn_cuda_cpu_relu(T a)
+{
+    const float v = nn_cuda_cpu_wide(a);
+    return v != v ? T::from_bits(0x7FFF) : v < 0.0f ? T::from_bits(0) : a;
+}
+
+// The rest of CUDA's functions of both formats: the unordered comparisons (true where a NaN is), the
+// comparisons of pairs (lane by lane as 1 or 0, of both lanes as a bool, as a mask of 16 bits a lane),
+// the NaN-propagating, saturating and relu forms, and the math functions of pairs.
+#define NN_CUDA_CPU_NARROW_FLOAT_MORE(T, T2)                                                                        \
+    inline bool __hequ(T a, T b) { return __hisnan(a) || __hisnan(b) || nn_cuda_cpu_wide(a) == nn_cuda_cpu_wide(b); } \
+    inline bool __hneu(T a, T b) { return __hisnan(a) || __hisnan(b) || nn_cuda_cpu_wide(a) != nn_cuda_cpu_wide(b); } \
+    inline bool __hltu(T a, T b) { return __hisnan(a) || __hisnan(b) || nn_cuda_cpu_wide(a) < nn_cuda_cpu_wide(b); } \
+    inline bool __hleu(T a, T b) { return __hisnan(a) || __hisnan(b) || nn_cuda_cpu_wide(a) <= nn_cuda_cpu_wide(b); } \
+    inline bool __hgtu(T a, T b) { return __hisnan(a) || __hisnan(b) || nn_cuda_cpu_wide(a) > nn_cuda_cpu_wide(b); } \
+    inline bool __hgeu(T a, T b) { return __hisnan(a) || __hisnan(b) || nn_cuda_cpu_wide(a) >= nn_cuda_cpu_wide(b); } \
+    inline T2 __heq2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__heq(a.x, b.x)), nn_cuda_cpu_one_if<T>(__heq(a.y, b.y))); } \
+    inline bool __hbeq2(T2 a, T2 b) { return __heq(a.x, b.x) && __heq(a.y, b.y); }                                  \
+    inline unsigned __heq2_mask(T2 a, T2 b) { return (__heq(a.x, b.x) ? 0xFFFFu : 0u) | (__heq(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hne2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hne(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hne(a.y, b.y))); } \
+    inline bool __hbne2(T2 a, T2 b) { return __hne(a.x, b.x) && __hne(a.y, b.y); }                                  \
+    inline unsigned __hne2_mask(T2 a, T2 b) { return (__hne(a.x, b.x) ? 0xFFFFu : 0u) | (__hne(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hlt2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hlt(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hlt(a.y, b.y))); } \
+    inline bool __hblt2(T2 a, T2 b) { return __hlt(a.x, b.x) && __hlt(a.y, b.y); }                                  \
+    inline unsigned __hlt2_mask(T2 a, T2 b) { return (__hlt(a.x, b.x) ? 0xFFFFu : 0u) | (__hlt(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hle2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hle(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hle(a.y, b.y))); } \
+    inline bool __hble2(T2 a, T2 b) { return __hle(a.x, b.x) && __hle(a.y, b.y); }                                  \
+    inline unsigned __hle2_mask(T2 a, T2 b) { return (__hle(a.x, b.x) ? 0xFFFFu : 0u) | (__hle(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hgt2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hgt(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hgt(a.y, b.y))); } \
+    inline bool __hbgt2(T2 a, T2 b) { return __hgt(a.x, b.x) && __hgt(a.y, b.y); }                                  \
+    inline unsigned __hgt2_mask(T2 a, T2 b) { return (__hgt(a.x, b.x) ? 0xFFFFu : 0u) | (__hgt(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hge2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hge(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hge(a.y, b.y))); } \
+    inline bool __hbge2(T2 a, T2 b) { return __hge(a.x, b.x) && __hge(a.y, b.y); }                                  \
+    inline unsigned __hge2_mask(T2 a, T2 b) { return (__hge(a.x, b.x) ? 0xFFFFu : 0u) | (__hge(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hequ2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hequ(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hequ(a.y, b.y))); } \
+    inline bool __hbequ2(T2 a, T2 b) { return __hequ(a.x, b.x) && __hequ(a.y, b.y); }                               \
+    inline unsigned __hequ2_mask(T2 a, T2 b) { return (__hequ(a.x, b.x) ? 0xFFFFu : 0u) | (__hequ(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hneu2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hneu(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hneu(a.y, b.y))); } \
+    inline bool __hbneu2(T2 a, T2 b) { return __hneu(a.x, b.x) && __hneu(a.y, b.y); }                               \
+    inline unsigned __hneu2_mask(T2 a, T2 b) { return (__hneu(a.x, b.x) ? 0xFFFFu : 0u) | (__hneu(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hltu2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hltu(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hltu(a.y, b.y))); } \
+    inline bool __hbltu2(T2 a, T2 b) { return __hltu(a.x, b.x) && __hltu(a.y, b.y); }                               \
+    inline unsigned __hltu2_mask(T2 a, T2 b) { return (__hltu(a.x, b.x) ? 0xFFFFu : 0u) | (__hltu(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hleu2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hleu(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hleu(a.y, b.y))); } \
+    inline bool __hbleu2(T2 a, T2 b) { return __hleu(a.x, b.x) && __hleu(a.y, b.y); }                               \
+    inline unsigned __hleu2_mask(T2 a, T2 b) { return (__hleu(a.x, b.x) ? 0xFFFFu : 0u) | (__hleu(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hgtu2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hgtu(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hgtu(a.y, b.y))); } \
+    inline bool __hbgtu2(T2 a, T2 b) { return __hgtu(a.x, b.x) && __hgtu(a.y, b.y); }                               \
+    inline unsigned __hgtu2_mask(T2 a, T2 b) { return (__hgtu(a.x, b.x) ? 0xFFFFu : 0u) | (__hgtu(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hgeu2(T2 a, T2 b) { return T2(nn_cuda_cpu_one_if<T>(__hgeu(a.x, b.x)), nn_cuda_cpu_one_if<T>(__hgeu(a.y, b.y))); } \
+    inline bool __hbgeu2(T2 a, T2 b) { return __hgeu(a.x, b.x) && __hgeu(a.y, b.y); }                               \
+    inline unsigned __hgeu2_mask(T2 a, T2 b) { return (__hgeu(a.x, b.x) ? 0xFFFFu : 0u) | (__hgeu(a.y, b.y) ? 0xFFFF0000u : 0u); } \
+    inline T2 __hisnan2(T2 a) { return T2(nn_cuda_cpu_one_if<T>(__hisnan(a.x)), nn_cuda_cpu_one_if<T>(__hisnan(a.y))); } \
+    inline T __hmax_nan(T a, T b) { return __hisnan(a) || __hisnan(b) ? T::from_bits(0x7FFF) : __hmax(a, b); }      \
+    inline T __hmin_nan(T a, T b) { return __hisnan(a) || __hisnan(b) ? T::from_bits(0x7FFF) : __hmin(a, b); }      \
+    inline T __hadd_sat(T a, T b) { return nn_cuda_cpu_saturated(__hadd(a, b)); }                                   \
+    inline T __hsub_sat(T a, T b) { return nn_cuda_cpu_saturated(__hsub(a, b)); }                                   \
+    inline T __hmul_sat(T a, T b) { return nn_cuda_cpu_saturated(__hmul(a, b)); }                                   \
+    inline T __hfma_sat(T a, T b, T c) { return nn_cuda_cpu_saturated(__hfma(a, b, c)); }                           \
+    inline T __hfma_relu(T a, T b, T c) { return nn_cuda_cpu_relu(__hfma(a, b, c)); }                               \
+    inline T2 __hmax2_nan(T2 a, T2 b) { return T2(__hmax_nan(a.x, b.x), __hmax_nan(a.y, b.y)); }                    \
+    inline T2 __hmin2_nan(T2 a, T2 b) { return T2(__hmin_nan(a.x, b.x), __hmin_nan(a.y, b.y)); }                    \
+    inline T2 __hadd2_sat(T2 a, T2 b) { return T2(__hadd_sat(a.x, b.x), __hadd_sat(a.y, b.y)); }                    \
+    inline T2 __hsub2_sat(T2 a, T2 b) { return T2(__hsub_sat(a.x, b.x), __hsub_sat(a.y, b.y)); }                    \
+    inline T2 __hmul2_sat(T2 a, T2 b) { return T2(__hmul_sat(a.x, b.x), __hmul_sat(a.y, b.y)); }                    \
+    inline T2 __hfma2_sat(T2 a, T2 b, T2 c) { return T2(__hfma_sat(a.x, b.x, c.x), __hfma_sat(a.y, b.y, c.y)); }    \
+    inline T2 __hfma2_relu(T2 a, T2 b, T2 c) { return T2(__hfma_relu(a.x, b.x, c.x), __hfma_relu(a.y, b.y, c.y)); } \
+    inline T2 __hadd2_rn(T2 a, T2 b) { return __hadd2(a, b); }                                                      \
+    inline T2 __hsub2_rn(T2 a, T2 b) { return __hsub2(a, b); }                                                      \
+    inline T2 __hmul2_rn(T2 a, T2 b) { return __hmul2(a, b); }                                                      \
+    inline T2 __hcmadd(T2 a, T2 b, T2 c) /* (a.x + i a.y)(b.x + i b.y) + c.x + i c.y, each part rounded once */     \
+    {                                                                                                               \
+        const float ax = nn_cuda_cpu_wide(a.x), ay = nn_cuda_cpu_wide(a.y), bx = nn_cuda_cpu_wide(b.x), by = nn_cuda_cpu_wide(b.y); \
+        return T2(nn_cuda_cpu_narrow<T>(static_cast<double>(ax) * bx - static_cast<double>(ay) * by + nn_cuda_cpu_wide(c.x)), \
+                  nn_cuda_cpu_narrow<T>(static_cast<double>(ax) * by + static_cast<double>(ay) * bx + nn_cuda_cpu_wide(c.y))); \
+    }                                                                                                               \
+    inline T hexp10(T a) { return nn_cuda_cpu_narrow<T>(exp10f(nn_cuda_cpu_wide(a))); }                             \
+    inline T2 h2exp2(T2 a) { return T2(hexp2(a.x), hexp2(a.y)); }                                                   \
+    inline T2 h2exp10(T2 a) { return T2(hexp10(a.x), hexp10(a.y)); }                                                \
+    inline T2 h2log2(T2 a) { return T2(hlog2(a.x), hlog2(a.y)); }                                                   \
+    inline T2 h2log10(T2 a) { return T2(hlog10(a.x), hlog10(a.y)); }                                                \
+    inline T2 h2rsqrt(T2 a) { return T2(hrsqrt(a.x), hrsqrt(a.y)); }                                                \
+    inline T2 h2rcp(T2 a) { return T2(hrcp(a.x), hrcp(a.y)); }                                                      \
+    inline T2 h2sin(T2 a) { return T2(hsin(a.x), hsin(a.y)); }                                                      \
+    inline T2 h2cos(T2 a) { return T2(hcos(a.x), hcos(a.y)); }                                                      \
+    inline T2 h2tanh(T2 a) { return T2(htanh(a.x), htanh(a.y)); }                                                   \
+    inline T2 h2floor(T2 a) { return T2(hfloor(a.x), hfloor(a.y)); }                                                \
+    inline T2 h2ceil(T2 a) { return T2(hceil(a.x), hceil(a.y)); }                                                   \
+    inline T2 h2trunc(T2 a) { return T2(htrunc(a.x), htrunc(a.y)); }                                                \
+    inline T2 h2rint(T2 a) { return T2(hrint(a.x), hrint(a.y)); }
 
 // What both formats have, for a scalar type T of E exponent and M fraction bits and its pair T2
 // (members x and y): the operators (unless __CUDA_NO_HALF_OPERATORS__ or
@@ -297,7 +404,7 @@ T nn_cuda_cpu_narrow(double value);
     inline T __hmax(T a, T b) { return nn_cuda_cpu_narrow<T>(fmaxf(nn_cuda_cpu_wide(a), nn_cuda_cpu_wide(b))); }  \
     inline T __hmin(T a, T b) { return nn_cuda_cpu_narrow<T>(fminf(nn_cuda_cpu_wide(a), nn_cuda_cpu_wide(b))); }  \
     inline bool __heq(T a, T b) { return nn_cuda_cpu_wide(a) == nn_cuda_cpu_wide(b); }                         \
-    inline bool __hne(T a, T b) { return nn_cuda_cpu_wide(a) != nn_cuda_cpu_wide(b); }                         \
+    inline bool __hne(T a, T b) { return !__hisnan(a) && !__hisnan(b) && nn_cuda_cpu_wide(a) != nn_cuda_cpu_wide(b); } \
     inline bool __hlt(T a, T b) { return nn_cuda_cpu_wide(a) < nn_cuda_cpu_wide(b); }                          \
     inline bool __hle(T a, T b) { return nn_cuda_cpu_wide(a) <= nn_cuda_cpu_wide(b); }                         \
     inline bool __hgt(T a, T b) { return nn_cuda_cpu_wide(a) > nn_cuda_cpu_wide(b); }                          \
@@ -338,7 +445,8 @@ T nn_cuda_cpu_narrow(double value);
     inline T2 atomicAdd(T2* address, T2 value) /* each half atomically, as a GPU's */                          \
     {                                                                                                          \
         return T2(atomicAdd(&address->x, value.x), atomicAdd(&address->y, value.y));                           \
-    }
+    }                                                                                                          \
+    NN_CUDA_CPU_NARROW_FLOAT_MORE(T, T2)
 
 // The operators of a scalar type T and its pair T2, through the functions above.
 #define NN_CUDA_CPU_NARROW_FLOAT_OPERATORS(T, T2)                                                              \
@@ -353,7 +461,7 @@ T nn_cuda_cpu_narrow(double value);
     inline T operator+(const T& a) { return a; }                                                              \
     inline T operator-(const T& a) { return __hneg(a); }                                                      \
     inline bool operator==(const T& a, const T& b) { return __heq(a, b); }                                    \
-    inline bool operator!=(const T& a, const T& b) { return __hne(a, b); }                                    \
+    inline bool operator!=(const T& a, const T& b) { return __hneu(a, b); }                                   \
     inline bool operator<(const T& a, const T& b) { return __hlt(a, b); }                                     \
     inline bool operator<=(const T& a, const T& b) { return __hle(a, b); }                                    \
     inline bool operator>(const T& a, const T& b) { return __hgt(a, b); }                                     \
@@ -365,6 +473,18 @@ T nn_cuda_cpu_narrow(double value);
     inline T2& operator+=(T2& a, const T2& b) { return a = __hadd2(a, b); }                                   \
     inline T2& operator-=(T2& a, const T2& b) { return a = __hsub2(a, b); }                                   \
     inline T2& operator*=(T2& a, const T2& b) { return a = __hmul2(a, b); }                                   \
-    inline T2 operator-(const T2& a) { return __hneg2(a); }
+    inline T2 operator-(const T2& a) { return __hneg2(a); }                                                   \
+    inline T2& operator/=(T2& a, const T2& b) { return a = __h2div(a, b); }                                   \
+    inline T2 operator+(const T2& a) { return a; }                                                            \
+    inline bool operator==(const T2& a, const T2& b) { return __hbeq2(a, b); }                                \
+    inline bool operator!=(const T2& a, const T2& b) { return __hbneu2(a, b); }                               \
+    inline bool operator<(const T2& a, const T2& b) { return __hblt2(a, b); }                                 \
+    inline bool operator<=(const T2& a, const T2& b) { return __hble2(a, b); }                                \
+    inline bool operator>(const T2& a, const T2& b) { return __hbgt2(a, b); }                                 \
+    inline bool operator>=(const T2& a, const T2& b) { return __hbge2(a, b); }                                \
+    inline T& operator++(T& a) { return a = __hadd(a, nn_cuda_cpu_narrow<T>(1.0)); }                          \
+    inline T& operator--(T& a) { return a = __hsub(a, nn_cuda_cpu_narrow<T>(1.0)); }                          \
+    inline T operator++(T& a, int) { const T old = a; ++a; return old; }                                     \
+    inline T operator--(T& a, int) { const T old = a; --a; return old; }
 
 #pragma pop_macro("uint64_t")
