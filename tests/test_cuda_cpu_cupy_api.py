@@ -187,6 +187,19 @@ def test_code_that_declares_its_own_64_bit_integer_types_builds_under_nvrtc(chec
     assert (int(total[0]), int(lowest[0])) == (5050, 1 - 1000)
 
 
+
+@pytest.mark.parametrize("declaration", ["typedef cuda::std::int64_t int64_t;", "using int64_t = cuda::std::int64_t;",
+                                         "typedef long long int64_t;"])
+def test_code_that_declares_int64_t_beside_libcuxx_s_builds(declaration):
+    # ggml: the code's int64_t became a macro for a name of its own, and so did cuda::std::int64_t,
+    # a name libcu++ has not ("'nn_cuda_cpu_code_int64_t' in namespace 'cuda::std' does not name a type")
+    code = (f"#include <cuda/std/cstdint>\n{declaration}\n"
+            "__device__ cuda::std::int64_t twice(cuda::std::int64_t v) { return 2 * v; }\n"
+            'extern "C" __global__ void k(int64_t* out, int64_t n) { out[threadIdx.x] = twice(n) + threadIdx.x; }\n')
+    out = np.zeros(4, np.int64)
+    RawModule(code=code).get_function("k")((1,), (4,), (out, np.int64(2**40)))
+    assert out.tolist() == [2**41 + i for i in range(4)]
+
 def test_name_expressions_with_nvcc_warn_as_cupy_refuses_them():
     code = "template <typename T> __global__ void fill(T* out) { out[threadIdx.x] = T(3); }\n"
     with pytest.warns(UserWarning, match=r"CuPy refuses name_expressions with backend='nvcc' \(ValueError: only nvrtc "
