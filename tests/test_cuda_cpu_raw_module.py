@@ -783,10 +783,17 @@ def test_a_standard_header_nvrtc_lacks_stops_the_build_as_on_a_gpu():
     for module in (RawModule(code=code, backend="nvcc"),
                    RawModule(code="#ifndef __CUDACC_RTC__\n#include <cassert>\n#endif\n#include <cuda/std/limits>\n"
                                   + body),
-                   RawModule(code=code.replace("<cassert>", "<cuda/std/cassert>"))):
+                   RawModule(code=code.replace("<cassert>", "<cuda/std/cassert>")),
+                   # nor reads one in a branch the preprocessor leaves out (ggml-common.h's), as NVRTC does not
+                   RawModule(code="#if defined(GGML_COMMON_DECL_C)\n#include <stdint.h>\n#elif 1\n"
+                                  "#include <cuda/std/limits>\n#else\n#include <cassert>\n#endif\n" + body)):
         out = np.zeros(1, np.float32)
         module.get_function("k")((1,), (1,), (out,))
         assert out[0] == np.finfo(np.float32).max
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):2: NVRTC, CuPy's default compiler, has no "
+                                               r"<stdint.h>"):  # ... unless the option defines the macro
+        RawModule(code="#if defined(GGML_COMMON_DECL_C)\n#include <stdint.h>\n#endif\n" + body,
+                  options=("-DGGML_COMMON_DECL_C",)).get_function("k")
 
 
 @pytest.mark.parametrize("name, header", [("std::vector<int>", "vector"), ("std::thread", "thread"),

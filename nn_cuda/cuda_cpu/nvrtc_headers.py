@@ -217,11 +217,28 @@ def host_functions(code: str) -> list[tuple[int, str]]:
 DEFAULT_DEVICE_OPTIONS = ("-default-device", "--device-as-default-execution-space")
 
 
-def refusal(code: str, name: str, options=()) -> str | None:
-    """The one-line message for the first refused include or host function (none with -default-device
-    among NVRTC's `options`), or None."""
+def live_includes(code: str, includes: list[tuple[int, str]], preprocess) -> list[tuple[int, str]]:
+    """Those of `includes` ((line, header)) that the preprocessor reads: one in a branch of an #if that
+    it leaves out (ggml-common.h's `#if defined(GGML_COMMON_DECL_C)`, `#if 0`) NVRTC never reads either.
+    `preprocess(text)` is the text after the host's preprocessor, with NVRTC's macros, or None (then
+    all of them: the build will say why)."""
+    if not includes:
+        return includes
+    lines = code.split("\n")
+    for line, _ in includes:
+        lines[line - 1] = f"nn_cuda_cpu_include_at_{line}"
+    text = preprocess("\n".join(lines))
+    if text is None:
+        return includes
+    return [(line, header) for line, header in includes if re.search(rf"\bnn_cuda_cpu_include_at_{line}\b", text)]
+
+
+def refusal(code: str, name: str, options=(), preprocess=lambda text: None) -> str | None:
+    """The one-line message for the first refused include that the preprocessor reads (`preprocess`:
+    live_includes) or host function (none with -default-device among NVRTC's `options`), or None."""
     default_device = any(option in DEFAULT_DEVICE_OPTIONS for option in options)
-    includes, functions = refused_includes(code), [] if default_device else host_functions(code)
+    includes = live_includes(code, refused_includes(code), preprocess)
+    functions = [] if default_device else host_functions(code)
     if functions and (not includes or functions[0][0] < includes[0][0]):
         line, function = functions[0]
         return (f"{name}:{line}: {function} is a host function (no __device__ or __global__), which NVRTC, CuPy's "

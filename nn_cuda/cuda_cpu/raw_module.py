@@ -123,7 +123,9 @@ class RawModule:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
         if self._kernels is not None:
             return
-        refused = self.backend == "nvrtc" and nvrtc_headers.refusal(self.code, self.name or build.CODE_NAME, self.options)
+        refused = self.backend == "nvrtc" and nvrtc_headers.refusal(
+            self.code, self.name or build.CODE_NAME, self.options,
+            lambda text: _preprocessed(text, [*self._flags, NVRTC_MACRO]))
         if refused:
             raise build.KernelBuildError(refused)
         instances = self._instances()
@@ -563,6 +565,11 @@ def _closing_brace(text: str) -> int:
         if depth == 0:
             return brace.end()
     return len(text)
+
+
+#: what NVRTC defines besides what build.DEVICE_MACROS has (which the build leaves out: code may declare
+#: under it what the host's headers declare)
+NVRTC_MACRO = "-D__CUDACC_RTC__"
 
 
 def _preprocessed(code: str, flags) -> str | None:
