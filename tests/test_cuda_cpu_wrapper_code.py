@@ -10,6 +10,8 @@ modules are built and shared, `BOTH_MODES_CODE` in both modes and `TOOLKIT_CODE`
 are small, and four fail on purpose, each in one line.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -203,6 +205,13 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
     ('extern "C" __global__ void select(int* out) { out[0] = 1; }',
      r"^\(RawModule code\):1: `select` is also a function of the C library, which the CPU build includes \(NVRTC "
      r"declares no such function, so on a GPU the name is free\): rename it$"),
+    # one whose C++ overloads (<string.h>'s index) made the instance table's error unreadable
+    ('// SHOC names its kernels this way\nextern "C" __global__ void index(int* out) { out[0] = 1; }',
+     r"^\(RawModule code\):2: `index` is also a function of the C library, which the CPU build includes"),
+    # one CUDA's device library declares too: NVRTC refuses it as well
+    ('extern "C" __global__ void sqrt(int* out) { out[0] = 1; }',
+     r"^\(RawModule code\):1: `sqrt` is also a function of the C library and of CUDA's device library, which "
+     r"declares it for NVRTC too: CuPy's build of this code fails on a GPU as well; rename it$"),
     # inline PTX with a float register: GCC's constraint errors, one per asm, had no word of PTX
     ('extern "C" __global__ void k(float* y, const float* x)\n{\n    float v;\n'
      '    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(x + threadIdx.x));\n    y[threadIdx.x] = v;\n}',
@@ -213,10 +222,10 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
      'extern "C" __global__ void k(unsigned* out) { out[0] = cg::this_grid().cluster_rank(); }',
      r"^\(RawModule code\):3: the CPU runner does not support thread block clusters \(sm_90; its code is sm_80's, "
      r"__CUDA_ARCH__ 800\)$"),
-], ids=["runner-name", "header-name", "inline-ptx", "clusters"])
+], ids=["runner-name", "header-name", "overloaded-name", "cuda-name", "inline-ptx", "clusters"])
 def test_a_build_that_cannot_be_is_refused_in_one_line(code, message):
     with pytest.raises(KernelBuildError, match=message):
-        RawModule(code=code).get_function("sysconf" if "sysconf" in code else "select" if "select" in code else "k")
+        RawModule(code=code).get_function(re.search(r"void (\w+)\(", code)[1])
 
 
 

@@ -629,10 +629,12 @@ def _inline_ptx(log: str) -> str | None:
     return f"{where}the CPU runner does not support inline PTX assembly, asm(\"...\"), which runs on a GPU only"
 
 
-def _device_function_instance(log: str, plan: _Plan) -> str | None:
-    """The one-line message for a name expression that names a __device__ function of the code, not a
-    __global__ one, or None. NVRTC refuses one on a GPU ("Name expression cannot form address of a
-    non-__global__ function"); the host compiler's message is about the runner's instance table."""
+def _instance_row(log: str, plan: _Plan) -> str | None:
+    """The one-line message for a row of the instance table that does not build, or None: a name
+    expression that names a __device__ function of the code, not a __global__ one (NVRTC refuses it on
+    a GPU: "Name expression cannot form address of a non-__global__ function"), or an extern "C"
+    kernel that the C library's C++ overloads make ambiguous (`index`, `rindex`); the host compiler's
+    message is about the runner's instance table."""
     code, _, table = plan.unit.partition(f"#line 1 {_quoted(f'({plan.table})')}\n")
     rows = table.splitlines()
     for line in re.findall(rf"^{re.escape(f'({plan.table})')}:(\d+):", log, re.M):
@@ -642,11 +644,17 @@ def _device_function_instance(log: str, plan: _Plan) -> str | None:
         expression = row[1]
         name = re.sub(r"<.*", "", expression.lstrip("&")).split("::")[-1].strip()
         declared = rf"[^;{{}}()=]*?\b{re.escape(name)}\s*\("
-        if re.search(rf"\b__device__\b{declared}", code) and not re.search(rf"\b__global__\b{declared}", code):
+        kernel = re.search(rf"\b__global__\b{declared}", code)
+        if re.search(rf"\b__device__\b{declared}", code) and not kernel:
             return (f"name_expressions names {expression!r}, a __device__ function of the code: a name expression "
                     "takes a __global__ kernel (or a __device__ or __constant__ variable, for get_global), and NVRTC "
                     "refuses this one on a GPU too (\"Name expression cannot form address of a non-__global__ "
                     "function\")")
+        if kernel and expression == name and "no matches converting function" in log:
+            directives = list(re.finditer(r'^#line 1 "(?P<file>(?:\\.|[^"\\])*)"\n', code[:kernel.start()], re.M))
+            where = f"{directives[-1]['file']}:{code.count(chr(10), directives[-1].end(), kernel.start()) + 1}" \
+                if directives else plan.what  # the kernel's line in the code's own lines
+            return f"{where}: {_c_library_function(name)}"
     return None
 
 
@@ -663,8 +671,25 @@ def _c_library_name(log: str) -> str | None:
     if found is None:
         return None
     name = found["gcc"] or found["clang"]
-    return (f"{found['where']}: `{name}` is also a function of the C library, which the CPU build includes (NVRTC "
-            "declares no such function, so on a GPU the name is free): rename it")
+    return f"{found['where']}: {_c_library_function(name)}"
+
+
+#: the C library's functions that CUDA's device library declares too (its math API, malloc, printf,
+#: ...): a kernel or function of the code named like one fails with NVRTC as well
+_CUDA_DECLARES = frozenset("malloc free memcpy memset printf clock abs labs llabs".split() + [
+    f"{name}{suffix}" for name in """sqrt cbrt exp exp2 exp10 expm1 log log2 log10 log1p pow sin cos tan asin acos
+    atan atan2 sinh cosh tanh asinh acosh atanh fabs floor ceil trunc round rint nearbyint lround llround lrint
+    llrint fmod remainder remquo fmin fmax fdim fma hypot erf erfc tgamma lgamma frexp ldexp modf scalbn scalbln
+    ilogb logb copysign nextafter nan sincos""".split() for suffix in ("", "f")])
+
+
+def _c_library_function(name: str) -> str:
+    """Why the code's `name`, a function of the C library, does not build here, and whether it does on a GPU."""
+    if name in _CUDA_DECLARES:
+        return (f"`{name}` is also a function of the C library and of CUDA's device library, which declares it "
+                "for NVRTC too: CuPy's build of this code fails on a GPU as well; rename it")
+    return (f"`{name}` is also a function of the C library, which the CPU build includes (NVRTC declares no such "
+            "function, so on a GPU the name is free): rename it")
 
 
 def _runner_names_taken(objects, library: Path) -> list[str]:
@@ -753,7 +778,7 @@ def _compile(plan: _Plan) -> Path:
                 # The generated file is deleted with `work`: name it by what it holds.
                 log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
                 raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
-                                       _device_function_instance(log, plan) or
+                                       _instance_row(log, plan) or
                                        _legacy_warp_function(log) or
                                        _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
