@@ -55,8 +55,9 @@ _STACK_OVERFLOW, _GENERAL_PROTECTION = 1000, 1001
 #: runtime.cpp's status of a launch that ran to its end with a shuffle from a lane with no value
 _UNDEFINED_LANE_READ = 3
 _SIGNALS = {
-    _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner): a large local "
-                      "array? Put it in __shared__ or global memory"),
+    _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner), or an index "
+                      "past the end of a local array wrote over it: a large local array? Put it in __shared__ or "
+                      "global memory; NN_CUDA_CPU_CHECK=1 names an index out of bounds"),
     _GENERAL_PROTECTION: ("a misaligned vector access (a general-protection fault: a float4, double2 or other "
                           "16-byte type loaded or stored at an address that is no multiple of 16)"),
     4: "an index outside a __shared__ or local array (trapped by -fsanitize=bounds)",  # SIGILL
@@ -958,7 +959,9 @@ class _CheckedBuffers:
                     continue  # every NaN is there with nothing filled: the kernel's arithmetic
             poisoned = f"{names[i]} (filled with NaN before the launch), " if i in self.poisoned else ""
             found = (f"the kernel read {' and '.join(shared)} where no thread of the block had written it "
-                     "(the arrays are filled with NaN before every block)" if shared else
+                     "yet (the arrays are filled with NaN before every block): where a thread writes it before "
+                     "another reads it, a __syncthreads() between the two is missing (or, between the lanes of a "
+                     "warp, a __syncwarp(): lanes do not run in lockstep here)" if shared else
                      f"the kernel read poisoned memory ({poisoned}__shared__ memory before any thread wrote "
                      "it, or the bytes right before an array, an index of -1) or left elements unwritten")
             raise KernelError(
