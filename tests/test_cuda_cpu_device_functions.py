@@ -543,8 +543,8 @@ def test_headers_macros_and_qualifiers_that_a_gpu_build_takes_compile():
 def test_a_kernel_launch_in_the_code_is_named(tmp_path):
     code = ('__global__ void child(float* out) { out[0] = 1.0f; }\n'
             'extern "C" __global__ void parent(float* out)\n{\n    child<<<1, 1>>>(out);\n}\n')
-    with pytest.raises(KernelBuildError, match=r"a kernel launch, kernel<<<\.\.\.>>>\(\.\.\.\), in the code: the CPU "
-                                               r"runner does not support one from device code \(dynamic parallelism\)"):
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):4: a kernel launch, kernel<<<\.\.\.>>>\(\.\.\.\): the "
+                                               r"CPU runner does not support one in device code \(dynamic parallelism\)"):
         RawModule(code=code).get_function("parent")
 
 

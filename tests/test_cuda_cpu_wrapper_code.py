@@ -212,6 +212,14 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
     ('extern "C" __global__ void sqrt(int* out) { out[0] = 1; }',
      r"^\(RawModule code\):1: `sqrt` is also a function of the C library and of CUDA's device library, which "
      r"declares it for NVRTC too: CuPy's build of this code fails on a GPU as well; rename it$"),
+    # a host library's header (darknet's kernel files include it for their host code): g++'s "No such file"
+    ('#include <cublas_v2.h>\nextern "C" __global__ void k(int* out) { out[0] = 1; }',
+     r"^\(RawModule code\):1: the CPU runner has no <cublas_v2.h>, the header of cuBLAS, which host code calls: a "
+     r"RawModule holds device code"),
+    # a host launcher (darknet's): g++'s "expected primary-expression before '<' token"
+    ('extern "C" __global__ void k(int* out) { out[0] = 1; }\nvoid launch(int* out)\n{\n    k<<<1, 1>>>(out);\n}',
+     r"^\(RawModule code\):4: a kernel launch, kernel<<<...>>>\(...\): the CPU runner does not support one in device "
+     r"code \(dynamic parallelism\), and one in host code"),
     # inline PTX with a float register: GCC's constraint errors, one per asm, had no word of PTX
     ('extern "C" __global__ void k(float* y, const float* x)\n{\n    float v;\n'
      '    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(x + threadIdx.x));\n    y[threadIdx.x] = v;\n}',
@@ -222,7 +230,8 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
      'extern "C" __global__ void k(unsigned* out) { out[0] = cg::this_grid().cluster_rank(); }',
      r"^\(RawModule code\):3: the CPU runner does not support thread block clusters \(sm_90; its code is sm_80's, "
      r"__CUDA_ARCH__ 800\)$"),
-], ids=["runner-name", "header-name", "overloaded-name", "cuda-name", "inline-ptx", "clusters"])
+], ids=["runner-name", "header-name", "overloaded-name", "cuda-name", "host-library", "host-launcher",
+        "inline-ptx", "clusters"])
 def test_a_build_that_cannot_be_is_refused_in_one_line(code, message):
     with pytest.raises(KernelBuildError, match=message):
         RawModule(code=code).get_function(re.search(r"void (\w+)\(", code)[1])

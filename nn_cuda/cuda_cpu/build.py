@@ -525,11 +525,22 @@ def _hint(log: str, unit: str) -> str:
         return (f"\n(name_expressions names {named!r}, which is no kernel of the code: each entry is a "
                 "__global__ function or a template instance of one, spelled as the code spells it"
                 f"{undeclared['guess'] or ''})")
-    if re.search(r"<<<.*>>>", unit) and "expected primary-expression" in log:
-        return ("\n(a kernel launch, kernel<<<...>>>(...), in the code: the CPU runner does not support one from "
-                "device code (dynamic parallelism), and one in host code has no place in a RawModule, whose "
-                "kernels are launched from Python)")
     return ""
+
+
+#: GCC's and clang's error at the `<<<` of a kernel launch
+_LAUNCH_SYNTAX = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: expected (?:primary-)?expression(?: before [‘'`]<[’'] token)?$",
+                            re.M)
+
+
+def _kernel_launch(log: str, unit: str) -> str | None:
+    """The one-line message for a kernel launch, kernel<<<...>>>(...), in the code, or None."""
+    found = _LAUNCH_SYNTAX.search(log) if re.search(r"<<<.*>>>", unit) else None
+    if found is None:
+        return None
+    return (f"{found['where']}: a kernel launch, kernel<<<...>>>(...): the CPU runner does not support one in device "
+            "code (dynamic parallelism), and one in host code (a launcher, which nvcc compiles) has no place in a "
+            "RawModule, whose kernels Python launches: leave it out of the code")
 
 
 #: the warp shuffles and votes of CUDA 8 and before, without a mask: GPUs of sm_70 and later (CUDA 9
@@ -721,15 +732,32 @@ MISSING_LIBRARIES = {"cub": "this part of CUB (it has CUB's block and warp reduc
                      "cupy": "CuPy's headers (cupy/complex.cuh, cupy/carray.cuh, ...; it has "
                              "cupy/math_constants.h only)",
                      "cutlass": "CUTLASS", "cute": "CUTLASS's CuTe"}
+#: the headers of CUDA's host libraries, which nvcc finds among CUDA's headers and the runner has not
+#: (darknet's kernel files include curand.h and cublas_v2.h for their host code)
+HOST_LIBRARY_HEADERS = {
+    **dict.fromkeys(("cublas_v2.h", "cublas.h", "cublas_api.h", "cublasLt.h"), "cuBLAS"),
+    "curand.h": "cuRAND's host API (its device API, <curand_kernel.h>, is here)",
+    **dict.fromkeys(("cufft.h", "cufftXt.h"), "cuFFT"), "cusparse.h": "cuSPARSE",
+    **dict.fromkeys(("cusolverDn.h", "cusolverSp.h"), "cuSOLVER"), "cudnn.h": "cuDNN", "nccl.h": "NCCL",
+    **dict.fromkeys(("nvToolsExt.h", "nvtx3/nvToolsExt.h"), "NVTX"),
+    "cuda_profiler_api.h": "the profiler's host API", "library_types.h": "the host libraries' types"}
 #: GCC's and clang's error on an #include it cannot find
-_NOT_FOUND = re.compile(r"^(?P<where>.+?:\d+):\d+: fatal error: [‘'`]?(?P<path>(?P<folder>[\w.]+)/[^:’'\n]*)[’']?"
+_NOT_FOUND = re.compile(r"^(?P<where>.+?:\d+):\d+: fatal error: [‘'`]?(?P<path>(?:(?P<folder>[\w.]+)/)?[^:’'\n]*)[’']?"
                         r"(?:: No such file or directory| file not found)", re.M)
 
 
 def _missing_library(log: str) -> str | None:
-    """The one-line message for an #include of a library the runner lacks (MISSING_LIBRARIES), or None."""
+    """The one-line message for an #include of a library the runner lacks (MISSING_LIBRARIES) or of a
+    host library's header (HOST_LIBRARY_HEADERS), or None."""
     found = _NOT_FOUND.search(log)
-    if found is None or found["folder"] not in MISSING_LIBRARIES:
+    if found is None:
+        return None
+    if found["path"] in HOST_LIBRARY_HEADERS:
+        return (f"{found['where']}: the CPU runner has no <{found['path']}>, the header of "
+                f"{HOST_LIBRARY_HEADERS[found['path']]}, which host code calls: a RawModule holds device code, whose "
+                "kernels Python launches; leave the host code that uses it out of the code (nvcc finds it among "
+                "CUDA's headers, NVRTC cannot compile it)")
+    if found["folder"] not in MISSING_LIBRARIES:
         return None
     return (f"{found['where']}: the CPU runner does not support {MISSING_LIBRARIES[found['folder']]}: "
             f"#include <{found['path']}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers)")
@@ -779,7 +807,7 @@ def _compile(plan: _Plan) -> Path:
                 log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
                 raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
                                        _instance_row(log, plan) or
-                                       _legacy_warp_function(log) or
+                                       _legacy_warp_function(log) or _kernel_launch(log, plan.unit) or
                                        _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
