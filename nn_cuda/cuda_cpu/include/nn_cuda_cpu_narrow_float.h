@@ -290,6 +290,10 @@ T nn_cuda_cpu_relu(T a)
     return v != v ? T::from_bits(0x7FFF) : v < 0.0f ? T::from_bits(0) : a;
 }
 
+// A function of pairs T2 that applies `scalar` to each lane
+#define NN_CUDA_CPU_LANEWISE(T2, name, scalar) \
+    inline T2 name(T2 a) { return T2(scalar(a.x), scalar(a.y)); }
+
 // The rest of CUDA's functions of both formats: the unordered comparisons (true where a NaN is), the
 // comparisons of pairs (lane by lane as 1 or 0, of both lanes as a bool, as a mask of 16 bits a lane),
 // the NaN-propagating, saturating and relu forms, and the math functions of pairs.
@@ -361,19 +365,13 @@ T nn_cuda_cpu_relu(T a)
                   nn_cuda_cpu_narrow<T>(static_cast<double>(ax) * by + static_cast<double>(ay) * bx + nn_cuda_cpu_wide(c.y))); \
     }                                                                                                               \
     inline T hexp10(T a) { return nn_cuda_cpu_narrow<T>(exp10f(nn_cuda_cpu_wide(a))); }                             \
-    inline T2 h2exp2(T2 a) { return T2(hexp2(a.x), hexp2(a.y)); }                                                   \
-    inline T2 h2exp10(T2 a) { return T2(hexp10(a.x), hexp10(a.y)); }                                                \
-    inline T2 h2log2(T2 a) { return T2(hlog2(a.x), hlog2(a.y)); }                                                   \
-    inline T2 h2log10(T2 a) { return T2(hlog10(a.x), hlog10(a.y)); }                                                \
-    inline T2 h2rsqrt(T2 a) { return T2(hrsqrt(a.x), hrsqrt(a.y)); }                                                \
-    inline T2 h2rcp(T2 a) { return T2(hrcp(a.x), hrcp(a.y)); }                                                      \
-    inline T2 h2sin(T2 a) { return T2(hsin(a.x), hsin(a.y)); }                                                      \
-    inline T2 h2cos(T2 a) { return T2(hcos(a.x), hcos(a.y)); }                                                      \
-    inline T2 h2tanh(T2 a) { return T2(htanh(a.x), htanh(a.y)); }                                                   \
-    inline T2 h2floor(T2 a) { return T2(hfloor(a.x), hfloor(a.y)); }                                                \
-    inline T2 h2ceil(T2 a) { return T2(hceil(a.x), hceil(a.y)); }                                                   \
-    inline T2 h2trunc(T2 a) { return T2(htrunc(a.x), htrunc(a.y)); }                                                \
-    inline T2 h2rint(T2 a) { return T2(hrint(a.x), hrint(a.y)); }
+    NN_CUDA_CPU_LANEWISE(T2, h2exp2, hexp2) NN_CUDA_CPU_LANEWISE(T2, h2exp10, hexp10)                               \
+    NN_CUDA_CPU_LANEWISE(T2, h2log2, hlog2) NN_CUDA_CPU_LANEWISE(T2, h2log10, hlog10)                               \
+    NN_CUDA_CPU_LANEWISE(T2, h2rsqrt, hrsqrt) NN_CUDA_CPU_LANEWISE(T2, h2rcp, hrcp)                                 \
+    NN_CUDA_CPU_LANEWISE(T2, h2sin, hsin) NN_CUDA_CPU_LANEWISE(T2, h2cos, hcos)                                     \
+    NN_CUDA_CPU_LANEWISE(T2, h2tanh, htanh) NN_CUDA_CPU_LANEWISE(T2, h2floor, hfloor)                               \
+    NN_CUDA_CPU_LANEWISE(T2, h2ceil, hceil) NN_CUDA_CPU_LANEWISE(T2, h2trunc, htrunc)                               \
+    NN_CUDA_CPU_LANEWISE(T2, h2rint, hrint)
 
 // What both formats have, for a scalar type T of E exponent and M fraction bits and its pair T2
 // (members x and y): the operators (unless __CUDA_NO_HALF_OPERATORS__ or
