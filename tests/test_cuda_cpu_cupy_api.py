@@ -272,6 +272,41 @@ def test_a_cpp_kernel_built_by_nvcc_is_found_by_its_mangled_name():
         module.get_function("_Z6absentPi")
 
 
+
+NAMESPACED = r"""
+// caffe's way: every kernel in a namespace, one name overloaded for float and double; NVRTC's
+// documentation names kernels and variables as "&f", "&f<double>", "&N1::N2::f"
+namespace caffe {
+__device__ int base = 10;
+__global__ void clip(int n, const float* in, float* out) { out[threadIdx.x] = in[threadIdx.x] < 0 ? 0 : 1; }
+__global__ void clip(int n, const double* in, double* out) { out[threadIdx.x] = in[threadIdx.x] < 0 ? 0 : 2; }
+template <typename T>
+__global__ void offset(T* x) { x[threadIdx.x] += base; }
+extern "C" __global__ void c_named(int* x) { x[threadIdx.x] = base + 1; }
+}  // namespace caffe
+"""
+
+
+def test_kernels_and_variables_of_a_namespace_are_found_as_nvrtc_and_cupy_find_them():
+    # "&offset<int>" and "caffe::base" were build errors, an extern "C" kernel of a namespace broke the
+    # whole module, and overloaded kernels were not found by their mangled names
+    module = RawModule(code=NAMESPACED, name_expressions=("&caffe::offset<int>", "caffe::base"))
+    module.get_global("caffe::base")[:] = np.array([20], np.int32).view(np.uint8)
+    x = np.arange(3, dtype=np.int32)
+    module.get_function("&caffe::offset<int>")((1,), (3,), (x,))
+    assert x.tolist() == [20, 21, 22]
+    module.get_function("c_named")((1,), (3,), (x,))  # by its C name, as CuPy finds it
+    assert x.tolist() == [21, 21, 21]
+    nvcc = RawModule(code=NAMESPACED, backend="nvcc")
+    for mangled, dtype, want in (("_ZN5caffe4clipEiPKfPf", np.float32, 1), ("_ZN5caffe4clipEiPKdPd", np.float64, 2)):
+        out = np.zeros(2, dtype)
+        nvcc.get_function(mangled)((1,), (2,), (np.int32(2), np.array([-1, 1], dtype), out))
+        assert out.tolist() == [0, want]
+    with pytest.raises(LookupError, match=r"name_expressions=\('caffe::clip',\)"):  # named with its namespace
+        RawModule(code=NAMESPACED.replace("__global__ void clip(int n, const double*", "__device__ void c2(int n, "
+                                                                                         "const double*")
+                  ).get_function("clip")
+
 def test_nvrtcs_options_in_both_spellings_and_default_device_are_taken():
     """NVRTC 12.9 compiles with each of these (PolyBench-ACC tried them): the runner refused the long
     or the short spelling of some; and with -default-device NVRTC takes a function without

@@ -356,3 +356,28 @@ def test_clusters_and_inline_ptx_in_braces_are_refused_in_one_line():
            "  out[0] = a + b;\n}\n")
     with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):3: the CPU runner does not support inline PTX"):
         RawModule(code=ptx).get_function("k")
+
+
+ROWS_THROUGH_POINTERS = r"""
+// Kaldi's _copy_rows: row i of `out` from the row `rows[i]` points to (or zeros where it is null);
+// its own `warpSize` shadows CUDA's built-in one
+extern "C" __global__ void copy_rows(const float* const* rows, float** out, int columns)
+{
+    const int warpSize = 4;  // a variable of the code's own
+    int i = blockIdx.x, j = threadIdx.x;
+    if (j < columns) out[i][j] = rows[i] ? rows[i][j] + warpSize : 0.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_arrays_of_addresses_are_taken_for_typed_pointers_to_pointers(check):
+    # float** and const float* const* refused every argument: an array of addresses passed the check of
+    # a pointer to pointers, then failed the one of the pointee's dtype (float32)
+    source, target = np.arange(6, dtype=np.float32).reshape(2, 3), np.full((3, 3), np.nan, np.float32)
+    rows = np.array([source[1].ctypes.data, 0, source[0].ctypes.data], np.uint64)
+    out = np.array([target[i].ctypes.data for i in range(3)], np.uint64)
+    RawModule(code=ROWS_THROUGH_POINTERS, check=check).get_function("copy_rows")((3,), (32,), (rows, out, 3))
+    np.testing.assert_array_equal(target, [[7, 8, 9], [0, 0, 0], [4, 5, 6]])
+    with pytest.raises(TypeError, match=r"argument 0 \(const float\* const\*\) takes an array of addresses"):
+        RawModule(code=ROWS_THROUGH_POINTERS, check=check).get_function("copy_rows")((3,), (32,), (source, out, 3))

@@ -35,10 +35,7 @@ import math
 
 import numpy as np
 
-from .runner import NARROW_FLOATS, SCALAR_CTYPES, STRUCT_TYPE
-
-#: runtime.h's name of a type it cannot name (a reference or a pointer to one is named, and refused)
-UNSUPPORTED = "?"
+from .runner import NARROW_FLOATS, SCALAR_CTYPES, STRUCT_TYPE, UNSUPPORTED, pointers_to_pointers
 #: runtime.h's names of plain char (signed on x86-64, unsigned on ARM): whose signedness code does not
 #: choose, so a char* takes int8 or uint8 (text's bytes are uint8), as CuPy passes any array's pointer
 _PLAIN_CHAR = ("char", "char (unsigned)")
@@ -47,12 +44,6 @@ _PLAIN_CHAR = ("char", "char (unsigned)")
 def scalar_dtype(c_type: str) -> np.dtype:
     """The NumPy dtype of a scalar C type as runtime.h names it ('unsigned long' -> uint64 on Linux)."""
     return np.dtype(SCALAR_CTYPES[c_type])
-
-
-def pointers_to_pointers(c_type: str) -> bool:
-    """Whether a parameter is a pointer to pointers ("void**", "const float**"): its argument is an
-    array of addresses."""
-    return c_type.endswith("**") and UNSUPPORTED not in c_type
 
 
 def unsupported(signature) -> list[int]:
@@ -160,13 +151,13 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
     pointee = c_type.replace("const ", "").rstrip("*")
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where} takes a NumPy array, got {_given(value)}")
-    if pointers_to_pointers(c_type):
+    if pointers_to_pointers(c_type):  # what its addresses point to is no business of the argument's
         if value.dtype not in (np.uint64, np.int64):
             raise TypeError(f"{where} takes an array of addresses, uint64 or int64 (np.array([a.ctypes.data, ...], "
                             f"np.uint64)), got {_given(value)}")
     elif pointee in NARROW_FLOATS and value.dtype.itemsize != 2:
         raise TypeError(f"{where} takes an array of 2-byte items (float16, or uint16 bits), got {_given(value)}")
-    if pointee in _PLAIN_CHAR:
+    elif pointee in _PLAIN_CHAR:
         if value.dtype not in (np.int8, np.uint8):
             raise TypeError(f"{where} takes an array of int8 or uint8 (plain char is signed or unsigned as the "
                             f"platform chooses), got {_given(value)}")

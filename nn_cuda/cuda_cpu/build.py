@@ -249,8 +249,15 @@ def find_compiler() -> str:
         raise BackendUnavailable(str(missing)) from None
 
 
+def instance_address(expression: str) -> str:
+    """The address a row of the instance table takes: a name expression as NVRTC takes it, `scale<float>`
+    or `&scale<float>`, or a cast that picks one overload (`static_cast<void (*)(int*)>(&g)`)."""
+    text = expression.strip()
+    return text if text.startswith(("&", "static_cast<")) else f"&{text}"
+
+
 def _unit(body: str, instances) -> str:
-    rows = "".join(f"    NN_CUDA_CPU_INSTANCE({name}),\n" for name in instances)
+    rows = "".join(f"    NN_CUDA_CPU_INSTANCE({instance_address(name)}),\n" for name in instances)
     return (
         f'#include "{RUNTIME_HEADER.as_posix()}"\n{body}\n'
         f"static const nn_cuda_cpu::Instance nn_cuda_cpu_instances[] = {{\n{rows}}};\n"
@@ -652,8 +659,8 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
         row = re.search(r"NN_CUDA_CPU_INSTANCE\((.*)\),$", rows[int(line) - 1]) if int(line) <= len(rows) else None
         if row is None:
             continue
-        expression = row[1]
-        name = re.sub(r"<.*", "", expression.lstrip("&")).split("::")[-1].strip()
+        expression = row[1].removeprefix("&")
+        name = re.sub(r"<.*", "", expression).split("::")[-1].strip()
         declared = rf"[^;{{}}()=]*?\b{re.escape(name)}\s*\("
         kernel = re.search(rf"\b__global__\b{declared}", code)
         if re.search(rf"\b__device__\b{declared}", code) and not kernel:

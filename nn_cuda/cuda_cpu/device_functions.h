@@ -845,7 +845,8 @@ NN_CUDA_CPU_SCOPED_ATOMIC(atomicXor)
 // (a legacy "warp-synchronous" reduction on volatile __shared__ memory) does not work here: its
 // lanes take turns between syncs; the checking mode reports such a race.
 
-#define warpSize 32
+// CUDA's built-in variable, which code may shadow with a variable or parameter of its own (Kaldi's `int warpSize`)
+constexpr int warpSize = 32;
 
 inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) { nn_cuda_cpu::warp_sync(mask); }
 

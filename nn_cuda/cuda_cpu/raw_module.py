@@ -136,6 +136,9 @@ class RawModule:
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
         _refuse_too_much_static_shared(kernels.tool_path, self.name or build.CODE_NAME)
         self._index = {name: i for i, name in enumerate(instances)}
+        for name, i in list(self._index.items()):  # an extern "C" kernel of a namespace, by its C name too
+            if "::" in name and name not in self.name_expressions and name not in self._mangled.values():
+                self._index.setdefault(name.rsplit("::", 1)[1], i)
         self._kernels = kernels
 
     def get_global(self, name: str) -> np.ndarray:
@@ -192,11 +195,16 @@ class RawModule:
             if name in self.name_expressions and names_a_variable(name, self.code):
                 raise LookupError(f"{name!r} names a variable of this RawModule, not a kernel: get_global"
                                   f"({name.lstrip('&').strip()!r}) gives its bytes")
-            if re.search(rf"\b__global__\b[^;{{}}]*?\b{re.escape(name)}\s*\(", self.code):
+            kernel = re.search(rf"\b__global__\b[^;{{}}]*?\b{re.escape(name)}\s*\(", self.code)
+            declared = self.code[max(self.code.rfind(c, 0, kernel.start()) for c in ";{}") + 1:kernel.start()] \
+                if kernel else ""
+            if kernel and not re.search(r"\btemplate\b", declared):
+                # one in a namespace is named with it, as NVRTC takes it: `caffe::scale`
+                expression = _namespace_at(self.code, kernel.start()) + name
                 how = (f"{name} is a C++ kernel of the code (not extern \"C\"), which CuPy finds through "
-                       f"name_expressions too: RawModule(..., name_expressions=({name!r},)), or with "
+                       f"name_expressions too: RawModule(..., name_expressions=({expression!r},)), or with "
                        "backend='nvcc' by its mangled name (get_function('_Z...'))")
-            elif re.search(rf"\b{re.escape(name.split('<')[0].strip())}\b", self.code):
+            elif re.search(rf"\b{re.escape(name.split('<')[0].split('::')[-1].strip())}\b", self.code):
                 how = "a template instance must be listed in name_expressions, spelled the same"
             else:
                 close = difflib.get_close_matches(name, list(self._index), n=1)
@@ -209,14 +217,20 @@ class RawModule:
 
 
 def _name_expression(function: str) -> str | None:
-    """The name expression of a kernel as c++filt writes it: "void reduce<float>(float const*, int)"
-    -> "reduce<float>", "ns::k(float*)" -> "ns::k"; None for what is no function."""
+    """The address of a kernel as c++filt writes it, with its parameters, so that it picks one of
+    overloaded kernels (caffe's ClipForward of float and of double): "void reduce<float>(float const*,
+    int)" -> "static_cast<void (*)(float const*, int)>(&reduce<float>)", "ns::k(float*)" ->
+    "static_cast<void (*)(float*)>(&ns::k)"; None for what is no function, or one of an unnamed
+    namespace, which no expression outside it names."""
     depth = 0
     for position, character in enumerate(function):
         depth += {"<": 1, ">": -1}.get(character, 0)
         if character == "(" and depth == 0:
-            head = function[:position].strip()
-            return head.removeprefix("void ").strip() or None  # a template instance's name comes with its type
+            head = function[:position].strip().removeprefix("void ").strip()  # a template instance's has its type
+            parameters = function[position + 1:function.rfind(")")]
+            if not head or "(anonymous namespace)" in head:
+                return None
+            return f"static_cast<void (*)({parameters})>(&{head})"
     return None
 
 
@@ -511,6 +525,7 @@ def names_a_variable(expression: str, code: str) -> bool:
     finds the variable by its name all the same."""
     name = expression.lstrip("&").strip()
     name = name.split("<", 1)[0].strip() if name.endswith(">") else name  # an instance of a variable template
+    name = name.split("::")[-1].strip()  # one in a namespace: `N1::N2::V2`, as NVRTC's example names it
     return re.fullmatch(r"[A-Za-z_]\w*", name) is not None and \
         re.search(_VARIABLE.format(name=re.escape(name)), code) is not None
 
@@ -554,8 +569,26 @@ def extern_c_kernels(code: str, flags) -> list[str]:
         rest = text[match.end():]
         # extern "C" { ... } or one declaration, up to its body or its semicolon
         end = _closing_brace(rest) if rest.startswith("{") else len(re.split(r"[;{]", rest, maxsplit=1)[0]) + 1
-        found += [name for name in _KERNEL.findall(rest[:end]) if name not in found]
+        scope = _namespace_at(text, match.start())
+        found += [scope + name for name in _KERNEL.findall(rest[:end]) if scope + name not in found]
     return found
+
+
+_NAMESPACE_OR_BRACE = re.compile(r"\bnamespace\s+(?P<name>[A-Za-z_][\w:]*)?\s*\{|[{}]")
+
+
+def _namespace_at(text: str, position: int) -> str:
+    """The namespaces around `position` of `text` as a qualifier ("N1::N2::", or ""): an extern "C"
+    kernel declared in one is `N1::N2::k` to the instance table, and `k` to CuPy's get_function. An
+    unnamed namespace adds nothing (its names are seen from the file's scope)."""
+    scopes: list[str | None] = []  # a namespace's name ("" if unnamed), or None for any other brace
+    for token in _NAMESPACE_OR_BRACE.finditer(text, 0, position):
+        if token.group() == "}":
+            if scopes:
+                scopes.pop()
+        else:
+            scopes.append(None if token.group() == "{" else token["name"] or "")
+    return "".join(f"{scope}::" for scope in scopes if scope)
 
 
 def _closing_brace(text: str) -> int:

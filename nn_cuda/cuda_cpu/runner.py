@@ -203,7 +203,8 @@ class LoadedKernels:
         `const`. LookupError if none."""
         symbols = _symbol_table(self.tool_path, "RawModule.get_global finds variables")
         sizes = {symbol: size for symbol, (kind, _, size, _, _) in symbols.items() if kind in _DATA_KINDS + "rR"}
-        if "<" in name:  # an instance of a variable template (`mask<float>`): found by its demangled name
+        if "<" in name or "::" in name:  # a variable template's instance (`mask<float>`), or one in a namespace
+            # (`N1::N2::V2`): found by its demangled name
             wanted = name.replace(" ", "")
             mangled = [symbol for symbol in sizes if symbol.startswith("_Z")]
             name = next((symbol for symbol, text in zip(mangled, demangled(mangled))
@@ -720,6 +721,14 @@ class _GuardedCopy:
 
 #: runtime.h's name of a struct passed by value or pointed to: "struct of 16 bytes" (its size)
 STRUCT_TYPE = re.compile(r"struct of (\d+) bytes?")
+#: runtime.h's name of a type it cannot name (a reference or a pointer to one is named, and refused)
+UNSUPPORTED = "?"
+
+
+def pointers_to_pointers(c_type: str) -> bool:
+    """Whether a parameter is a pointer to pointers ("void**", "const float**", "float* const*"): its
+    argument is an array of addresses."""
+    return c_type.replace(" const*", "*").endswith("**") and UNSUPPORTED not in c_type
 
 
 def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]) -> str | None:
@@ -732,7 +741,7 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
     one (CS149's renderer reaches its image through a __constant__ struct). None when nothing does,
     or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
     arrays = [i for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
-              if c_type.endswith("**") and isinstance(value, np.ndarray)]
+              if pointers_to_pointers(c_type) and isinstance(value, np.ndarray)]
     if arrays:
         return f"{names[arrays[0]]} (an array of pointers)"
     holders = [(names[i], bytes(value), None) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))

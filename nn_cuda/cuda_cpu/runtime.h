@@ -396,8 +396,13 @@ std::string parameter_type()
         return parameter_type<typename std::remove_reference<P>::type>() + "&";
     } else if constexpr (std::is_pointer<P>::value) {
         using Element = typename std::remove_pointer<P>::type;
-        return std::string(std::is_const<Element>::value ? "const " : "") +  // volatile: passed alike
-               parameter_type<typename std::remove_cv<Element>::type, true>() + "*";  // float** too
+        if constexpr (std::is_pointer<Element>::value) {  // float**, const float**, float* const*
+            return parameter_type<typename std::remove_cv<Element>::type, true>() +
+                   (std::is_const<Element>::value ? " const*" : "*");
+        } else {
+            return std::string(std::is_const<Element>::value ? "const " : "") +  // volatile: passed alike
+                   parameter_type<typename std::remove_cv<Element>::type, true>() + "*";
+        }
     } else {
         return value_type_name<P, Pointee>();
     }
@@ -472,10 +477,11 @@ inline void __syncthreads() { nn_cuda_cpu::barrier(); }
 
 #include "device_functions.h"
 
-// One row of the instance table that follows the kernel code: a template instance (a CuPy name
-// expression, "gemm_naive<float, false, true>") or the name of an extern "C" kernel ("saxpy").
+// One row of the instance table that follows the kernel code: the address of a kernel, of a template
+// instance (a CuPy name expression, "&gemm_naive<float, false, true>"), of an extern "C" kernel
+// ("&saxpy"), or one overload of a kernel picked by a cast (build.instance_address).
 #define NN_CUDA_CPU_INSTANCE(...) \
-    nn_cuda_cpu::Instance{&nn_cuda_cpu::run_thread<&__VA_ARGS__>, nn_cuda_cpu::signature_of(&__VA_ARGS__)}
+    nn_cuda_cpu::Instance{&nn_cuda_cpu::run_thread<(__VA_ARGS__)>, nn_cuda_cpu::signature_of(__VA_ARGS__)}
 
 // The C interface of the library that depends on its table `instances` of NN_CUDA_CPU_INSTANCE
 // entries; the rest is runtime.cpp's.
