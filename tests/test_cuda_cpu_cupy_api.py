@@ -316,7 +316,10 @@ def test_nvrtcs_options_in_both_spellings_and_default_device_are_taken():
     extern "C" __global__ void k(int* out) { out[threadIdx.x] = check((int)threadIdx.x - 1); }
     """
     options = ("--device-as-default-execution-space", "-split-compile=0", "--minimal", "-ewp",
-               "--extensible-whole-program", "--fdevice-time-trace=trace.json")
+               "--extensible-whole-program", "--fdevice-time-trace=trace.json",
+               # the long spelling of -dlto, and NVRTC 12's options that caffe's probe found refused
+               "--dlink-time-opt", "-jtd=0", "--device-stack-protector=true", "-no-err-no", "--brief-diagnostics=true",
+               "-opt-info=inline", "--builtin-move-forward=false", "--no-source-include")
     out = np.full(2, -1, np.int32)
     RawModule(code=code, options=options).get_function("k")((1,), (2,), (out,))
     assert out.tolist() == [1, 0]  # cudaErrorInvalidValue is 1

@@ -144,9 +144,16 @@ _GPU_ONLY_OPTIONS = ("-arch", "--gpu-architecture", "-use_fast_math", "--use_fas
                      # relocatable device code, the GPU assembler's options, 128-bit integers (the host has them)
                      "-dc", "-rdc", "--relocatable-device-code", "-dlto", "--dlto", "-dopt", "--dopt",
                      "-Xptxas", "--ptxas-options", "--device-int128", "-split-compile", "--split-compile",
-                     # the compiler's warnings and their numbers: the runner shows only the errors of a build
+                     "--dlink-time-opt", "-gen-opt-lto", "--gen-opt-lto", "-jtd", "--jump-table-density",
+                     "-device-stack-protector", "--device-stack-protector", "-modify-stack-limit",
+                     "--modify-stack-limit", "-builtin-move-forward", "--builtin-move-forward",
+                     "-builtin-initializer-list", "--builtin-initializer-list", "-no-source-include",
+                     "--no-source-include", "-fdevice-syntax-only", "--fdevice-syntax-only",
+                     # the compiler's warnings, their numbers and its reports: the runner shows only a build's errors
                      "-w", "--disable-warnings", "-diag-suppress", "--diag-suppress", "-diag-warn",
-                     "--diag-warn", "-diag-error", "--diag-error")
+                     "--diag-warn", "-diag-error", "--diag-error", "-err-no", "--display-error-number",
+                     "-no-err-no", "--no-display-error-number", "-brief-diag", "--brief-diagnostics",
+                     "-opt-info", "--optimization-info", "-time", "--time")
 #: nvcc's options (not NVRTC's, which refuses them) that the host compiler's build does not need:
 #: optimisation levels, and language extensions it has by itself
 _NVCC_ONLY_OPTIONS = ("-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
