@@ -381,3 +381,32 @@ def test_arrays_of_addresses_are_taken_for_typed_pointers_to_pointers(check):
     np.testing.assert_array_equal(target, [[7, 8, 9], [0, 0, 0], [4, 5, 6]])
     with pytest.raises(TypeError, match=r"argument 0 \(const float\* const\*\) takes an array of addresses"):
         RawModule(code=ROWS_THROUGH_POINTERS, check=check).get_function("copy_rows")((3,), (32,), (source, out, 3))
+
+
+BOUNDED = r"""
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 1024)
+extern "C" __global__ void __launch_bounds__(64, 1) bounded(int* out) { out[threadIdx.x] = 1; }
+extern "C" __global__ void __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((128)))) pytorch_bounded(int* out)
+{
+    out[threadIdx.x] = 2;
+}
+template <int Threads>
+__global__ void __launch_bounds__(Threads) templated(int* out) { out[threadIdx.x] = 3; }
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_block_beyond_the_kernels_launch_bounds_is_refused_as_a_gpu_refuses_it(check):
+    # ggml's kernels declare __launch_bounds__; a launch of more threads ran here and fails on a GPU
+    module = RawModule(code=BOUNDED, name_expressions=("templated<32>",), check=check)
+    out = np.zeros(256, np.int32)
+    module.get_function("bounded")((1,), (64,), (out,))
+    module.get_function("pytorch_bounded")((1,), (128,), (out,))
+    assert out[:64].tolist() == [2] * 64 and out[64:128].tolist() == [2] * 64
+    with pytest.raises(KernelError, match=r"^bounded: a block of 128 threads, more than the 64 of the kernel's "
+                                          r"__launch_bounds__: a GPU refuses the launch"):
+        module.get_function("bounded")((1,), (64, 2), (out,))
+    with pytest.raises(KernelError, match=r"^pytorch_bounded: a block of 256 threads, more than the 128"):
+        module.get_function("pytorch_bounded")((1,), (256,), (out,))
+    module.get_function("templated<32>")((1,), (256,), (out,))  # a bound of a template's parameter: unknown
+    assert (out == 3).all()

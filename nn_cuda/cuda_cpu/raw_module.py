@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import functools
 import re
 import subprocess
 import tempfile
@@ -136,6 +137,7 @@ class RawModule:
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
         _refuse_too_much_static_shared(kernels.tool_path, self.name or build.CODE_NAME)
         self._index = {name: i for i, name in enumerate(instances)}
+        self._launch_bounds = launch_bounds(self.code, self._flags)
         for name, i in list(self._index.items()):  # an extern "C" kernel of a namespace, by its C name too
             if "::" in name and name not in self.name_expressions and name not in self._mangled.values():
                 self._index.setdefault(name.rsplit("::", 1)[1], i)
@@ -160,6 +162,18 @@ class RawModule:
         others' places)."""
         kernels = [name for name in self.name_expressions if not names_a_variable(name, self.code)]
         return list(dict.fromkeys([*kernels, *extern_c_kernels(self.code, self._flags), *self._mangled.values()]))
+
+    def refuse_beyond_launch_bounds(self, index: int, name: str, block: tuple) -> None:
+        """KernelError for a block of more threads than the kernel's `__launch_bounds__` allow, whose
+        launch a GPU refuses (its compiled kernel takes at most that many: .maxntid)."""
+        expression = next(expression for expression, i in self._index.items() if i == index)
+        kernel = re.sub(r"<.*", "", expression.removeprefix("&")).split("::")[-1].strip()
+        kernel = re.sub(r".*\(&", "", kernel).rstrip(")")  # a cast that picks an overload
+        bound, threads = self._launch_bounds.get(kernel), block[0] * block[1] * block[2]
+        if bound is not None and threads > bound:
+            raise KernelError(f"{name}: a block of {threads} threads, more than the {bound} of the kernel's "
+                              "__launch_bounds__: a GPU refuses the launch, its compiled kernel taking at most that "
+                              "many threads a block (.maxntid)")
 
     def index_of(self, name: str) -> int | None:
         """The place of kernel `name` (a name expression, an extern "C" kernel's name, or a mangled
@@ -332,6 +346,7 @@ class RawKernel:
         index, signature = self._found or self._bound()
         kernels = self._module._kernels
         grid, block = _dimensions("grid", grid), _dimensions("block", block)
+        self._module.refuse_beyond_launch_bounds(index, self.name, block)
         if self._module.enable_cooperative_groups:
             grid = _cooperative_grid(grid, kernels.resident_blocks())
         packed, names = arguments.pack(self.name, signature, args), [f"args[{i}]" for i in range(len(args))]
@@ -556,6 +571,68 @@ def without_kernel_qualifiers(text: str) -> str:
     return "".join(pieces) + text[done:]
 
 
+def launch_bounds(code: str, flags) -> dict[str, int]:
+    """{kernel name: the most threads a block may have} of the kernels whose `__launch_bounds__` the
+    preprocessor leaves a constant (`256`, PyTorch's `((((256)) <= 1024) ? (256) : 1024)`); one that
+    depends on a template's parameter is not known (left out). The largest where a name has two."""
+    text = _preprocessed(code, flags) or ""
+    bounds: dict[str, int] = {}
+    for found in re.finditer(r"\b__launch_bounds__\s*\(", text):
+        depth, end = 1, found.end()
+        while depth and end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        name = re.match(r"[^;{}()]*?\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\(", text[end:])
+        threads = _integer_constant(_first_argument(text[found.end():end - 1]))
+        if name and threads:
+            bounds[name[1]] = max(bounds.get(name[1], 0), threads)
+    return bounds
+
+
+def _first_argument(arguments: str) -> str:
+    depth = 0
+    for position, character in enumerate(arguments):
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if character == "," and depth == 0:
+            return arguments[:position]
+    return arguments
+
+
+def _integer_constant(text: str) -> int | None:
+    """The value of an integer constant expression of C (numbers, + - * / %, comparisons, ?:), or None."""
+    text = re.sub(r"\b(\d+)[uUlL]*\b", r"\1", text).strip()
+    if not re.fullmatch(r"[\d\s()+\-*/%<>=!?:]+", text):
+        return None
+    while text.startswith("(") and _closes_at_end(text):
+        text = text[1:-1].strip()
+    depth, question = 0, None
+    for position, character in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if depth == 0 and character == "?" and question is None:
+            question = position
+        elif depth == 0 and character == ":" and question is not None:
+            nested = text[question + 1:position].count("?") - text[question + 1:position].count(":")
+            if nested == 0:
+                condition = _integer_constant(text[:question])
+                return None if condition is None else _integer_constant(
+                    text[question + 1:position] if condition else text[position + 1:])
+    try:
+        value = eval(text.replace("/", "//"), {"__builtins__": {}})  # digits and operators only (above)
+    except (SyntaxError, ZeroDivisionError, TypeError):
+        return None
+    return int(value)
+
+
+def _closes_at_end(text: str) -> bool:
+    """Whether the parenthesis that opens `text` closes at its end."""
+    depth = 0
+    for position, character in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if depth == 0:
+            return position == len(text) - 1
+    return False
+
+
 def extern_c_kernels(code: str, flags) -> list[str]:
     """The names of the extern "C" __global__ kernels the code defines or declares, in order: in the
     code as the host preprocessor leaves it with `flags` (so -D and #if count), or, when it cannot
@@ -606,6 +683,13 @@ NVRTC_MACRO = "-D__CUDACC_RTC__"
 
 
 def _preprocessed(code: str, flags) -> str | None:
+    """The code after the host preprocessor with `flags` (see _run_preprocessor), or None; once per
+    code and flags (the extern "C" kernels and the launch bounds read it)."""
+    return _run_preprocessor(code, tuple(flags))
+
+
+@functools.lru_cache(maxsize=16)
+def _run_preprocessor(code: str, flags: tuple) -> str | None:
     """The code after the host preprocessor (runtime.h left out, so __global__ stays), or None. The
     runner's own CUDA headers (cuda_bf16.h, cooperative_groups.h, ...) are on the include path and the
     device macros defined, as in the build: without the headers the preprocessor would fail at their
