@@ -22,8 +22,6 @@ import sys
 import threading
 import time
 
-from .launcher import world_from_environment
-
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program was, as Ctrl-C raises KeyboardInterrupt."""
@@ -158,6 +156,11 @@ def ends_in_one_line_while_starting(prog: str, running: bool = True):
 
 
 def _interrupted_while_starting(prog: str):
+    # imported here, not at the top: a command imports this module first, and Ctrl-C before it has
+    # installed its handler still gives a traceback; launcher's dataclasses (and inspect) widened that
+    # window to tens of milliseconds, which a loaded machine stretched to a tenth of a second
+    from .launcher import world_from_environment
+
     world = world_from_environment()
     if world is None or world.rank == 0:  # mpirun passes Ctrl-C to every rank: rank 0 says it, once
         print(f"{prog}: interrupted ({signal.SIGINT.name})", file=sys.stderr)
