@@ -65,8 +65,9 @@ private:
     T reduce(T input, Op& op, int num_valid)
     {
         using namespace nn_cuda_cpu_detail;
-        const int rank = block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>("cub::BlockReduce");
         const int valid = num_valid < BLOCK_THREADS ? num_valid : BLOCK_THREADS;
+        const int rank = block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>("cub::BlockReduce",
+                                                                           valid < BLOCK_THREADS ? valid : -1);
         const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
         const int warp_valid = valid - warp * kWarpThreads;
         const T warp_value = warp_reduce<kWarpThreads>(input, op, lane, warp_valid);

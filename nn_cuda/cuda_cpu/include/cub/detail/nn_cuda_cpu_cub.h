@@ -108,12 +108,19 @@ T warp_broadcast(const T& value, int source)
 
 // This thread's rank in a block of the template's dimensions, row-major as CUB ranks it, after the
 // check that the block has those dimensions: CUB's block collectives index their TempStorage by
-// this rank, and a GPU leaves the result undefined in a block of other dimensions.
+// this rank, and a GPU leaves the result undefined in a block of other dimensions. A collective of
+// the first `valid` threads only (BlockReduce's num_valid; -1: all of them) may run in a 1-D block
+// of fewer threads than BLOCK_DIM_X that holds them: CUB's reduction then reads the values of the
+// warps that exist only (vLLM's rms_norm reduces with BLOCK_DIM_X 1024 in blocks of the row's size).
 template <int BLOCK_DIM_X, int BLOCK_DIM_Y, int BLOCK_DIM_Z>
-int block_rank(const char* collective)
+int block_rank(const char* collective, int valid = -1)
 {
-    if (blockDim.x != static_cast<unsigned>(BLOCK_DIM_X) || blockDim.y != static_cast<unsigned>(BLOCK_DIM_Y) ||
-        blockDim.z != static_cast<unsigned>(BLOCK_DIM_Z)) {
+    const bool smaller_1d_block = valid >= 0 && BLOCK_DIM_Y == 1 && BLOCK_DIM_Z == 1 && blockDim.y == 1 &&
+                                  blockDim.z == 1 && blockDim.x <= static_cast<unsigned>(BLOCK_DIM_X) &&
+                                  blockDim.x >= static_cast<unsigned>(valid);
+    if (!smaller_1d_block && (blockDim.x != static_cast<unsigned>(BLOCK_DIM_X) ||
+                              blockDim.y != static_cast<unsigned>(BLOCK_DIM_Y) ||
+                              blockDim.z != static_cast<unsigned>(BLOCK_DIM_Z))) {
         nn_cuda_cpu::report("%s: %s with BLOCK_DIM_X = %d, BLOCK_DIM_Y = %d, BLOCK_DIM_Z = %d in thread (%u, %u, "
                             "%u) of block (%u, %u, %u), a block of (%u, %u, %u) threads: CUB's block collectives "
                             "take the block's dimensions as their template arguments (a GPU leaves the result "
