@@ -941,3 +941,26 @@ def test_a_device_function_declared_but_never_defined_is_a_build_error_naming_it
                                                r"fails too, ptxas: \"Unresolved extern function "
                                                r"'_Z10cast_valueIffET_T0_'\"\)"):
         module.get_function("cast<float, float>")
+
+
+@pytest.mark.parametrize("header, use, value", [
+    ("functional", "cuda::std::plus<> add; out[0] = add(2, 3);", 5),
+    ("tuple", "auto t = cuda::std::make_tuple(4, 2.0f); out[0] = cuda::std::get<0>(t) + (int)cuda::std::get<1>(t);", 6),
+    ("algorithm", "int a[3] = {5, 1, 3}; cuda::std::sort(a, a + 3); out[0] = 100 * a[0] + 10 * a[1] + a[2];", 135),
+    ("complex", "cuda::std::complex<float> z(3, 4); out[0] = (int)cuda::std::abs(z);", 5),
+    ("numeric", "int a[3] = {1, 2, 4}; out[0] = cuda::std::accumulate(a, a + 3, 0);", 7),
+    ("optional", "cuda::std::optional<int> none; out[0] = none.value_or(8);", 8),
+])
+def test_libcuxx_headers_vllm_and_tensorrt_include_build_under_nvrtc(header, use, value):
+    # vLLM's layernorm and TensorRT's plugins include <cuda/std/functional>: "No such file or directory"
+    out = np.zeros(1, np.int32)
+    RawModule(code=f'#include <cuda/std/{header}>\nextern "C" __global__ void k(int* out) {{ {use} }}\n'
+              ).get_function("k")((1,), (1,), (out,))
+    assert out[0] == value
+
+
+def test_a_libcuxx_header_the_runner_lacks_is_refused_in_one_line():
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):1: the CPU runner does not support this header of "
+                                               r"libcu\+\+ \(it has <cuda/std/...> of algorithm, array, .*C\+\+20's span"):
+        RawModule(code='#include <cuda/std/span>\nextern "C" __global__ void k(int* out) { out[0] = 1; }\n'
+                  ).get_function("k")

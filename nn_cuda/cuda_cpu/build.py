@@ -771,9 +771,14 @@ def _missing_library(log: str) -> str | None:
                 f"{HOST_LIBRARY_HEADERS[found['path']]}, which host code calls: a RawModule holds device code, whose "
                 "kernels Python launches; leave the host code that uses it out of the code (nvcc finds it among "
                 "CUDA's headers, NVRTC cannot compile it)")
-    if found["folder"] not in MISSING_LIBRARIES:
+    if found["folder"] == "cuda":  # libcu++: the runner has some of its headers, the host's under cuda::std
+        has = ", ".join(sorted(path.name for path in (INCLUDE_DIR / "cuda" / "std").iterdir()))
+        what = f"this header of libcu++ (it has <cuda/std/...> of {has}; C++20's span, bit and mdspan are not)"
+    elif found["folder"] in MISSING_LIBRARIES:
+        what = MISSING_LIBRARIES[found["folder"]]
+    else:
         return None
-    return (f"{found['where']}: the CPU runner does not support {MISSING_LIBRARIES[found['folder']]}: "
+    return (f"{found['where']}: the CPU runner does not support {what}: "
             f"#include <{found['path']}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers)")
 
 
