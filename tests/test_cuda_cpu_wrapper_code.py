@@ -220,6 +220,9 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
     ('extern "C" __global__ void k(int* out) { out[0] = 1; }\nvoid launch(int* out)\n{\n    k<<<1, 1>>>(out);\n}',
      r"^\(RawModule code\):4: a kernel launch, kernel<<<...>>>\(...\): the CPU runner does not support one in device "
      r"code \(dynamic parallelism\), and one in host code"),
+    # ... spelt with spaces, as Visual Studio formats it (Gaussian splatting's rasterizer)
+    ('extern "C" __global__ void k(int* out) { out[0] = 1; }\nvoid launch(int* out) { k << <1, 32 >> > (out); }',
+     r"^\(RawModule code\):2: a kernel launch, kernel<<<...>>>\(...\): the CPU runner does not support one"),
     # inline PTX with a float register: GCC's constraint errors, one per asm, had no word of PTX
     ('extern "C" __global__ void k(float* y, const float* x)\n{\n    float v;\n'
      '    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(x + threadIdx.x));\n    y[threadIdx.x] = v;\n}',
@@ -231,7 +234,7 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
      r"^\(RawModule code\):3: the CPU runner does not support thread block clusters \(sm_90; its code is sm_80's, "
      r"__CUDA_ARCH__ 800\)$"),
 ], ids=["runner-name", "header-name", "overloaded-name", "cuda-name", "host-library", "host-launcher",
-        "inline-ptx", "clusters"])
+        "spaced-launcher", "inline-ptx", "clusters"])
 def test_a_build_that_cannot_be_is_refused_in_one_line(code, message):
     with pytest.raises(KernelBuildError, match=message):
         RawModule(code=code).get_function(re.search(r"void (\w+)\(", code)[1])

@@ -549,7 +549,8 @@ _LAUNCH_SYNTAX = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: expected (?:prim
 
 def _kernel_launch(log: str, unit: str) -> str | None:
     """The one-line message for a kernel launch, kernel<<<...>>>(...), in the code, or None."""
-    found = _LAUNCH_SYNTAX.search(log) if re.search(r"<<<.*>>>", unit) else None
+    # `<<<` spelt with spaces too (`k << <grid, block >> > (x)`, as Visual Studio formats it: Gaussian splatting)
+    found = _LAUNCH_SYNTAX.search(log) if re.search(r"<\s*<\s*<.*>\s*>\s*>", unit) else None
     if found is None:
         return None
     return (f"{found['where']}: a kernel launch, kernel<<<...>>>(...): the CPU runner does not support one in device "
