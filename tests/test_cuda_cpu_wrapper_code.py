@@ -228,13 +228,17 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
      '    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(x + threadIdx.x));\n    y[threadIdx.x] = v;\n}',
      r"^\(RawModule code\):4: the CPU runner does not support inline PTX assembly, asm\(\"...\"\), which runs on "
      r"a GPU only$"),
+    # inline PTX of integer registers, which only the assembler refuses: it named no place (TensorRT)
+    ('extern "C" __global__ void k(unsigned* y)\n{\n    unsigned a;\n'
+     '    asm volatile("cvt.rni.sat.s32.f32 %0, %1;" : "=r"(a) : "r"(y[0]));\n    y[0] = a;\n}',
+     r"^\(RawModule code\):4: the CPU runner does not support inline PTX assembly"),
     # thread block clusters (sm_90) stopped the build with the compiler's errors
     ('#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n'
      'extern "C" __global__ void k(unsigned* out) { out[0] = cg::this_grid().cluster_rank(); }',
      r"^\(RawModule code\):3: the CPU runner does not support thread block clusters \(sm_90; its code is sm_80's, "
      r"__CUDA_ARCH__ 800\)$"),
 ], ids=["runner-name", "header-name", "overloaded-name", "cuda-name", "host-library", "host-launcher",
-        "spaced-launcher", "inline-ptx", "clusters"])
+        "spaced-launcher", "inline-ptx", "assembled-ptx", "clusters"])
 def test_a_build_that_cannot_be_is_refused_in_one_line(code, message):
     with pytest.raises(KernelBuildError, match=message):
         RawModule(code=code).get_function(re.search(r"void (\w+)\(", code)[1])

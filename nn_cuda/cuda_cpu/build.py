@@ -650,9 +650,14 @@ def _inline_ptx(log: str) -> str | None:
     so in as many errors as the code has asm statements (8,000 characters for YHs' SGEMM)."""
     if not any(words in log for words in _INLINE_PTX):
         return None
-    found = _FIRST_ERROR_AT.search(log)
-    where = f"{found['where']}: " if found else ""  # none when the assembler refused it
+    found = _FIRST_ERROR_AT.search(log) or _ASSEMBLER_ERROR_AT.search(log)
+    where = f"{found['where']}: " if found else ""
     return f"{where}the CPU runner does not support inline PTX assembly, asm(\"...\"), which runs on a GPU only"
+
+
+#: the assembler's error at an asm statement of the code, placed by the compiler's line markers:
+#: "(RawModule code):9: Error: no such instruction: ..." (it named no place here until 2026-11-27)
+_ASSEMBLER_ERROR_AT = re.compile(r"^(?P<where>\S.*?:\d+): Error: ", re.M)
 
 
 def _instance_row(log: str, plan: _Plan) -> str | None:
