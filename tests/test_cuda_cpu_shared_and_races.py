@@ -663,3 +663,42 @@ def test_a_shift_by_the_width_or_more_is_reported_where_a_gpu_clamps_the_count()
         RawModule(code=SHIFT, check=True).get_function("low_bits")((1,), (2,), (np.int32([3, 32]), mask))
     RawModule(code=SHIFT, check=True).get_function("low_bits")((1,), (2,), (np.int32([3, 31]), mask))
     assert mask.tolist() == [7, 2**31 - 1]
+
+
+CAS_SUMS = r"""
+// the CUDA guide's atomicAdd of doubles by a CAS loop (caffe's caffe_gpu_atomic_add<double>)
+__device__ void cas_add(double* address, double value)
+{
+    unsigned long long* bits = (unsigned long long*)address;
+    unsigned long long old = *bits, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(bits, assumed, __double_as_longlong(value + __longlong_as_double(assumed)));
+    } while (assumed != old);
+}
+extern "C" __global__ void cas_sum(const double* x, int n, double* total)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) cas_add(total, x[i]);
+}
+// an integer CAS (a hash table's keys, large as floats' bits) beside a real race on a float output
+extern "C" __global__ void keys_and_race(unsigned int* keys, float* out)
+{
+    atomicCAS(&keys[threadIdx.x], 0u, 0x7E967699u + threadIdx.x);  // 1e38 as a float's bits
+    out[0] = (float)threadIdx.x;  // every thread writes one element: the last one wins
+}
+"""
+
+
+def test_a_cas_loop_sum_of_cancelling_doubles_is_compared_up_to_rounding_and_integer_cas_hides_no_race():
+    # caffe's EmbedBackward<double>: addends of 1e8 that cancel to 0.03 differ by rounding only between
+    # two orders (1.6e-7 here), which the checking mode reported as a race: only atomicAdd's addends
+    # counted for the rounding its order allows
+    rng = np.random.default_rng(3)
+    big = rng.choice([-1.0, 1.0], 200) * 1e8 * rng.random(200)
+    x = (np.concatenate([big, -big]) + 1e-3 * rng.standard_normal(400))[rng.permutation(400)]
+    total = np.zeros(1)
+    RawModule(code=CAS_SUMS, check=True).get_function("cas_sum")((1,), (512,), (x, np.int32(400), total))
+    assert abs(total[0] - x.sum()) < 1e-12 * np.abs(x).sum()  # 400 roundings of addends up to 1e8
+    with pytest.raises(KernelError, match=r"keys_and_race: the result depends on the order"):
+        RawModule(code=CAS_SUMS, check=True).get_function("keys_and_race")(
+            (1,), (32,), (np.zeros(32, np.uint32), np.zeros(1, np.float32)))

@@ -746,6 +746,32 @@ inline T found_by_atomic(const T* address, T old)
     return old;
 }
 
+// An atomicCAS of `old` to `value` at `address`, in a floating-point array of the checking mode of its
+// size (float_spans): their magnitudes as floats (or doubles) go to atomic_sum_magnitude, as an
+// atomicAdd's do, so that a sum made by a CAS loop is compared up to its order's rounding. Integers
+// swapped anywhere else (locks, counters, hash keys) are not taken for floats.
+template <typename T>
+inline void note_float_swap(const T* address, T old, T value)
+{
+#if !defined(NN_CUDA_CPU_WORKERS)
+    const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+    for (size_t i = 0; i < float_span_count; ++i) {
+        if (float_spans[3 * i] <= at && at < float_spans[3 * i + 1] && float_spans[3 * i + 2] == sizeof(T)) {
+            using Float = typename std::conditional<sizeof(T) == 8, double, float>::type;
+            for (const T bits : {old, value}) {
+                const double magnitude = std::fabs(static_cast<double>(nn_cuda_cpu_bit_cast<Float>(bits)));
+                if (std::isfinite(magnitude) && magnitude > atomic_sum_magnitude) {
+                    atomic_sum_magnitude = magnitude;
+                }
+            }
+            return;
+        }
+    }
+#else
+    (void)address, (void)old, (void)value;
+#endif
+}
+
 }  // namespace nn_cuda_cpu
 
 #define NN_CUDA_CPU_FOUND(a, old) nn_cuda_cpu::found_by_atomic(a, old)
@@ -766,6 +792,7 @@ inline T found_by_atomic(const T* address, T old)
     inline T atomicCAS(T* a, T compare, T v)                                                          \
     {                                                                                                 \
         __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);       \
+        nn_cuda_cpu::note_float_swap(a, compare, v);                                                  \
         return NN_CUDA_CPU_FOUND(a, compare); /* the old value, whether or not it was swapped */      \
     }
 NN_CUDA_CPU_ATOMIC_INTEGER(int)

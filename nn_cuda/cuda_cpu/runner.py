@@ -282,14 +282,21 @@ class LoadedKernels:
     @contextlib.contextmanager
     def _atomics_watched_before(self, buffers):
         """The bytes before each array watched for atomics during the checked runs (runtime.h,
-        watched_spans): an atomicAdd of 0 there changes none of them, so only its address tells."""
-        spans = [bound for copy in set(buffers.copies.values()) for bound in (copy.base + copy.guard, copy.start)]
+        watched_spans): an atomicAdd of 0 there changes none of them, so only its address tells. And
+        the floating-point arrays (float_spans), where an atomicCAS swaps floats or doubles."""
+        copies = set(buffers.copies.values())
+        spans = [bound for copy in copies for bound in (copy.base + copy.guard, copy.start)]
         self._lib.nn_cuda_cpu_watch_before((ctypes.c_size_t * max(1, len(spans)))(*spans),
                                            ctypes.c_size_t(len(spans) // 2))
+        floats = [field for copy in copies if copy.array.dtype.kind == "f" and copy.array.itemsize in (4, 8)
+                  for field in (copy.start, copy.end, copy.array.itemsize)]
+        self._lib.nn_cuda_cpu_watch_floats((ctypes.c_size_t * max(1, len(floats)))(*floats),
+                                           ctypes.c_size_t(len(floats) // 3))
         try:
             yield
         finally:
             self._lib.nn_cuda_cpu_watch_before(None, ctypes.c_size_t(0))
+            self._lib.nn_cuda_cpu_watch_floats(None, ctypes.c_size_t(0))
 
     def _assert_no_atomic_before(self, buffers) -> None:
         """KernelError when an atomic of the launch reached the bytes right before an array."""

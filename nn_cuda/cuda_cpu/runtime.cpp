@@ -1492,6 +1492,13 @@ extern "C" void nn_cuda_cpu_watch_before(const uintptr_t* spans, size_t count)
     nn_cuda_cpu::watched_span_count = kept;
     nn_cuda_cpu::atomic_before_address = 0;
 }
+// The checking mode's floating-point arrays (`count` triples of first, end and item bytes; 0: none).
+extern "C" void nn_cuda_cpu_watch_floats(const uintptr_t* spans, size_t count)
+{
+    const size_t kept = std::min(count, nn_cuda_cpu::kMaxWatchedSpans);
+    std::copy(spans, spans + 3 * kept, nn_cuda_cpu::float_spans);
+    nn_cuda_cpu::float_span_count = kept;
+}
 extern "C" uintptr_t nn_cuda_cpu_atomic_before_address() { return nn_cuda_cpu::atomic_before_address; }
 extern "C" const char* nn_cuda_cpu_atomic_before_thread() { return nn_cuda_cpu::atomic_before_thread; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }

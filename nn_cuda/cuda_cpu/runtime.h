@@ -203,6 +203,11 @@ inline uintptr_t watched_spans[2 * kMaxWatchedSpans];
 inline size_t watched_span_count = 0;
 inline uintptr_t atomic_before_address = 0;
 inline char atomic_before_thread[96];
+// The checking mode's floating-point arrays, each as [first, end) and its item's bytes (4: float, 8:
+// double): an atomicCAS of that many bytes there swaps such a value (the CUDA guide's atomicAdd of
+// doubles by a CAS loop, caffe's), whose magnitude atomic_sum_magnitude takes as an atomicAdd's.
+inline uintptr_t float_spans[3 * kMaxWatchedSpans];
+inline size_t float_span_count = 0;
 
 inline size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * block_dim.y * block_dim.z; }
 
