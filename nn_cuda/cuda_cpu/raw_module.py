@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
-import functools
 import re
 import subprocess
 import tempfile
@@ -683,13 +682,6 @@ NVRTC_MACRO = "-D__CUDACC_RTC__"
 
 
 def _preprocessed(code: str, flags) -> str | None:
-    """The code after the host preprocessor with `flags` (see _run_preprocessor), or None; once per
-    code and flags (the extern "C" kernels and the launch bounds read it)."""
-    return _run_preprocessor(code, tuple(flags))
-
-
-@functools.lru_cache(maxsize=16)
-def _run_preprocessor(code: str, flags: tuple) -> str | None:
     """The code after the host preprocessor (runtime.h left out, so __global__ stays), or None. The
     runner's own CUDA headers (cuda_bf16.h, cooperative_groups.h, ...) are on the include path and the
     device macros defined, as in the build: without the headers the preprocessor would fail at their
