@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from .runner import NARROW_FLOATS, SCALAR_CTYPES, STRUCT_TYPE, UNSUPPORTED, pointers_to_pointers
+from .runner import NARROW_FLOATS, SCALAR_CTYPES, STRUCT_TYPE, pointers_to_pointers
 #: runtime.h's names of plain char (signed on x86-64, unsigned on ARM): whose signedness code does not
 #: choose, so a char* takes int8 or uint8 (text's bytes are uint8), as CuPy passes any array's pointer
 _PLAIN_CHAR = ("char", "char (unsigned)")
