@@ -416,3 +416,42 @@ def test_a_block_reduction_called_twice_without_a_barrier_between_is_reported(ba
                                               r"the threads of a block run between barriers.*__syncthreads\(\) is "
                                               r"missing"):
             kernel((8,), (128,), (x, out))
+
+
+COALESCED_ATOMICS = r"""
+// nvdiffrast's coalesced atomics: the lanes of one key find each other (__match_any_sync), the lowest
+// zeroes a __shared__ slot, every lane adds to it, the lowest adds the slot to out[key]. FIXED puts
+// __syncwarp(group) between the steps, which CUDA's rules ask for since Volta
+extern "C" __global__ void coalesced(const int* key, const float* x, float* out)
+{
+    __shared__ float slot[32];
+    const int lane = threadIdx.x, k = key[lane];
+    const unsigned group = __match_any_sync(0xffffffffu, k);
+    const int leader = __ffs(group) - 1;
+    if (lane == leader) slot[leader] = 0.0f;
+#ifdef FIXED
+    __syncwarp(group);
+#endif
+    atomicAdd(&slot[leader], x[lane]);
+#ifdef FIXED
+    __syncwarp(group);
+#endif
+    if (lane == leader) atomicAdd(&out[k], slot[leader]);
+}
+"""
+
+
+def test_lanes_that_rely_on_running_together_between_warp_syncs_are_reported():
+    # Each lane ran to its next warp sync before the next lane started, so the leader flushed its slot
+    # before the others had added: 1 instead of 8, in every order, with no report. At an atomic on
+    # __shared__ memory a thread now lets the others run first (once between two syncs)
+    key, x = (np.arange(32) % 4).astype(np.int32), np.ones(32, np.float32)
+    with pytest.raises(KernelError, match=r"coalesced: the result depends on the order in which the threads of a "
+                                          r"block run .*a __syncwarp\(\): lanes do not run in lockstep here"):
+        RawModule(code=COALESCED_ATOMICS, check=True).get_function("coalesced")(
+            (1,), (32,), (key, x, np.zeros(4, np.float32)))
+    for check in (False, True):
+        out = np.zeros(4, np.float32)
+        RawModule(code=COALESCED_ATOMICS, options=("-DFIXED",), check=check).get_function("coalesced")(
+            (1,), (32,), (key, x, out))
+        assert out.tolist() == [8, 8, 8, 8]

@@ -732,6 +732,9 @@ inline T found_by_atomic(const T* address, T old)
     if (watched_span_count != 0) {
         note_atomic_before(address);
     }
+    if (lanes_take_turns_at_shared_atomics(address)) {
+        return old;  // its spin count starts after the turn
+    }
     unsigned long long bits = 0;
     memcpy(&bits, &old, sizeof(T));
     Fiber* const thread = current;

@@ -501,6 +501,7 @@ inline const void* stop_in(State state, size_t& count, const void* site)
 // docs/kernels.md, "Speed").
 extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_barrier_stop(const void* site)
 {
+    ++current->syncs_passed;
     return stop_in(State::at_barrier, phase.at_barrier, site);
 }
 
@@ -702,6 +703,7 @@ extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_warp_sync_sto
                           "(on a GPU the result is undefined)");
     }
     current->warp_mask = mask;
+    ++current->syncs_passed;
     ++warp_head(*current).warp_waiting;
     if (queue_room != nullptr) {  // the checking mode: a warp whose sync this completes goes on at once
         __asm__ __volatile__("" ::: "memory");
@@ -718,6 +720,31 @@ extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_warp_sync_sto
         return previous;
     }
     return stop_in(State::at_warp_sync, phase.at_warp_sync, site);
+}
+
+// The checking mode, at an atomic on __shared__ memory: the first one a thread makes between two syncs
+// lets the other threads of the phase run before it goes on (a yield), and true. A warp's lanes
+// otherwise run one after another up to their next warp sync, so code that relies on them running
+// together between syncs (nvdiffrast's "coalesced atomics": a leader zeroes a __shared__ slot, every
+// lane adds to it atomically, the leader flushes it, with no __syncwarp() between) got the same
+// wrong result in every order; now the orders part, and the checking mode reports the race.
+bool lanes_take_turns_at_shared_atomics(const void* address)
+{
+    if (queue_room == nullptr || current == nullptr || current->shared_atomic_turn_at == current->syncs_passed) {
+        return false;
+    }
+    const unsigned char* at = static_cast<const unsigned char*>(address);
+    bool shared = at >= dynamic_shared && at < dynamic_shared + kDynamicSharedBytes;
+    for (size_t i = 0; i < shared_regions.size() && !shared; ++i) {
+        const unsigned char* region = static_cast<const unsigned char*>(shared_regions[i].address);
+        shared = at >= region && at < region + shared_regions[i].bytes;
+    }
+    if (!shared) {
+        return false;
+    }
+    current->shared_atomic_turn_at = current->syncs_passed;
+    yield_thread();
+    return true;
 }
 
 // A warp sync that also hands over a flag: the lanes of `mask` (in this warp) whose flag is set.
@@ -990,6 +1017,8 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.clock_reads = 0;
         fiber.warp_waiting = 0;
         fiber.warp_returned = 0;
+        fiber.syncs_passed = 0;
+        fiber.shared_atomic_turn_at = ~0u;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }

@@ -135,6 +135,10 @@ struct Fiber {
     // on a warp's first lane: how many of the warp's lanes wait at a warp sync, and how many returned
     unsigned warp_waiting = 0;
     unsigned warp_returned = 0;
+    // the barriers and warp syncs it has passed, and after how many of them it last let the other
+    // threads run at an atomic on __shared__ memory (the checking mode: shared_atomic_turn)
+    unsigned syncs_passed = 0;
+    unsigned shared_atomic_turn_at = ~0u;
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------
@@ -231,6 +235,7 @@ inline unsigned lanes_of(size_t warp, size_t threads)
 // The runner's side of the built-ins (runtime.cpp).
 void barrier();  // __syncthreads()
 void yield_thread();  // lets the other threads run first (__nanosleep, a cuda::barrier wait)
+bool lanes_take_turns_at_shared_atomics(const void* address);  // the checking mode, at a __shared__ address
 int barrier_count(bool predicate);  // __syncthreads_count: a barrier that sums a predicate
 [[noreturn]] void end_launch_reported();  // ends the launch with launch.message written
 void grid_sync();  // grid_group::sync() of a cooperative launch
