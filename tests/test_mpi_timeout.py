@@ -113,7 +113,10 @@ def test_sigterm_to_mpirun_ends_a_job_whose_rank_is_stopped(tmp_path):
     time.sleep(1)
     job.send_signal(signal.SIGTERM)
     status, output, seconds = finish(job, ranks, within=20)
-    assert status == 128 + signal.SIGTERM, output
+    # mpirun (MPICH's Hydra) ends with the status of the rank it reaps first: the interrupted one's
+    # 143, or the stopped one's, which it kills once the other has ended (9, SIGKILL: seen once in a
+    # full run on a loaded machine, its banner naming that rank)
+    assert status in (128 + signal.SIGTERM, signal.SIGKILL), output
     assert "interrupted (SIGTERM)" in output and "Traceback" not in output, output
     assert_no_rank_left(ranks)
 
