@@ -417,3 +417,7 @@ def test_a_block_beyond_the_kernels_launch_bounds_is_refused_as_a_gpu_refuses_it
         module.get_function("pytorch_bounded")((1,), (256,), (out,))
     module.get_function("templated<32>")((1,), (256,), (out,))  # a bound of a template's parameter: unknown
     assert (out == 3).all()
+    # a C++ kernel asked for by its mangled name in an nvcc build (its instance is a cast to its type)
+    with pytest.raises(KernelError, match=r"^_Z7boundedPi: a block of 128 threads, more than the 64"):
+        RawModule(code=BOUNDED.replace('extern "C" ', ""), backend="nvcc", check=check).get_function(
+            "_Z7boundedPi")((1,), (128,), (out,))

@@ -166,8 +166,8 @@ class RawModule:
         """KernelError for a block of more threads than the kernel's `__launch_bounds__` allow, whose
         launch a GPU refuses (its compiled kernel takes at most that many: .maxntid)."""
         expression = next(expression for expression, i in self._index.items() if i == index)
+        expression = re.sub(r"^static_cast<.*>\(&(.*)\)$", r"\1", expression)  # a cast that picks an overload
         kernel = re.sub(r"<.*", "", expression.removeprefix("&")).split("::")[-1].strip()
-        kernel = re.sub(r".*\(&", "", kernel).rstrip(")")  # a cast that picks an overload
         bound, threads = self._launch_bounds.get(kernel), block[0] * block[1] * block[2]
         if bound is not None and threads > bound:
             raise KernelError(f"{name}: a block of {threads} threads, more than the {bound} of the kernel's "
