@@ -111,8 +111,10 @@ def is_gcc(compiler: str) -> bool:
 
 
 def check_flags(compiler: str) -> tuple:
-    """The checking build's flags: with the float-to-integer check where GCC can link it."""
+    """The checking build's flags: with the float-to-integer and shift checks where GCC can link them."""
     return CAST_CHECK_FLAGS if is_gcc(compiler) and host_compiler.has_ubsan_runtime(compiler) else CHECK_FLAGS
+
+
 # With more than one host thread (NN_CUDA_CPU_THREADS, by default the cores this process may use),
 # the plain mode runs a launch's blocks on them all (runtime.cpp, "workers"): what a running block owns
 # is thread_local there, each function finding its module's thread-local block once (local-dynamic).

@@ -128,7 +128,8 @@ class RawModule:
             lambda text: _preprocessed(text, [*self._flags, NVRTC_MACRO]))
         if refused:
             raise build.KernelBuildError(refused)
-        instances = self._instances()
+        preprocessed = _preprocessed(self.code, self._flags)  # once: the extern "C" kernels and the bounds read it
+        instances = self._instances(preprocessed)
         cooperative = self.enable_cooperative_groups
         kernels = LoadedKernels(*build.load_code(self._cpu_code, self._flags, instances, self.check, self.name,
                                                  workers=not cooperative), self.check, cooperative)
@@ -136,7 +137,7 @@ class RawModule:
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
         _refuse_too_much_static_shared(kernels.tool_path, self.name or build.CODE_NAME)
         self._index = {name: i for i, name in enumerate(instances)}
-        self._launch_bounds = launch_bounds(self.code, self._flags)
+        self._launch_bounds = _bounds_of_instances(self._index, launch_bounds(preprocessed or ""))
         for name, i in list(self._index.items()):  # an extern "C" kernel of a namespace, by its C name too
             if "::" in name and name not in self.name_expressions and name not in self._mangled.values():
                 self._index.setdefault(name.rsplit("::", 1)[1], i)
@@ -155,20 +156,18 @@ class RawModule:
         return build.code_library(self._cpu_code, self._flags, self._instances(), self.check, self.name,
                                   workers=not self.enable_cooperative_groups)
 
-    def _instances(self) -> list[str]:
+    def _instances(self, preprocessed: str | None = None) -> list[str]:
         """The name expressions that name no variable, then the extern "C" kernels of the code, then the
         kernels asked for by their mangled names (last, so that a rebuild for one more keeps the
         others' places)."""
         kernels = [name for name in self.name_expressions if not names_a_variable(name, self.code)]
-        return list(dict.fromkeys([*kernels, *extern_c_kernels(self.code, self._flags), *self._mangled.values()]))
+        found = extern_c_kernels(self.code, self._flags, preprocessed)
+        return list(dict.fromkeys([*kernels, *found, *self._mangled.values()]))
 
     def refuse_beyond_launch_bounds(self, index: int, name: str, block: tuple) -> None:
         """KernelError for a block of more threads than the kernel's `__launch_bounds__` allow, whose
         launch a GPU refuses (its compiled kernel takes at most that many: .maxntid)."""
-        expression = next(expression for expression, i in self._index.items() if i == index)
-        expression = re.sub(r"^static_cast<.*>\(&(.*)\)$", r"\1", expression)  # a cast that picks an overload
-        kernel = re.sub(r"<.*", "", expression.removeprefix("&")).split("::")[-1].strip()
-        bound, threads = self._launch_bounds.get(kernel), block[0] * block[1] * block[2]
+        bound, threads = self._launch_bounds.get(index), block[0] * block[1] * block[2]
         if bound is not None and threads > bound:
             raise KernelError(f"{name}: a block of {threads} threads, more than the {bound} of the kernel's "
                               "__launch_bounds__: a GPU refuses the launch, its compiled kernel taking at most that "
@@ -570,11 +569,11 @@ def without_kernel_qualifiers(text: str) -> str:
     return "".join(pieces) + text[done:]
 
 
-def launch_bounds(code: str, flags) -> dict[str, int]:
-    """{kernel name: the most threads a block may have} of the kernels whose `__launch_bounds__` the
-    preprocessor leaves a constant (`256`, PyTorch's `((((256)) <= 1024) ? (256) : 1024)`); one that
-    depends on a template's parameter is not known (left out). The largest where a name has two."""
-    text = _preprocessed(code, flags) or ""
+def launch_bounds(text: str) -> dict[str, int]:
+    """{kernel name: the most threads a block may have} of the kernels of `text`, code after the
+    preprocessor, whose `__launch_bounds__` is a constant there (`256`, PyTorch's `((((256)) <= 1024) ?
+    (256) : 1024)`); one that depends on a template's parameter is not known (left out). The largest
+    where a name has two."""
     bounds: dict[str, int] = {}
     for found in re.finditer(r"\b__launch_bounds__\s*\(", text):
         depth, end = 1, found.end()
@@ -586,6 +585,18 @@ def launch_bounds(code: str, flags) -> dict[str, int]:
         if name and threads:
             bounds[name[1]] = max(bounds.get(name[1], 0), threads)
     return bounds
+
+
+def _bounds_of_instances(index: dict[str, int], bounds: dict[str, int]) -> dict[int, int]:
+    """{instance's place: its kernel's bound} from the module's index of instances ({name expression:
+    place}) and the bounds by kernel name (launch_bounds)."""
+    found = {}
+    for expression, place in index.items():
+        expression = re.sub(r"^static_cast<.*>\(&(.*)\)$", r"\1", expression)  # a cast that picks an overload
+        kernel = re.sub(r"<.*", "", expression.removeprefix("&")).split("::")[-1].strip()
+        if kernel in bounds:
+            found[place] = bounds[kernel]
+    return found
 
 
 def _first_argument(arguments: str) -> str:
@@ -632,11 +643,12 @@ def _closes_at_end(text: str) -> bool:
     return False
 
 
-def extern_c_kernels(code: str, flags) -> list[str]:
+def extern_c_kernels(code: str, flags, preprocessed: str | None = None) -> list[str]:
     """The names of the extern "C" __global__ kernels the code defines or declares, in order: in the
-    code as the host preprocessor leaves it with `flags` (so -D and #if count), or, when it cannot
-    preprocess it (the build will say why), in the code as written."""
-    text = _preprocessed(code, flags)
+    code as the host preprocessor leaves it with `flags` (so -D and #if count; `preprocessed`, where
+    the caller has it already), or, when it cannot preprocess it (the build will say why), in the code
+    as written."""
+    text = preprocessed if preprocessed is not None else _preprocessed(code, flags)
     if text is None:
         text = _COMMENT_OR_TEXT.sub(lambda m: m.group() if m.group()[0] in "\"'" else " ", code)
     text = without_kernel_qualifiers(text)
