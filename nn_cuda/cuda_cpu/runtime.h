@@ -136,7 +136,7 @@ struct Fiber {
     unsigned warp_waiting = 0;
     unsigned warp_returned = 0;
     // the barriers and warp syncs it has passed, and after how many of them it last let the other
-    // threads run at an atomic on __shared__ memory (the checking mode: shared_atomic_turn)
+    // threads run at an atomic on __shared__ memory (the checking mode: lanes_take_turns_at_shared_atomics)
     unsigned syncs_passed = 0;
     unsigned shared_atomic_turn_at = ~0u;
 };
