@@ -28,11 +28,18 @@ if not GPU_PRESENT:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 # Tests must never reach the network or the user's cache: downloads and the CPU builds of the
-# kernels go to a cache of this test session (shared with the subprocesses it starts).
+# kernels go to a cache of this test session, shared with the subprocesses it starts and with its
+# pytest-xdist workers (which inherit the variable below from the process that starts them), so that
+# a library or a part of the runner is built once per session, not once per worker: the build cache
+# is safe for processes that build at once, as MPI ranks do. The process that made it removes it.
 os.environ["NN_CUDA_OFFLINE"] = "1"
-_SESSION_CACHE = tempfile.mkdtemp(prefix="nn_cuda_test_cache_")
+_SESSION_CACHE_VARIABLE = "NN_CUDA_TEST_SESSION_CACHE"
+if os.environ.get("PYTEST_XDIST_WORKER") and os.path.isdir(os.environ.get(_SESSION_CACHE_VARIABLE, "")):
+    _SESSION_CACHE = os.environ[_SESSION_CACHE_VARIABLE]
+else:
+    _SESSION_CACHE = os.environ[_SESSION_CACHE_VARIABLE] = tempfile.mkdtemp(prefix="nn_cuda_test_cache_")
+    atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 os.environ["NN_CUDA_CACHE_DIR"] = _SESSION_CACHE
-atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 
 
 # ---- the fast loop: pytest -m "not slow" ---------------------------------------------------------

@@ -427,8 +427,13 @@ def test_the_runtime_is_compiled_once_per_set_of_flags_and_an_edit_of_it_rebuild
     objects = lambda: sorted(first.parent.glob("runtime-*.o"))  # noqa: E731
     assert other != first and len(objects()) == 1
     assert capfd.readouterr().err.count("compiling the runner's runtime") == 1
+    precompiled = build.is_gcc(build.find_compiler())
     build.code_library(code, build.host_flags(("-DNN_CUDA_TEST_FLAG=1",)), ["k"], check=False)
-    assert len(objects()) == 2  # another macro, another object
+    # a macro of the code's that runtime.h does not use: the same object, where GCC reads runtime.h
+    # precompiled and so checks that (build.py); with clang, another
+    assert len(objects()) == (1 if precompiled else 2)
+    build.code_library(code, build.host_flags(("-DNDEBUG",)), ["k"], check=False)
+    assert len(objects()) == 2  # a macro that <assert.h> uses: another
     build.code_library(code, build.host_flags((f"-I{tmp_path}",)), ["k"], check=False)
     assert len(objects()) == 2  # an include folder of the kernel's: the same object
     assert dynamic_shared_capacity(first) == 227 * 1024
@@ -468,6 +473,52 @@ def gemm_works():
     C = np.full((5, 7), np.nan)
     CudaCpuBackend("naive").gemm(A, B, C)
     return rel_error(C, A @ B) < 1e-12
+
+
+HEADER_KERNEL = """
+extern "C" __global__ void k(float* x) {
+    assert(x[0] == 0.0f);
+    x[1 + threadIdx.x] = nn_cuda_test_value() + OFFSET;
+}
+"""
+
+
+def test_runtime_h_is_precompiled_once_for_code_of_any_macro_and_an_edit_of_it_rebuilds(tmp_path, monkeypatch):
+    # GCC reads runtime.h from one precompiled header per set of the runner's flags (build.py): code
+    # built with other -D shares it, a -D that the header uses (NDEBUG) makes GCC read runtime.h itself,
+    # to the same result, and an edit of runtime.h must still reach every library built after it.
+    from nn_cuda.cuda_cpu import RawModule
+    if not build.is_gcc(build.find_compiler()):
+        pytest.skip("the precompiled header is GCC's")
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    for name in ("runtime.h", "device_functions.h", "include/driver_types.h"):
+        (runtime / name).parent.mkdir(exist_ok=True)
+        shutil.copy(build.RUNTIME_HEADER.parent / name, runtime / name)
+    header = runtime / "runtime.h"
+    text = header.read_text()
+    header.write_text(text + "inline float nn_cuda_test_value() { return 1.0f; }\n")
+    monkeypatch.setattr(build, "RUNTIME_HEADER", header)
+
+    def run(*options, first=0.0):
+        x = np.full(3, np.nan, np.float32)
+        x[0] = first
+        RawModule(code=HEADER_KERNEL, options=options, check=False).get_function("k")((1,), (2,), (x,))
+        return list(x[1:])
+
+    headers = lambda: sorted((tmp_path / "cache").rglob("runtime_header-*.h.gch"))  # noqa: E731
+    assert run("-DOFFSET=0") == [1.0, 1.0]
+    assert run("-DOFFSET=10") == [11.0, 11.0]
+    assert len(headers()) == 1  # one precompiled header for both
+    with pytest.raises(KernelError, match="assertion `x\\[0\\] == 0.0f` failed"):
+        run("-DOFFSET=0", first=5.0)
+    assert run("-DOFFSET=0", "-DNDEBUG", first=5.0) == [1.0, 1.0]  # NDEBUG: runtime.h read again, assert off
+    assert len(headers()) == 1
+
+    header.write_text(text + "inline float nn_cuda_test_value() { return 2.0f; }\n")
+    assert run("-DOFFSET=0") == [2.0, 2.0]
+    assert len(headers()) == 2
 
 
 def test_the_build_cache_is_private_whatever_the_umask(private_cache):
@@ -548,18 +599,27 @@ def test_a_damaged_cached_library_is_rebuilt_saying_so_in_one_line(built_cache, 
     os.close(descriptor)
 
 
-def test_a_damaged_runtime_object_is_rebuilt_saying_so_in_one_line(built_cache, capfd):
-    # The runtime's object is linked into every library built after it: it is verified as a library
-    # is, each time a build is planned, and never linked unless it is what was built.
-    (runtime,) = built_cache.glob("runtime-*.o")
-    runtime.write_bytes(runtime.read_bytes()[:1000])
+@pytest.mark.parametrize("part", ["runtime-*.o", "runtime_header-*.h.gch"])
+def test_a_damaged_part_of_the_runner_is_rebuilt_saying_so_in_one_line(built_cache, capfd, part, tmp_path,
+                                                                       monkeypatch):
+    # The runtime's object is linked into every library built after it, and GCC reads runtime.h
+    # precompiled for each: each is verified as a library is, when a library is built, and never used
+    # unless it is what was built.
+    found = list(built_cache.glob(part))
+    if not found:
+        assert part.endswith(".gch") and not build.is_gcc(build.find_compiler())
+        pytest.skip("runtime.h is precompiled with GCC only")
+    (damaged,) = found
+    damaged.write_bytes(damaged.read_bytes()[:1000])
+    edited_kernels(tmp_path, monkeypatch, "gemm1_naive.cu", "    T acc = T(0);", "    T acc = T(0);  // edited")
     capfd.readouterr()
-    assert gemm_works()
+    assert gemm_works()  # another library, of the same flags
     lines = [line for line in capfd.readouterr().err.splitlines() if line]
-    assert len(lines) == 2, lines
-    assert "the runner's runtime (runtime.cpp)" in lines[0] and "building it again" in lines[0]
-    assert lines[1].startswith("nn_cuda: compiling the runner's runtime")
-    descriptor, problem = build_cache.open_verified(runtime)
+    what, rebuilt = (("the runner's runtime (runtime.cpp)", "runtime (runtime.cpp)") if part.endswith(".o") else
+                     (damaged.name, "header (runtime.h, precompiled)"))
+    (said,) = [index for index, line in enumerate(lines) if "building it again" in line]
+    assert what in lines[said] and lines[said + 1].startswith(f"nn_cuda: compiling the runner's {rebuilt}"), lines
+    descriptor, problem = build_cache.open_verified(damaged)
     assert descriptor is not None, problem
     os.close(descriptor)
 

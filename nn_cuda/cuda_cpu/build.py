@@ -335,9 +335,23 @@ class _Plan:
     stem: str  # names the generated source: "gemm_naive" -> gemm_naive_cpu.cpp
     what: str  # "kernels/gemm1_naive.cu"
     table: str  # what the generated source file holds: "the instance table of gemm1_naive.cu"
-    inputs: tuple = ()  # compiled objects linked in before the code: the runtime's
-    after: tuple = ()  # and after it: the shared guard's (runtime.h)
-    suffix: str = ".so"  # what it builds: a library, or (".o") the runtime's object
+    suffix: str = ".so"  # what it builds: a library, (".o") a runner's object, or (".h.gch") runtime.h's
+    runner: "_Runner | None" = None  # a library's: how its build gets the runner's parts
+
+
+@dataclasses.dataclass(frozen=True)
+class _Runner:
+    """The runner's parts a library links (the runtime's object, the shared guard's) and reads (runtime.h
+    precompiled), found or built when the library is compiled."""
+
+    version: str  # the compiler's
+    flags: tuple  # the runner's own: the library's flags less the code's -I, -D, -U and the link's
+    guard: bool  # whether the shared guard follows the code (WORKER_FLAGS)
+    precompiled: bool  # whether runtime.h is read precompiled (GCC)
+
+
+#: the runner's own macros, which a RawModule adds to the code's flags (raw_module.DYNAMIC_SHARED_FLAG)
+_RUNNER_MACROS = ("-DNN_CUDA_CPU_", "-UNN_CUDA_CPU_")
 
 
 def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool, workers: bool = True) -> _Plan:
@@ -346,16 +360,14 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool,
     gcc = is_gcc(compiler)
     if gcc and check:
         unit = gcc_unroll_pragmas(unit)
-    flags = [*BASE_FLAGS, *DEVICE_MACROS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
-             *(check_flags(compiler) if check else WORKER_FLAGS if workers and threads_from_environment() > 1
-               else ()),
-             *extra_flags, *LINK_FLAGS,
-             f"-isystem{INCLUDE_DIR}"]
-    runtime = _runtime_object(compiler, version, flags)
-    guard = (_object(SHARED_GUARD_SOURCE, compiler, version, flags, "the shared guard (shared_guard.cpp)"),) \
-        if WORKER_FLAGS[0] in flags else ()
-    manifest = _manifest(stem, unit, compiler, version, " ".join(flags), runtime.name, *(g.name for g in guard))
-    return _Plan(compiler, flags, unit, manifest, stem, what, table, inputs=(runtime,), after=guard)
+    own = [*BASE_FLAGS, *DEVICE_MACROS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
+           *(check_flags(compiler) if check else WORKER_FLAGS if workers and threads_from_environment() > 1
+             else ())]
+    flags = [*own, *extra_flags, *LINK_FLAGS, f"-isystem{INCLUDE_DIR}"]
+    runner = _Runner(version, (*own, *(flag for flag in extra_flags if flag.startswith(("-std=", *_RUNNER_MACROS))),
+                               f"-isystem{INCLUDE_DIR}"), WORKER_FLAGS[0] in flags, gcc)
+    manifest = _manifest(stem, unit, compiler, version, " ".join(flags))
+    return _Plan(compiler, flags, unit, manifest, stem, what, table, runner=runner)
 
 
 def _manifest(stem: str, *key_parts: str) -> Path:
@@ -367,35 +379,118 @@ def _manifest(stem: str, *key_parts: str) -> Path:
     return build_cache.folder() / f"{stem}-{key.hexdigest()[:16]}{_MANIFEST}"
 
 
-# ---- the runtime: compiled once per set of flags -------------------------------------------------------
+# ---- the runner's parts: built once per set of flags ------------------------------------------------
 #
 # runtime.cpp (the block scheduler, the checking mode, faults, the C interface) is most of what a
-# library holds: a library of a one-line kernel took 1.17 s to build when it compiled the runtime too,
-# 0.35 s now, on the 2-core AMD EPYC of the tables. It is compiled into an object once per set of
-# flags: the kernel's own, -D included, so that both parts see the same declarations, but not its -I
-# folders (the runtime includes its own headers and the standard ones, and a test run or a class's
-# workspaces would otherwise compile it once per folder). It is cached and verified as a library is
-# (the folder is private: the file the linker reads is the one verified), and linked into every
-# library built with those flags; each library still has its own copy of the launch's state. A
-# library's manifest key holds the object's name, which changes with any file the object was built
-# from, so an edited runtime.cpp rebuilds the libraries too.
+# library holds, and runtime.h with the C++ headers it includes most of what the compiler reads for
+# it. On the 2-core AMD EPYC of the tables a library of a one-line kernel took 1.17 s to build when it
+# compiled the runtime too; 0.35 s with the runtime's object compiled once per set of flags and linked
+# in; and its compilation 0.40 -> 0.15 s with GCC's precompiled header of runtime.h.
+#
+# Both are built with the runner's own flags: the library's less the code's -I folders, -D and -U
+# macros (and the link's). So one object and one header serve code of any -D, as a test run or a
+# class's workspaces build: a -D the code defines is the code's. Where it touches what runtime.h
+# declares (NDEBUG, a macro named `min`, -U__CUDA_ARCH__), GCC finds that the precompiled header does
+# not hold what the code would read (it checks each macro the header uses), and the runtime is
+# compiled with the code's flags instead, and runtime.h read as it is: both parts then see the same
+# declarations, as they must. Clang refuses a precompiled header whose macros differ where GCC sets it
+# aside, so with clang the parts are built with the code's flags, as they were before.
+#
+# The parts are cached and verified as a library is (the folder is private: the file the compiler reads
+# is the one verified). A library's manifest lists the files its parts were built from along with its
+# own, so an edit of runtime.cpp or runtime.h rebuilds every library (-fpch-deps would list the
+# header's generated source instead).
 
 
-def _runtime_object(compiler: str, version: str, flags) -> Path:
-    """The cached object of runtime.cpp for these flags, built (and verified) first if missing."""
-    return _object(RUNTIME_SOURCE, compiler, version, flags, "the runner's runtime (runtime.cpp)")
+@dataclasses.dataclass(frozen=True)
+class _RunnerParts:
+    """What a library's compile command adds of the runner."""
+
+    include: tuple  # the flags that read runtime.h precompiled, or none
+    before: tuple  # the objects linked before the code: the runtime's
+    after: tuple  # and after it: the shared guard's (runtime.h)
+    files: tuple  # the files they were built from
 
 
-def _object(source: Path, compiler: str, version: str, flags, what: str) -> Path:
-    """The cached object of one of the runner's sources for these flags, built (and verified) first if
-    missing."""
+def _runner_parts(plan: _Plan) -> _RunnerParts:
+    """The runner's parts for a library's build, built (and verified) first if missing."""
+    runner, include, files = plan.runner, (), []
+    flags = plan.flags
+    if runner.precompiled:
+        header, header_files = _precompiled_header(_header_plan(plan.compiler, runner.version, runner.flags))
+        if _header_serves(plan.compiler, tuple(plan.flags), runner.flags, header):
+            include, flags = ("-include", str(header)), runner.flags
+            files += header_files
+    runtime, runtime_files = _object(RUNTIME_SOURCE, plan.compiler, runner.version, flags,
+                                     "the runner's runtime (runtime.cpp)")
+    guard = (_object(SHARED_GUARD_SOURCE, plan.compiler, runner.version, flags,
+                     "the shared guard (shared_guard.cpp)"),) if runner.guard else ()
+    for _, guard_files in guard:
+        files += guard_files
+    return _RunnerParts(include, (runtime,), tuple(path for path, _ in guard), (*files, *runtime_files))
+
+
+def _object(source: Path, compiler: str, version: str, flags, what: str) -> tuple[Path, list[Path]]:
+    """(the cached object of one of the runner's sources for these flags, the files it was built from),
+    built (and verified) first if missing."""
     unit = f'#include "{source.as_posix()}"\n'
     flags = [*(flag for flag in flags if not flag.startswith(("-I", "-Wl,"))), "-c"]
     plan = _Plan(compiler, flags, unit, _manifest(source.stem, unit, compiler, version, " ".join(flags)),
                  source.stem, what, source.name, suffix=".o")
     descriptor, target = _verified_build(plan)
     os.close(descriptor)
+    return target, _listed(plan.manifest)
+
+
+def _header_plan(compiler: str, version: str, flags) -> _Plan:
+    unit = f'#include "{RUNTIME_HEADER.as_posix()}"\n'
+    flags = [*flags, "-x", "c++-header"]
+    return _Plan(compiler, flags, unit, _manifest("runtime_header", unit, compiler, version, " ".join(flags)),
+                 "runtime_header", "the runner's header (runtime.h, precompiled)", RUNTIME_HEADER.name,
+                 suffix=".h.gch")
+
+
+def _precompiled_header(plan: _Plan) -> tuple[Path, list[Path]]:
+    """(the header to -include, whose precompiled form is beside it; the files it was built from),
+    built first if missing. It is verified once per process and contents (it is 40-50 MB)."""
+    target = _built(plan)
+    info = target.stat()
+    if _verified_header(target, info.st_ino, info.st_mtime_ns, info.st_size) is None:
+        build_cache.discard(target)
+        target = _built(plan)
+    stub = target.with_suffix("")  # runtime_header-<key>-<files>.h: GCC reads its .gch where it is valid
+    if not stub.is_file():
+        build_cache.write_private_text(stub, plan.unit)
+    return stub, _listed(plan.manifest)
+
+
+@functools.cache
+def _verified_header(target: Path, inode: int, modified: int, size: int) -> Path | None:
+    descriptor, problem = build_cache.open_verified(target)
+    if descriptor is None:
+        print(f"nn_cuda: the cached {target.name} {problem}; building it again", file=sys.stderr)
+        return None
+    os.close(descriptor)
     return target
+
+
+@functools.cache
+def _header_serves(compiler: str, flags: tuple, runner_flags: tuple, header: Path) -> bool:
+    """Whether GCC reads the precompiled `header` for code built with `flags`: with no macro of the
+    code's, or none that runtime.h or a header it includes uses."""
+    if not any(flag.startswith(("-D", "-U")) and flag not in runner_flags for flag in flags):
+        return True
+    check = [compiler, *(flag for flag in flags if flag != "-shared" and not flag.startswith("-Wl,")),
+             "-include", str(header), "-Werror=invalid-pch", "-fsyntax-only", "-x", "c++", os.devnull]
+    try:
+        return subprocess.run(check, capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _listed(manifest: Path) -> list[Path]:
+    """The files a manifest lists."""
+    return [Path(line) for line in manifest.read_text().splitlines() if line]
 
 
 def _code_plan(code: str, flags, instances, check: bool, name: str | None, workers: bool) -> _Plan:
@@ -818,9 +913,10 @@ def _compile(plan: _Plan) -> Path:
         source = Path(work) / f"{plan.stem}_cpu.cpp"
         source.write_text(plan.unit)
         depfile = Path(work) / "files_read.d"
+        parts = _runner_parts(plan) if plan.runner else _RunnerParts((), (), (), ())
         # the runtime first: what follows the code's per-thread __shared__ arrays is the guard, not its state
-        command = [plan.compiler, *plan.flags, "-MD", "-MF", str(depfile), "-o", str(temporary),
-                   *map(str, plan.inputs), str(source), *map(str, plan.after)]
+        command = [plan.compiler, *plan.flags, *parts.include, "-MD", "-MF", str(depfile), "-o", str(temporary),
+                   *map(str, parts.before), str(source), *map(str, parts.after)]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if result.returncode != 0:
@@ -839,7 +935,7 @@ def _compile(plan: _Plan) -> Path:
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
                 ))
-            taken = _runner_names_taken(plan.inputs, temporary)
+            taken = _runner_names_taken(parts.before, temporary)
             if taken:
                 temporary.unlink()
                 raise KernelBuildError(
@@ -847,8 +943,8 @@ def _compile(plan: _Plan) -> Path:
                     "in the C library: the CPU build would call the code's in its place (on a GPU the name is "
                     "free); rename it")
             # The unit itself is in the manifest's key; the files it reads name the library.
-            read = [path.resolve() for path in host_compiler.dependency_list(depfile.read_text())
-                    if path != source]
+            read = list(dict.fromkeys([*(path.resolve() for path in host_compiler.dependency_list(depfile.read_text())
+                                         if path != source), *parts.files]))
             target = _library_named_by(manifest, read, plan.suffix)
             build_cache.store(temporary, target)
             build_cache.write_private_text(manifest, "".join(f"{path}\n" for path in read))
