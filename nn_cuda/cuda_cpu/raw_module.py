@@ -446,12 +446,13 @@ def dynamic_shared_as_references(code: str) -> str:
     to an array of unknown bound in the CPU runtime's dynamic shared region, on the same lines (the
     compiler's line numbers stay the code's). A reference, not a pointer: `&name` is then the
     region's address, as on a GPU (`(T*)&name` is a common spelling of `name`)."""
+    blanked = _blanked(code)  # a `;` in a comment before it is no statement's end (gsplat's)
     pieces, done = [], 0
-    for shared in re.finditer(r"\b__shared__\b", code):
-        start = max(code.rfind(brace, 0, shared.start()) for brace in ";{}") + 1
-        start = _LEADING_NON_CODE.match(code, start).end()  # comments and directives before it
-        end = code.find(";", shared.end()) + 1
-        declaration = _UNSIZED_ARRAY.fullmatch(code, start, end) if start >= done and end > 0 else None
+    for shared in re.finditer(r"\b__shared__\b", blanked):
+        start = max(blanked.rfind(brace, 0, shared.start()) for brace in ";{}") + 1
+        start = _LEADING_NON_CODE.match(blanked, start).end()  # comments and directives before it
+        end = blanked.find(";", shared.end()) + 1
+        declaration = _UNSIZED_ARRAY.fullmatch(blanked, start, end) if start >= done and end > 0 else None
         if declaration is None or "extern" not in declaration["specifiers"].split():
             continue
         specifiers = declaration["specifiers"]
@@ -472,7 +473,18 @@ def dynamic_shared_as_references(code: str) -> str:
 #: brace (still at file scope), any other brace, `__shared__`
 _SCOPE_OR_SHARED = re.compile(r'\bnamespace\b[\w:\s]*\{|\bextern\s*"[^"\n]*"\s*\{|[{}]|\b__shared__\b')
 #: comments and text in quotes
-_NOT_SCOPES = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+_COMMENT_OR_TEXT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+
+
+def _blanked(code: str, quotes: bool = False) -> str:
+    """`code` with its comments and quoted texts as blanks, of the same length and lines; with
+    `quotes`, a quoted text keeps its quotes (`extern "C" {` stays a linkage block)."""
+    def blank(match: re.Match) -> str:
+        text = match.group()
+        if quotes and text[0] in "\"'":
+            return text[0] + re.sub(r"[^\n]", " ", text[1:-1]) + text[-1]
+        return re.sub(r"[^\n]", " ", text)
+    return _COMMENT_OR_TEXT.sub(blank, code)
 
 
 def file_scope_shared(code: str) -> str:
@@ -480,14 +492,9 @@ def file_scope_shared(code: str) -> str:
     (runtime.h), which the checking mode finds by their section; a function's are found by name.
     A macro's `__shared__` outside braces is marked too, for the declarations it makes at file
     scope (marked inside an inline function, it fails as every __shared__ there did before)."""
-    def blank(match: re.Match) -> str:  # same length; a quoted text keeps its quotes (extern "C" {)
-        text = match.group()
-        inside = re.sub(r"[^\n]", " ", text[1:-1])
-        return text[0] + inside + text[-1] if text[0] in "\"'" else re.sub(r"[^\n]", " ", text)
-
     scopes: list[bool] = []  # True: a namespace or linkage block, still file scope
     marks = []
-    for token in _SCOPE_OR_SHARED.finditer(_NOT_SCOPES.sub(blank, code)):
+    for token in _SCOPE_OR_SHARED.finditer(_blanked(code, quotes=True)):
         word = token.group()
         if word == "}":
             if scopes:
@@ -509,7 +516,7 @@ def device_variables_kept(code: str) -> str:
     lines: GCC drops a `static` one that the code only reads, its value folded into the kernels,
     where NVRTC keeps it in memory that CuPy's get_global finds. An `extern` declaration and a
     preprocessor directive (a macro that stands for `__device__`) are left as they are."""
-    blanked = _COMMENT_OR_TEXT.sub(lambda text: re.sub(r"[^\n]", " ", text.group()), code)
+    blanked = _blanked(code)
     pieces, done = [], 0
     for keyword in _DEVICE_VARIABLE.finditer(blanked):
         start = max(blanked.rfind(brace, 0, keyword.start()) for brace in ";{}") + 1
@@ -545,7 +552,6 @@ def names_a_variable(expression: str, code: str) -> bool:
 
 # ---- the extern "C" kernels of a code ---------------------------------------------------------------
 
-_COMMENT_OR_TEXT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 #: a kernel's qualifiers with arguments, between `void` and its name
 _KERNEL_QUALIFIER = re.compile(r"\b(?:__launch_bounds__|__maxnreg__|__cluster_dims__)\s*\(")
 _EXTERN_C = re.compile(r'\bextern\s*"C"\s*')

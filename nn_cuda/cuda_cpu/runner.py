@@ -60,7 +60,8 @@ _SIGNALS = {
                       "global memory; NN_CUDA_CPU_CHECK=1 names an index out of bounds"),
     _GENERAL_PROTECTION: ("a misaligned vector access (a general-protection fault: a float4, double2 or other "
                           "16-byte type loaded or stored at an address that is no multiple of 16)"),
-    4: "an index outside a __shared__ or local array (trapped by -fsanitize=bounds)",  # SIGILL
+    4: ("an index outside an array of fixed size (__shared__, __constant__, __device__ or local; trapped by "
+        "-fsanitize=bounds)"),  # SIGILL
     7: "a misaligned or invalid memory access",  # SIGBUS
     8: "an arithmetic fault (an integer division by zero, or INT_MIN / -1, which overflows; a GPU gives a value "
        "for both)",  # SIGFPE

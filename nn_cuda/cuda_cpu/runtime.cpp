@@ -13,8 +13,9 @@
 // is filled with NaN bytes before every block (with zeros, array by
 // array, when the Python side looks for the array read before it was written), and faults (a read or
 // write outside a buffer, which the Python side surrounds with inaccessible pages; an index out of
-// the bounds of a __shared__ or local array, trapped by -fsanitize=bounds) end the launch with a
-// message naming the kernel, the block and the thread instead of killing the process.
+// the bounds of an array of fixed size, __shared__, __constant__, __device__ or local, trapped by
+// -fsanitize=bounds) end the launch with a message naming the kernel, the block and the thread
+// instead of killing the process.
 //
 // A cooperative launch (nn_cuda_cpu_set_cooperative) keeps its whole grid resident, at most four
 // blocks taking turns on one host thread as in the checking mode, so that grid_group::sync() can

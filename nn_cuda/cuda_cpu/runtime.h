@@ -405,7 +405,9 @@ std::string parameter_type()
     if constexpr (std::is_reference<P>::value) {  // named, and refused on the Python side
         return parameter_type<typename std::remove_reference<P>::type>() + "&";
     } else if constexpr (std::is_pointer<P>::value) {
-        using Element = typename std::remove_pointer<P>::type;
+        // a pointer to an array (`double a[][4]`, that is double (*)[4]) is the address of its first
+        // element, which CuPy passes for an array of any shape: named double*
+        using Element = typename std::remove_all_extents<typename std::remove_pointer<P>::type>::type;
         if constexpr (std::is_pointer<Element>::value) {  // float**, const float**, float* const*
             return parameter_type<typename std::remove_cv<Element>::type, true>() +
                    (std::is_const<Element>::value ? " const*" : "*");

@@ -1,0 +1,96 @@
+"""How the CPU runner reads the declarations that public CUDA code writes.
+
+Written for these tests after what HeCBench's and gsplat's kernels declare: a parameter that is a
+pointer to an array (`double phi[][Y][X]`), an `extern __shared__` array after a comment that holds
+a `;`, and an index outside a `__constant__` array. Each test fails on the runner before it read
+them (every argument refused, a page of compiler errors, a report that named only `__shared__` and
+local arrays).
+"""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+
+pytestmark = pytest.mark.slow  # each test builds a library or two (about a second each)
+
+GRIDS = r"""
+// Each thread doubles one point of a 3-D grid passed as a pointer to 2-D arrays, and copies a row of a
+// 2-D one passed as `const float (*)[4]`: the parameters HeCBench's ace declares.
+#define Y 3
+#define X 4
+extern "C" __global__ void twice(const double phi[][Y][X], double (*out)[Y][X], const float (*rows)[X],
+                                 float* first)
+{
+    const int z = blockIdx.x, y = threadIdx.y, x = threadIdx.x;
+    out[z][y][x] = 2.0 * phi[z][y][x];
+    if (z == 0 && y == 0) {
+        first[x] = rows[1][x];
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_parameter_that_points_to_arrays_takes_an_array(check):
+    # `double phi[][Y][X]` is a double (*)[Y][X]: the address of its first element, which CuPy passes
+    # for an array of any shape; the runner could not name the type, and refused every argument
+    phi = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
+    rows = np.arange(8, dtype=np.float32).reshape(2, 4)
+    out, first = np.full_like(phi, np.nan), np.full(4, np.nan, np.float32)
+    RawModule(code=GRIDS, check=check).get_function("twice")((2,), (4, 3), (phi, out, rows, first))
+    np.testing.assert_array_equal(out, 2 * phi)
+    np.testing.assert_array_equal(first, rows[1])
+    with pytest.raises(TypeError, match=r"argument 0 \(const double\*\)"):
+        RawModule(code=GRIDS, check=check).get_function("twice")((2,), (4, 3), (phi.astype(np.float32), out, rows,
+                                                                                 first))
+
+
+DYNAMIC_AFTER_A_COMMENT = r"""
+// Each thread writes its index times two to the dynamic shared memory, and reads its mirror's.
+extern "C" __global__ void mirror(float* out)
+{
+    %s
+    extern __shared__ __align__(16) char raw[];
+    float* values = reinterpret_cast<float*>(raw);
+    values[threadIdx.x] = 2.0f * threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = values[blockDim.x - 1 - threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("comment", ["// the layout: 16-byte aligned; a float per thread", "/* a; b */"])
+def test_an_extern_shared_array_after_a_comment_holding_a_semicolon(comment):
+    # gsplat's "// Dynamic shared layout (16B-aligned base; ...)" before its declaration: the runner
+    # took the comment's `;` for the end of the statement before, and its rewrite did not compile
+    for check in (False, True):
+        out = np.full(32, np.nan, np.float32)
+        RawModule(code=DYNAMIC_AFTER_A_COMMENT % comment, check=check).get_function("mirror")(
+            (1,), (32,), (out,), shared_mem=32 * 4)
+        np.testing.assert_array_equal(out, 2.0 * np.arange(31, -1, -1))
+
+
+TABLES = r"""
+__constant__ float table[4];
+__device__ float scratch[4];
+extern "C" __global__ void read_table(float* out, int n)
+{
+    if (threadIdx.x < n) {
+        out[threadIdx.x] = table[threadIdx.x] + scratch[threadIdx.x];
+    }
+}
+"""
+
+
+def test_an_index_outside_a_constant_array_is_named_as_such():
+    # HeCBench's mriQ reads ck[1024] past its end for some sizes; the report named only __shared__
+    # and local arrays
+    module = RawModule(code=TABLES, check=True)
+    module.get_global("table").view(np.float32)[:] = [1, 2, 3, 4]
+    out = np.full(5, np.nan, np.float32)
+    module.get_function("read_table")((1,), (5,), (out, np.int32(4)))
+    np.testing.assert_array_equal(out[:4], [1, 2, 3, 4])
+    with pytest.raises(KernelError, match=r"read_table: an index outside an array of fixed size \(__shared__, "
+                                          r"__constant__, __device__ or local.* thread \(4, 0, 0\).*:7"):
+        module.get_function("read_table")((1,), (5,), (out, np.int32(5)))
