@@ -4,6 +4,7 @@ in progress, and a thread whose local variables outgrow its stack is named, wher
 the process or corrupt the stack of the thread next to it."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,6 +39,12 @@ extern "C" __global__ void big_local(float* out)
         local[i] = i * out[0];
     }
     out[threadIdx.x] = local[39999 - threadIdx.x];
+}
+
+// Each thread divides by its divisor: zero in thread 2.
+extern "C" __global__ void divide(int* out, const int* divisors)
+{
+    out[threadIdx.x] = 100 / divisors[threadIdx.x];
 }
 """
 
@@ -98,6 +105,17 @@ def test_a_thread_whose_locals_outgrow_its_stack_is_named():
     with pytest.raises(KernelError, match=r"big_local: a thread's local variables outgrew its stack .* in thread "
                                           r"\(0, 0, 0\) of block \(0, 0, 0\)"):
         RawModule(code=CODE).get_function("big_local")((1,), (2,), (np.ones(2, np.float32),))
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_an_integer_division_by_zero_is_named_without_a_hint_about_buffers(check):
+    # the plain mode's message ended "run with NN_CUDA_CPU_CHECK=1 to name the buffer", which names none
+    with pytest.raises(KernelError) as raised:
+        RawModule(code=CODE, check=check).get_function("divide")((1,), (4,), (np.zeros(4, np.int32),
+                                                                              np.array([1, 2, 0, 4], np.int32)))
+    assert re.fullmatch(r"divide: an arithmetic fault \(an integer division by zero, or INT_MIN / -1, which overflows; "
+                        r"a GPU gives a value for both\) in thread \(2, 0, 0\) of block \(0, 0, 0\) at "
+                        r"\(RawModule code\):\d+", str(raised.value)), str(raised.value)
 
 
 @pytest.mark.parametrize("text", ["soon", "-1"])

@@ -67,6 +67,8 @@ _SIGNALS = {
        "for both)",  # SIGFPE
     11: "an invalid memory access",  # SIGSEGV
 }
+#: the signals of an access to memory: the checking mode names the buffer an address is near
+_MEMORY_FAULTS = (7, 11)
 #: format -> how far two thread orders of a kernel that uses atomics may differ, relative
 #: to the array's largest magnitude: a sum of a few thousand terms in another order (float32: 2^-24
 #: per addition; float64: 2^-53), of about a hundred in float16 (2^-11), a few dozen in bfloat16 (2^-8)
@@ -424,7 +426,7 @@ class LoadedKernels:
                     "one value let the others run), and a block can wait only for one that started before it "
                     "(number the blocks by an atomicAdd ticket, not by blockIdx)")
             what = _SIGNALS.get(number, f"signal {number}")
-            described = describe_fault(address) if number in (7, 11) else ""
+            described = describe_fault(address) if number in _MEMORY_FAULTS else ""
             if number == _GENERAL_PROTECTION and self.check:  # the checking mode's own placement may cause it
                 described = (": the checking mode places each array's last byte right before a guard page, so an "
                              "array whose size in bytes is no multiple of 16 starts unaligned there, where a GPU "
@@ -433,7 +435,8 @@ class LoadedKernels:
                              "of 16 bytes to check it")
             raise KernelError(
                 f"{launch.kernel}: {what}{described}{where}"
-                + ("" if self.check or number in (_STACK_OVERFLOW, _GENERAL_PROTECTION) else "; run with NN_CUDA_CPU_CHECK=1 to name the buffer")
+                + ("; run with NN_CUDA_CPU_CHECK=1 to name the buffer" if number in _MEMORY_FAULTS and not self.check
+                   else "")
             )
 
     def source_at(self, pc: int) -> str:
