@@ -94,3 +94,27 @@ def test_an_index_outside_a_constant_array_is_named_as_such():
     with pytest.raises(KernelError, match=r"read_table: an index outside an array of fixed size \(__shared__, "
                                           r"__constant__, __device__ or local.* thread \(4, 0, 0\).*:7"):
         module.get_function("read_table")((1,), (5,), (out, np.int32(5)))
+
+
+MANAGED = r"""
+// Each thread counts itself in a managed variable and adds its index to another.
+__managed__ int threads_seen;
+__device__ __managed__ float index_sum;
+extern "C" __global__ void count(int* done)
+{
+    atomicAdd(&threads_seen, 1);
+    atomicAdd(&index_sum, float(threadIdx.x));
+    done[threadIdx.x] = 1;
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_managed_variables_are_the_modules_and_reached_through_get_global(check):
+    # `__managed__` (unified memory, which NVRTC compiles) failed to build: "'__managed__' does not name a type"
+    module = RawModule(code=MANAGED, check=check)
+    done = np.zeros(64, np.int32)
+    module.get_function("count")((1,), (64,), (done,))
+    assert done.tolist() == [1] * 64
+    assert module.get_global("threads_seen").view(np.int32)[0] == 64
+    assert module.get_global("index_sum").view(np.float32)[0] == sum(range(64))

@@ -68,6 +68,9 @@
 #define __grid_constant__  // a const kernel parameter the kernel may take the address of
 // A global variable of the library: the Python side reads and writes it (RawModule.get_global).
 #define __constant__ __attribute__((used))
+// A variable of unified memory (`__managed__ int n;`, alone or after __device__), which a GPU's host
+// reads and writes in place: here one of the library's, read and written through get_global.
+#define __managed__ __attribute__((used))
 // GCC's attribute, as CUDA's headers define it for a GCC host: it may stand among the specifiers
 // (`__shared__ __align__(16) float tile[...]`), where C++'s alignas may not.
 #define __align__(n) __attribute__((aligned(n)))
