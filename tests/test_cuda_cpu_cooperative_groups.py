@@ -598,3 +598,78 @@ def test_a_pipeline_shared_by_a_block_stops_the_build_naming_it():
     with pytest.raises(KernelBuildError, match=r"the CPU runner does not support a cuda::pipeline shared by the "
                                                r"threads of a group \(cuda::pipeline_shared_state\)"):
         RawModule(code=code).get_function("shared_pipeline")
+
+
+CUDA_12_CALLS = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+// CUDA 12's group calls (cudf's hash joins, the programming guide's examples). Each warp takes a
+// ticket by one atomicAdd of its lane 0 and hands it to every lane (invoke_one_broadcast), whose lanes
+// then say whether they all hold one of the two tickets; lane 0 of
+// each warp counts its warp by invoke_one; each warp stores the sum of its lanes' indices
+// (reduce_store_async); each thread writes its index, and after the split barrier reads its mirror's;
+// this_thread() is every thread's tile of one.
+extern "C" __global__ void calls(unsigned* counter, unsigned* tickets, unsigned* warps, int* sums, int* mirrored,
+                                 int* alone)
+{
+    __shared__ int values[64];
+    const cg::thread_block block = cg::this_thread_block();
+    const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const unsigned ticket = cg::invoke_one_broadcast(warp, [&]() { return atomicAdd(counter, 1u); });
+    tickets[threadIdx.x] = ticket < 2 && ticket == warp.shfl(ticket, 7);  // which warp has which: either
+    cg::invoke_one(warp, [](unsigned* count) { atomicAdd(count, 1u); }, warps);
+    cg::reduce_store_async(warp, &sums[warp.meta_group_rank()], (int)threadIdx.x, cg::plus<int>());
+    values[threadIdx.x] = (int)threadIdx.x;
+    auto token = block.barrier_arrive();
+    block.barrier_wait(std::move(token));
+    mirrored[threadIdx.x] = values[63 - threadIdx.x];
+    const auto self = cg::this_thread();
+    alone[threadIdx.x] = (int)(self.size() * 100 + self.thread_rank());
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_cuda_12s_group_calls_match_numpy(check):
+    # this_thread, invoke_one, invoke_one_broadcast, reduce_store_async and barrier_arrive/barrier_wait
+    # each stopped the build ("is not a member of 'cg'")
+    counter, warps = np.zeros(1, np.uint32), np.zeros(1, np.uint32)
+    tickets = np.full(64, 99, np.uint32)
+    sums, mirrored, alone = np.full(2, -1, np.int32), np.full(64, -1, np.int32), np.full(64, -1, np.int32)
+    RawModule(code=CUDA_12_CALLS, check=check).get_function("calls")(
+        (1,), (64,), (counter, tickets, warps, sums, mirrored, alone))
+    assert counter[0] == 2 and warps[0] == 2
+    assert tickets.tolist() == [1] * 64  # one ticket a warp, the same in all its lanes
+    assert sums.tolist() == [sum(range(32)), sum(range(32, 64))]
+    assert mirrored.tolist() == list(range(63, -1, -1))
+    assert alone.tolist() == [100] * 64
+
+
+GRID_SPLIT_BARRIER = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+// Each block writes its index, arrives at the grid's barrier, waits, and reads the next block's.
+extern "C" __global__ void next_block(int* slots, int* seen)
+{
+    const cg::grid_group grid = cg::this_grid();
+    if (threadIdx.x == 0) {
+        slots[blockIdx.x] = (int)blockIdx.x * 10;
+    }
+    auto token = grid.barrier_arrive();
+    grid.barrier_wait(std::move(token));
+    if (threadIdx.x == 0) {
+        seen[blockIdx.x] = slots[(blockIdx.x + 1) % gridDim.x];
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_the_grids_split_barrier_in_a_cooperative_launch(check):
+    slots, seen = np.full(4, -1, np.int32), np.full(4, -1, np.int32)
+    RawModule(code=GRID_SPLIT_BARRIER, enable_cooperative_groups=True, check=check).get_function("next_block")(
+        (4,), (32,), (slots, seen))
+    assert seen.tolist() == [10, 20, 30, 0]

@@ -713,3 +713,45 @@ def test_cucomplex_matches_numpy(dtype):
     made = np.full(1, np.nan, np.complex64)
     module.get_function("make")((1,), (1,), (made,))
     assert made[0] == np.complex64(1.8 + 2.9j)
+
+
+LATER_NAMES = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// Names of CUDA's that stopped the build (HeCBench's): the Math API's fdividef, the profiler's
+// __prof_trigger, and CUDA 12.8's tanh approximations of the 16-bit floats, alone and in pairs.
+extern "C" __global__ void later_names(const float* x, const float* y, float* quotients, __half* halves,
+                                       __nv_bfloat16* bfloats, int n)
+{
+    const int i = threadIdx.x;
+    __prof_trigger(0);
+    if (i < n) {
+        quotients[i] = fdividef(x[i], y[i]);
+        halves[i] = htanh_approx(__float2half(x[i]));
+        bfloats[i] = htanh_approx(__float2bfloat16(x[i]));
+    }
+    if (i < n / 2) {
+        const __half2 pair = h2tanh_approx(__floats2half2_rn(x[2 * i], x[2 * i + 1]));
+        halves[n + 2 * i] = pair.x;
+        halves[n + 2 * i + 1] = pair.y;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_fdividef_prof_trigger_and_the_tanh_approximations_of_16_bit_floats(check):
+    n = 64
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    y = np.linspace(0.5, 4, n).astype(np.float32)
+    quotients, halves = np.full(n, np.nan, np.float32), np.full(2 * n, np.nan, np.float16)
+    bfloats = np.zeros(n, np.uint16)
+    RawModule(code=LATER_NAMES, check=check).get_function("later_names")(
+        (1,), (n,), (x, y, quotients, halves, bfloats, np.int32(n)))
+    np.testing.assert_array_equal(quotients, x / y)  # correctly rounded here; a GPU's is within 2 ulp
+    want = np.tanh(x.astype(np.float16).astype(np.float64))
+    # tanh rounded to 11 (half) and 8 (bfloat16) significant bits; a GPU's approximation may differ by one
+    np.testing.assert_allclose(halves.astype(np.float64), np.concatenate([want, want]), rtol=2.0 ** -10, atol=0)
+    bfloat16 = (bfloats.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    np.testing.assert_allclose(bfloat16, np.tanh(x.astype(np.float64)), rtol=2.0 ** -7, atol=1e-30)

@@ -138,6 +138,7 @@ inline float __tanf(float x) { return tanf(x); }
 inline void __sincosf(float x, float* s, float* c) { *s = sinf(x), *c = cosf(x); }
 inline float __powf(float x, float y) { return powf(x, y); }
 inline float __fdividef(float x, float y) { return x / y; }
+inline float fdividef(float x, float y) { return x / y; }  // the Math API's name of it
 inline float __saturatef(float x) { return x != x ? 0.0f : fminf(fmaxf(x, 0.0f), 1.0f); }  // NaN -> 0
 
 // ---- IEEE operations rounded as their name says: _rn to nearest, _rz toward zero, _rd down, _ru up ----
@@ -667,6 +668,7 @@ inline long long clock64()
 // A thread that sleeps, typically in a loop waiting for another thread: here it lets the other
 // threads of its block (and, in the checking mode, the other resident blocks) run first.
 inline void __nanosleep(unsigned) { nn_cuda_cpu::yield_thread(); }
+inline void __prof_trigger(int) {}  // a profiler's counter, which changes no result
 
 // ---- barriers that count ---------------------------------------------------------------------------
 

@@ -87,6 +87,11 @@ public:
     dim3 thread_index() const { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
     dim3 group_dim() const { return blockDim; }
     dim3 dim_threads() const { return blockDim; }
+    // the barrier split in two (CUDA 12): what a thread wrote before its arrival, every thread reads
+    // after its wait; the wait is the block's barrier, which keeps that promise
+    struct arrival_token {};
+    arrival_token barrier_arrive() const { return arrival_token(); }
+    void barrier_wait(arrival_token&&) const { __syncthreads(); }
 };
 
 inline thread_block this_thread_block() { return thread_block(); }
@@ -178,6 +183,9 @@ thread_block_tile<Size, Parent> tiled_partition(const Parent&)
     return thread_block_tile<Size, Parent>();
 }
 
+// The calling thread alone, as a tile of one.
+inline thread_block_tile<1, void> this_thread() { return thread_block_tile<1, void>(); }
+
 template <typename Group>
 void sync(const Group& group)
 {
@@ -208,6 +216,10 @@ public:
     dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
     dim3 dim_blocks() const { return gridDim; }
     void sync() const { nn_cuda_cpu::grid_sync(); }
+    // the grid's barrier split in two (CUDA 12), the wait being the grid's sync, as the block's
+    using arrival_token = unsigned;
+    arrival_token barrier_arrive() const { return 0; }
+    void barrier_wait(arrival_token&&) const { nn_cuda_cpu::grid_sync(); }
     template <typename Unused = void>
     unsigned long long cluster_rank() const { return nn_cuda_cpu_no_clusters<Unused>(); }
     template <typename Unused = void>
@@ -365,6 +377,39 @@ T reduce(const coalesced_group& group, T value, Op op)
         first = false;
     });
     return total;
+}
+
+// The value of reduce, stored to *destination by the group's thread of rank 0 (CUDA 12's
+// reduce_store_async of a pointer: visible to the group after its next sync).
+template <typename Group, typename T, typename Op>
+void reduce_store_async(const Group& group, T* destination, T value, Op op)
+{
+    const T total = reduce(group, value, op);
+    if (group.thread_rank() == 0) {
+        *destination = total;
+    }
+}
+
+// ---- one thread of a tile or a partition calls (CUDA 12) ---------------------------------------------
+
+// The group's thread of rank 0 calls fn(args...), as a GPU before sm_90 picks it.
+template <typename Group, typename Fn, typename... Args>
+void invoke_one(const Group& group, Fn&& fn, Args&&... args)
+{
+    if (group.thread_rank() == 0) {
+        std::forward<Fn>(fn)(std::forward<Args>(args)...);
+    }
+}
+
+// As invoke_one, and every thread of the group gets what the call returned.
+template <typename Group, typename Fn, typename... Args>
+auto invoke_one_broadcast(const Group& group, Fn&& fn, Args&&... args)
+{
+    typename std::decay<decltype(fn(args...))>::type result{};
+    if (group.thread_rank() == 0) {
+        result = std::forward<Fn>(fn)(std::forward<Args>(args)...);
+    }
+    return group.shfl(result, 0);
 }
 
 // Lane r gets op over the values of lanes 0..r of its tile (Hillis-Steele, by shfl_up).

@@ -369,7 +369,8 @@ T nn_cuda_cpu_relu(T a)
     NN_CUDA_CPU_LANEWISE(T2, h2log2, hlog2) NN_CUDA_CPU_LANEWISE(T2, h2log10, hlog10)                               \
     NN_CUDA_CPU_LANEWISE(T2, h2rsqrt, hrsqrt) NN_CUDA_CPU_LANEWISE(T2, h2rcp, hrcp)                                 \
     NN_CUDA_CPU_LANEWISE(T2, h2sin, hsin) NN_CUDA_CPU_LANEWISE(T2, h2cos, hcos)                                     \
-    NN_CUDA_CPU_LANEWISE(T2, h2tanh, htanh) NN_CUDA_CPU_LANEWISE(T2, h2floor, hfloor)                               \
+    NN_CUDA_CPU_LANEWISE(T2, h2tanh, htanh) NN_CUDA_CPU_LANEWISE(T2, h2tanh_approx, htanh_approx)                   \
+    NN_CUDA_CPU_LANEWISE(T2, h2floor, hfloor)                                                                       \
     NN_CUDA_CPU_LANEWISE(T2, h2ceil, hceil) NN_CUDA_CPU_LANEWISE(T2, h2trunc, htrunc)                               \
     NN_CUDA_CPU_LANEWISE(T2, h2rint, hrint)
 
@@ -418,6 +419,7 @@ T nn_cuda_cpu_relu(T a)
     inline T hsin(T a) { return nn_cuda_cpu_narrow<T>(sinf(nn_cuda_cpu_wide(a))); }                               \
     inline T hcos(T a) { return nn_cuda_cpu_narrow<T>(cosf(nn_cuda_cpu_wide(a))); }                               \
     inline T htanh(T a) { return nn_cuda_cpu_narrow<T>(tanhf(nn_cuda_cpu_wide(a))); }                             \
+    inline T htanh_approx(T a) { return htanh(a); } /* a GPU's approximation may differ in the last bit */        \
     inline T hfloor(T a) { return nn_cuda_cpu_narrow<T>(floorf(nn_cuda_cpu_wide(a))); }                           \
     inline T hceil(T a) { return nn_cuda_cpu_narrow<T>(ceilf(nn_cuda_cpu_wide(a))); }                             \
     inline T htrunc(T a) { return nn_cuda_cpu_narrow<T>(truncf(nn_cuda_cpu_wide(a))); }                           \
