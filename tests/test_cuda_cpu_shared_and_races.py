@@ -702,3 +702,54 @@ def test_a_cas_loop_sum_of_cancelling_doubles_is_compared_up_to_rounding_and_int
     with pytest.raises(KernelError, match=r"keys_and_race: the result depends on the order"):
         RawModule(code=CAS_SUMS, check=True).get_function("keys_and_race")(
             (1,), (32,), (np.zeros(32, np.uint32), np.zeros(1, np.float32)))
+
+
+ATOMIC_REFS = r"""
+#include <cuda/atomic>
+#include <cuda/std/atomic>
+
+// libcu++'s atomics (gsplat's rasterizer reads a counter through cuda::atomic_ref, cudf's joins count
+// through them): every thread adds a tenth of its index to a float sum and 1 to a count through atomic_ref, the
+// largest index through fetch_max, takes a ticket from a __shared__ cuda::atomic, and block 1 waits
+// (spinning on load) until block 0 has set its flag.
+extern "C" __global__ void refs(float* sum, unsigned* count, int* largest, int* tickets, int* flag, int* waited)
+{
+    __shared__ cuda::atomic<int, cuda::thread_scope_block> ticket;
+    if (threadIdx.x == 0) {
+        ticket.store(0);
+    }
+    __syncthreads();
+    cuda::std::atomic_ref<float>(*sum).fetch_add(0.1f * threadIdx.x);  // rounded in the threads' order
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> counted(*count);
+    ++counted;
+    cuda::atomic_ref<int>(*largest).fetch_max((int)(blockIdx.x * blockDim.x + threadIdx.x), cuda::memory_order_relaxed);
+    const int mine = ticket.fetch_add(1);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        tickets[blockIdx.x] = ticket.load() == (int)blockDim.x && mine < (int)blockDim.x;
+        cuda::atomic_ref<int> ready(*flag);
+        if (blockIdx.x == 0) {
+            ready.store(1, cuda::memory_order_release);
+        } else {
+            while (ready.load(cuda::memory_order_acquire) == 0) {
+            }
+            waited[0] = 1;
+        }
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_libcuxx_atomic_refs_and_atomics_count_as_the_runners_atomics(check):
+    # <cuda/atomic> was refused, and cuda::std::atomic_ref missing below C++20; a thread spinning on
+    # one's load must let the block it waits for run, and a float sum through one is compared up to
+    # its order's rounding in the checking mode, as atomicAdd's are
+    total, count = np.zeros(1, np.float32), np.zeros(1, np.uint32)
+    largest, tickets, flag, waited = (np.zeros(1, np.int32), np.zeros(2, np.int32), np.zeros(1, np.int32),
+                                      np.zeros(1, np.int32))
+    RawModule(code=ATOMIC_REFS, check=check).get_function("refs")(
+        (2,), (64,), (total, count, largest, tickets, flag, waited))
+    np.testing.assert_allclose(total[0], 2 * sum(0.1 * i for i in range(64)), rtol=1e-5)  # 128 float32 additions
+    assert count[0] == 128 and largest[0] == 127
+    assert tickets.tolist() == [1, 1] and flag[0] == 1 and waited[0] == 1
