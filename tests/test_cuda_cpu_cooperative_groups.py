@@ -651,10 +651,15 @@ GRID_SPLIT_BARRIER = r"""
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
-// Each block writes its index, arrives at the grid's barrier, waits, and reads the next block's.
-extern "C" __global__ void next_block(int* slots, int* seen)
+// Each block writes its index, arrives at the grid's barrier, waits, and reads the next block's; each
+// thread says whether the grid's 3-D indices and sizes (CUDA 12's) are what they must be.
+extern "C" __global__ void next_block(int* slots, int* seen, int* indices_right)
 {
     const cg::grid_group grid = cg::this_grid();
+    const dim3 index = grid.thread_index(), threads = grid.dim_threads(), blocks = grid.group_dim();
+    indices_right[blockIdx.y * gridDim.x * blockDim.x + blockIdx.x * blockDim.x + threadIdx.x] =
+        index.x == blockIdx.x * blockDim.x + threadIdx.x && index.y == blockIdx.y && index.z == 0 &&
+        threads.x == gridDim.x * blockDim.x && threads.y == gridDim.y && blocks.x == gridDim.x;
     if (threadIdx.x == 0) {
         slots[blockIdx.x] = (int)blockIdx.x * 10;
     }
@@ -668,8 +673,9 @@ extern "C" __global__ void next_block(int* slots, int* seen)
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
-def test_the_grids_split_barrier_in_a_cooperative_launch(check):
-    slots, seen = np.full(4, -1, np.int32), np.full(4, -1, np.int32)
+def test_the_grids_split_barrier_and_3_d_indices_in_a_cooperative_launch(check):
+    slots, seen, right = np.full(4, -1, np.int32), np.full(4, -1, np.int32), np.zeros(4 * 32, np.int32)
     RawModule(code=GRID_SPLIT_BARRIER, enable_cooperative_groups=True, check=check).get_function("next_block")(
-        (4,), (32,), (slots, seen))
+        (4,), (32,), (slots, seen, right))
     assert seen.tolist() == [10, 20, 30, 0]
+    assert right.tolist() == [1] * right.size

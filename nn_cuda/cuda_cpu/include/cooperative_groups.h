@@ -215,6 +215,14 @@ public:
     unsigned long long thread_rank() const { return block_rank() * nn_cuda_cpu::threads_in_block() + nn_cuda_cpu::current->tid; }
     dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
     dim3 dim_blocks() const { return gridDim; }
+    dim3 group_dim() const { return gridDim; }
+    // the thread's index in the grid, and the grid's size, in threads along each axis
+    dim3 thread_index() const
+    {
+        return dim3(blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
+                    blockIdx.z * blockDim.z + threadIdx.z);
+    }
+    dim3 dim_threads() const { return dim3(gridDim.x * blockDim.x, gridDim.y * blockDim.y, gridDim.z * blockDim.z); }
     void sync() const { nn_cuda_cpu::grid_sync(); }
     // the grid's barrier split in two (CUDA 12), the wait being the grid's sync, as the block's
     using arrival_token = unsigned;
