@@ -521,6 +521,18 @@ def test_runtime_h_is_precompiled_once_for_code_of_any_macro_and_an_edit_of_it_r
     assert len(headers()) == 2
 
 
+def test_a_build_error_in_the_runners_headers_names_no_generated_file():
+    # GCC names the file runtime.h's precompiled form was compiled from (a deleted temporary) as the
+    # one that included it; the message names the code's instance table, as it did before
+    from nn_cuda.cuda_cpu import RawModule
+    with pytest.raises(build.KernelBuildError) as raised:
+        RawModule(code='extern "C" __global__ void k(short* p) { atomicAdd(p, (short)1); }').get_function("k")
+    message = str(raised.value)
+    assert "no matching function for call to" in message and "_cpu.cpp" not in message, message
+    if "In file included from" in message:
+        assert "from (the instance table of the RawModule code):1" in message, message
+
+
 def test_the_build_cache_is_private_whatever_the_umask(private_cache):
     previous = os.umask(0)
     try:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
 
 pytestmark = pytest.mark.slow  # each test builds a library or two (about a second each)
 
@@ -118,3 +119,27 @@ def test_managed_variables_are_the_modules_and_reached_through_get_global(check)
     assert done.tolist() == [1] * 64
     assert module.get_global("threads_seen").view(np.int32)[0] == 64
     assert module.get_global("index_sum").view(np.float32)[0] == sum(range(64))
+
+
+CAMERA_MODELS = r"""
+template <class T> struct Pinhole { T focal; };
+namespace splat {
+// Each thread writes the size of the camera model the instance is built for.
+template <class Model, class S> __global__ void project(S* out) { out[threadIdx.x] = (S)sizeof(Model); }
+}
+"""
+
+
+def test_a_name_expression_whose_template_arguments_do_not_fit_is_named_in_one_line():
+    # gsplat's kernels take camera models that are class templates: `project<Pinhole, float>` (Pinhole
+    # without its own argument) gave the compiler's page about the runner's instance table
+    out = np.zeros(4, np.float32)
+    RawModule(code=CAMERA_MODELS, name_expressions=("splat::project<Pinhole<int>, float>",)).get_function(
+        "splat::project<Pinhole<int>, float>")((1,), (4,), (out,))
+    assert out.tolist() == [4.0] * 4
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'splat::project<Pinhole, float>', which is no "
+                                               r"instance of the kernel template `project` \(template<class Model, "
+                                               r"class S> void splat::project\(S\*\)\): its template arguments do "
+                                               r"not fit the template's parameters .*NVRTC refuses it on a GPU too$"):
+        RawModule(code=CAMERA_MODELS, name_expressions=("splat::project<Pinhole, float>",)).get_function(
+            "splat::project<Pinhole, float>")

@@ -442,11 +442,15 @@ def _object(source: Path, compiler: str, version: str, flags, what: str) -> tupl
     return target, _listed(plan.manifest)
 
 
+#: names runtime.h's precompiled form in the cache, and the source it is compiled from
+_HEADER_STEM = "runtime_header"
+
+
 def _header_plan(compiler: str, version: str, flags) -> _Plan:
     unit = f'#include "{RUNTIME_HEADER.as_posix()}"\n'
     flags = [*flags, "-x", "c++-header"]
-    return _Plan(compiler, flags, unit, _manifest("runtime_header", unit, compiler, version, " ".join(flags)),
-                 "runtime_header", "the runner's header (runtime.h, precompiled)", RUNTIME_HEADER.name,
+    return _Plan(compiler, flags, unit, _manifest(_HEADER_STEM, unit, compiler, version, " ".join(flags)),
+                 _HEADER_STEM, "the runner's header (runtime.h, precompiled)", RUNTIME_HEADER.name,
                  suffix=".h.gch")
 
 
@@ -783,6 +787,12 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
             where = f"{directives[-1]['file']}:{code.count(chr(10), directives[-1].end(), kernel.start()) + 1}" \
                 if directives else plan.what  # the kernel's line in the code's own lines
             return f"{where}: {_c_library_function(name)}"
+        if kernel and expression != name and "no matches converting function" in log:
+            candidate = re.search(r"note: candidate is: [‘'`](.*?)[’']$", log, re.M)
+            return (f"name_expressions names {expression!r}, which is no instance of the kernel template `{name}`"
+                    + (f" ({candidate[1]})" if candidate else "") + ": its template arguments do not fit the "
+                    "template's parameters (a class template given without its own arguments?); NVRTC refuses it "
+                    "on a GPU too")
     return None
 
 
@@ -901,6 +911,11 @@ _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permissi
                    "cannot open output file", "Disk quota exceeded")
 
 
+#: the generated source runtime.h's precompiled form was compiled from, which GCC names in a library's
+#: messages as the file that included runtime.h (deleted since; the library's own source said it before)
+_PRECOMPILED_SOURCE = re.compile(rf"\S*/nn_cuda_cpu_\w+/{_HEADER_STEM}_cpu\.cpp(?=:1\b)")
+
+
 def _compile(plan: _Plan) -> Path:
     """Build the library, then store it under the name of the files it was built from, and the list
     of those files as the manifest; return the library's path."""
@@ -926,8 +941,10 @@ def _compile(plan: _Plan) -> Path:
                     raise BackendUnavailable(
                         f"the CPU build of {what} could not be written to {manifest.parent} "
                         f"({written.strip()}); free space there or set NN_CUDA_CACHE_DIR to a writable folder")
-                # The generated file is deleted with `work`: name it by what it holds.
-                log = _without_pragma_once_warnings(result.stderr.strip().replace(str(source), f"({plan.table})"))
+                # The generated file is deleted with `work`: name it by what it holds (runtime.h's
+                # precompiled form names the file it was compiled from as the one that included it).
+                log = _without_pragma_once_warnings(_PRECOMPILED_SOURCE.sub(
+                    f"({plan.table})", result.stderr.strip().replace(str(source), f"({plan.table})")))
                 raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
                                        _instance_row(log, plan) or
                                        _legacy_warp_function(log) or _kernel_launch(log, plan.unit) or
