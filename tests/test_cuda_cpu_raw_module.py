@@ -189,6 +189,12 @@ def test_the_checking_mode_runs_once_a_kernel_that_reaches_memory_through_a_stru
     np.testing.assert_array_equal(scaled, 2 * x)
     err = capfd.readouterr().err
     assert err.count("increment: args[0] (its bytes 8 to 15) holds a pointer to memory that is no argument") == 1
+    # each pointer of the struct is named (gsplat's accumulators hold five; the first alone was named)
+    twice = np.array((8, data.ctypes.data, scaled.ctypes.data), dtype=np.dtype(
+        [("rows", np.int32), ("data", np.uint64), ("more", np.uint64)], align=True))
+    RawModule(code=POINTER_IN_A_STRUCT.replace("float* data;", "float* data;\n    float* more;"),
+              check=True).get_function("increment")((1,), (8,), (twice, scaled, x))
+    assert "increment: args[0] (its bytes 8 to 15 and 16 to 23) holds a pointer" in capfd.readouterr().err
     # a struct of values (the same bytes, no address in them) keeps the comparison of two orders
     RawModule(code=BY_VALUE, check=True).get_function("by_value")(
         (1,), (4,), (scaled, x, np.array([(2.0, 3)], dtype=[("s", np.float32), ("t", np.int32)]),

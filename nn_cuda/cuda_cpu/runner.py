@@ -745,7 +745,8 @@ def pointers_to_pointers(c_type: str) -> bool:
 def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]) -> str | None:
     """What holds a pointer to memory that is no argument: "args[0] (an array of pointers)" for a
     pointer to pointers; "args[2] (its bytes 8 to 15)" for the first struct argument passed by value
-    with an 8-byte word that is the address of writable memory of this process (a struct of matrix
+    with an 8-byte word that is the address of writable memory of this process (each such word named:
+    "its bytes 0 to 7 and 16 to 23") (a struct of matrix
     dimensions and a pointer to their elements), or an array of structs with one ("args[0] (an
     array of structs) (its bytes 8 to 15)"); "the variable `params` (its bytes 8 to 15)" for a
     __constant__ or __device__ variable of the code (`variables`: (symbol, bytes) each) that holds
@@ -789,9 +790,16 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
             null = words.reshape(fields.shape) == 0
             inside = (fields | null).all(axis=0) & (2 * fields.sum(axis=0) >= len(fields))
         if inside.any():
-            offset = 8 * int(np.argmax(inside))
-            return f"{what} (its bytes {offset} to {offset + 7})"
+            spans = [f"{8 * int(word)} to {8 * int(word) + 7}" for word in np.flatnonzero(inside)]
+            return f"{what} (its bytes {_spoken_list(spans)})"
     return None
+
+
+def _spoken_list(items: list[str], most: int = 4) -> str:
+    """"a", "a and b", "a, b and c", ...: at most `most` of them, then how many more."""
+    if len(items) > most:
+        items = [*items[:most - 1], f"{len(items) - most + 1} more words"]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 class _CheckedBuffers:
