@@ -753,3 +753,36 @@ def test_libcuxx_atomic_refs_and_atomics_count_as_the_runners_atomics(check):
     np.testing.assert_allclose(total[0], 2 * sum(0.1 * i for i in range(64)), rtol=1e-5)  # 128 float32 additions
     assert count[0] == 128 and largest[0] == 127
     assert tickets.tolist() == [1, 1] and flag[0] == 1 and waited[0] == 1
+
+
+GATHER = r"""
+// Each thread reads x at the position its __shared__ slot holds; only the first 16 threads write
+// theirs, so the others read a position no thread wrote.
+extern "C" __global__ void gather(const float* x, float* out, const unsigned* order, int written)
+{
+    __shared__ unsigned position[32];
+    if (threadIdx.x < written) {
+        position[threadIdx.x] = order[threadIdx.x];
+    }
+    __syncthreads();
+    out[threadIdx.x] = x[position[threadIdx.x]];
+}
+"""
+
+
+def test_a_fault_that_follows_an_unwritten_shared_index_names_the_array():
+    # gsplat's forward rasterizer without its barrier: the garbage read as an index faulted, and the
+    # report named the access, not the __shared__ element no thread had written
+    module = RawModule(code=GATHER, check=True)
+    x, order = np.arange(32, dtype=np.float32), np.arange(32, dtype=np.uint32)[::-1].copy()
+    out = np.zeros(32, np.float32)
+    module.get_function("gather")((1,), (32,), (x, out, order, np.int32(32)))
+    np.testing.assert_array_equal(out, x[::-1])
+    with pytest.raises(KernelError, match=r"gather: an invalid memory access .* in thread \(\d+, 0, 0\) of block "
+                                          r"\(0, 0, 0\) at \(RawModule code\):11; it follows a read of __shared__ "
+                                          r"`position` \(in gather\) where no thread of the block had written it"):
+        module.get_function("gather")((1,), (32,), (x, out, order, np.int32(16)))
+    # a fault that zeros do not take away is reported as it is
+    with pytest.raises(KernelError) as raised:
+        module.get_function("gather")((1,), (32,), (x, out, order + np.uint32(1 << 30), np.int32(32)))
+    assert "invalid memory access" in str(raised.value) and "it follows a read" not in str(raised.value)

@@ -259,7 +259,19 @@ class LoadedKernels:
             start = buffers.snapshot()
             variables = self._variables.save()
             seed = next(self._seeds)
-            self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+            try:
+                self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+            except KernelTimeout:
+                raise
+            except KernelError as error:
+                unwritten = self._fault_after_unwritten_shared(index, launch, buffers, (start, variables, seed))
+                if not unwritten:
+                    raise
+                raise KernelError(
+                    f"{error}; it follows a read of {' and '.join(unwritten)} where no thread of the block had "
+                    "written it (the checking mode fills __shared__ memory with 0xFF bytes; with zeros there the "
+                    "launch ends without it): a __syncthreads() missing before that read, or an element no "
+                    "thread writes?") from None
             self._assert_no_atomic_before(buffers)
             buffers.assert_nothing_written_before()
             holder = _pointer_holder(launch, names, self._variables.named(variables))
@@ -520,6 +532,31 @@ class LoadedKernels:
                 if buffers.nan_in_outputs():
                     if name is None:
                         return []
+                    found.append(name)
+        finally:
+            self._fill_shared(range(len(self._shared)), dynamic=True)
+        return found
+
+    def _fault_after_unwritten_shared(self, index, launch, buffers, beginning) -> list[str]:
+        """The __shared__ arrays whose 0xFF fill makes the launch end in an error (a garbage index used
+        before it was written): it runs again from `beginning` with every array filled with zeros, and
+        if it then ends, with one array at a time filled with 0xFF bytes. Nothing where zeros end it
+        too, or where there is no __shared__ memory to fill."""
+        if not self._shared and not getattr(launch, "shared_mem", 0):
+            return []
+        candidates = [([i], False, name) for i, name in enumerate(_demangled(n for _, _, n in self._shared))]
+        candidates.append(([], True, "extern __shared__ memory"))
+        found = []
+        try:
+            for poisoned, dynamic, name in [([], False, None), *candidates]:
+                self._fill_shared(poisoned, dynamic)
+                try:
+                    self._run_again(index, launch, buffers, beginning)
+                except KernelTimeout:
+                    return []
+                except KernelError:
+                    if name is None:
+                        return []  # it ends with zeros too: not the fill's doing
                     found.append(name)
         finally:
             self._fill_shared(range(len(self._shared)), dynamic=True)
