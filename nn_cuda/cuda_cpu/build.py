@@ -443,7 +443,7 @@ def _object(source: Path, compiler: str, version: str, flags, what: str) -> tupl
 
 
 #: names runtime.h's precompiled form in the cache, and the source it is compiled from
-_HEADER_STEM = "runtime_header"
+_HEADER_STEM, _HEADER_SUFFIX = "runtime_header", ".h.gch"
 
 
 def _header_plan(compiler: str, version: str, flags) -> _Plan:
@@ -451,7 +451,7 @@ def _header_plan(compiler: str, version: str, flags) -> _Plan:
     flags = [*flags, "-x", "c++-header"]
     return _Plan(compiler, flags, unit, _manifest(_HEADER_STEM, unit, compiler, version, " ".join(flags)),
                  _HEADER_STEM, "the runner's header (runtime.h, precompiled)", RUNTIME_HEADER.name,
-                 suffix=".h.gch")
+                 suffix=_HEADER_SUFFIX)
 
 
 def _precompiled_header(plan: _Plan) -> tuple[Path, list[Path]]:
@@ -965,6 +965,10 @@ def _compile(plan: _Plan) -> Path:
             target = _library_named_by(manifest, read, plan.suffix)
             build_cache.store(temporary, target)
             build_cache.write_private_text(manifest, "".join(f"{path}\n" for path in read))
+            if plan.suffix == _HEADER_SUFFIX:  # a header of files since edited: 40-50 MB that nothing reads
+                for stale in manifest.parent.glob(f"{manifest.stem}-*{_HEADER_SUFFIX}"):
+                    if stale != target:
+                        build_cache.discard(stale)
             return target
         except OSError as error:
             raise BackendUnavailable(
