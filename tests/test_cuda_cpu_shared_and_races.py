@@ -786,3 +786,66 @@ def test_a_fault_that_follows_an_unwritten_shared_index_names_the_array():
     with pytest.raises(KernelError) as raised:
         module.get_function("gather")((1,), (32,), (x, out, order + np.uint32(1 << 30), np.int32(32)))
     assert "invalid memory access" in str(raised.value) and "it follows a read" not in str(raised.value)
+
+
+STENCIL = r"""
+// A 1-D stencil of radius 3 that expects `in` to point 3 elements into its array (OLCF's exercise):
+// given the array itself, block 0 reads in[-3..-1].
+template <typename T>
+__global__ void stencil(const T* in, T* out)
+{
+    __shared__ T window[16 + 6];
+    const int global = threadIdx.x + blockIdx.x * blockDim.x, local = threadIdx.x + 3;
+    window[local] = in[global];
+    if (threadIdx.x < 3) {
+        window[local - 3] = in[global - 3];
+        window[local + 16] = in[global + 16];
+    }
+    __syncthreads();
+    T sum = 0;
+    for (int offset = -3; offset <= 3; ++offset) {
+        sum += window[local + offset];
+    }
+    out[global] = sum;
+}
+"""
+
+
+def test_a_read_before_the_start_of_an_integer_array_is_reported():
+    # the bytes before each array are 0xFF: NaN reaches a float output, which was reported; an int
+    # output took -1 silently (OLCF's stencil exercise given `in` for `in + RADIUS`)
+    module = RawModule(code=STENCIL, name_expressions=("stencil<int>",), check=True)
+    data, out = np.ones(64 + 6, np.int32), np.zeros(64 + 6, np.int32)
+    module.get_function("stencil<int>")((4,), (16,), (data[3:], out[3:]))  # as the exercise means it
+    assert out[3:-3].tolist() == [7] * 64
+    with pytest.raises(KernelError, match=r"stencil<int>: the result depends on the bytes right before args\[0\] "
+                                          r"\(args\[1\]\[0\] is 1 with 0xFF bytes and 4 with zeros\): the kernel "
+                                          r"read before the start of an array"):
+        module.get_function("stencil<int>")((4,), (16,), (data, out))
+
+
+SHARED_THEN_BEFORE_THE_VIEW = r"""
+// Thread 0 zeroes a __shared__ count, every thread adds 1 to it, and the last adds the count at
+// index -1 of `out`: an element before the view it is given, within the array the view views.
+extern "C" __global__ void count_before(int* out)
+{
+    __shared__ int count;
+    if (threadIdx.x == 0) {
+        count = 0;
+    }
+    __syncthreads();
+    atomicAdd(&count, 1);
+    __syncthreads();
+    if (threadIdx.x == blockDim.x - 1) {
+        out[-1] = count;
+    }
+}
+"""
+
+
+def test_what_a_kernel_writes_before_its_view_survives_the_checking_modes_reruns():
+    # the reruns that look for reads of unwritten __shared__ memory and of the bytes before an array
+    # put the outputs back as they were after the launch: the views only, which lost out[-1]
+    out = np.zeros(3, np.int32)
+    RawModule(code=SHARED_THEN_BEFORE_THE_VIEW, check=True).get_function("count_before")((1,), (8,), (out[1:],))
+    assert out.tolist() == [8, 0, 0]

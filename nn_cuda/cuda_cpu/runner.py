@@ -283,6 +283,8 @@ class LoadedKernels:
                 first_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
                 self._run_again(index, launch, buffers, beginning, mirrored=True)
                 self._assert_same_results(buffers, first, first_magnitude)
+                if buffers.integer_outputs():
+                    self._assert_nothing_read_before(index, launch, buffers, beginning, first)
                 if buffers.integer_outputs() and (self._shared or getattr(launch, "shared_mem", 0)):
                     self._assert_shared_read_written(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
@@ -353,12 +355,47 @@ class LoadedKernels:
         with _device_printf_silenced():
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored)
 
+    def _assert_nothing_read_before(self, index, launch, buffers, beginning, first) -> None:
+        """Integer outputs cannot carry the NaN of the bytes before each array: the launch runs again as
+        it ran first (`beginning`), with those bytes zeros instead of 0xFF; KernelError if an output
+        changes, naming the arrays whose bytes reach it (one array's zeros at a time): the kernel read
+        before the array's start (a stencil given `in` where it needs `in + RADIUS`). The outputs and
+        variables are then put back as they were."""
+        final, final_variables = buffers.writable_wholes(), self._variables.save()
+        copies = list(dict.fromkeys(buffers.copies.values()))
+
+        def changes_with(zeros) -> bool:
+            for copy in copies:
+                copy.fill_before(0 if copy in zeros else 0xFF)
+            try:
+                self._run_again(index, launch, buffers, beginning)
+            except KernelError:  # zeros where it read 0xFF took the kernel elsewhere: a change too
+                return True
+            return buffers.first_difference(first) is not None
+
+        try:
+            if not changes_with(copies):
+                return
+            found = buffers.first_difference(first)
+            where = "" if found is None else \
+                f" ({buffers.names[found[0]]}{list(found[1])} is {found[2]} with 0xFF bytes and {found[3]} with zeros)"
+            read = [" / ".join(copy.names) for copy in copies if changes_with([copy])]
+            raise KernelError(
+                f"{launch.kernel}: the result depends on the bytes right before {' and '.join(read) or 'an array'}"
+                f"{where}: the kernel read before the start of an array (an index of -1, such as a[i - 1] at "
+                "i = 0, or an array given where the kernel expects a pointer past its first elements, a stencil's "
+                "`in + RADIUS`?); the checking mode fills those bytes with 0xFF, then with zeros")
+        finally:
+            buffers.fill_before(0xFF)
+            buffers.put_back(final)
+            self._variables.restore(final_variables)
+
     def _assert_shared_read_written(self, index, launch, buffers, beginning, first) -> None:
         """Integer outputs cannot carry NaN: the launch runs again as it ran first (`beginning`: its
         arguments, global variables and seed), but with __shared__ memory filled with zeros instead
         of 0xFF bytes; KernelError if an output changes, naming the arrays whose fill reaches it (one
         array filled with zeros at a time). The outputs and variables are then put back as they were."""
-        final, final_variables = buffers.snapshot(), self._variables.save()
+        final, final_variables = buffers.writable_wholes(), self._variables.save()
         everything = range(len(self._shared))
 
         def changes_with(zeros: list[int], dynamic_zeros: bool):
@@ -387,7 +424,7 @@ class LoadedKernels:
                 "__syncthreads())")
         finally:
             self._fill_shared(everything, dynamic=True)
-            buffers.restore(final)
+            buffers.put_back(final)
             self._variables.restore(final_variables)
 
     def _call(self, index, launch, pointers, describe_fault, seed=None, mirrored=False) -> int:
@@ -903,6 +940,17 @@ class _CheckedBuffers:
             _bytes_of(copy.view)[...] = start
         for i, contents in snapshot.items():
             self.views[i][...] = contents
+
+    def writable_wholes(self) -> list:
+        """(copy, its bytes) of every writable array copied: the whole array, where an output is a view
+        of it (a kernel may write past its view, as on a GPU), for put_back."""
+        return [(copy, _bytes_of(copy.view).copy()) for copy in dict.fromkeys(self.copies.values())
+                if not copy.read_only]
+
+    @staticmethod
+    def put_back(wholes: list) -> None:
+        for copy, contents in wholes:
+            _bytes_of(copy.view)[...] = contents
 
     def integer_outputs(self) -> bool:
         """Whether an output holds no floating-point values (so no NaN can show a poisoned read)."""
