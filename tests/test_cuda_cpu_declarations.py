@@ -1,10 +1,11 @@
 """How the CPU runner reads the declarations that public CUDA code writes.
 
-Written for these tests after what HeCBench's and gsplat's kernels declare: a parameter that is a
-pointer to an array (`double phi[][Y][X]`), an `extern __shared__` array after a comment that holds
-a `;`, and an index outside a `__constant__` array. Each test fails on the runner before it read
-them (every argument refused, a page of compiler errors, a report that named only `__shared__` and
-local arrays).
+Written for these tests after what HeCBench's, gsplat's and Rodinia's code declares: a parameter that
+is a pointer to an array (`double phi[][Y][X]`), an `extern __shared__` array after a comment that
+holds a `;`, an index outside a `__constant__` array, `__managed__` variables, a name expression
+whose template arguments do not fit, and host code that calls the CUDA runtime API beside the
+kernels. Each test fails on the runner before it read them (every argument refused, a page of
+compiler errors, a report that named only `__shared__` and local arrays).
 """
 
 import numpy as np
@@ -143,3 +144,27 @@ def test_a_name_expression_whose_template_arguments_do_not_fit_is_named_in_one_l
                                                r"not fit the template's parameters .*NVRTC refuses it on a GPU too$"):
         RawModule(code=CAMERA_MODELS, name_expressions=("splat::project<Pinhole, float>",)).get_function(
             "splat::project<Pinhole, float>")
+
+
+TIMED_BESIDE_THE_KERNEL = r"""
+// A helper class of the host that times the kernels (Rodinia's dwt2d), beside a kernel.
+class Timer {
+    cudaEvent_t start_, stop_;
+public:
+    void begin() { cudaEventCreate(&start_); cudaEventRecord(start_, 0); }
+};
+extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_call_of_the_cuda_runtime_api_is_refused_in_one_line(check):
+    # it was the compiler's "'cudaEventCreate' was not declared in this scope" and more
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):6: `cudaEventCreate` is a function of the CUDA "
+                                               r"runtime API, which the CPU runner does not have: .* leave the host "
+                                               r"code that calls it out of the code"):
+        RawModule(code=TIMED_BESIDE_THE_KERNEL, backend="nvcc", check=check).get_function("twice")
+    x = np.ones(4, np.float32)
+    RawModule(code=TIMED_BESIDE_THE_KERNEL.split("// A helper")[0] + TIMED_BESIDE_THE_KERNEL.split("};")[1],
+              backend="nvcc", check=check).get_function("twice")((1,), (4,), (x,))
+    assert x.tolist() == [2.0] * 4

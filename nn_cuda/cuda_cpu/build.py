@@ -659,6 +659,25 @@ def _kernel_launch(log: str, unit: str) -> str | None:
             "RawModule, whose kernels Python launches: leave it out of the code")
 
 
+#: GCC's and clang's error on a call of the CUDA runtime API (cudaMemcpy, cudaEventCreate, ...), which
+#: host code beside the kernels makes (Rodinia's dwt2d times its kernels in a helper class of common.h)
+_RUNTIME_API_CALL = re.compile(
+    r"^(?P<where>.+?:\d+):\d+: error: (?:[‘'`](?P<gcc>cuda[A-Z]\w*)[’'] was not declared in this scope|there are no "
+    r"arguments to [‘'`](?P<dependent>cuda[A-Z]\w*)[’']|use of undeclared identifier '(?P<clang>cuda[A-Z]\w*)')", re.M)
+
+
+def _runtime_api_call(log: str) -> str | None:
+    """The one-line message for a call of the CUDA runtime API in the code, or None."""
+    found = _RUNTIME_API_CALL.search(log)
+    if found is None:
+        return None
+    name = found["gcc"] or found["dependent"] or found["clang"]
+    return (f"{found['where']}: `{name}` is a function of the CUDA runtime API, which the CPU runner does not have: "
+            "a RawModule holds device code, whose kernels Python launches; leave the host code that calls it out of "
+            "the code (nvcc compiles it, NVRTC refuses it; in a kernel it is dynamic parallelism, which the runner "
+            "does not support either)")
+
+
 #: the warp shuffles and votes of CUDA 8 and before, without a mask: GPUs of sm_70 and later (CUDA 9
 #: on) have none (NVRTC 12.9 for compute_90: 'identifier "__shfl_down" is undefined'; __any, __all and
 #: __ballot compile to PTX that ptxas refuses for sm_70 and later: "Instruction 'vote' without '.sync'
@@ -948,6 +967,7 @@ def _compile(plan: _Plan) -> Path:
                 raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
                                        _instance_row(log, plan) or
                                        _legacy_warp_function(log) or _kernel_launch(log, plan.unit) or
+                                       _runtime_api_call(log) or
                                        _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
