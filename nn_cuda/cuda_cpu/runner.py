@@ -355,6 +355,16 @@ class LoadedKernels:
         with _device_printf_silenced():
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored)
 
+    def _changes_outputs(self, index, launch, buffers, beginning, first) -> bool:
+        """Whether the launch, run again as it ran first (`beginning`) with the fills as they are now
+        set, leaves its outputs other than `first`; ending in a KernelError counts (a zero where it
+        read 0xFF bytes took the kernel elsewhere)."""
+        try:
+            self._run_again(index, launch, buffers, beginning)
+        except KernelError:
+            return True
+        return buffers.first_difference(first) is not None
+
     def _assert_nothing_read_before(self, index, launch, buffers, beginning, first) -> None:
         """Integer outputs cannot carry the NaN of the bytes before each array: the launch runs again as
         it ran first (`beginning`), with those bytes zeros instead of 0xFF; KernelError if an output
@@ -367,18 +377,12 @@ class LoadedKernels:
         def changes_with(zeros) -> bool:
             for copy in copies:
                 copy.fill_before(0 if copy in zeros else 0xFF)
-            try:
-                self._run_again(index, launch, buffers, beginning)
-            except KernelError:  # zeros where it read 0xFF took the kernel elsewhere: a change too
-                return True
-            return buffers.first_difference(first) is not None
+            return self._changes_outputs(index, launch, buffers, beginning, first)
 
         try:
             if not changes_with(copies):
                 return
-            found = buffers.first_difference(first)
-            where = "" if found is None else \
-                f" ({buffers.names[found[0]]}{list(found[1])} is {found[2]} with 0xFF bytes and {found[3]} with zeros)"
+            where = buffers.fill_difference(first)
             read = [" / ".join(copy.names) for copy in copies if changes_with([copy])]
             raise KernelError(
                 f"{launch.kernel}: the result depends on the bytes right before {' and '.join(read) or 'an array'}"
@@ -400,18 +404,12 @@ class LoadedKernels:
 
         def changes_with(zeros: list[int], dynamic_zeros: bool):
             self._fill_shared([i for i in everything if i not in zeros], dynamic=not dynamic_zeros)
-            try:
-                self._run_again(index, launch, buffers, beginning)
-            except KernelError:  # zeros where it read 0xFF took the kernel elsewhere: a change too
-                return True
-            return buffers.first_difference(first) is not None
+            return self._changes_outputs(index, launch, buffers, beginning, first)
 
         try:
             if not changes_with(list(everything), True):
                 return
-            found = buffers.first_difference(first)
-            where = "" if found is None else \
-                f" ({buffers.names[found[0]]}{list(found[1])} is {found[2]} with 0xFF bytes and {found[3]} with zeros)"
+            where = buffers.fill_difference(first)
             arrays = [name for i, name in enumerate(_demangled(n for _, _, n in self._shared))
                       if changes_with([i], False)]
             if changes_with([], True):
@@ -555,24 +553,15 @@ class LoadedKernels:
         launch's shared_mem).
         Nothing when NaN shows with zeros everywhere: then an output element was left unwritten (or
         an output the kernel must not read was read)."""
-        candidates = [([i], False, name) for i, name in enumerate(_demangled(n for _, _, n in self._shared))]
-        candidates.append(([], True, f"extern __shared__ memory (within its shared_mem = "
-                                     f"{getattr(launch, 'shared_mem', 0)} bytes, or past them)"))
-        found = []
-        try:
-            for poisoned, dynamic, name in [([], False, None), *candidates]:
-                self._fill_shared(poisoned, dynamic)
-                try:
-                    self._run_again(index, launch, buffers, beginning)
-                except KernelError:  # zeros where it read NaN took the kernel elsewhere: no answer
-                    return []
-                if buffers.nan_in_outputs():
-                    if name is None:
-                        return []
-                    found.append(name)
-        finally:
-            self._fill_shared(range(len(self._shared)), dynamic=True)
-        return found
+        def nan_shows() -> bool | None:
+            try:
+                self._run_again(index, launch, buffers, beginning)
+            except KernelError:  # zeros where it read NaN took the kernel elsewhere: no answer
+                return None
+            return buffers.nan_in_outputs()
+
+        return self._shared_fills_that(nan_shows, f"extern __shared__ memory (within its shared_mem = "
+                                                  f"{getattr(launch, 'shared_mem', 0)} bytes, or past them)")
 
     def _fault_after_unwritten_shared(self, index, launch, buffers, beginning) -> list[str]:
         """The __shared__ arrays whose 0xFF fill makes the launch end in an error (a garbage index used
@@ -581,19 +570,33 @@ class LoadedKernels:
         too, or where there is no __shared__ memory to fill."""
         if not self._shared and not getattr(launch, "shared_mem", 0):
             return []
+
+        def fault_shows() -> bool | None:
+            try:
+                self._run_again(index, launch, buffers, beginning)
+            except KernelTimeout:
+                return None
+            except KernelError:
+                return True
+            return False
+
+        return self._shared_fills_that(fault_shows, "extern __shared__ memory")
+
+    def _shared_fills_that(self, shows, dynamic_name: str) -> list[str]:
+        """The __shared__ arrays, and extern __shared__ memory (`dynamic_name`), whose 0xFF fill alone
+        shows in a run of the launch (`shows()`: True, False, or None for no answer): first with every
+        one filled with zeros (nothing is named when it shows then too), then with one at a time
+        filled with 0xFF bytes. Every fill is set back to 0xFF after."""
         candidates = [([i], False, name) for i, name in enumerate(_demangled(n for _, _, n in self._shared))]
-        candidates.append(([], True, "extern __shared__ memory"))
+        candidates.append(([], True, dynamic_name))
         found = []
         try:
             for poisoned, dynamic, name in [([], False, None), *candidates]:
                 self._fill_shared(poisoned, dynamic)
-                try:
-                    self._run_again(index, launch, buffers, beginning)
-                except KernelTimeout:
+                shown = shows()
+                if shown is None or (shown and name is None):
                     return []
-                except KernelError:
-                    if name is None:
-                        return []  # it ends with zeros too: not the fill's doing
+                if shown:
                     found.append(name)
         finally:
             self._fill_shared(range(len(self._shared)), dynamic=True)
@@ -940,6 +943,13 @@ class _CheckedBuffers:
             _bytes_of(copy.view)[...] = start
         for i, contents in snapshot.items():
             self.views[i][...] = contents
+
+    def fill_difference(self, first: dict) -> str:
+        """" (args[1][0] is 1 with 0xFF bytes and 4 with zeros)": the first element that differs from
+        `first` (a run with the checking mode's 0xFF fills) now (one with zeros there); "" if none."""
+        found = self.first_difference(first)
+        return "" if found is None else \
+            f" ({self.names[found[0]]}{list(found[1])} is {found[2]} with 0xFF bytes and {found[3]} with zeros)"
 
     def writable_wholes(self) -> list:
         """(copy, its bytes) of every writable array copied: the whole array, where an output is a view
