@@ -284,9 +284,7 @@ class LoadedKernels:
                 self._run_again(index, launch, buffers, beginning, mirrored=True)
                 self._assert_same_results(buffers, first, first_magnitude)
                 if buffers.integer_outputs():
-                    self._assert_nothing_read_before(index, launch, buffers, beginning, first)
-                if buffers.integer_outputs() and (self._shared or getattr(launch, "shared_mem", 0)):
-                    self._assert_shared_read_written(index, launch, buffers, beginning, first)
+                    self._assert_fills_unread(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
                 self._told_once_only.add(launch.kernel)
                 print(f"nn_cuda: checking mode: {launch.kernel}: {holder} holds a pointer to memory that is no "
@@ -365,9 +363,30 @@ class LoadedKernels:
             return True
         return buffers.first_difference(first) is not None
 
+    def _assert_fills_unread(self, index, launch, buffers, beginning, first) -> None:
+        """Integer outputs cannot carry the NaN of the checking mode's 0xFF fills (the bytes before each
+        array, __shared__ memory): the launch runs again as it ran first with every fill zeros, and only
+        where an output then changes are the fills tried one by one, to name the one read
+        (_assert_nothing_read_before, _assert_shared_read_written): one run more for a kernel that
+        reads none. The outputs and variables are then put back as they were."""
+        final, final_variables = buffers.writable_wholes(), self._variables.save()
+        try:
+            buffers.fill_before(0)
+            self._fill_shared([], dynamic=False)
+            changed = self._changes_outputs(index, launch, buffers, beginning, first)
+        finally:
+            buffers.fill_before(0xFF)
+            self._fill_shared(range(len(self._shared)), dynamic=True)
+            buffers.put_back(final)
+            self._variables.restore(final_variables)
+        if changed:
+            self._assert_nothing_read_before(index, launch, buffers, beginning, first)
+            if self._shared or getattr(launch, "shared_mem", 0):
+                self._assert_shared_read_written(index, launch, buffers, beginning, first)
+
     def _assert_nothing_read_before(self, index, launch, buffers, beginning, first) -> None:
-        """Integer outputs cannot carry the NaN of the bytes before each array: the launch runs again as
-        it ran first (`beginning`), with those bytes zeros instead of 0xFF; KernelError if an output
+        """The launch runs again as it ran first (`beginning`), with the bytes before each array zeros
+        instead of 0xFF (integer outputs cannot carry their NaN); KernelError if an output
         changes, naming the arrays whose bytes reach it (one array's zeros at a time): the kernel read
         before the array's start (a stencil given `in` where it needs `in + RADIUS`). The outputs and
         variables are then put back as they were."""
