@@ -579,6 +579,34 @@ def test_more_than_48_kib_of_static_shared_memory_is_refused_as_ptxas_refuses_it
     assert np.array_equal(out, np.arange(31, -1, -1, dtype=np.float32))
 
 
+def test_the_static_shared_limit_is_per_function_and_a_device_array_in_a_namespace_is_not_shared():
+    # Two kernels of 40 KiB each are two blocks' worth, each within the limit; the 80,000-byte
+    # __device__ arrays of a namespace and of a struct were counted as __shared__ memory of a function
+    # named `table` or `Lookup` and refused.
+    code = """
+    namespace table { __device__ float big[20000]; }
+    struct Lookup { static __device__ float big[20000]; };
+    __device__ float Lookup::big[20000];
+    #define TILE_KERNEL(name, offset) \\
+    extern "C" __global__ void name(float* out) \\
+    { \\
+        __shared__ float tile[10240]; \\
+        tile[10239 - threadIdx.x] = threadIdx.x + offset; \\
+        table::big[19999 - threadIdx.x] = 2 * threadIdx.x; \\
+        Lookup::big[threadIdx.x] = 3 * threadIdx.x; \\
+        __syncthreads(); \\
+        out[threadIdx.x] = tile[10239 - threadIdx.x] + table::big[19999 - threadIdx.x] + Lookup::big[threadIdx.x]; \\
+    }
+    TILE_KERNEL(first, 0)
+    TILE_KERNEL(second, 100)
+    """
+    module = RawModule(code=code)
+    for name, offset in (("first", 0), ("second", 100)):
+        out = np.full(32, np.nan, np.float32)
+        module.get_function(name)((1,), (32,), (out,))
+        assert np.array_equal(out, 6 * np.arange(32, dtype=np.float32) + offset)
+
+
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="counts the process's memory mappings (Linux)")
 def test_every_library_runs_its_threads_on_the_process_pool_of_stacks():
     # Each library used to map stacks of its own, a stack and its guard page two mappings: 8,200 for

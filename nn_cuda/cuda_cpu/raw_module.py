@@ -48,7 +48,7 @@ import numpy as np
 
 from . import arguments, build, device_memory, nvrtc_headers, shared_headers
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment, demangled,
-                     static_shared_bytes)
+                     static_shared_over_limit)
 
 _MAX_DIMENSION = 2**31 - 1
 #: a block's dynamic shared memory on a GPU unless the kernel's attribute raises it, to at most what
@@ -249,13 +249,12 @@ def _name_expression(function: str) -> str | None:
 def _refuse_too_much_static_shared(library: str, name: str) -> None:
     """A function whose __shared__ arrays pass a GPU's 48 KiB fails to compile there (ptxas: "uses
     too much shared data"): here too, at the same moment."""
-    for function, size in static_shared_bytes(library).items():
-        if size > STATIC_SHARED_LIMIT:
-            raise KernelError(
-                f"{name}: {function} declares {size} bytes of __shared__ memory, more than the "
-                f"{STATIC_SHARED_LIMIT} (48 KiB) a GPU allows statically; ptxas refuses it there. Declare "
-                "the array `extern __shared__` and give its size as the launch's shared_mem (up to 227 KiB "
-                "after cudaFuncSetAttribute on sm_90)")
+    for function, size in static_shared_over_limit(library).items():
+        raise KernelError(
+            f"{name}: {function} declares {size} bytes of __shared__ memory, more than the "
+            f"{STATIC_SHARED_LIMIT} (48 KiB) a GPU allows statically; ptxas refuses it there. Declare "
+            "the array `extern __shared__` and give its size as the launch's shared_mem (up to 227 KiB "
+            "after cudaFuncSetAttribute on sm_90)")
 
 
 @dataclasses.dataclass(frozen=True)

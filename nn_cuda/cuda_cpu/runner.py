@@ -548,8 +548,7 @@ class LoadedKernels:
         self._shared = [(base + value, size, name) for name, (kind, value, size, elf_type, _) in symbols.items()
                         if kind in _DATA_KINDS and elf_type == "OBJECT" and size
                         and "nn_cuda_cpu_shared_anchor" not in name
-                        and not ("_" + name.lstrip("_")).startswith(_CPP_RUNTIME)  # one "_" on every host
-                        and (name.lstrip("_").startswith("ZZ") or base + value in in_section)]
+                        and (_function_static(name) or base + value in in_section)]
         self._fill_shared(poisoned=range(len(self._shared)) if poisoned else (), dynamic=poisoned)
         shared = {address for address, _, _ in self._shared}
         self._variables = _GlobalVariables([(base + value, size, name) for name, (kind, value, size, elf_type, section)
@@ -678,41 +677,61 @@ _CPP_RUNTIME = ("_ZZN9__gnu_cxx", "_ZZNSt", "_ZZSt", "_ZZN10__cxxabiv1", "_ZZN12
 
 def _symbol_table(library: str, purpose: str) -> dict:
     """{name: (nm kind, value, bytes, ELF type, section)} of every symbol a library defines, read with
-    nm (its System V format, the one that gives the type: OBJECT, FUNC, TLS, ...)."""
+    nm (its System V format, the one that gives the type: OBJECT, FUNC, TLS, ...), once per file: a
+    library stored in the cache is never rewritten in place (a new build is renamed there: another
+    inode), so the file's identity names its symbols."""
     nm = shutil.which("nm")
     if nm is None:
         raise KernelError(f"{purpose} with nm (binutils), which is missing")
-    listing = subprocess.run([nm, "--format=sysv", "--defined-only", library], capture_output=True, text=True,
-                             check=True, timeout=60).stdout
-    table = {}
-    for line in listing.splitlines():
-        fields = [field.strip() for field in line.split("|")]
-        if len(fields) >= 5 and fields[1]:  # name|value|class|type|size|line|section
-            table[fields[0]] = (fields[2], int(fields[1], 16), int(fields[4], 16) if fields[4] else 0, fields[3],
-                                fields[6] if len(fields) > 6 else "")
-    return table
+    info = os.stat(library)
+    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if identity not in _SYMBOL_TABLES:
+        listing = subprocess.run([nm, "--format=sysv", "--defined-only", library], capture_output=True,
+                                 text=True, check=True, timeout=60).stdout
+        table = {}
+        for line in listing.splitlines():
+            fields = [field.strip() for field in line.split("|")]
+            if len(fields) >= 5 and fields[1]:  # name|value|class|type|size|line|section
+                table[fields[0]] = (fields[2], int(fields[1], 16), int(fields[4], 16) if fields[4] else 0,
+                                    fields[3], fields[6] if len(fields) > 6 else "")
+        if len(_SYMBOL_TABLES) >= _SYMBOL_TABLES_KEPT:  # the oldest goes (a table is some 50 KB)
+            del _SYMBOL_TABLES[next(iter(_SYMBOL_TABLES))]
+        _SYMBOL_TABLES[identity] = table
+    return _SYMBOL_TABLES[identity]
+
+
+#: the symbol tables this process has read, by the identity of the library's file, the last few only
+_SYMBOL_TABLES: dict[tuple, dict] = {}
+_SYMBOL_TABLES_KEPT = 64
+
+
+def _function_static(name: str) -> bool:
+    """Whether a symbol is a function's static variable (_ZZ: what runtime.h makes of a __shared__
+    declaration in a kernel or device function), not one of the linked C++ runtime's."""
+    plain = "_" + name.lstrip("_")  # one "_" on every host (macOS adds one)
+    return plain.startswith("_ZZ") and not plain.startswith(_CPP_RUNTIME)
 
 
 #: the static __shared__ memory a GPU gives one block (a kernel declaring more fails in ptxas)
 STATIC_SHARED_LIMIT = 48 * 1024
 
 
-def static_shared_bytes(library: str) -> dict[str, int]:
-    """{function: bytes of its __shared__ arrays} of a library: the function-local statics that
-    runtime.h makes of __shared__ declarations, read with nm (demangled), per declaring function."""
-    nm = shutil.which("nm")
-    if nm is None:
+def static_shared_over_limit(library: str) -> dict[str, int]:
+    """{function: bytes of its __shared__ arrays} of the library's functions that declare more than
+    STATIC_SHARED_LIMIT: its function-local statics, which runtime.h makes of __shared__ declarations
+    (thread-local where blocks run on several threads at once), summed per declaring function. A `__device__` array in a namespace is no function's and never
+    counts. Empty without nm (binutils)."""
+    if shutil.which("nm") is None:
         return {}
-    listing = subprocess.run([nm, "-C", "-S", "--defined-only", library], capture_output=True, text=True,
-                             check=True, timeout=60).stdout
+    statics = {name: size for name, (kind, _, size, elf_type, _) in _symbol_table(library, "").items()
+               if kind in _DATA_KINDS and elf_type in ("OBJECT", "TLS") and _function_static(name)}
+    if sum(statics.values()) <= STATIC_SHARED_LIMIT:  # no function can pass the limit: nothing to demangle
+        return {}
     found: dict[str, int] = {}
-    for line in listing.splitlines():
-        fields = line.split(maxsplit=3)
-        if len(fields) == 4 and fields[2] in _DATA_KINDS and "::" in fields[3] \
-                and not fields[3].startswith(("guard variable", "nn_cuda_cpu::")):
-            function = fields[3].rsplit("::", 1)[0]
-            found[function] = found.get(function, 0) + int(fields[1], 16)
-    return found
+    for text, size in zip(demangled(statics), statics.values()):
+        function = text.rsplit("::", 1)[0]
+        found[function] = found.get(function, 0) + size
+    return {function: size for function, size in found.items() if size > STATIC_SHARED_LIMIT}
 
 
 #: what the C and C++ runtime a library links defines in its .data and .bss (crtstuff's, the unwinder's)
