@@ -222,6 +222,26 @@ def environment(folder: Path) -> dict:
     return env
 
 
+#: the files of the CPU runner's own parts in a build cache (its runtime, shared guard and precompiled
+#: header, with their records), the same for every code
+_RUNNER_PARTS = ("runtime-", "runtime_header-", "shared_guard-")
+
+
+def share_the_runner_parts(folder: Path) -> None:
+    """Hard links in the example's build cache to the runner's parts that this test session has built
+    (the test cache of conftest.py): each example still compiles its kernels in a cache of its own, not
+    the runner again. A part the session has not built yet, or removes meanwhile, is built by the
+    example as on a fresh machine."""
+    session, example = Path(os.environ["NN_CUDA_CACHE_DIR"]) / "cuda_cpu", folder / "cache" / "cuda_cpu"
+    example.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for part in session.glob("*") if session.is_dir() else ():
+        if part.name.startswith(_RUNNER_PARTS):
+            try:
+                os.link(part, example / part.name)
+            except FileNotFoundError:
+                pass
+
+
 def run_example(example: Example, folder: Path) -> str:
     result = subprocess.run(["bash", "-c", example.run], cwd=folder, env=environment(folder),
                             capture_output=True, text=True, timeout=300)
@@ -251,6 +271,7 @@ def test_every_readme_example_has_an_entry_and_every_entry_an_example():
 @pytest.mark.parametrize("block", BLOCKS, ids=[block[0][0][:40] for block in BLOCKS])
 def test_readme_example_block(block, tmp_path):
     by_command = {example.readme: example for example in EXAMPLES}
+    share_the_runner_parts(tmp_path)
     for command, _ in block:
         example = by_command[command]
         if example.run is None or (example.gpus and gpus_of_cupy() < example.gpus):
