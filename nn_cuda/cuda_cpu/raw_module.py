@@ -326,7 +326,7 @@ class RawKernel:
             if bad:
                 raise TypeError(
                     f"{self.name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type "
-                    "it cannot name, shown as ?: a struct passed by value whose destructor is not trivial): "
+                    "it cannot name, shown as ?): "
                     f"({', '.join(signature)})")
             self._found = index, signature
         return self._found

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -384,9 +385,10 @@ struct narrow_float_name {
 // launcher passes N bytes, as CuPy passes the bytes of a NumPy scalar or one-element array; pointed
 // to (float4*), any array, also where the struct is not trivially copyable (a pointer is an address
 // whatever it points to: PyCUDA's struct reductions pass arrays of a struct with a copy constructor).
-// By value, a struct with a copy constructor of its own is passed too, where its destructor is
-// trivial: a GPU's kernel gets the argument's bytes, and the copy constructor that makes the thread's
-// parameter from them here copies the members (CS344's Point2D). An enum is its underlying integer type.
+// By value, a struct with a copy constructor of its own is passed too: a GPU's kernel gets the
+// argument's bytes, and the copy constructor that makes the thread's parameter from them here copies
+// the members (CS344's Point2D); so is one whose destructor is not trivial (call_kernel). An enum is
+// its underlying integer type.
 template <typename T, bool Pointee = false>
 std::string value_type_name()
 {
@@ -394,8 +396,7 @@ std::string value_type_name()
         return narrow_float_name<T>::value;
     } else if constexpr (std::is_enum<T>::value) {
         return c_type_name<typename std::underlying_type<T>::type>();
-    } else if constexpr ((std::is_class<T>::value || std::is_union<T>::value) &&
-                         (Pointee || std::is_trivially_destructible<T>::value)) {
+    } else if constexpr (std::is_class<T>::value || std::is_union<T>::value) {
         return "struct of " + std::to_string(sizeof(T)) + (sizeof(T) == 1 ? " byte" : " bytes");
     } else {
         return c_type_name<T>();
@@ -434,12 +435,47 @@ std::string signature_of(void (*)(P...))
     return text;
 }
 
+// A struct parameter whose destructor is not trivial (CUDA by Example's Lock, whose host destructor
+// frees its mutex): a GPU's kernel gets a bitwise copy of the argument and runs no destructor on the
+// device (the Programming Guide's "__global__ function argument processing"); a C++ call would run
+// it in every thread when the thread's parameter ends. The C++ ABI of every host the runner supports
+// (the Itanium one: x86-64 and AArch64, Linux and macOS) passes such a parameter by the address of
+// the caller's copy, which the caller destroys, so the thread calls the kernel as one taking that
+// address and gives it a bitwise copy of its own that nothing destroys.
+template <typename P>
+constexpr bool destroyed_after_call = (std::is_class<P>::value || std::is_union<P>::value) &&
+                                      !std::is_trivially_destructible<P>::value;
+
+template <typename P>
+using passed_as = typename std::conditional<destroyed_after_call<P>, void*, P>::type;
+
+template <typename P>
+struct ThreadCopy {  // the thread's bitwise copy of an argument that call_kernel passes by address
+    alignas(P) unsigned char bytes[destroyed_after_call<P> ? sizeof(P) : 1];
+};
+
+template <typename P>
+passed_as<P> thread_argument(void* argument, ThreadCopy<P>& copy)
+{
+    if constexpr (destroyed_after_call<P>) {
+        memcpy(copy.bytes, argument, sizeof(P));
+        return copy.bytes;
+    } else {
+        return *static_cast<typename std::remove_reference<P>::type*>(argument);
+    }
+}
+
 // Calls the kernel with its arguments read from args[i] (pointers to each value, as in CUDA's
 // cudaLaunchKernel and cuLaunchKernel).
 template <typename... P, size_t... I>
 void call_kernel(void (*kernel)(P...), void** args, std::index_sequence<I...>)
 {
-    kernel(*static_cast<typename std::remove_reference<P>::type*>(args[I])...);
+    if constexpr ((destroyed_after_call<P> || ...)) {
+        std::tuple<ThreadCopy<P>...> copies;
+        reinterpret_cast<void (*)(passed_as<P>...)>(kernel)(thread_argument<P>(args[I], std::get<I>(copies))...);
+    } else {
+        kernel(*static_cast<typename std::remove_reference<P>::type*>(args[I])...);
+    }
 }
 
 template <typename... P>
