@@ -156,6 +156,28 @@ extern "C" __global__ void sum(float* x) { x[threadIdx.x] = warp_sum(x[threadIdx
         "take part (0xffffffff: the whole warp)")
 
 
+def test_a_vote_without_sync_stops_the_build_where_it_is_compiled_only():
+    # CUDA declares __ballot, __any and __all, and ptxas refuses the vote a call compiles to: a template
+    # nothing instantiates and an inline function nothing calls build (moderngpu's ctascan.cuh under
+    # warp-ctc; NVRTC 12.9 builds them), where the runner refused the whole code
+    code = r"""
+template <int NT>
+__device__ int scan_bits(bool x) { return __popc(__ballot(x)) + NT; }
+__device__ __forceinline__ int any_set(int x) { return __any(x) + __all(x); }
+extern "C" __global__ void votes(unsigned* out) { out[threadIdx.x] = __ballot_sync(0xffffffffu, threadIdx.x & 1); }
+"""
+    out = np.zeros(32, np.uint32)
+    RawModule(code=code).get_function("votes")((1,), (32,), (out,))
+    assert out.tolist() == [0xAAAAAAAA] * 32
+    called = code + 'extern "C" __global__ void scan(int* out) { out[threadIdx.x] = scan_bits<4>(threadIdx.x & 1); }\n'
+    with pytest.raises(KernelBuildError) as refused:
+        RawModule(code=called).get_function("scan")
+    assert str(refused.value) == (
+        "(RawModule code):3: __ballot, a warp vote without a mask, was removed for GPUs of sm_70 and later "
+        "(CUDA 9), whose compilers refuse it too: use __ballot_sync(mask, ...), the mask naming the lanes that "
+        "take part (0xffffffff: the whole warp)")
+
+
 def test_pragma_once_in_the_code_adds_no_warning_to_a_build_error():
     code = '#pragma once\n#pragma once\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = undeclared; }\n'
     with pytest.raises(KernelBuildError) as failed:

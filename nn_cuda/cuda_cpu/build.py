@@ -681,11 +681,13 @@ def _runtime_api_call(log: str) -> str | None:
 #: the warp shuffles and votes of CUDA 8 and before, without a mask: GPUs of sm_70 and later (CUDA 9
 #: on) have none (NVRTC 12.9 for compute_90: 'identifier "__shfl_down" is undefined'; __any, __all and
 #: __ballot compile to PTX that ptxas refuses for sm_70 and later: "Instruction 'vote' without '.sync'
-#: is not supported"), nor has the runner; GCC's and clang's error on a call of one, also in a template
+#: is not supported"), nor has the runner; GCC's and clang's error on a call of one: a shuffle is
+#: undeclared (also in a template, as NVRTC's), a vote declared with an error attribute (device_functions.h)
 _LEGACY_WARP_FUNCTION = re.compile(
-    r"^(?P<where>.+?:\d+):\d+: error: (?:[‘'`](?P<gcc>__(?:shfl(?:_up|_down|_xor)?|any|all|ballot))[’'] was not "
-    r"declared in this scope|there are no arguments to [‘'`](?P<dependent>__(?:shfl(?:_up|_down|_xor)?|any|all|"
-    r"ballot))[’']|use of undeclared identifier '(?P<clang>__(?:shfl(?:_up|_down|_xor)?|any|all|ballot))')", re.M)
+    r"^(?P<where>.+?:\d+):\d+: error: (?:[‘'`](?P<gcc>__shfl(?:_up|_down|_xor)?)[’'] was not declared in this "
+    r"scope|there are no arguments to [‘'`](?P<dependent>__shfl(?:_up|_down|_xor)?)[’']|use of undeclared "
+    r"identifier '(?P<clang>__shfl(?:_up|_down|_xor)?)'|call to [‘'`](?P<vote>__(?:any|all|ballot))[’'] declared "
+    r"with (?:attribute error|'error' attribute))", re.M)
 
 
 def _legacy_warp_function(log: str) -> str | None:
@@ -694,7 +696,7 @@ def _legacy_warp_function(log: str) -> str | None:
     found = _LEGACY_WARP_FUNCTION.search(log)
     if found is None:
         return None
-    function = found["gcc"] or found["dependent"] or found["clang"]
+    function = found["gcc"] or found["dependent"] or found["clang"] or found["vote"]
     what = "shuffle" if function.startswith("__shfl") else "vote"
     return (f"{found['where']}: {function}, a warp {what} without a mask, was removed for GPUs of sm_70 and later "
             f"(CUDA 9), whose compilers refuse it too: use {function}_sync(mask, ...), the mask naming the lanes "

@@ -918,6 +918,16 @@ inline int __all_sync(unsigned mask, int predicate)  // over the lanes of the ma
     const unsigned votes = nn_cuda_cpu::warp_ballot(mask, predicate != 0);
     return votes == nn_cuda_cpu::current->warp_participants;
 }
+// The votes of CUDA 8 and before, without a mask: CUDA's headers still declare them, and ptxas
+// refuses a vote without .sync for sm_70 and later where a call of one is compiled; so does the host
+// compiler here (build.py names it in one line). A template that nothing instantiates, an inline
+// function that nothing calls, builds (moderngpu's ctascan.cuh, which warp-ctc includes, has both).
+#define NN_CUDA_CPU_LEGACY_VOTE "a warp vote without a mask, removed for GPUs of sm_70 and later"
+int __any(int) __attribute__((error(NN_CUDA_CPU_LEGACY_VOTE)));
+int __all(int) __attribute__((error(NN_CUDA_CPU_LEGACY_VOTE)));
+unsigned __ballot(int) __attribute__((error(NN_CUDA_CPU_LEGACY_VOTE)));
+#undef NN_CUDA_CPU_LEGACY_VOTE
+
 // The lanes of the warp that run this call together: on a GPU those that took the same branch to
 // it; here those that reach the same call (runtime.cpp, active_lanes).
 inline unsigned __activemask() { return nn_cuda_cpu::active_lanes(); }
