@@ -755,3 +755,38 @@ def test_fdividef_prof_trigger_and_the_tanh_approximations_of_16_bit_floats(chec
     np.testing.assert_allclose(halves.astype(np.float64), np.concatenate([want, want]), rtol=2.0 ** -10, atol=0)
     bfloat16 = (bfloats.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     np.testing.assert_allclose(bfloat16, np.tanh(x.astype(np.float64)), rtol=2.0 ** -7, atol=1e-30)
+
+
+def test_math_constants_h_has_cudas_constants_bit_for_bit_and_no_others():
+    # the runner's header had 31 of CUDA's 95 (kaolin's spc_math.h uses CUDART_NORM_HUGE_F), CUDART_SQRT_2PI
+    # one bit below CUDA's, and four names of its own that NVRTC calls undefined
+    code = r"""
+#include <math_constants.h>
+extern "C" __global__ void constants(float* f, double* d, int* counts)
+{
+    const float floats[] = {CUDART_NORM_HUGE_F, CUDART_SQRT_TWO_F, CUDART_TWO_TO_23_F, CUDART_LNPI_F, CUDART_LG2_F,
+                            CUDART_MIN_DENORM_F, CUDART_NAN_F, CUDART_3PIO4_F};
+    const double doubles[] = {CUDART_LNPI, CUDART_TWO_TO_M1022, CUDART_PI_LO, CUDART_SQRT_2PI, CUDART_NAN,
+                              CUDART_LN2_X_1024, CUDART_TWOTHIRD, CUDART_DBL2INT_CVT};
+    for (int i = 0; i < 8; ++i) {
+        f[i] = floats[i];
+        d[i] = doubles[i];
+    }
+    counts[0] = CUDART_REMQUO_MASK_F;
+#if defined(CUDART_2PI) || defined(CUDART_SQRT_PI) || defined(CUDART_SQRT_2_F) || defined(CUDART_SQRT_2_OVER_PI)
+    counts[1] = 1;
+#endif
+}
+"""
+    f, d, counts = np.zeros(8, np.float32), np.zeros(8), np.zeros(2, np.int32)
+    RawModule(code=code).get_function("constants")((1,), (1,), (f, d, counts))
+    expected_floats = np.array([np.finfo(np.float32).max, math.sqrt(2), 2**23, math.log(math.pi), math.log10(2),
+                                2.0**-149, np.nan, 3 * math.pi / 4], np.float32)
+    np.testing.assert_array_equal(f[[0, 1, 2, 3, 4, 5, 7]], expected_floats[[0, 1, 2, 3, 4, 5, 7]])
+    assert f[6:7].view(np.uint32)[0] == 0x7FFFFFFF  # CUDA's float NaN; its double NaN is negative
+    expected_doubles = [math.log(math.pi), 2.0**-1022, math.sin(math.pi),  # pi less the double nearest to it
+                        np.nextafter(math.sqrt(2 * math.pi), 3.0),  # CUDA's, one bit above the nearest double
+                        np.nan, 1024 * math.log(2), 2 / 3, 2.0**52 + 2.0**51]
+    np.testing.assert_array_equal(np.delete(d, 4), np.delete(np.array(expected_doubles), 4))
+    assert d[4:5].view(np.uint64)[0] == 0xFFF8000000000000
+    assert counts.tolist() == [7, 0]

@@ -350,12 +350,26 @@ def test_a_race_report_prints_every_digit_of_a_double():
     ('texture<float> heat;\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = tex1Dfetch(heat, 0); }\n',
      "(RawModule code):1: the CPU runner does not support texture references (texture<T>, which CUDA 12 removed; "
      "texture objects neither: read the array through a pointer)"),
+    # Parboil's sad names the read mode: it was "`cudaReadModeElementType` is a function of the CUDA runtime API"
+    ('texture<unsigned short, 2, cudaReadModeElementType> frame;\n'
+     'extern "C" __global__ void k(float* x) { x[threadIdx.x] = tex2D(frame, 0, 0); }\n',
+     "(RawModule code):1: the CPU runner does not support texture references (texture<T>, which CUDA 12 removed; "
+     "texture objects neither: read the array through a pointer)"),
 ])
 def test_what_the_runner_lacks_stops_the_build_in_one_line(code, message):
     # mma.h's refusal came with one compiler error per use of WMMA; a texture reference with none at all
     with pytest.raises(KernelBuildError) as refused:
         RawModule(code=code).get_function("k")
     assert str(refused.value) == message
+
+
+def test_the_texture_modes_nvrtc_declares_are_declared():
+    # a texture description's modes are texture_types.h's constants, which NVRTC 12.9 declares too
+    code = ('extern "C" __global__ void k(int* out) { cudaTextureReadMode mode = cudaReadModeNormalizedFloat; '
+            'out[0] = mode + 10 * cudaFilterModeLinear + 100 * cudaAddressModeBorder; }\n')
+    out = np.zeros(1, np.int32)
+    RawModule(code=code).get_function("k")((1,), (1,), (out,))
+    assert out[0] == 1 + 10 + 300
 
 
 def test_quoted_cuda_h_is_refused_under_nvrtc_as_the_angled_one_is():

@@ -1002,6 +1002,16 @@ NN_CUDA_CPU_UNSUPPORTED(__isConstant, "address space queries")
 // returned (tex2D<float>(tex, x, y)) and written through a pointer (tex2D(&v, tex, x, y)).
 typedef unsigned long long cudaTextureObject_t;
 typedef unsigned long long cudaSurfaceObject_t;
+// texture_types.h's modes, which NVRTC and nvcc declare too (a texture reference names its read mode:
+// Parboil's `texture<unsigned short, 2, cudaReadModeElementType>`)
+enum cudaTextureAddressMode {
+    cudaAddressModeWrap = 0,
+    cudaAddressModeClamp = 1,
+    cudaAddressModeMirror = 2,
+    cudaAddressModeBorder = 3
+};
+enum cudaTextureFilterMode { cudaFilterModePoint = 0, cudaFilterModeLinear = 1 };
+enum cudaTextureReadMode { cudaReadModeElementType = 0, cudaReadModeNormalizedFloat = 1 };
 #define NN_CUDA_CPU_UNSUPPORTED_TEXTURE(function)                                                    \
     template <typename T, typename... A>                                                             \
     inline T function(A...)                                                                          \
@@ -1018,7 +1028,7 @@ typedef unsigned long long cudaSurfaceObject_t;
     }
 // Texture references (`texture<float> tex;` with tex1Dfetch(tex, i)), which CUDA 12 removed: refused
 // where one is declared.
-template <typename T, int dimensions = 1, int read_mode = 0>
+template <typename T, int dimensions = 1, cudaTextureReadMode read_mode = cudaReadModeElementType>
 struct texture {
     static_assert(nn_cuda_cpu_unsupported<T>, "the CPU runner does not support texture references (texture<T>, "
                                               "which CUDA 12 removed; texture objects neither: read the array "
