@@ -863,3 +863,23 @@ def test_what_a_kernel_writes_before_its_view_survives_the_checking_modes_reruns
     out = np.zeros(3, np.int32)
     RawModule(code=SHARED_THEN_BEFORE_THE_VIEW, check=True).get_function("count_before")((1,), (8,), (out[1:],))
     assert out.tolist() == [8, 0, 0]
+
+
+def test_a_tile_left_unwritten_by_threads_that_returned_early_names_the_early_return():
+    # GPU MODE's tiled matrix multiply warns "cannot just exit if we want to do padding!"; the report
+    # asked for a __syncthreads() only, which does not mend it
+    code = r"""
+extern "C" __global__ void rotate(const float* x, float* y, int n)
+{
+    __shared__ float tile[32];
+    int i = threadIdx.x;
+    if (i >= n) return;
+    tile[i] = x[i];
+    __syncthreads();
+    y[i] = tile[(i + 1) % 32];
+}
+"""
+    x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    with pytest.raises(KernelError, match=r"rotate: 1 element\(s\) of args\[1\] hold NaN .* read __shared__ `tile` .* "
+                                          r"or the thread that writes it returned before it did \(an early `return`"):
+        RawModule(code=code, check=True).get_function("rotate")((1,), (32,), (x, y, np.int32(20)))

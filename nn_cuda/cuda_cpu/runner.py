@@ -1122,7 +1122,9 @@ class _CheckedBuffers:
             found = (f"the kernel read {' and '.join(shared)} where no thread of the block had written it "
                      "yet (the arrays are filled with NaN before every block): where a thread writes it before "
                      "another reads it, a __syncthreads() between the two is missing (or, between the lanes of a "
-                     "warp, a __syncwarp(): lanes do not run in lockstep here)" if shared else
+                     "warp, a __syncwarp(): lanes do not run in lockstep here), or the thread that writes it "
+                     "returned before it did (an early `return` of a thread outside the data leaves its share of "
+                     "a tile unwritten)" if shared else
                      f"the kernel read poisoned memory ({poisoned}__shared__ memory before any thread wrote "
                      "it, or the bytes right before an array, an index of -1) or left elements unwritten")
             raise KernelError(
