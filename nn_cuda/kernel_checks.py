@@ -162,7 +162,7 @@ _BETA_ZERO_HINT = ("with beta = 0, C holds garbage (NaN here) and must not be re
 def _error_hint(message: str, case: Case, timed_out: bool) -> str:
     if case.beta == 0 and "NaN after the launch" in message:
         return _BETA_ZERO_HINT
-    if "NaN after the launch" in message and "where no thread of the block had written it" in message:
+    if "where no thread of the block had written it" in message:
         return ("a tile of shared memory was read before it was stored: a __syncthreads() goes between the "
                 "stores of a tile and its first reads (and another after its last reads), and every element "
                 "of the tile is stored, zeros where it lies past the matrix")

@@ -311,7 +311,7 @@ extern "C" __global__ void locked_sum(const float* x, int* lock, float* sum)
 }
 
 // The last thread decides a double's value, which differs from the others' in its 13th digit.
-extern "C" __global__ void last_double(double* out) { out[0] = 1.0 + threadIdx.x * 1e-12; }
+extern "C" __global__ void last_double(double* out) { out[0] = 1.0 + (threadIdx.x + 1) * 1e-12; }
 """
 
 
@@ -881,5 +881,26 @@ extern "C" __global__ void rotate(const float* x, float* y, int n)
 """
     x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
     with pytest.raises(KernelError, match=r"rotate: 1 element\(s\) of args\[1\] hold NaN .* read __shared__ `tile` .* "
-                                          r"or the thread that writes it returned before it did \(an early `return`"):
+                                          r"or the thread that writes it returned before it did \(a thread that returns early"):
         RawModule(code=code, check=True).get_function("rotate")((1,), (32,), (x, y, np.int32(20)))
+
+
+def test_thread_0_writing_alone_what_every_other_thread_overwrites_is_reported_at_every_launch():
+    # PMPP's single-pass scans as students wrote them: `if (threadIdx.x == 0) s = previous; else s = 0;`.
+    # The mirrored run reverses a random order, so the two runs ended differently only where thread 0
+    # came first or last: 3 launches in 40 at 32 threads were reported.
+    code = r"""
+extern "C" __global__ void carry(float* out)
+{
+    __shared__ float previous;
+    if (threadIdx.x == 0) previous = 1.0f;
+    else previous = 0.0f;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = previous;
+}
+"""
+    kernel = RawModule(code=code, check=True).get_function("carry")
+    for launch in range(10):  # each launch draws new orders
+        with pytest.raises(KernelError, match=r"carry: .*the result depends on the order in which the threads of "
+                                              r"a block run"):
+            kernel((2,), (64,), (np.zeros(128, np.float32),))

@@ -282,7 +282,8 @@ class LoadedKernels:
                 # that wrote first there writes last here
                 first_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
                 self._run_again(index, launch, buffers, beginning, mirrored=True)
-                self._assert_same_results(buffers, first, first_magnitude)
+                self._assert_same_results(buffers, first, first_magnitude,
+                                          lambda: self._shared_read_unwritten(index, launch, buffers, beginning))
                 if buffers.integer_outputs():
                     self._assert_fills_unread(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
@@ -324,16 +325,23 @@ class LoadedKernels:
                 "i = 0? compute-sanitizer reports an invalid global write on a GPU; an atomicAdd of 0 changes no "
                 "byte, so the checking mode watches the atomics there)")
 
-    def _assert_same_results(self, buffers, first, first_magnitude: float) -> None:
+    def _assert_same_results(self, buffers, first, first_magnitude: float, find_shared_read_unwritten) -> None:
         """The two checked runs' results alike (_CheckedBuffers.assert_same_as); where they differ and a
         shuffle read a lane with no value to give (all ones in one run, zeros in the other), that read
-        is named as the cause."""
+        is named as the cause; where one run's value is NaN from NaN-free inputs and
+        `find_shared_read_unwritten()` names the __shared__ arrays whose fill it is, they are (a
+        missing first barrier of a tiled GEMM: the run in which the block's thread 0 reads first
+        takes the fill of the tile others had not stored yet)."""
         try:
             buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()),
                                    atomic_magnitude=max(first_magnitude, self._lib.nn_cuda_cpu_atomic_sum_magnitude()))
         except KernelError as race:
             read = self._lib.nn_cuda_cpu_undefined_lane_read()
             found = buffers.first_difference(first)
+            if found is not None and buffers.inputs_finite and "nan" in (found[2], found[3]):
+                shared = find_shared_read_unwritten()
+                if shared:
+                    raise KernelError(buffers.unwritten_shared_report(found[0], found[1], shared)) from race
             if read is None or found is None:
                 raise
             i, index, before, now = found
@@ -1118,18 +1126,27 @@ class _CheckedBuffers:
                 computed = find_nan_without_fills().get(i)
                 if computed is not None and computed[nan_mask].all():
                     continue  # every NaN is there with nothing filled: the kernel's arithmetic
+            if shared:
+                raise KernelError(self.unwritten_shared_report(i, tuple(int(v) for v in nan_at[0]), shared,
+                                                               count=len(nan_at)))
             poisoned = f"{names[i]} (filled with NaN before the launch), " if i in self.poisoned else ""
-            found = (f"the kernel read {' and '.join(shared)} where no thread of the block had written it "
-                     "yet (the arrays are filled with NaN before every block): where a thread writes it before "
-                     "another reads it, a __syncthreads() between the two is missing (or, between the lanes of a "
-                     "warp, a __syncwarp(): lanes do not run in lockstep here), or the thread that writes it "
-                     "returned before it did (an early `return` of a thread outside the data leaves its share of "
-                     "a tile unwritten)" if shared else
-                     f"the kernel read poisoned memory ({poisoned}__shared__ memory before any thread wrote "
-                     "it, or the bytes right before an array, an index of -1) or left elements unwritten")
             raise KernelError(
                 f"{self.launch.kernel}: {len(nan_at)} element(s) of {names[i]} hold NaN after the launch "
-                f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: {found}"
+                f"(first at index {tuple(int(v) for v in nan_at[0])}) though no input did: the kernel read poisoned "
+                f"memory ({poisoned}__shared__ memory before any thread wrote it, or the bytes right before an "
+                "array, an index of -1) or left elements unwritten"
             )
+
+    def unwritten_shared_report(self, i: int, index: tuple, shared: list[str], count: int | None = None) -> str:
+        """The report of __shared__ arrays (`shared`) read where no thread had written them, whose NaN
+        fill reached output `i` at `index` (`count` elements of it after the launch, where known)."""
+        held = (f"{count} element(s) of {self.names[i]} hold NaN after the launch (first at index {index})"
+                if count is not None else f"{self.names[i]}{list(index)} is NaN in one of its two runs")
+        return (f"{self.launch.kernel}: {held} though no input did: the kernel read {' and '.join(shared)} where no "
+                "thread of the block had written it yet (the arrays are filled with NaN before every block): where "
+                "a thread writes it before another reads it, a __syncthreads() between the two is missing (or, "
+                "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or the thread "
+                "that writes it returned before it did (a thread that returns early, beyond the data, leaves its share "
+                "of a tile unwritten)")
 
 

@@ -891,7 +891,11 @@ void shuffle_items(Items& items, Random& random)
 // order, each one's threads together in a random order, all backwards in the mirrored run. A warp
 // runs to its next stop before the next warp starts, as warps run on their own on a GPU; which
 // warp goes first changes from phase to phase, and every two threads run in the opposite order in
-// the mirrored run.
+// the mirrored run. The block's thread 0, which code singles out most (`if (threadIdx.x == 0)`),
+// runs first in the first run and so last in the mirrored one: where it writes one value to a place
+// that every other thread writes another to (PMPP's scans: `else s = 0;`), the two runs end with
+// different values, where a random place of its would make them differ only when it came first or
+// last (2 launches in blockDim).
 // `warps` and `threads` are the caller's, kept from phase to phase.
 void shuffle_by_warps(std::vector<size_t>& order, Random& random, std::vector<std::pair<size_t, size_t>>& warps,
                       std::vector<size_t>& threads)
@@ -904,11 +908,20 @@ void shuffle_by_warps(std::vector<size_t>& order, Random& random, std::vector<st
         ++warps.back().second;
     }
     std::shuffle(warps.begin(), warps.end(), random);
+    const bool thread_0_runs = !order.empty() && order[0] == 0;  // the first warp's range starts at 0
+    if (thread_0_runs) {
+        const auto its_warp = std::find_if(warps.begin(), warps.end(), [](const auto& w) { return w.first == 0; });
+        std::rotate(warps.begin(), its_warp, its_warp + 1);
+    }
     threads.clear();
     for (const auto& [first, end] : warps) {
         const size_t from = threads.size();
         threads.insert(threads.end(), order.begin() + first, order.begin() + end);
         std::shuffle(threads.begin() + from, threads.end(), random);
+    }
+    if (thread_0_runs) {
+        const auto it = std::find(threads.begin(), threads.begin() + (warps.front().second - warps.front().first), 0);
+        std::rotate(threads.begin(), it, it + 1);
     }
     if (mirrored) {
         std::reverse(threads.begin(), threads.end());
