@@ -5,8 +5,9 @@
 // is the part the kernels see.
 //
 // Checking mode (check != 0 in nn_cuda_cpu_launch): the threads of each phase run in a random order
-// (seeded; check == 2 runs every order of check == 1 with the same seed backwards, so that of two
-// threads or blocks that write one place the other one writes last), up to four blocks are resident
+// (seeded; check == 2 runs every order of check == 1 with the same seed backwards, and the blocks
+// one after the other in the order backwards in which they finished, so that of two threads or
+// blocks that write one place the other one writes last), up to four blocks are resident
 // at once and take turns phase by phase in a random order
 // (each keeps its own __shared__ memory, copied in and out as they take turns), so blocks that share
 // global memory one of them writes see each other's work half done, as on a GPU; __shared__ memory
@@ -848,6 +849,9 @@ struct Resident {
     bool live = false;  // admitted and not finished
     bool started = false;  // it has run a phase (its __shared__ memory is its own)
     bool ok = true;  // run_block's verdict, once finished
+    bool yielded = false;  // its last turn ended with threads that wait for other blocks (a spin, a grid sync)
+    size_t admitted = 0;  // when it was admitted (the mirrored run's priority: earlier first)
+    size_t last_turn = 0;  // when it last had a turn
     int votes[3] = {0, 0, 0};  // its __syncthreads_count totals
     std::vector<unsigned char> shared;  // its __shared__ memory while another block runs
 };
@@ -858,10 +862,12 @@ static void* launcher_sp = nullptr;  // the launcher's stack while a resident bl
 size_t running = 0;
 
 // Where a block's scheduler stands between two phases: in the checking mode, hand back to the
-// launcher, which may run other blocks' phases before this one's next.
-void end_of_phase()
+// launcher, which may run other blocks' phases before this one's next; `yielded` when threads of the
+// block wait for other blocks.
+void end_of_phase(bool yielded = false)
 {
     if (interleaving) {
+        residents[running].yielded = yielded;
         nn_cuda_cpu_switch(&residents[running].sp, launcher_sp);
     }
 }
@@ -1075,7 +1081,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
                     order.push_back(t);
                 }
             }
-            end_of_phase();
+            end_of_phase(true);
             continue;
         }
         if (released > 0) {
@@ -1176,19 +1182,63 @@ uint3 block_index(size_t linear)
                  static_cast<unsigned>(linear / grid_dim.x / grid_dim.y)};
 }
 
+// The blocks of the checking mode's first run in the order they finished, which its mirrored run
+// takes backwards.
+static std::vector<size_t> first_run_finished;
+
+// The resident block that takes the mirrored run's next turn: the one admitted first (of the blocks
+// that finished last in the first run) among those whose last turn did not end waiting for other
+// blocks, else the one of those that waited longest.
+size_t mirrored_turn(size_t slots)
+{
+    size_t best = slots;
+    for (size_t slot = 0; slot < slots; ++slot) {
+        const Resident& block = residents[slot];
+        if (!block.live) {
+            continue;
+        }
+        if (best == slots) {
+            best = slot;
+            continue;
+        }
+        const Resident& other = residents[best];
+        if (block.yielded != other.yielded ? !block.yielded
+                                           : block.yielded ? block.last_turn < other.last_turn
+                                                           : block.admitted < other.admitted) {
+            best = slot;
+        }
+    }
+    return best;
+}
+
 // Runs the blocks of `order` (the grid's, shuffled) with up to kResidentBlocks of them resident,
 // a phase of a randomly chosen one at a time; false when one of them broke a barrier.
-bool run_interleaved(const std::vector<size_t>& order, size_t threads, Random& random)
+// The mirrored run admits the blocks in the order backwards in which the first run's finished, and
+// gives each the turns until it finishes but while it waits for another: of two blocks that write
+// one place last, the one that finished last the first time finishes first. (It took the first run's
+// draws over the blocks backwards until 2026-11-27, which put two blocks in the opposite order only
+// where they sat in mirrored slots: `out[0] = blockIdx.x` from 3 blocks went unreported in 3 launches
+// in 10.)
+bool run_interleaved(const std::vector<size_t>& grid_order, size_t threads, Random& random)
 {
+    std::vector<size_t> order = grid_order;
+    if (mirrored && first_run_finished.size() == order.size()) {
+        order.assign(first_run_finished.rbegin(), first_run_finished.rend());
+    } else if (!mirrored) {
+        first_run_finished.clear();
+    }
     const size_t slots = std::min(order.size(), kResidentBlocks);
     const size_t none = slots;
-    size_t next = 0, live = 0, loaded = none;
+    size_t next = 0, live = 0, loaded = none, turns = 0;
     auto admit = [&](size_t slot) {
         Resident& block = residents[slot];
+        block.admitted = next;
         block.linear = order[next++];
         block.live = true;
         block.started = false;
         block.ok = true;
+        block.yielded = false;
+        block.last_turn = 0;
         block.sp = stacks.initial_sp(slots * threads + slot, &block_main);
         ++live;
     };
@@ -1197,16 +1247,20 @@ bool run_interleaved(const std::vector<size_t>& order, size_t threads, Random& r
     }
     std::vector<size_t> candidates;
     while (live > 0) {
-        candidates.clear();
-        for (size_t slot = 0; slot < slots; ++slot) {
-            if (residents[slot].live) {
-                candidates.push_back(slot);
+        size_t slot = none;
+        if (mirrored) {
+            slot = mirrored_turn(slots);
+        } else {
+            candidates.clear();
+            for (size_t s = 0; s < slots; ++s) {
+                if (residents[s].live) {
+                    candidates.push_back(s);
+                }
             }
+            slot = candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(random)];
         }
-        // The same draws in the mirrored run, whose slots hold the blocks of the order backwards:
-        // the blocks then take their turns in the mirror image of the first run's sequence.
-        const size_t slot = candidates[std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(random)];
         Resident& block = residents[slot];
+        block.last_turn = ++turns;
         if (slot != loaded) {
             if (loaded != none) {
                 save_shared(residents[loaded]);
@@ -1226,6 +1280,9 @@ bool run_interleaved(const std::vector<size_t>& order, size_t threads, Random& r
         if (!block.live) {
             --live;
             loaded = none;  // its memory is nobody's now
+            if (!mirrored) {
+                first_run_finished.push_back(block.linear);
+            }
             if (!block.ok) {
                 return false;
             }
