@@ -11,11 +11,14 @@ are small, and four fail on purpose, each in one line.
 """
 
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu import build
 from nn_cuda.cuda_cpu.build import KernelBuildError
 
 pytestmark = pytest.mark.slow  # builds of the CPU runner (a few seconds each)
@@ -453,3 +456,24 @@ def test_a_block_beyond_the_kernels_launch_bounds_is_refused_as_a_gpu_refuses_it
     with pytest.raises(KernelError, match=r"^_Z7boundedPi: a block of 128 threads, more than the 64"):
         RawModule(code=BOUNDED.replace('extern "C" ', ""), backend="nvcc", check=check).get_function(
             "_Z7boundedPi")((1,), (128,), (out,))
+
+
+def test_a_library_holding_the_cpp_runtime_is_not_said_to_define_the_runners_names(tmp_path):
+    # GCC 13 of Ubuntu 24.04 (an H200 machine) links the C++ runtime into each library, which then
+    # defines operator new and std::terminate that the runner's objects take: every build was refused
+    # as a code that defines them. A C name the code defines stays refused.
+    compiler = shutil.which("g++")
+    if compiler is None or shutil.which("nm") is None:
+        pytest.skip("needs g++ and nm")
+    runner = tmp_path / "runner.o"
+    subprocess.run([compiler, "-c", "-fPIC", "-x", "c++", "-", "-o", str(runner)], check=True, text=True,
+                   input="#include <exception>\n#include <unistd.h>\n"
+                         "long page() { int* p = new int(1); long s = sysconf(_SC_PAGESIZE) + *p; delete p; "
+                         "if (s < 0) std::terminate(); return s; }\n")
+    library = tmp_path / "code.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-static-libstdc++", "-x", "c++", "-", "-x", "none", str(runner),
+                    "-o", str(library)], check=True, text=True,
+                   input='extern "C" long sysconf(int) { return 1; }\n')
+    assert "_Znwm" in subprocess.run(["nm", "--dynamic", "--defined-only", str(library)], capture_output=True,
+                                     text=True).stdout  # the C++ runtime is in the library
+    assert build._runner_names_taken([runner], library) == ["sysconf"]
