@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawModule
-from nn_cuda.cuda_cpu import build
+from nn_cuda.cuda_cpu import build, runner
 from nn_cuda.cuda_cpu.build import KernelBuildError
 
 pytestmark = pytest.mark.slow  # builds of the CPU runner (a few seconds each)
@@ -465,15 +465,54 @@ def test_a_library_holding_the_cpp_runtime_is_not_said_to_define_the_runners_nam
     compiler = shutil.which("g++")
     if compiler is None or shutil.which("nm") is None:
         pytest.skip("needs g++ and nm")
-    runner = tmp_path / "runner.o"
-    subprocess.run([compiler, "-c", "-fPIC", "-x", "c++", "-", "-o", str(runner)], check=True, text=True,
+    runner_object = tmp_path / "runner.o"
+    subprocess.run([compiler, "-c", "-fPIC", "-x", "c++", "-", "-o", str(runner_object)], check=True, text=True,
                    input="#include <exception>\n#include <unistd.h>\n"
                          "long page() { int* p = new int(1); long s = sysconf(_SC_PAGESIZE) + *p; delete p; "
                          "if (s < 0) std::terminate(); return s; }\n")
     library = tmp_path / "code.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-static-libstdc++", "-x", "c++", "-", "-x", "none", str(runner),
+    subprocess.run([compiler, "-shared", "-fPIC", "-static-libstdc++", "-x", "c++", "-", "-x", "none", str(runner_object),
                     "-o", str(library)], check=True, text=True,
                    input='extern "C" long sysconf(int) { return 1; }\n')
     assert "_Znwm" in subprocess.run(["nm", "--dynamic", "--defined-only", str(library)], capture_output=True,
                                      text=True).stdout  # the C++ runtime is in the library
-    assert build._runner_names_taken([runner], library) == ["sysconf"]
+    assert build._runner_names_taken([runner_object], library) == ["sysconf"]
+
+
+def test_the_cpp_runtime_linked_into_a_library_has_no_variable_of_the_code(tmp_path):
+    # There, the exception handling's emergency pool holds pointers: the checking mode took it for a
+    # __device__ variable of the code holding one and ran every launch once, reporting no race (an H200
+    # machine's GCC 13). The code's own variables stay the code's.
+    compiler = shutil.which("g++")
+    if compiler is None or shutil.which("nm") is None:
+        pytest.skip("needs g++ and nm")
+    library = tmp_path / "code.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-static-libstdc++", "-x", "c++", "-", "-o", str(library)],
+                   check=True, text=True,
+                   input="#include <algorithm>\nfloat* table = nullptr;\nint counter = 3;\n"
+                         "int fail(int x) { if (x < 0) throw x; return std::max(x, counter); }\n")
+    symbols = runner._symbol_table(str(library), "the test")
+    assert "_ZN12_GLOBAL__N_114emergency_poolE" in symbols  # the C++ runtime is in the library
+    runtime_data = runner.linked_cpp_runtime_data(symbols)
+    variables = {name for name, (kind, _, size, elf_type, section) in symbols.items()
+                 if runner._code_variable(name, kind, size, elf_type, section) and name not in runtime_data}
+    assert variables == {"table", "counter"}
+
+
+def test_the_checking_mode_compares_two_orders_where_the_compiler_links_the_cpp_runtime_in(tmp_path, monkeypatch):
+    # a compiler that links libstdc++ into every library, as GCC 13 of Ubuntu 24.04 does: every build was
+    # refused (operator new), then every checked launch ran once, so that no race was reported
+    compiler = shutil.which("g++")
+    if compiler is None or shutil.which("nm") is None:
+        pytest.skip("needs g++ and nm")
+    linking_it_in = tmp_path / "g++"
+    linking_it_in.write_text(f'#!/bin/sh\nexec {compiler} "$@" -static-libstdc++\n')
+    linking_it_in.chmod(0o755)
+    monkeypatch.setenv("CXX", str(linking_it_in))
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    code = 'extern "C" __global__ void last(int* out) { out[0] = blockIdx.x * blockDim.x + threadIdx.x; }\n'
+    kernel = RawModule(code=code, check=True).get_function("last")
+    library = kernel._module._kernels.tool_path
+    assert "_ZSt9terminatev" in runner._symbol_table(library, "the test")  # the C++ runtime is in it
+    with pytest.raises(KernelError, match=r"last: the result depends on the order in which the threads"):
+        kernel((2,), (32,), (np.zeros(1, np.int32),))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import itertools
 import mmap
 import os
@@ -37,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import host_compiler
 from ..errors import KernelFailure
 from . import device_memory, fiber_stacks
 from .build import demangled, threads_from_environment
@@ -553,15 +555,16 @@ class LoadedKernels:
         bounds = (ctypes.c_size_t * 2)()
         self._lib.nn_cuda_cpu_shared_section(bounds)
         in_section = range(bounds[0], bounds[1])
+        runtime_data = linked_cpp_runtime_data(symbols)
         self._shared = [(base + value, size, name) for name, (kind, value, size, elf_type, _) in symbols.items()
                         if kind in _DATA_KINDS and elf_type == "OBJECT" and size
-                        and "nn_cuda_cpu_shared_anchor" not in name
+                        and "nn_cuda_cpu_shared_anchor" not in name and name not in runtime_data
                         and (_function_static(name) or base + value in in_section)]
         self._fill_shared(poisoned=range(len(self._shared)) if poisoned else (), dynamic=poisoned)
         shared = {address for address, _, _ in self._shared}
         self._variables = _GlobalVariables([(base + value, size, name) for name, (kind, value, size, elf_type, section)
                                             in symbols.items() if _code_variable(name, kind, size, elf_type, section)
-                                            and base + value not in shared])
+                                            and name not in runtime_data and base + value not in shared])
 
     def _fill_shared(self, poisoned, dynamic: bool) -> None:
         """Fill the __shared__ arrays of `poisoned` (indices into self._shared), and extern __shared__
@@ -744,6 +747,27 @@ def static_shared_over_limit(library: str) -> dict[str, int]:
 
 #: what the C and C++ runtime a library links defines in its .data and .bss (crtstuff's, the unwinder's)
 _LINKED_DATA = ("completed.0", "__dso_handle", "__TMC_END__")
+
+
+def linked_cpp_runtime_data(symbols: dict) -> frozenset:
+    """The names the C++ runtime's archive (libstdc++.a) defines, where a library's `symbols` show that
+    the host compiler linked it in (the library defines std::terminate): GCC 13 of Ubuntu 24.04 does,
+    and the exception handling's `emergency_pool`, which holds pointers, was taken for a variable of
+    the code holding one, so the checking mode ran every launch once, comparing no orders. Empty where
+    the C++ runtime is a shared library of its own, or its archive is not found."""
+    return _cpp_runtime_archive_names() if "_ZSt9terminatev" in symbols else frozenset()
+
+
+@functools.cache
+def _cpp_runtime_archive_names() -> frozenset:
+    compiler = host_compiler.find_compiler()
+    archive = subprocess.run([compiler, "-print-file-name=libstdc++.a"], capture_output=True, text=True,
+                             timeout=60).stdout.strip()
+    if not os.path.isabs(archive) or not os.path.isfile(archive):
+        return frozenset()
+    listing = subprocess.run(["nm", "--defined-only", "--format=posix", archive], capture_output=True, text=True,
+                             timeout=60).stdout
+    return frozenset(line.split(maxsplit=1)[0] for line in listing.splitlines() if " " in line)
 
 
 def _code_variable(name: str, kind: str, size: int, elf_type: str, section: str) -> bool:
