@@ -247,6 +247,13 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
     ('extern "C" __global__ void sqrt(int* out) { out[0] = 1; }',
      r"^\(RawModule code\):1: `sqrt` is also a function of the C library and of CUDA's device library, which "
      r"declares it for NVRTC too: CuPy's build of this code fails on a GPU as well; rename it$"),
+    # one of CUDA's math API the C library lacks (a LeetGPU solution's `norm`): NVRTC 13.0 refuses it with
+    # C linkage too, where the message said the name was free on a GPU
+    ('extern "C" __global__ void norm(int* out) { out[0] = 1; }',
+     r"^\(RawModule code\):1: `norm` is also a function of CUDA's math API, which NVRTC declares too: CuPy's "
+     r"build of this code fails on a GPU as well; rename it$"),
+    ('extern "C" __global__ void j0(int* out) { out[0] = 1; }',
+     r"^\(RawModule code\):1: `j0` is also a function of the C library and of CUDA's device library"),
     # a host library's header (darknet's kernel files include it for their host code): g++'s "No such file"
     ('#include <cublas_v2.h>\nextern "C" __global__ void k(int* out) { out[0] = 1; }',
      r"^\(RawModule code\):1: the CPU runner has no <cublas_v2.h>, the header of cuBLAS, which host code calls: a "
@@ -272,8 +279,8 @@ def test_nvccs_pre_include_option_is_taken(tmp_path):
      'extern "C" __global__ void k(unsigned* out) { out[0] = cg::this_grid().cluster_rank(); }',
      r"^\(RawModule code\):3: the CPU runner does not support thread block clusters \(sm_90; its code is sm_80's, "
      r"__CUDA_ARCH__ 800\)$"),
-], ids=["runner-name", "header-name", "overloaded-name", "cuda-name", "host-library", "host-launcher",
-        "spaced-launcher", "inline-ptx", "assembled-ptx", "clusters"])
+], ids=["runner-name", "header-name", "overloaded-name", "cuda-name", "cuda-math-name", "cuda-and-c-name",
+        "host-library", "host-launcher", "spaced-launcher", "inline-ptx", "assembled-ptx", "clusters"])
 def test_a_build_that_cannot_be_is_refused_in_one_line(code, message):
     with pytest.raises(KernelBuildError, match=message):
         RawModule(code=code).get_function(re.search(r"void (\w+)\(", code)[1])

@@ -839,14 +839,25 @@ _CUDA_DECLARES = frozenset("malloc free memcpy memset printf clock abs labs llab
     f"{name}{suffix}" for name in """sqrt cbrt exp exp2 exp10 expm1 log log2 log10 log1p pow sin cos tan asin acos
     atan atan2 sinh cosh tanh asinh acosh atanh fabs floor ceil trunc round rint nearbyint lround llround lrint
     llrint fmod remainder remquo fmin fmax fdim fma hypot erf erfc tgamma lgamma frexp ldexp modf scalbn scalbln
-    ilogb logb copysign nextafter nan sincos""".split() for suffix in ("", "f")])
+    ilogb logb copysign nextafter nan sincos j0 j1 jn y0 y1 yn""".split() for suffix in ("", "f")])
+#: the functions of CUDA's math API that the C library lacks, which NVRTC declares with C linkage too: a
+#: kernel so named fails there ("more than one instance of overloaded function "norm" has "C" linkage",
+#: NVRTC 13.0 on an H200, for norm, rnorm, rhypot, erfcx, erfinv, rcbrt, sinpi, cospi, sincospi,
+#: cyl_bessel_i0, normcdf, rsqrt, fdividef and more)
+_CUDA_MATH_API = frozenset(["fdividef"] + [
+    f"{name}{suffix}" for name in """norm rnorm norm3d rnorm3d norm4d rnorm4d rhypot erfcx erfinv erfcinv normcdf
+    normcdfinv rcbrt sinpi cospi sincospi cyl_bessel_i0 cyl_bessel_i1 rsqrt""".split() for suffix in ("", "f")])
 
 
 def _c_library_function(name: str) -> str:
-    """Why the code's `name`, a function of the C library, does not build here, and whether it does on a GPU."""
+    """Why the code's `name`, a function of the C library or of CUDA's math API, does not build here, and
+    whether it does on a GPU."""
     if name in _CUDA_DECLARES:
         return (f"`{name}` is also a function of the C library and of CUDA's device library, which declares it "
                 "for NVRTC too: CuPy's build of this code fails on a GPU as well; rename it")
+    if name in _CUDA_MATH_API:
+        return (f"`{name}` is also a function of CUDA's math API, which NVRTC declares too: CuPy's build of this "
+                "code fails on a GPU as well; rename it")
     return (f"`{name}` is also a function of the C library, which the CPU build includes (NVRTC declares no such "
             "function, so on a GPU the name is free): rename it")
 
