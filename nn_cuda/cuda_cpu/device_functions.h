@@ -408,10 +408,12 @@ inline double reciprocal_cbrt(double x) { return static_cast<double>(1.0L / std:
 
 // sqrt(p[0]^2 + ... + p[n-1]^2), or its reciprocal: each scaled by the same power of 2 so that no square
 // overflows or underflows, summed in long double (fma), so that the one rounding to double is the last:
-// +inf (+0) when any is infinite, even beside a NaN, as CUDA's norms.
+// +inf (+0) when any is infinite, even beside a NaN, as CUDA's norms. p[0] is read whatever n, as a
+// GPU's norm reads it: norm(0, nullptr) ended in "unspecified launch failure" on an H200.
 template <typename T>
 inline double euclidean_norm(int n, const T* p, bool reciprocal)
 {
+    static_cast<void>(*static_cast<const volatile T*>(p));
     double largest = 0.0;
     bool nan = false;
     for (int i = 0; i < n; ++i) {
