@@ -443,6 +443,31 @@ def test_a_write_past_the_launchs_shared_mem_is_named_in_the_checking_mode(share
     np.testing.assert_array_equal(out, x[::-1])
 
 
+def test_an_atomic_past_the_launchs_shared_mem_is_named_even_when_it_keeps_the_bytes():
+    # an atomicOr into the guard's all-ones bytes changes none of them: it was reported as a read of
+    # memory no thread wrote, naming no thread (found while running Rodinia through the runner)
+    code = r"""
+extern "C" __global__ void flags(unsigned* out, unsigned bits)
+{
+    extern __shared__ unsigned words[];
+    words[threadIdx.x] = 0;
+    __syncthreads();
+    if (threadIdx.x == 5) atomicOr(&words[blockDim.x], bits);
+    __syncthreads();
+    out[threadIdx.x] = words[threadIdx.x];
+}
+"""
+    kernel = RawModule(code=code, check=True).get_function("flags")
+    for bits in (0xFFFFFFFF, 0):  # it keeps the bytes; it writes none
+        with pytest.raises(KernelError, match=r"^flags: an atomic operation past the end of its extern __shared__ "
+                                              r"memory: the launch gave shared_mem = 256 bytes, and thread \(5, 0, 0\) "
+                                              r"of block \(0, 0, 0\) made one at byte 256 of the block's shared memory"):
+            kernel((1,), (64,), (np.zeros(64, np.uint32), np.uint32(bits)), shared_mem=256)
+    out = np.full(64, 7, np.uint32)
+    kernel((1,), (64,), (out, np.uint32(1)), shared_mem=260)  # the bytes it uses: clean
+    assert out.tolist() == [0] * 64
+
+
 PAST_THE_END_IN_ONE_BLOCK = r"""
 // Block `block` of the grid, thread `thread` of it, writes `offset` floats past the tile of
 // blockDim.x floats; every other thread writes its own element only.

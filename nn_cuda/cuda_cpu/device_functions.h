@@ -727,6 +727,19 @@ inline void note_atomic_before(const void* address)
     }
 }
 
+// An atomic at `address`, past the end of a checked launch's extern __shared__ memory: the first is noted.
+inline void note_atomic_past_dynamic_shared(const void* address)
+{
+    const uintptr_t at = reinterpret_cast<uintptr_t>(address), start = reinterpret_cast<uintptr_t>(dynamic_shared);
+    if (start + atomic_watch_from <= at && at < start + kDynamicSharedBytes &&
+        atomic_past_dynamic_shared == kDynamicSharedBytes) {
+        atomic_past_dynamic_shared = at - start;
+        snprintf(atomic_past_thread, sizeof atomic_past_thread, "thread (%u, %u, %u) of block (%u, %u, %u)",
+                 current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x, block_idx.y,
+                 block_idx.z);
+    }
+}
+
 template <typename T>
 inline T found_by_atomic(const T* address, T old)
 {
@@ -735,6 +748,9 @@ inline T found_by_atomic(const T* address, T old)
     }
     if (watched_span_count != 0) {
         note_atomic_before(address);
+    }
+    if (atomic_watch_from != kDynamicSharedBytes) {
+        note_atomic_past_dynamic_shared(address);
     }
     if (lanes_take_turns_at_shared_atomics(address)) {
         return old;  // its spin count starts after the turn

@@ -1488,6 +1488,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     if (check) {
         fill_past_dynamic_shared();
     }
+    atomic_watch_from = check ? dynamic_shared_bytes : kDynamicSharedBytes;
+    atomic_past_dynamic_shared = kDynamicSharedBytes;
 #if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
     watching_past_dynamic_shared = check != 0;
     past_end_write = PastEndWrite{};
@@ -1536,6 +1538,14 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     if (first == nullptr && stop_signal.load() != 0) {  // it came after the last block: a stop all the same
         outcomes[0] = Outcome{2, {stop_signal.load()}};
         first = &outcomes[0];
+    }
+    if (first == nullptr && atomic_past_dynamic_shared != kDynamicSharedBytes) {
+        report("%s: an atomic operation past the end of its extern __shared__ memory: the launch gave shared_mem = "
+               "%zu bytes, and %s made one at byte %zu of the block's shared memory (compute-sanitizer reports an "
+               "invalid __shared__ atomic on a GPU; one that keeps the bytes, an atomicOr, shows nowhere else): "
+               "pass as shared_mem the bytes the kernel uses",
+               kernel, dynamic_shared_bytes, atomic_past_thread, atomic_past_dynamic_shared);
+        return 1;
     }
     size_t last = 0;
     const size_t past = first == nullptr && check ? written_past_dynamic_shared(&last) : kDynamicSharedBytes;

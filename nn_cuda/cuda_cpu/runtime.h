@@ -179,6 +179,13 @@ inline bool counted_clock = false;
 // into a pointer to it (raw_module.py), so its address is a constant, as a GPU's shared window is.
 constexpr size_t kDynamicSharedBytes = 227 * 1024;  // the most an sm_90 GPU gives one block
 alignas(16) inline NN_CUDA_CPU_PER_WORKER unsigned char dynamic_shared[kDynamicSharedBytes];
+// In a checked launch, where its extern __shared__ memory ends (kDynamicSharedBytes otherwise): an
+// atomic past it is noted at once (device_functions.h), since one that keeps the fill's bits (an
+// atomicOr into all-ones bytes) changes nothing the end of the launch could find. The first one's
+// byte (kDynamicSharedBytes: none) and its thread and block, as text.
+inline size_t atomic_watch_from = kDynamicSharedBytes;
+inline size_t atomic_past_dynamic_shared = kDynamicSharedBytes;
+inline char atomic_past_thread[96];
 
 #if defined(NN_CUDA_CPU_WORKERS)
 // The bytes after a kernel's last __shared__ array where those arrays are per host thread. build.py
