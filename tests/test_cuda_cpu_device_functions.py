@@ -460,8 +460,9 @@ extern "C" __global__ void flags(unsigned* out, unsigned bits)
     kernel = RawModule(code=code, check=True).get_function("flags")
     for bits in (0xFFFFFFFF, 0):  # it keeps the bytes; it writes none
         with pytest.raises(KernelError, match=r"^flags: an atomic operation past the end of its extern __shared__ "
-                                              r"memory: the launch gave shared_mem = 256 bytes, and thread \(5, 0, 0\) "
-                                              r"of block \(0, 0, 0\) made one at byte 256 of the block's shared memory"):
+                                              r"memory: the launch gave shared_mem = 256 bytes, and thread "
+                                              r"\(5, 0, 0\) of block \(0, 0, 0\) made one at byte 256 of the "
+                                              r"block's shared memory"):
             kernel((1,), (64,), (np.zeros(64, np.uint32), np.uint32(bits)), shared_mem=256)
     out = np.full(64, 7, np.uint32)
     kernel((1,), (64,), (out, np.uint32(1)), shared_mem=260)  # the bytes it uses: clean

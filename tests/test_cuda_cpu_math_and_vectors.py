@@ -467,7 +467,8 @@ def test_special_values_are_cudas():
 def test_a_norm_of_no_coordinates_reads_its_first_one_as_a_gpus_does():
     # CUDA's norm(0, nullptr) ended in "unspecified launch failure" on an H200 (CuPy 14.2), where the
     # runner returned 0 without reading (the other 69 special values above gave the same values there)
-    code = 'extern "C" __global__ void empty_norm(double* out) { out[0] = norm(0, static_cast<const double*>(nullptr)); }\n'
+    code = ('extern "C" __global__ void empty_norm(double* out)\n'
+            '{\n    out[0] = norm(0, static_cast<const double*>(nullptr));\n}\n')
     with pytest.raises(KernelError, match=r"empty_norm: an invalid memory access in thread \(0, 0, 0\)"):
         RawModule(code=code).get_function("empty_norm")((1,), (1,), (np.zeros(1),))
 

@@ -880,8 +880,9 @@ extern "C" __global__ void rotate(const float* x, float* y, int n)
 }
 """
     x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
-    with pytest.raises(KernelError, match=r"rotate: 1 element\(s\) of args\[1\] hold NaN .* read __shared__ `tile` .* "
-                                          r"or the thread that writes it returned before it did \(a thread that returns early"):
+    with pytest.raises(KernelError, match=r"rotate: 1 element\(s\) of args\[1\] hold NaN .* read __shared__ `tile` "
+                                          r".* or the thread that writes it returned before it did \(a thread that "
+                                          r"returns early"):
         RawModule(code=code, check=True).get_function("rotate")((1,), (32,), (x, y, np.int32(20)))
 
 

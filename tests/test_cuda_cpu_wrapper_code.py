@@ -478,8 +478,8 @@ def test_a_library_holding_the_cpp_runtime_is_not_said_to_define_the_runners_nam
                          "long page() { int* p = new int(1); long s = sysconf(_SC_PAGESIZE) + *p; delete p; "
                          "if (s < 0) std::terminate(); return s; }\n")
     library = tmp_path / "code.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-static-libstdc++", "-x", "c++", "-", "-x", "none", str(runner_object),
-                    "-o", str(library)], check=True, text=True,
+    subprocess.run([compiler, "-shared", "-fPIC", "-static-libstdc++", "-x", "c++", "-", "-x", "none",
+                    str(runner_object), "-o", str(library)], check=True, text=True,
                    input='extern "C" long sysconf(int) { return 1; }\n')
     assert "_Znwm" in subprocess.run(["nm", "--dynamic", "--defined-only", str(library)], capture_output=True,
                                      text=True).stdout  # the C++ runtime is in the library

@@ -730,11 +730,12 @@ STATIC_SHARED_LIMIT = 48 * 1024
 def static_shared_over_limit(library: str) -> dict[str, int]:
     """{function: bytes of its __shared__ arrays} of the library's functions that declare more than
     STATIC_SHARED_LIMIT: its function-local statics, which runtime.h makes of __shared__ declarations
-    (thread-local where blocks run on several threads at once), summed per declaring function. A `__device__` array in a namespace is no function's and never
-    counts. Empty without nm (binutils)."""
+    (thread-local where blocks run on several threads at once), summed per declaring function. A
+    `__device__` array in a namespace is no function's and never counts. Empty without nm (binutils)."""
     if shutil.which("nm") is None:
         return {}
-    statics = {name: size for name, (kind, _, size, elf_type, _) in _symbol_table(library, "").items()
+    symbols = _symbol_table(library, "the 48 KiB limit of static __shared__ memory is checked")
+    statics = {name: size for name, (kind, _, size, elf_type, _) in symbols.items()
                if kind in _DATA_KINDS and elf_type in ("OBJECT", "TLS") and _function_static(name)}
     if sum(statics.values()) <= STATIC_SHARED_LIMIT:  # no function can pass the limit: nothing to demangle
         return {}
