@@ -253,14 +253,18 @@ def _struct_holding_a_pointer(kernel, args) -> str | None:
     from types import SimpleNamespace
 
     from nn_cuda.cuda_cpu import arguments
-    from nn_cuda.cuda_cpu.runner import _pointer_holder
+    from nn_cuda.cuda_cpu.runner import _pointer_holders
 
     try:
         packed = arguments.pack(kernel.name, kernel.signature, args)
     except TypeError:
         return None
+    addresses = [f"args[{i}] (a function's address on the CPU)" for i, (value, c_type) in
+                 enumerate(zip(packed, kernel.signature)) if c_type == "function pointer" and int(value) != 0]
+    if addresses:
+        return " and ".join(addresses)
     launch = SimpleNamespace(args=packed, signature=kernel.signature)
-    return _pointer_holder(launch, [f"args[{i}]" for i in range(len(packed))], [])
+    return " and ".join(_pointer_holders(launch, [f"args[{i}]" for i in range(len(packed))], [])) or None
 
 
 def _is_buffer(argument, c_type: str) -> bool:

@@ -94,7 +94,8 @@ def test_missing_first_syncthreads_in_the_tiled_gemm_is_reported(tmp_path, monke
     # others store them: the report names them (it named the element whose two runs differed)
     A, B = random_gemm(33, 33, 33)
     reported_when_checked("tiled", A, B, np.zeros((33, 33)),
-                          r"C\[0, 0\] is NaN in one of its two runs though no input did: the kernel read __shared__ "
+                          r"\d+ element\(s\) of C hold NaN after the first of its two runs \(first at index \(0, 0\)\) "
+                          r"though no input did: the kernel read __shared__ "
                           r"`a_tile` .* and __shared__ `b_tile` .* where no thread of the block had written it yet")
 
 
@@ -110,7 +111,7 @@ def test_a_tile_element_never_written_is_named_by_its_array(tmp_path, monkeypatc
                    "a_tile[a_r][a_k] = a_inside ? op_element<T, TRANS_A>(A, row0 + a_r, k0 + a_k, M, K) : T(0);",
                    "if (a_inside) a_tile[a_r][a_k] = op_element<T, TRANS_A>(A, row0 + a_r, k0 + a_k, M, K);")
     reported_when_checked("tiled", A, B, np.zeros((33, 33)),
-                          r"of C hold NaN after the launch .* the kernel read __shared__ `a_tile` "
+                          r"of C hold NaN after the first of its two runs .* the kernel read __shared__ `a_tile` "
                           r"\(in gemm_tiled<double, false, false>\) where no thread of the block had written it")
 
 
@@ -221,7 +222,7 @@ def test_what_a_thread_that_returned_early_left_unwritten_is_reported(tmp_path, 
     edited_kernels(tmp_path, monkeypatch, "nn_ops.cu",
                    "    partial[y][x] = sum;\n    __syncthreads();\n",
                    "    if (x == 5 && y == 2) {\n        return;\n    }\n    partial[y][x] = sum;\n    __syncthreads();\n")
-    with pytest.raises(KernelError, match=r"col_sum<double>: 1 element\(s\) of out hold NaN after the launch "
+    with pytest.raises(KernelError, match=r"col_sum<double>: 1 element\(s\) of out hold NaN after the first of its two runs "
                                           r"\(first at index \(5,\)\) though no input did: the kernel read __shared__ "
                                           r"`partial` \(in col_sum<double>\) where no thread of the block had written it"):
         CudaCpuBackend(check=True).col_sum(np.ones((40, 7)), np.zeros(7))

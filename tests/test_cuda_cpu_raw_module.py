@@ -126,6 +126,35 @@ def test_a_cpp_kernel_is_found_through_name_expressions_as_with_cupy_and_a_wrong
 
 
 
+def test_a_name_expression_of_an_overloaded_template_or_of_no_template_says_which():
+    # DeepSpeed declares bias_add_transform_0213<T> with 18 parameters and with 7: `k<float>` was said
+    # to have template arguments that "do not fit the template's parameters", and `k2<float>` of a
+    # kernel that is no template named the runner's own run_thread (until 2026-11-27)
+    code = ("template <typename T> __global__ void k(T* out, int n);\n"
+            "template <typename T> __global__ void k(T* out, int n) { if (threadIdx.x < n) out[threadIdx.x] = 1; }\n"
+            "template <typename T> __global__ void k(T* out, const T* in, int n) { out[threadIdx.x] = in[0]; }\n"
+            "__global__ void k2(float* out) { out[0] = 2; }\n")
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'k<float>', but the code declares several "
+                                               r"kernels named `k` \(overloads\).*static_cast<void\(\*\)\(float\*, "
+                                               r"int\)>\(k<float>\)"):
+        RawModule(code=code, name_expressions=("k<float>",)).get_function("k<float>")
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'k2<float>', but the kernel `k2` is no "
+                                               r"template: name it 'k2'"):
+        RawModule(code=code, name_expressions=("k2<float>",)).get_function("k2<float>")
+    # FasterTransformer's kernels sit in nested namespaces: one left out named run_thread, the runner's
+    nested = "namespace a { namespace b {\ntemplate <typename T> __global__ void k(T* x) { x[0] = 1; }\n} }\n"
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'a::k<float>', but no kernel template of "
+                                               r"the code is named `a::k` \(a namespace left out of the name"):
+        RawModule(code=nested, name_expressions=("a::k<float>",)).get_function("a::k<float>")
+    with pytest.raises(KernelBuildError, match=r"\(name_expressions names 'a::nosuch', which is no kernel of the "
+                                               r"code: .*\)$"):
+        RawModule(code=nested, name_expressions=("a::nosuch<float>",)).get_function("a::nosuch<float>")
+    chosen = "static_cast<void(*)(float*, int)>(k<float>)"
+    out = np.zeros(4, np.float32)
+    RawModule(code=code, name_expressions=(chosen,)).get_function(chosen)((1,), (4,), (out, np.int32(3)))
+    assert out.tolist() == [1, 1, 1, 0]
+
+
 @pytest.mark.parametrize("check", [False, True])
 def test_a_name_expression_of_a_device_function_is_refused_in_one_line_as_nvrtc_refuses_it(check):
     # NVRTC: "Name expression cannot form address of a non-__global__ function"; the host compiler's
@@ -195,6 +224,14 @@ def test_the_checking_mode_runs_once_a_kernel_that_reaches_memory_through_a_stru
     RawModule(code=POINTER_IN_A_STRUCT.replace("float* data;", "float* data;\n    float* more;"),
               check=True).get_function("increment")((1,), (8,), (twice, scaled, x))
     assert "increment: args[0] (its bytes 8 to 15 and 16 to 23) holds a pointer" in capfd.readouterr().err
+    # and each struct argument that holds one (faiss's transposeAny: its input and its output; the
+    # first alone was named until 2026-11-27)
+    two = POINTER_IN_A_STRUCT.replace("float* scaled,", "Column other,").replace("scaled[i] = 2.0f * x[i];",
+                                                                                 "other.data[i] = 2.0f * x[i];")
+    other = np.array((8, scaled.ctypes.data), dtype=column.dtype)
+    RawModule(code=two, check=True).get_function("increment")((1,), (8,), (column, other, x))
+    assert ("increment: args[0] (its bytes 8 to 15) and args[1] (its bytes 8 to 15) each hold a pointer to memory "
+            "that is no argument") in capfd.readouterr().err
     # a struct of values (the same bytes, no address in them) keeps the comparison of two orders
     RawModule(code=BY_VALUE, check=True).get_function("by_value")(
         (1,), (4,), (scaled, x, np.array([(2.0, 3)], dtype=[("s", np.float32), ("t", np.int32)]),
@@ -387,7 +424,7 @@ def test_an_unwritten_shared_element_is_caught_in_a_kernel_that_is_not_a_templat
     module = RawModule(code=code, name_expressions=("plain_mirror",), check=True)
     for name in ("mirror", "plain_mirror"):
         # the array is named: the launch runs again with one __shared__ array NaN-filled at a time
-        with pytest.raises(KernelError, match=rf"{name}: 1 element\(s\) of args\[0\] hold NaN after the launch "
+        with pytest.raises(KernelError, match=rf"{name}: 1 element\(s\) of args\[0\] hold NaN after the first of its two runs "
                                               r"\(first at index \(26,\)\) though no input did: the kernel read "
                                               rf"__shared__ `tile` \(in {name}\) where no thread of the block had "
                                               r"written it"):
@@ -436,10 +473,10 @@ def test_a_diagnosis_rerun_that_faults_leaves_the_first_report():
     """
     kernel = RawModule(code=code, check=True).get_function("zero_goes_astray")
     out = np.zeros(32, np.float32)
-    with pytest.raises(KernelError, match=r"zero_goes_astray: 1 element\(s\) of args\[0\] hold NaN after the launch "
-                                          r"\(first at index \(26,\)\) though no input did: the kernel read poisoned "
-                                          r"memory \(__shared__ memory before any thread wrote it, or the bytes "
-                                          r"right before an array, an index of -1\) or left elements"):
+    # (the zeros' rerun ends in a fault; the mirrored run's 0x7F fill names the array without one)
+    with pytest.raises(KernelError, match=r"zero_goes_astray: the result depends on what __shared__ memory held "
+                                          r"before the launch: args\[0\]\[26\] is nan with the first fill .* the "
+                                          r"kernel read __shared__ `tile` \(in zero_goes_astray\) where no thread"):
         kernel((1,), (32,), (out,))
     tile_written = RawModule(code=code.replace("threadIdx.x != 5", "true"), check=True)
     tile_written.get_function("zero_goes_astray")((1,), (32,), (out,))  # the process and the runner go on
@@ -515,7 +552,7 @@ def test_a_file_scope_shared_array_is_each_blocks_own_and_filled_with_nan_in_the
     kernel((8,), (32,), (x, out, np.int32(0)))  # blocks take turns, each with its own copy: no race
     np.testing.assert_array_equal(out, x.reshape(8, 32)[:, ::-1].reshape(-1))
     with pytest.raises(KernelError, match=r"reverse_through_file_shared: 8 element\(s\) of args\[1\] hold NaN after "
-                                          r"the launch \(first at index \(31,\)\) though no input did: the kernel "
+                                          r"the first of its two runs \(first at index \(31,\)\) though no input did: the kernel "
                                           r"read __shared__ `file_tile` where no thread"):
         kernel((8,), (32,), (x, out, np.int32(1)))
 
@@ -798,6 +835,37 @@ def test_every_form_of_unroll_pragma_builds_and_computes_the_same(check):
     rows = x.reshape(8, 16).astype(np.float64)
     expected = 3 * rows.sum(axis=1) + x[:5].astype(np.float64).sum()
     assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6, out  # 48 float32 additions
+
+
+BLOCK_SUM_HEADER = """#pragma once
+// FasterTransformer's reduce_kernel_utils.cuh: a block sum through a `static __shared__` array
+template <typename T> __inline__ __device__ T block_sum(T value)
+{
+    static __shared__ T warp_sums[32];
+    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = value;
+    __syncthreads();
+    value = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x % 32] : T(0);
+    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    return value;
+}
+"""
+
+
+@pytest.mark.parametrize("by_path", [False, True], ids=["-I", "absolute"])
+def test_static_shared_in_an_included_header_builds_as_in_the_code(tmp_path, by_path):
+    # `static __shared__` was made `__shared__` in the code only: in a header the build stopped with
+    # "conflicting specifiers", and a quoted include of an absolute path was not rewritten at all
+    (tmp_path / "reduce.cuh").write_text(BLOCK_SUM_HEADER)
+    include = str(tmp_path / "reduce.cuh") if by_path else "reduce.cuh"
+    code = (f'#include "{include}"\nextern "C" __global__ void total(const float* x, float* out)\n'
+            "{\n    const float sum = block_sum(x[threadIdx.x]);\n    if (threadIdx.x == 0) out[0] = sum;\n}\n")
+    x = np.arange(64, dtype=np.float32)
+    for check in (False, True):
+        out = np.full(1, np.nan, np.float32)
+        RawModule(code=code, options=() if by_path else (f"-I{tmp_path}",), check=check).get_function("total")(
+            (1,), (64,), (x, out))
+        assert out[0] == x.sum()
 
 
 def test_a_standard_header_nvrtc_lacks_stops_the_build_as_on_a_gpu():

@@ -98,7 +98,7 @@ def test_a_shared_array_inside_an_inline_device_function_builds_and_sums(monkeyp
 
 def test_the_checking_mode_names_an_unwritten_element_of_an_inline_functions_shared_array():
     x = np.ones(2 * 64, np.float32)
-    with pytest.raises(KernelError, match=r"sums: 2 element\(s\) of args\[1\] hold NaN after the launch .* "
+    with pytest.raises(KernelError, match=r"sums: 2 element\(s\) of args\[1\] hold NaN after the first of its two runs .* "
                                           r"__shared__ `warp_sums` \(in block_sum"):
         RawModule(code=BLOCK_SUM, check=True).get_function("sums")((2,), (64,), (x, np.zeros(2, np.float32),
                                                                                 np.int32(1)))
@@ -169,6 +169,69 @@ def test_a_device_counter_is_put_back_before_the_checking_modes_second_run():
     module.get_function("take_ticket")((4,), (32,), (out,))
     assert out.tolist() == [100, 101, 102, 103]
     assert module.get_global("next_ticket").view(np.int32)[0] == 4  # as after one launch on a GPU
+
+
+RESULTS_IN_VARIABLES = r"""
+// Kernels that leave their result in a __device__ variable, as cuda-samples' binomialOptions leaves
+// its prices in d_CallValue: a sum over a tile read without the barrier after its stores, the last of
+// the blocks to write one place, and (race-free) a float sum and a count by atomics.
+__device__ float tile_sum[1];
+__device__ int last_block[1];
+__device__ float atomic_sum;
+__device__ unsigned int counted;
+
+extern "C" __global__ void sum_without_barrier()
+{
+    __shared__ float tile[64];
+    tile[threadIdx.x] = threadIdx.x + 1.0f;
+#ifdef FIXED
+    __syncthreads();
+#endif
+    if (threadIdx.x == 0) {
+        float total = 0.0f;
+        for (int i = 0; i < 64; ++i) {
+            total += tile[i];
+        }
+        tile_sum[0] = total;
+    }
+}
+
+extern "C" __global__ void blocks_write_one_place()
+{
+    if (threadIdx.x == 0) {
+        last_block[0] = blockIdx.x;
+    }
+}
+
+extern "C" __global__ void add_atomically(const float* x)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(&atomic_sum, x[i]);
+    atomicInc(&counted, 1u << 30);
+}
+"""
+
+
+@pytest.mark.parametrize("kernel, grid, variable", [("sum_without_barrier", 1, "tile_sum"),
+                                                     ("blocks_write_one_place", 3, "last_block")])
+def test_a_race_whose_result_lands_in_a_device_variable_is_reported(kernel, grid, variable):
+    # the checking mode put the variables back between its runs but compared only the arguments: both
+    # kernels passed unreported until 2026-11-27, leaving the second run's value
+    module = RawModule(code=RESULTS_IN_VARIABLES, check=True)
+    with pytest.raises(KernelError, match=rf"{kernel}: the result depends on .*the variable `{variable}`, its bytes "
+                                          r"0 to 3, holds"):
+        module.get_function(kernel)((grid,), (64,), ())
+
+
+def test_device_variables_summed_by_atomics_or_written_after_a_barrier_pass_the_checking_mode():
+    module = RawModule(code=RESULTS_IN_VARIABLES, options=("-DFIXED",), check=True)
+    module.get_function("sum_without_barrier")((1,), (64,), ())
+    assert module.get_global("tile_sum").view(np.float32)[0] == 64 * 65 / 2
+    x = np.random.default_rng(0).standard_normal(4 * 64).astype(np.float32) * 1e3  # sums that round by order
+    module.get_function("add_atomically")((4,), (64,), (x,))
+    total = module.get_global("atomic_sum").view(np.float32)[0]
+    assert abs(total - x.astype(np.float64).sum()) <= 1e-4 * np.abs(x).sum()
+    assert module.get_global("counted").view(np.uint32)[0] == 4 * 64
 
 
 @pytest.mark.parametrize("check", [False, True])
@@ -559,6 +622,39 @@ def test_an_atomic_right_before_an_array_is_reported_even_when_it_changes_no_byt
     assert grad.tolist() == [weight] * 5
 
 
+BYTE_ADD = r"""
+// A byte's atomicAdd done as an atomicCAS on the aligned 32-bit word that holds it (PyTorch's and
+// pytorch_scatter's atomics for uint8, int8 and int16): out[0]'s word starts where the array does on
+// a GPU, and before it here when the checked array's size is no multiple of 4 (it ends at a guard page)
+extern "C" __global__ void add_bytes(unsigned char* out, const unsigned char* value, int n)
+{
+    const int i = threadIdx.x;
+    if (i >= n) {
+        return;
+    }
+    unsigned char* address = out + i;
+    unsigned int* word = (unsigned int*)(address - ((size_t)address & 3));
+    const unsigned int shift = ((size_t)address & 3) * 8;
+    unsigned int old = *word, assumed;
+    do {
+        assumed = old;
+        const unsigned int sum = (((old >> shift) & 0xffu) + value[i]) & 0xffu;
+        old = atomicCAS(word, assumed, (old & ~(0xffu << shift)) | (sum << shift));
+    } while (assumed != old);
+}
+"""
+
+
+@pytest.mark.parametrize("n", [5, 6, 7, 8])
+def test_a_byte_atomic_on_the_word_that_holds_the_first_byte_is_no_access_before_the_array(n):
+    # an array of 5 bytes starts 3 bytes past a 4-byte boundary in the checking mode: out[0]'s word was
+    # reported as "an atomic operation 3 element(s) before the start of args[0]" until 2026-11-27
+    kernel = RawModule(code=BYTE_ADD, check=True).get_function("add_bytes")
+    out, value = np.zeros(n, np.uint8), np.arange(1, n + 1, dtype=np.uint8)
+    kernel((1,), (32,), (out, value, np.int32(n)))
+    np.testing.assert_array_equal(out, value)
+
+
 def test_a_struct_array_with_padding_is_compared_by_its_bytes():
     # a NumPy copy of it left the padding undefined: two equal runs were reported as a race
     layout = np.dtype([("key", np.int32), ("next", np.uint64)], align=True)
@@ -656,6 +752,18 @@ def test_a_float_converted_to_an_int_that_cannot_hold_it_is_reported_where_a_gpu
     positions[1] = 2.5
     RawModule(code=FLOAT_TO_INT, check=True).get_function("cell_of")((1,), (2,), (positions, cell, clamped))
     assert cell.tolist() == [1, 2] and clamped.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("position", [-np.inf, -3e9])
+def test_a_float_below_an_ints_range_converts_to_its_minimum_as_on_a_gpu_without_a_report(position):
+    # x86 and a GPU's clamp both give INT_MIN there: FasterTransformer's T5 buckets convert logf(0)
+    # and drop the value, and the checking mode stopped them (until 2026-11-27)
+    if "-DNN_CUDA_CPU_CAST_CHECK" not in build.check_flags(build.find_compiler()):
+        pytest.skip("the checking build checks conversions with GCC and its libubsan, which this host lacks")
+    positions = np.array([1.5, position], np.float32)
+    cell, clamped = np.full(2, -7, np.int32), np.full(2, 7, np.uint32)
+    RawModule(code=FLOAT_TO_INT, check=True).get_function("cell_of")((1,), (2,), (positions, cell, clamped))
+    assert cell.tolist() == [1, -2**31] and clamped.tolist() == [1, 0]
 
 
 SHIFT = r"""

@@ -60,6 +60,19 @@ def unsupported(signature) -> list[int]:
     return [i for i, c_type in enumerate(signature) if not passable(c_type)]
 
 
+def parameter_bytes(signature) -> int:
+    """About the bytes a kernel's parameters take, each aligned to the largest power of two up to 8
+    that divides its size: what a GPU's parameter space must hold."""
+    total = 0
+    for c_type in signature:
+        struct = STRUCT_TYPE.fullmatch(c_type)
+        size = (8 if c_type.endswith("*") else int(struct[1]) if struct else
+                (4 if c_type.endswith("2") else 2) if c_type in NARROW_FLOATS else scalar_dtype(c_type).itemsize)
+        alignment = min(8, size & -size) if size else 1  # a struct's as its size allows
+        total = -(-total // alignment) * alignment + size
+    return total
+
+
 def pack(kernel: str, signature: tuple, args) -> tuple:
     """`args` as the kernel takes them: arrays as given, scalars as NumPy scalars of the parameter's
     dtype; TypeError on a wrong count or an argument that does not fit its parameter."""
@@ -93,6 +106,8 @@ def _argument(where: str, c_type: str, value):
                             f"{4 if c_type.endswith('2') else 2}, not the number")
         return _struct_bytes(where, 4 if c_type.endswith("2") else 2, value)  # a pair, or one
     dtype = scalar_dtype(c_type)
+    if value is None and c_type == "function pointer":  # CuPy passes None as a null pointer
+        return dtype.type(0)
     if isinstance(value, np.generic):
         if value.dtype == dtype:
             return value

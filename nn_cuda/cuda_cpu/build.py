@@ -99,9 +99,13 @@ CHECK_FLAGS = ("-fsanitize=bounds", "-fsanitize-undefined-trap-on-error")
 # there). Trapping cannot tell the two checks apart, so both call the runtime's handlers
 # (runtime.cpp, NN_CUDA_CPU_CAST_CHECK), which report them; the link needs libubsan, unused.
 # So are shifts by the width of the type or more (or by a negative count): a GPU's shift clamps the
-# count to the width (`1u << 32` is 0), x86's takes it modulo the width (1).
+# count to the width (`1u << 32` is 0), x86's takes it modulo the width (1). A conversion's handler
+# may return (recover): below the range of a 32- or 64-bit signed type (-inf, -3e9 to int) x86 gives
+# the type's minimum, as a GPU's clamp does, and the kernel goes on (FasterTransformer's T5 buckets
+# convert logf(0) and drop the value).
 CAST_CHECK_FLAGS = ("-fsanitize=bounds,float-cast-overflow,shift-exponent",
-                    "-fno-sanitize-recover=bounds,float-cast-overflow,shift-exponent", "-DNN_CUDA_CPU_CAST_CHECK")
+                    "-fno-sanitize-recover=bounds,shift-exponent", "-fsanitize-recover=float-cast-overflow",
+                    "-DNN_CUDA_CPU_CAST_CHECK")
 
 
 def is_gcc(compiler: str) -> bool:
@@ -620,7 +624,10 @@ def _missing_brace(log: str) -> str:
 #: declare, with GCC's guess at the name meant
 _UNDECLARED_INSTANCE = re.compile(r"^\(the instance table of [^)\n]*\):\d+:\d+: error: (?:[‘'`](?P<name>[^’'\n]+)[’'] "
                                   r"was not declared in this scope(?P<guess>; did you mean [‘'`][^’'\n]+[’']\?)?|"
-                                  r"use of undeclared identifier '(?P<clang>[^'\n]+)')", re.M)
+                                  r"use of undeclared identifier '(?P<clang>[^'\n]+)'|"
+                                  r"[‘'`](?P<member>[^’'\n]+)[’'] is not a member of [‘'`](?P<scope>[^’'\n]+)[’']|"
+                                  r"no member named '(?P<clang_member>[^'\n]+)' in namespace '(?P<clang_scope>[^'\n]+)')",
+                                  re.M)
 
 
 def _hint(log: str, unit: str) -> str:
@@ -630,13 +637,15 @@ def _hint(log: str, unit: str) -> str:
     # 'extern'"; clang: "cannot combine with previous 'extern' declaration specifier"
     if any(words in log for words in ("conflicting specifiers in declaration", "specifier conflicts with",
                                       "cannot combine with previous")):
-        return ("\n(an `extern __shared__` array declared in an included header: the CPU runner makes those of "
-                "the code and of the headers it reaches through #include \"...\" into its dynamic shared memory, "
-                "not those of a header included through #include <...> or a macro; include it with quotes, or "
+        return ("\n(an `extern __shared__` or `static __shared__` array declared in an included header: the CPU "
+                "runner rewrites those of the code and of the headers it reaches through #include \"...\", not "
+                "those of a header included through #include <...> or a macro; include it with quotes, or "
                 "declare the array in the code)")
     undeclared = _UNDECLARED_INSTANCE.search(log)
     if undeclared:
-        named = undeclared["name"] or undeclared["clang"]
+        named = undeclared["name"] or undeclared["clang"] or (
+            f"{undeclared['scope']}::{undeclared['member']}" if undeclared["member"] else
+            f"{undeclared['clang_scope']}::{undeclared['clang_member']}")
         return (f"\n(name_expressions names {named!r}, which is no kernel of the code: each entry is a "
                 "__global__ function or a template instance of one, spelled as the code spells it"
                 f"{undeclared['guess'] or ''})")
@@ -809,7 +818,21 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
                 if directives else plan.what  # the kernel's line in the code's own lines
             return f"{where}: {_c_library_function(name)}"
         if kernel and expression != name and "no matches converting function" in log:
+            if "note: candidates are:" in log:  # the compiler's list of the overloads it could not choose from
+                return (f"name_expressions names {expression!r}, but the code declares several kernels named "
+                        f"`{name}` (overloads), which template arguments alone do not tell apart: name one by its "
+                        f"type, as `static_cast<void(*)(float*, int)>({expression})` names the one whose "
+                        "parameters are (float*, int) (CuPy takes such a name expression); NVRTC refuses "
+                        f"{expression!r} on a GPU too")
+            if not re.search(rf"\btemplate\b[^;{{}}]*?\b__global__\b{declared}", code):
+                return (f"name_expressions names {expression!r}, but the kernel `{name}` is no template: name it "
+                        f"{name!r}; NVRTC refuses {expression!r} on a GPU too")
             candidate = re.search(r"note: candidate is: [‘'`](.*?)[’']$", log, re.M)
+            if candidate and "nn_cuda_cpu::run_thread" in candidate[1]:  # the name is no template where it looks
+                qualified = re.sub(r"<.*", "", expression).strip()
+                return (f"name_expressions names {expression!r}, but no kernel template of the code is named "
+                        f"`{qualified}` (a namespace left out of the name, or a kernel that is no template?); NVRTC "
+                        "refuses it on a GPU too")
             return (f"name_expressions names {expression!r}, which is no instance of the kernel template `{name}`"
                     + (f" ({candidate[1]})" if candidate else "") + ": its template arguments do not fit the "
                     "template's parameters (a class template given without its own arguments?); NVRTC refuses it "

@@ -713,12 +713,17 @@ T atomic_update(T* address, Update update)  // compare-and-swap on the value's b
 // value (a histogram's, a ticket's) costs one comparison more.
 constexpr unsigned kSpinningAtomics = 16;
 
-// An atomic at `address`, in one of the checking mode's spans before an array: the first is noted.
-inline void note_atomic_before(const void* address)
+// An atomic of `bytes` at `address`, in one of the checking mode's spans before an array: the first
+// is noted. Not the aligned word that holds the array's first bytes: a byte's or a half's atomic done as
+// an atomicCAS on the 32-bit word around it (PyTorch's, pytorch_scatter's) takes that word, which on a
+// GPU starts where the array does (at a 256-byte boundary) and here, where a checked array ends at a
+// guard page, may start before it.
+inline void note_atomic_before(const void* address, size_t bytes)
 {
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
     for (size_t i = 0; i < watched_span_count && atomic_before_address == 0; ++i) {
-        if (watched_spans[2 * i] <= at && at < watched_spans[2 * i + 1]) {
+        const uintptr_t start = watched_spans[2 * i + 1];
+        if (watched_spans[2 * i] <= at && at < start && !(at % bytes == 0 && at + bytes > start)) {
             atomic_before_address = at;
             snprintf(atomic_before_thread, sizeof atomic_before_thread, "thread (%u, %u, %u) of block (%u, %u, %u)",
                      current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x, block_idx.y,
@@ -747,7 +752,7 @@ inline T found_by_atomic(const T* address, T old)
         atomics_used.store(true, std::memory_order_relaxed);
     }
     if (watched_span_count != 0) {
-        note_atomic_before(address);
+        note_atomic_before(address, sizeof(T));
     }
     if (atomic_watch_from != kDynamicSharedBytes) {
         note_atomic_past_dynamic_shared(address);

@@ -228,6 +228,10 @@ class RawModule:
         return RawKernel._of_module(self, name)
 
 
+#: the bytes a kernel's parameters may take on a GPU (CUDA 12.1 and later, Volta and later; 4,096 before)
+PARAMETER_BYTES = 32_764
+
+
 def _name_expression(function: str) -> str | None:
     """The address of a kernel as c++filt writes it, with its parameters, so that it picks one of
     overloaded kernels (caffe's ClipForward of float and of double): "void reduce<float>(float const*,
@@ -328,6 +332,12 @@ class RawKernel:
                     f"{self.name}: parameter {bad[0]} has a type the CPU runner cannot pass (a reference, or a type "
                     "it cannot name, shown as ?): "
                     f"({', '.join(signature)})")
+            total = arguments.parameter_bytes(signature)
+            if total > PARAMETER_BYTES:
+                raise build.KernelBuildError(
+                    f"{self.name}: its parameters take {total:,} bytes, more than the {PARAMETER_BYTES:,} a kernel's "
+                    "parameters may take on a GPU (CUDA 12.1 and later, compute capability 7.0 and up); NVRTC "
+                    "refuses it (\"Formal parameter space overflowed\"): pass the data in an array")
             self._found = index, signature
         return self._found
 
@@ -530,8 +540,9 @@ def device_variables_kept(code: str) -> str:
 
 def cpu_declarations(code: str) -> str:
     """A source's shared memory and __device__ variables declared as the CPU build takes them (the
-    rewrites above)."""
-    return device_variables_kept(file_scope_shared(dynamic_shared_as_references(code)))
+    rewrites above; in a header the code includes too, where FasterTransformer keeps its block
+    reductions' `static __shared__` arrays)."""
+    return device_variables_kept(file_scope_shared(dynamic_shared_as_references(alignas_before_shared(code))))
 
 
 #: a __device__ or __constant__ variable's declaration: its name, followed by its size, initializer or `;`

@@ -50,12 +50,22 @@ SCALAR_CTYPES = {
     "unsigned char": ctypes.c_ubyte, "short": ctypes.c_short, "unsigned short": ctypes.c_ushort,
     "unsigned int": ctypes.c_uint, "long": ctypes.c_long, "unsigned long": ctypes.c_ulong,
     "unsigned long long": ctypes.c_ulonglong,
+    # a parameter of a function's address (cuda-samples' FunctionPointers): its 8 bytes, as CuPy passes
+    # a numpy.uint64 read from a __device__ table of them (get_global)
+    "function pointer": ctypes.c_ulonglong,
 }
 #: runtime.cpp's fault codes for a thread that outgrew its stack (kStackOverflow), and for a
 #: general-protection fault (kGeneralProtection), which has no address
 _STACK_OVERFLOW, _GENERAL_PROTECTION = 1000, 1001
 #: runtime.cpp's status of a launch that ran to its end with a shuffle from a lane with no value
 _UNDEFINED_LANE_READ = 3
+#: what the checking mode fills __shared__ memory with before every block: all-ones bytes (NaN as a
+#: float or a double, -1 as a signed integer) in the first run; 0x7F bytes in the mirrored run (a large
+#: positive number as every type: 3.4e38 as a float, 1.4e306 as a double, 2,139,062,143 as an int),
+#: which fmaxf, a comparison or a max cannot drop as they drop a NaN
+POISON_FILL, MIRRORED_FILL = 0xFF, 0x7F
+#: half the magnitude of MIRRORED_FILL's bytes as a float (3.4e38): an atomic sum that large holds the fill
+_FILL_MAGNITUDE = 1.7e38
 _SIGNALS = {
     _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner), or an index "
                       "past the end of a local array wrote over it: a large local array? Put it in __shared__ or "
@@ -172,6 +182,7 @@ class LoadedKernels:
         self.watchdog = watchdog_from_environment()
         self.threads = 1 if check or cooperative else threads_from_environment()
         self._told_once_only: set[str] = set()  # kernels whose launches the checking mode runs once
+        self._first_variables: list[bytes] | None = None  # the code's variables after a checked first run
         # what every launch passes, made once: the instances' signatures, the fault record, the message
         self._signatures = [self.signature(index) for index in range(self.count())]
         self._fault = (ctypes.c_longlong * 9)()
@@ -276,22 +287,25 @@ class LoadedKernels:
                     "thread writes?") from None
             self._assert_no_atomic_before(buffers)
             buffers.assert_nothing_written_before()
-            holder = _pointer_holder(launch, names, self._variables.named(variables))
+            holders = _pointer_holders(launch, names, self._variables.named(variables))
             beginning = (start, variables, seed)
-            if holder is None:
+            if not holders:
                 first = buffers.snapshot()
+                self._first_variables = self._variables.save()
                 # the same orders backwards: of two threads (or blocks) writing one place, the one
                 # that wrote first there writes last here
                 first_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
-                self._run_again(index, launch, buffers, beginning, mirrored=True)
+                self._run_mirrored(index, launch, buffers, beginning)
                 self._assert_same_results(buffers, first, first_magnitude,
-                                          lambda: self._shared_read_unwritten(index, launch, buffers, beginning))
+                                          lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
+                                          lambda: self._shared_fill_read(index, launch, buffers, beginning, first))
                 if buffers.integer_outputs():
                     self._assert_fills_unread(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
                 self._told_once_only.add(launch.kernel)
-                print(f"nn_cuda: checking mode: {launch.kernel}: {holder} holds a pointer to memory that is no "
-                      "argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
+                holds = "holds a pointer" if len(holders) == 1 else "each hold a pointer"
+                print(f"nn_cuda: checking mode: {launch.kernel}: {' and '.join(holders)} {holds} to memory that is "
+                      "no argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
                       "its threads in one order (no comparison of two orders)", file=sys.stderr)
             buffers.copy_back()
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
@@ -327,23 +341,33 @@ class LoadedKernels:
                 "i = 0? compute-sanitizer reports an invalid global write on a GPU; an atomicAdd of 0 changes no "
                 "byte, so the checking mode watches the atomics there)")
 
-    def _assert_same_results(self, buffers, first, first_magnitude: float, find_shared_read_unwritten) -> None:
+    def _assert_same_results(self, buffers, first, first_magnitude: float, find_shared_read_unwritten,
+                             find_shared_fill_read) -> None:
         """The two checked runs' results alike (_CheckedBuffers.assert_same_as); where they differ and a
         shuffle read a lane with no value to give (all ones in one run, zeros in the other), that read
         is named as the cause; where one run's value is NaN from NaN-free inputs and
         `find_shared_read_unwritten()` names the __shared__ arrays whose fill it is, they are (a
         missing first barrier of a tiled GEMM: the run in which the block's thread 0 reads first
-        takes the fill of the tile others had not stored yet)."""
+        takes the fill of the tile others had not stored yet); else where `find_shared_fill_read()`
+        (_shared_fill_read) finds the arrays whose other fill of the mirrored run made the difference,
+        it names them (a max over a reduction's tail that no thread wrote: fmaxf drops the NaN)."""
         try:
-            buffers.assert_same_as(first, atomics=bool(self._lib.nn_cuda_cpu_atomics_used()),
-                                   atomic_magnitude=max(first_magnitude, self._lib.nn_cuda_cpu_atomic_sum_magnitude()))
+            # a sum onto the mirrored run's fill (3.4e38) is the fill's magnitude, not the kernel's
+            mirrored_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
+            magnitude = max(first_magnitude, mirrored_magnitude if mirrored_magnitude < _FILL_MAGNITUDE else 0.0)
+            atomics = bool(self._lib.nn_cuda_cpu_atomics_used())
+            buffers.assert_same_as(first, atomics=atomics, atomic_magnitude=magnitude)
+            self._variables.assert_same_as(self._first_variables, buffers.launch.kernel, atomics)
         except KernelError as race:
             read = self._lib.nn_cuda_cpu_undefined_lane_read()
             found = buffers.first_difference(first)
             if found is not None and buffers.inputs_finite and "nan" in (found[2], found[3]):
                 shared = find_shared_read_unwritten()
                 if shared:
-                    raise KernelError(buffers.unwritten_shared_report(found[0], found[1], shared)) from race
+                    raise KernelError(buffers.first_run_nan_report(first, found, shared)) from race
+            report = find_shared_fill_read()
+            if report:
+                raise KernelError(report) from race
             if read is None or found is None:
                 raise
             i, index, before, now = found
@@ -363,15 +387,105 @@ class LoadedKernels:
         with _device_printf_silenced():
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored)
 
+    def _run_mirrored(self, index, launch, buffers, beginning) -> None:
+        """The checking mode's second run: from `beginning`, in the first run's orders backwards, with
+        __shared__ memory filled with MIRRORED_FILL bytes (the first run's fill is NaN, which fmaxf, a
+        comparison or a max drops: a read of the tail no thread wrote then still changes an output).
+        When it ends in a KernelError that it does not end in with the first run's fill, in the same
+        order, the error is the fill's: a __shared__ value no thread wrote taken as an index or a
+        count, named as such (with the arrays whose fill alone ends the first run's order in an error,
+        where it is not a timeout). The fills are 0xFF bytes again after."""
+        everything = range(len(self._shared))
+        shared = bool(self._shared) or bool(getattr(launch, "shared_mem", 0))
+        try:
+            self._fill_shared(everything, dynamic=True, fill=MIRRORED_FILL)
+            self._run_again(index, launch, buffers, beginning, mirrored=True)
+            return
+        except KernelError as error:
+            if not shared:
+                raise
+            failure = error
+        finally:
+            self._fill_shared(everything, dynamic=True)
+        try:
+            self._run_again(index, launch, buffers, beginning, mirrored=True)
+        except KernelError:
+            raise failure from None  # the order's, not the fill's
+        arrays = [] if isinstance(failure, KernelTimeout) else self._shared_fills_that(
+            lambda: self._ends_in_error(index, launch, buffers, beginning), "extern __shared__ memory",
+            fill=MIRRORED_FILL, others=POISON_FILL)
+        raise KernelError(
+            f"{failure}; with __shared__ memory filled with 0x{POISON_FILL:02X} bytes instead of "
+            f"0x{MIRRORED_FILL:02X} bytes (-1 or 2,139,062,143 as an int) the launch ends without it: the kernel "
+            f"read {' and '.join(arrays) or '__shared__ memory'} where no thread of the block had written it and "
+            "took the value as an index or a count (a __syncthreads() missing before that read, or an element no "
+            "thread writes?)") from None
+
+    def _ends_in_error(self, index, launch, buffers, beginning) -> bool | None:
+        """Whether the launch, run again as it ran first (`beginning`) with the fills as they are now
+        set, ends in a KernelError (None: in a timeout, no answer)."""
+        try:
+            self._run_again(index, launch, buffers, beginning)
+        except KernelTimeout:
+            return None
+        except KernelError:
+            return True
+        return False
+
+    def _shared_fill_read(self, index, launch, buffers, beginning, first) -> str | None:
+        """The report of __shared__ memory read where no thread of the block had written it, whose
+        fill reaches an output without a NaN (fmaxf, a comparison or a max drop NaN): the launch runs
+        again as it ran first (`beginning`: its order too, so no race can differ) with the mirrored
+        run's MIRRORED_FILL; where an output then differs from the first run's (`first`), the arrays
+        whose fill alone does it are named. None when nothing differs, or when the first run's order
+        with its own fill does not give its results again (clock64(), say). The outputs and variables
+        are put back after."""
+        if not self._shared and not getattr(launch, "shared_mem", 0):
+            return None
+        final, final_variables = buffers.writable_wholes(), self._variables.save()
+        everything = range(len(self._shared))
+        try:
+            if self._changes_outputs(index, launch, buffers, beginning, first):
+                return None  # the first run's order and fill do not repeat its results
+            self._fill_shared(everything, dynamic=True, fill=MIRRORED_FILL)
+            if not self._changes_outputs(index, launch, buffers, beginning, first):
+                return None
+            found = buffers.first_difference(first)
+            in_variable = None if found or self._first_variables is None else \
+                self._variables.first_difference(self._first_variables)
+            where = (f"{buffers.names[found[0]]}{list(found[1])} is {found[2]} with the first fill and {found[3]} "
+                     "with the second" if found else
+                     self._variables.difference_text(in_variable, "with the first fill", "with the second")
+                     if in_variable else "the launch ends in an error with the second fill only")
+
+            def differs() -> bool:
+                return self._changes_outputs(index, launch, buffers, beginning, first)
+
+            arrays = self._shared_fills_that(differs, "extern __shared__ memory", fill=MIRRORED_FILL,
+                                             others=POISON_FILL)
+        finally:
+            self._fill_shared(everything, dynamic=True)
+            buffers.put_back(final)
+            self._variables.restore(final_variables)
+        return (f"{launch.kernel}: the result depends on what __shared__ memory held before the launch: {where} "
+                f"(the checking mode fills it before every block, with 0x{POISON_FILL:02X} bytes, NaN as a float, "
+                f"then with 0x{MIRRORED_FILL:02X} bytes, 3.4e38 as a float: fmaxf, fminf and comparisons drop a "
+                f"NaN): the kernel read {' and '.join(arrays) or '__shared__ memory'} where no thread of the block "
+                "had written it: a __syncthreads() missing before that read, or an element no thread writes (a "
+                "reduction's slots past the data: set them to the operation's identity, such as -CUDART_INF_F of "
+                "math_constants.h for a max)")
+
     def _changes_outputs(self, index, launch, buffers, beginning, first) -> bool:
         """Whether the launch, run again as it ran first (`beginning`) with the fills as they are now
-        set, leaves its outputs other than `first`; ending in a KernelError counts (a zero where it
-        read 0xFF bytes took the kernel elsewhere)."""
+        set, leaves its outputs other than `first`, or the code's variables other than the first run
+        left them; ending in a KernelError counts (a zero where it read 0xFF bytes took the kernel
+        elsewhere)."""
         try:
             self._run_again(index, launch, buffers, beginning)
         except KernelError:
             return True
-        return buffers.first_difference(first) is not None
+        return buffers.first_difference(first) is not None or (
+            self._first_variables is not None and self._variables.first_difference(self._first_variables) is not None)
 
     def _assert_fills_unread(self, index, launch, buffers, beginning, first) -> None:
         """Integer outputs cannot carry the NaN of the checking mode's 0xFF fills (the bytes before each
@@ -566,14 +680,15 @@ class LoadedKernels:
                                             in symbols.items() if _code_variable(name, kind, size, elf_type, section)
                                             and name not in runtime_data and base + value not in shared])
 
-    def _fill_shared(self, poisoned, dynamic: bool) -> None:
+    def _fill_shared(self, poisoned, dynamic: bool, fill: int = POISON_FILL, others: int = 0) -> None:
         """Fill the __shared__ arrays of `poisoned` (indices into self._shared), and extern __shared__
-        memory when `dynamic`, with NaN before every block; the others with zeros."""
+        memory when `dynamic`, with `fill` bytes before every block (NaN by default); the others
+        with `others` bytes."""
         count, poisoned = len(self._shared), set(poisoned)
         addresses = (ctypes.c_void_p * max(1, count))(*[address for address, _, _ in self._shared])
         sizes = (ctypes.c_size_t * max(1, count))(*[size for _, size, _ in self._shared])
-        fills = (ctypes.c_ubyte * max(1, count))(*[0xFF if i in poisoned else 0 for i in range(count)])
-        self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, fills, count, 0xFF if dynamic else 0)
+        fills = (ctypes.c_ubyte * max(1, count))(*[fill if i in poisoned else others for i in range(count)])
+        self._lib.nn_cuda_cpu_set_shared_regions(addresses, sizes, fills, count, fill if dynamic else others)
 
     def _shared_read_unwritten(self, index, launch, buffers, beginning) -> list[str]:
         """The __shared__ arrays whose NaN fill reaches the outputs: the launch runs again from
@@ -611,17 +726,17 @@ class LoadedKernels:
 
         return self._shared_fills_that(fault_shows, "extern __shared__ memory")
 
-    def _shared_fills_that(self, shows, dynamic_name: str) -> list[str]:
-        """The __shared__ arrays, and extern __shared__ memory (`dynamic_name`), whose 0xFF fill alone
-        shows in a run of the launch (`shows()`: True, False, or None for no answer): first with every
-        one filled with zeros (nothing is named when it shows then too), then with one at a time
-        filled with 0xFF bytes. Every fill is set back to 0xFF after."""
+    def _shared_fills_that(self, shows, dynamic_name: str, fill: int = POISON_FILL, others: int = 0) -> list[str]:
+        """The __shared__ arrays, and extern __shared__ memory (`dynamic_name`), whose `fill` bytes
+        alone show in a run of the launch (`shows()`: True, False, or None for no answer): first with
+        every one filled with `others` bytes (nothing is named when it shows then too), then with one
+        at a time filled with `fill` bytes. Every fill is set back to 0xFF after."""
         candidates = [([i], False, name) for i, name in enumerate(_demangled(n for _, _, n in self._shared))]
         candidates.append(([], True, dynamic_name))
         found = []
         try:
             for poisoned, dynamic, name in [([], False, None), *candidates]:
-                self._fill_shared(poisoned, dynamic)
+                self._fill_shared(poisoned, dynamic, fill=fill, others=others)
                 shown = shows()
                 if shown is None or (shown and name is None):
                     return []
@@ -783,10 +898,54 @@ def _code_variable(name: str, kind: str, size: int, elf_type: str, section: str)
 class _GlobalVariables:
     """The bytes of a library's code variables ((address, bytes, symbol) each): the checking mode puts
     them back before it runs a launch again, as it puts back the arguments, so that a counter the
-    kernel increments (a block's ticket) starts the second run where it started the first."""
+    kernel increments (a block's ticket) starts the second run where it started the first; and it
+    compares what the two runs left in them, as it compares the arguments (a kernel may return its
+    results in a __device__ array, as cuda-samples' binomialOptions does)."""
 
     def __init__(self, regions: list[tuple[int, int, str]]):
         self.regions = regions
+
+    def first_difference(self, saved: list[bytes], rounding: bool = False) -> tuple | None:
+        """(symbol, byte offset, 4 bytes in `saved`, 4 bytes now) of the first 32-bit word of a
+        variable that differs from `saved`, or None. With `rounding` (the kernel used atomics), a
+        variable whose words all lie within ROUNDING_RTOL of its largest magnitude as floats, or as
+        doubles, counts as the same: a float sum in another order (the type of a variable is not
+        known; integers, read as floats, are tiny numbers that differ by more than that)."""
+        for (address, size, symbol), before in zip(self.regions, saved):
+            now = ctypes.string_at(address, size)
+            if now == before:
+                continue
+            if rounding and any(_within_rounding(before, now, dtype) for dtype in (np.float32, np.float64)):
+                continue
+            offset = next(i for i in range(size) if before[i] != now[i]) // 4 * 4
+            return symbol, offset, before[offset:offset + 4], now[offset:offset + 4]
+        return None
+
+    @staticmethod
+    def difference_text(found: tuple, first: str, second: str) -> str:
+        """"the variable `v`, its bytes 0 to 3, holds 1 as an int, ... `first` and 2 as an int, ...
+        `second`" for what first_difference found."""
+        symbol, offset, before, now = found
+
+        def shown(word: bytes) -> str:
+            padded = word.ljust(4, b"\0")
+            return (f"{int.from_bytes(padded, 'little', signed=True)} as an int, "
+                    f"{_value_text(np.frombuffer(padded, np.float32)[0])} as a float")
+
+        return (f"the variable `{demangled([symbol])[0]}`, its bytes {offset} to {offset + len(before) - 1}, holds "
+                f"{shown(before)} {first} and {shown(now)} {second}")
+
+    def assert_same_as(self, saved: list[bytes] | None, kernel: str, atomics: bool) -> None:
+        """KernelError naming the first variable the two checked runs left different (first_difference)."""
+        found = None if saved is None else self.first_difference(saved, rounding=atomics)
+        if found is None:
+            return
+        raise KernelError(
+            f"{kernel}: the result depends on the order in which the threads of a block run between barriers "
+            f"({self.difference_text(found, 'after one order', 'after another')}"
+            + (", beyond what the order of atomics rounds" if atomics else "")
+            + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing, or blocks "
+            "write one place of it (here blocks take turns, barrier to barrier)")
 
     def save(self) -> list[bytes]:
         return [ctypes.string_at(address, size) for address, size, _ in self.regions]
@@ -798,6 +957,19 @@ class _GlobalVariables:
     def named(self, saved: list[bytes]) -> list[tuple[str, bytes]]:
         """(symbol, bytes) of each variable, from what save() gave."""
         return [(symbol, contents) for (_, _, symbol), contents in zip(self.regions, saved)]
+
+
+def _within_rounding(before: bytes, now: bytes, dtype) -> bool:
+    """Whether two variables' bytes, read as `dtype` (float32 or float64), are alike up to the rounding
+    of a sum in another order (ROUNDING_RTOL of the largest magnitude among them)."""
+    width = np.dtype(dtype).itemsize
+    if len(before) % width:
+        return False
+    a, b = np.frombuffer(before, dtype).astype(np.float64), np.frombuffer(now, dtype).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = float(np.nanmax(np.abs(np.concatenate([a, b])), initial=0.0))
+        close = (np.abs(a - b) <= ROUNDING_RTOL[np.dtype(dtype).name] * scale) | (np.isnan(a) & np.isnan(b))
+    return bool(close.all())
 
 
 # ---- the checking mode's buffers --------------------------------------------------------------------
@@ -890,20 +1062,21 @@ def pointers_to_pointers(c_type: str) -> bool:
     return c_type.replace(" const*", "*").endswith("**") and UNSUPPORTED not in c_type
 
 
-def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]) -> str | None:
+def _pointer_holders(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[str]:
     """What holds a pointer to memory that is no argument: "args[0] (an array of pointers)" for a
-    pointer to pointers; "args[2] (its bytes 8 to 15)" for the first struct argument passed by value
+    pointer to pointers; "args[2] (its bytes 8 to 15)" for a struct argument passed by value
     with an 8-byte word that is the address of writable memory of this process (each such word named:
     "its bytes 0 to 7 and 16 to 23") (a struct of matrix
     dimensions and a pointer to their elements), or an array of structs with one ("args[0] (an
     array of structs) (its bytes 8 to 15)"); "the variable `params` (its bytes 8 to 15)" for a
     __constant__ or __device__ variable of the code (`variables`: (symbol, bytes) each) that holds
-    one (CS149's renderer reaches its image through a __constant__ struct). None when nothing does,
-    or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
+    one (CS149's renderer reaches its image through a __constant__ struct); each argument or
+    variable that does (faiss's transposeAny passes its input and its output so). Nothing when nothing
+    does, or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
     arrays = [i for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
               if pointers_to_pointers(c_type) and isinstance(value, np.ndarray)]
     if arrays:
-        return f"{names[arrays[0]]} (an array of pointers)"
+        return [f"{names[i]} (an array of pointers)" for i in arrays]
     holders = [(names[i], bytes(value), None) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
                if STRUCT_TYPE.fullmatch(c_type) and isinstance(value, ctypes.Array)]
     # an array of structs (Rodinia's streamcluster passes points that hold a pointer to their coordinates)
@@ -918,14 +1091,15 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
     holders = [(what, data, element) for what, data, element in holders
                if len(data) >= 8 and (element or len(data)) % 8 == 0]
     if not holders:
-        return None
+        return []
     try:
         with open("/proc/self/maps") as maps:
             writable = sorted(tuple(int(end, 16) for end in line.split()[0].split("-")) for line in maps
                               if line.split()[1][1] == "w")
     except OSError:
-        return None
+        return []
     starts, ends = np.array(writable, np.uint64).reshape(-1, 2).T
+    found = []
     for what, data, element in holders:
         words = np.frombuffer(data, np.uint64, count=len(data) // 8)  # bytes, or a uint8 view of the array (no copy)
         below = np.searchsorted(starts, words, side="right") - 1  # the last region starting at or below
@@ -939,8 +1113,8 @@ def _pointer_holder(launch, names: list[str], variables: list[tuple[str, bytes]]
             inside = (fields | null).all(axis=0) & (2 * fields.sum(axis=0) >= len(fields))
         if inside.any():
             spans = [f"{8 * int(word)} to {8 * int(word) + 7}" for word in np.flatnonzero(inside)]
-            return f"{what} (its bytes {_spoken_list(spans)})"
-    return None
+            found.append(f"{what} (its bytes {_spoken_list(spans)})")
+    return found
 
 
 def _spoken_list(items: list[str], most: int = 4) -> str:
@@ -1162,10 +1336,23 @@ class _CheckedBuffers:
                 "array, an index of -1) or left elements unwritten"
             )
 
-    def unwritten_shared_report(self, i: int, index: tuple, shared: list[str], count: int | None = None) -> str:
+    def first_run_nan_report(self, first: dict, found: tuple, shared: list[str]) -> str:
+        """unwritten_shared_report for two runs that differ (`found`: first_difference's answer),
+        counting the elements NaN in the first run's output (`first`) where the first run holds NaN
+        there (the mirrored run's fill is no NaN)."""
+        i, index, before, _ = found
+        values = float_values(first[i], self.launch.signature[i])[0] if before == "nan" else None
+        if values is None:
+            return self.unwritten_shared_report(i, index, shared)
+        nan_at = np.argwhere(np.isnan(values))
+        return self.unwritten_shared_report(i, tuple(int(v) for v in nan_at[0]), shared, count=len(nan_at),
+                                            run="the first of its two runs")
+
+    def unwritten_shared_report(self, i: int, index: tuple, shared: list[str], count: int | None = None,
+                                run: str = "the launch") -> str:
         """The report of __shared__ arrays (`shared`) read where no thread had written them, whose NaN
         fill reached output `i` at `index` (`count` elements of it after the launch, where known)."""
-        held = (f"{count} element(s) of {self.names[i]} hold NaN after the launch (first at index {index})"
+        held = (f"{count} element(s) of {self.names[i]} hold NaN after {run} (first at index {index})"
                 if count is not None else f"{self.names[i]}{list(index)} is NaN in one of its two runs")
         return (f"{self.launch.kernel}: {held} though no input did: the kernel read {' and '.join(shared)} where no "
                 "thread of the block had written it yet (the arrays are filled with NaN before every block): where "

@@ -598,8 +598,11 @@ extern "C" void __ubsan_handle_out_of_bounds_abort(void*, void*)
 }
 
 // A float converted to an integer type that cannot hold it (NaN, infinite, out of range): undefined
-// in C++; a GPU's cvt clamps it to the type's range and gives 0 for NaN, where x86 gives INT_MIN.
-extern "C" void __ubsan_handle_float_cast_overflow_abort(void* data, void* bits)
+// in C++; a GPU's cvt clamps it to the type's range and gives 0 for NaN, where x86 gives the minimum
+// of a 32- or 64-bit signed type (cvttss2si's "integer indefinite"). Below that range the two agree,
+// and the conversion goes on (the handler returns: the build recovers from this check); anywhere
+// else the launch ends, reported.
+extern "C" void __ubsan_handle_float_cast_overflow(void* data, void* bits)
 {
     const CastCheck* check = static_cast<const CastCheck*>(data);
     const uintptr_t raw = reinterpret_cast<uintptr_t>(bits);
@@ -610,6 +613,11 @@ extern "C" void __ubsan_handle_float_cast_overflow_abort(void* data, void* bits)
         value = single;
     } else if (check->from->bits == 64) {
         memcpy(&value, &raw, sizeof value);
+    }
+    // an integer type's bits are log2(width) << 1 | signed: int 11, long long 13
+    const bool wide_signed = check->to->kind == 0 && (check->to->bits == 11 || check->to->bits == 13);
+    if ((check->from->bits == 32 || check->from->bits == 64) && wide_signed && value < 0.0) {
+        return;  // the type's minimum here and on a GPU
     }
     char what[96];
     if (check->from->bits == 32 || check->from->bits == 64) {

@@ -419,7 +419,9 @@ std::string parameter_type()
         // a pointer to an array (`double a[][4]`, that is double (*)[4]) is the address of its first
         // element, which CuPy passes for an array of any shape: named double*
         using Element = typename std::remove_all_extents<typename std::remove_pointer<P>::type>::type;
-        if constexpr (std::is_pointer<Element>::value) {  // float**, const float**, float* const*
+        if constexpr (std::is_function<Element>::value) {  // an address, which CuPy passes as 8 bytes
+            return "function pointer";
+        } else if constexpr (std::is_pointer<Element>::value) {  // float**, const float**, float* const*
             return parameter_type<typename std::remove_cv<Element>::type, true>() +
                    (std::is_const<Element>::value ? " const*" : "*");
         } else {

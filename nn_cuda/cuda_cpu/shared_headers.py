@@ -1,5 +1,5 @@
 """The code's own headers, rewritten as the code is, when one of them declares shared memory the CPU
-build takes otherwise than written.
+build takes otherwise than written (`extern __shared__`, `static __shared__`, at file scope).
 
 The CPU runner makes `extern __shared__ T name[];` a reference to its dynamic shared memory, and
 marks `__shared__` variables at file scope, by rewriting the source (raw_module.cpu_declarations). A
@@ -35,8 +35,11 @@ def include_dirs(flags) -> list[Path]:
 
 
 def _resolve(name: str, including: Path | None, folders: list[Path]) -> Path | None:
-    """Where the compiler finds `#include "name"`: beside the including file, then in the -I folders
-    (the code itself is compiled from a temporary folder, so only those)."""
+    """Where the compiler finds `#include "name"`: an absolute name where it says, else beside the
+    including file, then in the -I folders (the code itself is compiled from a temporary folder, so
+    only those)."""
+    if Path(name).is_absolute():
+        return Path(name).resolve() if Path(name).is_file() else None
     for folder in ([including.parent] if including is not None else []) + folders:
         candidate = folder / name
         if candidate.is_file():
