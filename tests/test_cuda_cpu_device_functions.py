@@ -586,6 +586,12 @@ def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):
           '    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));\n    out[0] = lane;\n}\n'
     with pytest.raises(KernelBuildError, match=r"inline PTX assembly, asm\("):
         RawModule(code=ptx).get_function("k")
+    # code for NVRTC that declares the standard library's pieces itself (tiny-cuda-nn's ministd.h)
+    # collides with the host's: GCC's message alone did not say why
+    for own in ("using int8_t = char;", "namespace std { template <typename T> struct remove_const { using type = T; }; }"):
+        with pytest.raises(KernelBuildError, match=r"\(the code declares a piece of the C or C\+\+ standard library "
+                                                   r"itself, .* the CPU runner cannot build such code\)$"):
+            RawModule(code=own + '\nextern "C" __global__ void k(float* y) { y[0] = 1.0f; }\n').get_function("k")
 
 
 OPTIONAL_AND_TRAP = r"""

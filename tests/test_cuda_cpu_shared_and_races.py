@@ -234,6 +234,38 @@ def test_device_variables_summed_by_atomics_or_written_after_a_barrier_pass_the_
     assert module.get_global("counted").view(np.uint32)[0] == 4 * 64
 
 
+KEPT_ADDRESS = r"""
+// Altis's ray tracer keeps its argument's address in a __device__ object that the next kernel walks:
+// here `keep` saves it and `read_kept` reads through it
+__device__ int* kept;
+extern "C" __global__ void keep(int* values)
+{
+    kept = values;
+    values[0] = 42;
+}
+extern "C" __global__ void read_kept(int* out)
+{
+    out[0] = kept[0];
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_an_argument_address_kept_for_a_later_launch_is_named_where_its_memory_ends_with_the_launch(check):
+    # the later launch read 0 (plain) or -1 (checking mode), with no report, until 2026-11-27
+    module = RawModule(code=KEPT_ADDRESS, check=check)
+    values, out = np.zeros(4, np.int32), np.zeros(1, np.int32)
+    remedy = "run it without NN_CUDA_CPU_CHECK" if check else r"pass the array as device memory"
+    with pytest.raises(KernelError, match=rf"^keep: the variable `kept` \(its bytes 0 to 7\) holds an address within "
+                                          rf"args\[0\] as this launch passed it, .*{remedy}"):
+        module.get_function("keep")((1,), (1,), (values,))
+    if not check:  # device memory keeps its address between launches, as a CuPy array does
+        values = device_memory.to_device(np.zeros(4, np.int32))
+        module.get_function("keep")((1,), (1,), (values,))
+        module.get_function("read_kept")((1,), (1,), (out,))
+        assert out[0] == 42
+
+
 @pytest.mark.parametrize("check", [False, True])
 def test_a_block_spinning_on_an_atomic_lets_the_block_it_waits_for_run(monkeypatch, check):
     # in the checking mode the resident blocks take turns barrier to barrier: a block spinning in

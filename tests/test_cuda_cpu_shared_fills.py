@@ -5,7 +5,8 @@ or a count takes -1 from 0xFF bytes. The mirrored run fills __shared__ memory wi
 the launch, and the report names the array.
 
 Each report here was missed before (both runs gave the right maximum, or read x[0] for the unwritten
-index, with no report).
+index, with no report). Last, what is filled: a device function's `static` tables with an
+initializer are no __shared__ memory.
 """
 
 import numpy as np
@@ -125,3 +126,40 @@ def test_an_atomic_sum_onto_the_fill_does_not_widen_the_rounding_allowed_between
     out = np.zeros(1, np.float32)
     with pytest.raises(KernelError, match=r"racy_total: the result depends on"):
         RawModule(code=RACY_TOTAL, check=True).get_function("racy_total")((1,), (64,), (np.ones(64, np.float32), out))
+
+
+TABLES = r"""
+// Tables that device functions keep in `static` arrays with an initializer (instant-ngp's Sobol
+// directions in an inline function of random_val.cuh): global memory, initialised once, which no
+// __shared__ variable can be (it takes no initializer)
+__device__ inline unsigned from_constant_table(unsigned i)
+{
+    static constexpr unsigned table[4] = {1u, 2u, 4u, 8u};
+    return table[i & 3];
+}
+template <int K> __device__ unsigned from_table(unsigned i)
+{
+    static unsigned table[4] = {3u, 5u, 7u, 9u};
+    return K * table[i & 3];
+}
+extern "C" __global__ void look_up(unsigned* out)
+{
+    out[threadIdx.x] = from_constant_table(threadIdx.x) + from_table<10>(threadIdx.x);
+}
+extern "C" __global__ void unrelated(unsigned* out)
+{
+    out[threadIdx.x] = 2u * threadIdx.x;
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_device_functions_static_tables_are_no_shared_memory(check):
+    # taken for __shared__ arrays in the checking mode until 2026-11-27: the fill of the constexpr
+    # table (read-only memory) faulted in every kernel of the module, and the writable one read the fill
+    module = RawModule(code=TABLES, check=check)
+    out = np.zeros(8, np.uint32)
+    module.get_function("look_up")((1,), (8,), (out,))
+    assert out.tolist() == [31, 52, 74, 98] * 2
+    module.get_function("unrelated")((1,), (8,), (out,))
+    assert out.tolist() == list(range(0, 16, 2))

@@ -630,6 +630,12 @@ _UNDECLARED_INSTANCE = re.compile(r"^\(the instance table of [^)\n]*\):\d+:\d+: 
                                   re.M)
 
 
+#: GCC's errors where the code redeclares what the host's standard library declares: a fixed-width
+#: integer type as another type, a std:: template
+_OWN_STANDARD_LIBRARY = re.compile(r"error: (?:conflicting declaration [‘'`](?:using |typedef )?[^’'\n]*\bu?int\d+_t\b|"
+                                   r"redefinition of [‘'`](?:struct|class) std::)")
+
+
 def _hint(log: str, unit: str) -> str:
     """What a compiler message about the source `unit` means for CUDA code, where the message itself
     does not say it."""
@@ -641,6 +647,11 @@ def _hint(log: str, unit: str) -> str:
                 "runner rewrites those of the code and of the headers it reaches through #include \"...\", not "
                 "those of a header included through #include <...> or a macro; include it with quotes, or "
                 "declare the array in the code)")
+    if _OWN_STANDARD_LIBRARY.search(log):
+        return ("\n(the code declares a piece of the C or C++ standard library itself, as code for NVRTC, which "
+                "has none, may (tiny-cuda-nn's ministd.h: `using int8_t = char;`, `namespace std { struct "
+                "remove_const ... }`): the CPU build compiles with the host's standard library, whose own "
+                "declarations these collide with; the CPU runner cannot build such code)")
     undeclared = _UNDECLARED_INSTANCE.search(log)
     if undeclared:
         named = undeclared["name"] or undeclared["clang"] or (

@@ -362,6 +362,12 @@ class RawKernel:
         with (contextlib.nullcontext(packed) if kernels.check
               else device_memory.guarded(packed, signature)) as launched:
             kernels.launch(index, _Launch(self.name, grid, block, launched, signature, shared_mem=shared_mem), names)
+            if not kernels.check:  # the copies made for this launch alone (the checking mode looks at its own)
+                copies = [(device_memory.place_in_whole(value)[0], name)
+                          for value, given, name in zip(launched, packed, names)
+                          if value is not given and isinstance(value, np.ndarray)]
+                kernels.assert_no_address_kept(self.name, [(copy.ctypes.data, copy.ctypes.data + copy.nbytes, name)
+                                                           for copy, name in copies], checking=False)
 
     def _shared_bytes(self, shared_mem, capacity: int) -> int:
         """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless

@@ -183,6 +183,7 @@ class LoadedKernels:
         self.threads = 1 if check or cooperative else threads_from_environment()
         self._told_once_only: set[str] = set()  # kernels whose launches the checking mode runs once
         self._first_variables: list[bytes] | None = None  # the code's variables after a checked first run
+        self._variables: _GlobalVariables | None = None  # found when first needed (_code_variables)
         # what every launch passes, made once: the instances' signatures, the fault record, the message
         self._signatures = [self.signature(index) for index in range(self.count())]
         self._fault = (ctypes.c_longlong * 9)()
@@ -212,6 +213,46 @@ class LoadedKernels:
         """How many blocks of a cooperative launch (and of a checked one) the runtime keeps resident."""
         self._lib.nn_cuda_cpu_resident_blocks.restype = ctypes.c_size_t
         return self._lib.nn_cuda_cpu_resident_blocks()
+
+    def assert_no_address_kept(self, kernel: str, copies: list[tuple[int, int, str]], checking: bool) -> None:
+        """KernelError when, after a launch, a variable of the code holds an address within one of
+        `copies` ((start, end, the argument's name) each): the memory the launch passed for an
+        argument and frees when it ends, which a later launch reading through the address would find
+        gone. A GPU's array keeps its address (Altis's ray tracer keeps its list of spheres in a
+        __device__ object that the next kernel walks)."""
+        variables = self._code_variables()
+        if not copies or not variables.regions:
+            return
+        for symbol, contents in variables.named(variables.save()):
+            words = np.frombuffer(contents, np.uint64, count=len(contents) // 8)
+            for start, end, argument in copies:
+                inside = np.flatnonzero((words >= start) & (words < end))
+                if inside.size:
+                    where = 8 * int(inside[0])
+                    how = ("the checking mode runs every launch on guarded copies of its arrays, device memory "
+                           "too, freed when it ends, so code that keeps an address for a later launch cannot be "
+                           "checked: run it without NN_CUDA_CPU_CHECK, its arrays in device memory"
+                           if checking else
+                           "a NumPy array is copied to the runner's device memory for each launch, as "
+                           "cupy.asarray copies it to a GPU, and the copy is freed when the launch ends: pass "
+                           "the array as device memory (nn_cuda.cuda_cpu.device_memory.to_device(array)), which "
+                           "keeps its address between launches as a CuPy array does")
+                    raise KernelError(
+                        f"{kernel}: the variable `{demangled([symbol])[0]}` (its bytes {where} to {where + 7}) "
+                        f"holds an address within {argument} as this launch passed it, which a later launch "
+                        f"reading through it would find gone: {how}")
+
+    def _code_variables(self) -> _GlobalVariables:
+        """The code's __device__ and __constant__ variables (found with nm once; none without nm)."""
+        if self._variables is None:
+            if shutil.which("nm") is None:
+                return _GlobalVariables([])
+            symbols = _symbol_table(self.tool_path, "the code's variables are found")
+            base, runtime_data = self._load_address(symbols), linked_cpp_runtime_data(symbols)
+            self._variables = _GlobalVariables(
+                [(base + value, size, name) for name, (kind, value, size, elf_type, section) in symbols.items()
+                 if _code_variable(name, kind, size, elf_type, section) and name not in runtime_data])
+        return self._variables
 
     def global_variable(self, name: str) -> np.ndarray:
         """The bytes of the library's global variable `name` (a __device__ or __constant__ one at
@@ -308,6 +349,7 @@ class LoadedKernels:
                       "no argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
                       "its threads in one order (no comparison of two orders)", file=sys.stderr)
             buffers.copy_back()
+            self.assert_no_address_kept(launch.kernel, buffers.copy_spans(), checking=True)
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._nan_without_fills(index, launch, buffers, beginning))
 
@@ -670,10 +712,10 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_shared_section(bounds)
         in_section = range(bounds[0], bounds[1])
         runtime_data = linked_cpp_runtime_data(symbols)
-        self._shared = [(base + value, size, name) for name, (kind, value, size, elf_type, _) in symbols.items()
+        self._shared = [(base + value, size, name) for name, (kind, value, size, elf_type, section) in symbols.items()
                         if kind in _DATA_KINDS and elf_type == "OBJECT" and size
                         and "nn_cuda_cpu_shared_anchor" not in name and name not in runtime_data
-                        and (_function_static(name) or base + value in in_section)]
+                        and (_function_static(name, section) or base + value in in_section)]
         self._fill_shared(poisoned=range(len(self._shared)) if poisoned else (), dynamic=poisoned)
         shared = {address for address, _, _ in self._shared}
         self._variables = _GlobalVariables([(base + value, size, name) for name, (kind, value, size, elf_type, section)
@@ -831,11 +873,16 @@ _SYMBOL_TABLES: dict[tuple, dict] = {}
 _SYMBOL_TABLES_KEPT = 64
 
 
-def _function_static(name: str) -> bool:
-    """Whether a symbol is a function's static variable (_ZZ: what runtime.h makes of a __shared__
-    declaration in a kernel or device function), not one of the linked C++ runtime's."""
+def _function_static(name: str, section: str) -> bool:
+    """Whether a symbol is a function's static variable that runtime.h made of a __shared__
+    declaration in a kernel or device function (_ZZ), not one of the linked C++ runtime's, nor a
+    static with an initializer, which a __shared__ variable cannot have: a table that the code's own
+    `static` (or `static constexpr`) keeps in .data or .rodata (instant-ngp's Sobol directions, in an
+    inline device function, were filled as __shared__ memory until 2026-11-27). `section` is where
+    nm places it ('' where it does not say)."""
     plain = "_" + name.lstrip("_")  # one "_" on every host (macOS adds one)
-    return plain.startswith("_ZZ") and not plain.startswith(_CPP_RUNTIME)
+    return (plain.startswith("_ZZ") and not plain.startswith(_CPP_RUNTIME)
+            and not section.startswith((".data", ".rodata")))
 
 
 #: the static __shared__ memory a GPU gives one block (a kernel declaring more fails in ptxas)
@@ -850,8 +897,8 @@ def static_shared_over_limit(library: str) -> dict[str, int]:
     if shutil.which("nm") is None:
         return {}
     symbols = _symbol_table(library, "the 48 KiB limit of static __shared__ memory is checked")
-    statics = {name: size for name, (kind, _, size, elf_type, _) in symbols.items()
-               if kind in _DATA_KINDS and elf_type in ("OBJECT", "TLS") and _function_static(name)}
+    statics = {name: size for name, (kind, _, size, elf_type, section) in symbols.items()
+               if kind in _DATA_KINDS and elf_type in ("OBJECT", "TLS") and _function_static(name, section)}
     if sum(statics.values()) <= STATIC_SHARED_LIMIT:  # no function can pass the limit: nothing to demangle
         return {}
     found: dict[str, int] = {}
@@ -1287,6 +1334,10 @@ class _CheckedBuffers:
                 " (no argument is one; a local array written past its end overwrites what the thread saved on "
                 "its stack, whose next use can land here)")
         return f" at address {address:#x}, outside every buffer passed to the kernel"
+
+    def copy_spans(self) -> list[tuple[int, int, str]]:
+        """(first, end, names) of each guarded copy's memory, its guards included."""
+        return [(copy.base, copy.base + copy.length, " / ".join(copy.names)) for copy in set(self.copies.values())]
 
     def copy_back(self) -> None:
         for copy in {self.copies[i] for i in self.outputs}:
