@@ -523,6 +523,30 @@ def test_scoped_atomics_and_the_integer_min_and_max(features):
     assert smallest.tolist() == np.minimum(np.minimum(x, 500), np.maximum(x, 100)).tolist()
 
 
+LONG_LONG_BITS = r"""
+// sm_32_atomic_functions.h's bitwise atomics of long long, and their scoped forms (cudf's
+// device_atomics.cuh, in MinkowskiEngine, casts 8-byte values to long long* for them)
+extern "C" __global__ void long_long_bits(long long* out)
+{
+    const long long bit = 1ll << (40 + threadIdx.x);
+    atomicOr(&out[0], bit);
+    atomicAnd(&out[1], ~bit);
+    atomicXor(&out[2], bit);
+    atomicOr_block(&out[3], bit);
+    atomicXor_system(&out[4], bit | 1);
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_bitwise_atomics_of_long_long_build_and_match_numpy(check):
+    # they stopped the build ("invalid conversion from 'long long int*'") until 2026-11-27
+    out = np.array([0, -1, 0, 5, 0], np.int64)
+    RawModule(code=LONG_LONG_BITS, check=check).get_function("long_long_bits")((1,), (3,), (out,))
+    bits = (1 << 40) | (1 << 41) | (1 << 42)
+    assert out.tolist() == [bits, ~bits, bits, bits | 5, bits | 1]
+
+
 @pytest.mark.parametrize("header, what", [
     ("mma.h", "tensor core matrix operations"),
 ])

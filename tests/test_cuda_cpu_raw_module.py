@@ -149,6 +149,20 @@ def test_a_name_expression_of_an_overloaded_template_or_of_no_template_says_whic
     with pytest.raises(KernelBuildError, match=r"\(name_expressions names 'a::nosuch', which is no kernel of the "
                                                r"code: .*\)$"):
         RawModule(code=nested, name_expressions=("a::nosuch<float>",)).get_function("a::nosuch<float>")
+    # a type the code does not declare; a template behind __launch_bounds__ given too few arguments
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'k<flaot>', whose `flaot` the code does not "
+                                               r"declare \(did you mean [‘'`]float[’']\?\)"):
+        RawModule(code=code, name_expressions=("k<flaot>",)).get_function("k<flaot>")
+    bounded = ("struct Size { static constexpr int N = 64; };\n"
+               "template <typename T, bool Flag> __global__ void __launch_bounds__(T::N) b(int* out) { out[0] = Flag; }\n")
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'b<Size>', which is no instance of the kernel "
+                                               r"template `b` .*too few or too many"):
+        RawModule(code=bounded, name_expressions=("b<Size>",)).get_function("b<Size>")
+    # the code's own error comes first, as NVRTC reports it: a kernel whose template line was lost
+    lost = "__global__ void k(T* out) { out[0] = T(1); }\n"
+    with pytest.raises(KernelBuildError, match=r"(?s)does not compile for the CPU.*\n\(RawModule code\):1:\d+: "
+                                               r"error: [‘'`]T[’'] was not declared"):
+        RawModule(code=lost, name_expressions=("k<float>",)).get_function("k<float>")
     chosen = "static_cast<void(*)(float*, int)>(k<float>)"
     out = np.zeros(4, np.float32)
     RawModule(code=code, name_expressions=(chosen,)).get_function(chosen)((1,), (4,), (out, np.int32(3)))

@@ -349,6 +349,64 @@ def test_nvstd_function_and_wider_integer_scalars_as_cusignal_passes_them():
     assert out.tolist() == [0, 2, 4, -1]
 
 
+UNUSED_OPERATORS = r"""
+// TransformerEngine's VectorizedStorage: a class template's member operators that no kernel calls,
+// whose bodies only compile for some types (add_elem is declared nowhere; float has no ::member)
+template <typename T> struct Storage {
+    T value;
+    __device__ Storage& operator+=(const Storage& other) { value = add_elem(value, other.value); return *this; }
+    __device__ T operator[](int) const { return T::member; }
+    __device__ bool operator==(const Storage& other) const { return value == other.value; }
+};
+struct Point { float x; };
+extern "C" __global__ void store(float* out)
+{
+    Storage<float> s;
+    s.value = 2.0f;
+    Storage<Point> p;
+    p.value.x = 3.0f;
+    out[threadIdx.x] = s.value + p.value.x;
+}
+"""
+
+
+def test_a_class_templates_unused_device_operators_are_not_compiled():
+    # `__device__ S& operator+=(` was taken for a __device__ variable (an `=` before the `(`) and
+    # marked `used`, so the build compiled it with its class and stopped (until 2026-11-27)
+    out = np.zeros(4, np.float32)
+    RawModule(code=UNUSED_OPERATORS).get_function("store")((1,), (4,), (out,))
+    assert out.tolist() == [5.0] * 4
+
+
+ALIAS_OF_ITS_OWN_NAME = r"""
+// TransformerEngine's utils.cuh: a member alias named as the class template it aliases, which NVRTC
+// and clang take and GCC calls an error ("changes meaning")
+template <typename T> struct Reducer { T value; };
+template <typename T> struct Stats {
+    using Reducer = Reducer<T>;
+    Reducer reducer;
+};
+extern "C" __global__ void alias(float* out)
+{
+    Stats<float> stats;
+    stats.reducer.value = 3.0f;
+    out[threadIdx.x] = stats.reducer.value;
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_member_alias_named_as_the_template_it_aliases_builds(check):
+    # GCC stopped the build until 2026-11-27; the build is made again with -fpermissive when these are
+    # its only errors, and any other error still stops it
+    out = np.zeros(4, np.float32)
+    RawModule(code=ALIAS_OF_ITS_OWN_NAME, check=check).get_function("alias")((1,), (4,), (out,))
+    assert out.tolist() == [3.0] * 4
+    with pytest.raises(KernelBuildError, match=r"(?s)changes meaning of .*error: .*undeclared_name"):
+        RawModule(code=ALIAS_OF_ITS_OWN_NAME.replace("out[threadIdx.x] =", "undeclared_name(); out[threadIdx.x] ="),
+                  check=check).get_function("alias")
+
+
 FUNCTION_POINTERS = r"""
 // cuda-samples' FunctionPointers: the host reads a device function's address from a __device__
 // variable (cudaMemcpyFromSymbol) and passes it to a kernel's parameter, or NULL

@@ -802,6 +802,12 @@ def _inline_ptx(log: str) -> str | None:
 _ASSEMBLER_ERROR_AT = re.compile(r"^(?P<where>\S.*?:\d+): Error: ", re.M)
 
 
+#: the file of each error the compiler places ("(RawModule code):3:5: error: ...")
+_ERROR_AT = re.compile(r"^(\S.*?):\d+:(?:\d+:)? error: ", re.M)
+#: the runner's own header, where the instance table's macro expands
+_RUNNER_HEADERS = ("runtime.h",)
+
+
 def _instance_row(log: str, plan: _Plan) -> str | None:
     """The one-line message for a row of the instance table that does not build, or None: a name
     expression that names a __device__ function of the code, not a __global__ one (NVRTC refuses it on
@@ -809,6 +815,8 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
     kernel that the C library's C++ overloads make ambiguous (`index`, `rindex`); the host compiler's
     message is about the runner's instance table."""
     code, _, table = plan.unit.partition(f"#line 1 {_quoted(f'({plan.table})')}\n")
+    if any(where != f"({plan.table})" and not where.endswith(_RUNNER_HEADERS) for where in _ERROR_AT.findall(log)):
+        return None  # the code's own errors come first, as in NVRTC's log
     rows = table.splitlines()
     for line in re.findall(rf"^{re.escape(f'({plan.table})')}:(\d+):", log, re.M):
         row = re.search(r"NN_CUDA_CPU_INSTANCE\((.*)\),$", rows[int(line) - 1]) if int(line) <= len(rows) else None
@@ -816,7 +824,8 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
             continue
         expression = row[1].removeprefix("&")
         name = re.sub(r"<.*", "", expression).split("::")[-1].strip()
-        declared = rf"[^;{{}}()=]*?\b{re.escape(name)}\s*\("
+        # what stands between __global__ and the name, `__launch_bounds__(T::N)`'s parentheses too
+        declared = rf"(?:[^;{{}}()=]|\([^;{{}}]*?\))*?\b{re.escape(name)}\s*\("
         kernel = re.search(rf"\b__global__\b{declared}", code)
         if re.search(rf"\b__device__\b{declared}", code) and not kernel:
             return (f"name_expressions names {expression!r}, a __device__ function of the code: a name expression "
@@ -829,6 +838,13 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
                 if directives else plan.what  # the kernel's line in the code's own lines
             return f"{where}: {_c_library_function(name)}"
         if kernel and expression != name and "no matches converting function" in log:
+            unknown = re.search(rf"^{re.escape(f'({plan.table})')}:{line}:\d+: error: [‘'`](?P<name>[^’'\n]+)[’'] was "
+                                rf"not declared in this scope(?:; did you mean (?P<guess>[‘'`][^’'\n]+[’'])\?)?", log, re.M)
+            if unknown:
+                guess = f" (did you mean {unknown['guess']}?)" if unknown["guess"] else ""
+                return (f"name_expressions names {expression!r}, whose `{unknown['name']}` the code does not declare"
+                        f"{guess}: a typo, or a header the code does not include (cuda_fp16.h for __half); NVRTC "
+                        "refuses it on a GPU too")
             if "note: candidates are:" in log:  # the compiler's list of the overloads it could not choose from
                 return (f"name_expressions names {expression!r}, but the code declares several kernels named "
                         f"`{name}` (overloads), which template arguments alone do not tell apart: name one by its "
@@ -846,8 +862,8 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
                         "refuses it on a GPU too")
             return (f"name_expressions names {expression!r}, which is no instance of the kernel template `{name}`"
                     + (f" ({candidate[1]})" if candidate else "") + ": its template arguments do not fit the "
-                    "template's parameters (a class template given without its own arguments?); NVRTC refuses it "
-                    "on a GPU too")
+                    "template's parameters (too few or too many, or a class template given without its own "
+                    "arguments?); NVRTC refuses it on a GPU too")
     return None
 
 
@@ -985,6 +1001,16 @@ _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permissi
 _PRECOMPILED_SOURCE = re.compile(rf"\S*/nn_cuda_cpu_\w+/{_HEADER_STEM}_cpu\.cpp(?=:1\b)")
 
 
+#: GCC's error for a name a class uses, then declares as a member (`using R = R<T, 1>;`)
+_CHANGES_MEANING = re.compile(r"error: declaration of .* changes meaning of .*\[-fpermissive\]$")
+
+
+def _only_changed_meanings(log: str) -> bool:
+    """Whether every error of a failed build is GCC's "changes meaning" one."""
+    errors = [line for line in log.splitlines() if ": error: " in line]
+    return bool(errors) and all(_CHANGES_MEANING.search(line) for line in errors)
+
+
 def _compile(plan: _Plan) -> Path:
     """Build the library, then store it under the name of the files it was built from, and the list
     of those files as the manifest; return the library's path."""
@@ -1003,6 +1029,12 @@ def _compile(plan: _Plan) -> Path:
                    *map(str, parts.before), str(source), *map(str, parts.after)]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            if result.returncode != 0 and _only_changed_meanings(result.stderr):
+                # GCC's "changes meaning" errors alone: the C++ rule needs no diagnostic, and NVRTC and
+                # clang take the code (TransformerEngine's `using Reducer = Reducer<T, 1, WARPS_M, 1>;`
+                # in a class); -fpermissive makes exactly these warnings
+                command.insert(1 + len(plan.flags), "-fpermissive")
+                result = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if result.returncode != 0:
                 written = next((line for line in result.stderr.splitlines()
                                 if any(failure in line for failure in _WRITE_FAILURES)), None)

@@ -834,6 +834,16 @@ inline long long atomicMax(long long* a, long long v)
 {
     return NN_CUDA_CPU_FOUND(a, nn_cuda_cpu::atomic_update(a, [v](long long old) { return v > old ? v : old; }));
 }
+// sm_32_atomic_functions.h's bitwise ones of long long (cudf's device_atomics.cuh, in MinkowskiEngine)
+inline long long atomicAnd(long long* a, long long v)
+{
+    return NN_CUDA_CPU_FOUND(a, __atomic_fetch_and(a, v, __ATOMIC_RELAXED));
+}
+inline long long atomicOr(long long* a, long long v) { return NN_CUDA_CPU_FOUND(a, __atomic_fetch_or(a, v, __ATOMIC_RELAXED)); }
+inline long long atomicXor(long long* a, long long v)
+{
+    return NN_CUDA_CPU_FOUND(a, __atomic_fetch_xor(a, v, __ATOMIC_RELAXED));
+}
 inline int atomicSub(int* a, int v) { return NN_CUDA_CPU_FOUND(a, __atomic_fetch_sub(a, v, __ATOMIC_RELAXED)); }
 inline unsigned int atomicSub(unsigned int* a, unsigned int v)
 {

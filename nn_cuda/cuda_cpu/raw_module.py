@@ -522,8 +522,10 @@ def file_scope_shared(code: str) -> str:
     return " NN_CUDA_CPU_FILE_SCOPE_SHARED".join(pieces)
 
 
-#: `__device__` where it declares a variable: the first of `( ; = [ {` after it is no `(`
-_DEVICE_VARIABLE = re.compile(r"\b__device__\b(?=[^;=\[{}()]*[;=\[{])")
+#: `__device__` where it declares a variable: the first of `( ; = [ {` after it is no `(`, and no
+#: `operator` comes before it (a member `operator+=(`, `operator[](` or `operator==(` is a function:
+#: marked `used`, a class template's would be compiled with its class, unused or not)
+_DEVICE_VARIABLE = re.compile(r"\b__device__\b(?![^;=\[{}()]*\boperator\b)(?=[^;=\[{}()]*[;=\[{])")
 
 
 def device_variables_kept(code: str) -> str:
