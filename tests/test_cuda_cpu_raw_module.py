@@ -126,46 +126,45 @@ def test_a_cpp_kernel_is_found_through_name_expressions_as_with_cupy_and_a_wrong
 
 
 
-def test_a_name_expression_of_an_overloaded_template_or_of_no_template_says_which():
-    # DeepSpeed declares bias_add_transform_0213<T> with 18 parameters and with 7: `k<float>` was said
-    # to have template arguments that "do not fit the template's parameters", and `k2<float>` of a
-    # kernel that is no template named the runner's own run_thread (until 2026-11-27)
-    code = ("template <typename T> __global__ void k(T* out, int n);\n"
-            "template <typename T> __global__ void k(T* out, int n) { if (threadIdx.x < n) out[threadIdx.x] = 1; }\n"
-            "template <typename T> __global__ void k(T* out, const T* in, int n) { out[threadIdx.x] = in[0]; }\n"
-            "__global__ void k2(float* out) { out[0] = 2; }\n")
-    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'k<float>', but the code declares several "
-                                               r"kernels named `k` \(overloads\).*static_cast<void\(\*\)\(float\*, "
-                                               r"int\)>\(k<float>\)"):
-        RawModule(code=code, name_expressions=("k<float>",)).get_function("k<float>")
-    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'k2<float>', but the kernel `k2` is no "
-                                               r"template: name it 'k2'"):
-        RawModule(code=code, name_expressions=("k2<float>",)).get_function("k2<float>")
-    # FasterTransformer's kernels sit in nested namespaces: one left out named run_thread, the runner's
-    nested = "namespace a { namespace b {\ntemplate <typename T> __global__ void k(T* x) { x[0] = 1; }\n} }\n"
-    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'a::k<float>', but no kernel template of "
-                                               r"the code is named `a::k` \(a namespace left out of the name"):
-        RawModule(code=nested, name_expressions=("a::k<float>",)).get_function("a::k<float>")
-    with pytest.raises(KernelBuildError, match=r"\(name_expressions names 'a::nosuch', which is no kernel of the "
-                                               r"code: .*\)$"):
-        RawModule(code=nested, name_expressions=("a::nosuch<float>",)).get_function("a::nosuch<float>")
-    # a type the code does not declare; a template behind __launch_bounds__ given too few arguments
-    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'k<flaot>', whose `flaot` the code does not "
-                                               r"declare \(did you mean [‘'`]float[’']\?\)"):
-        RawModule(code=code, name_expressions=("k<flaot>",)).get_function("k<flaot>")
-    bounded = ("struct Size { static constexpr int N = 64; };\n"
-               "template <typename T, bool Flag> __global__ void __launch_bounds__(T::N) b(int* out) { out[0] = Flag; }\n")
-    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'b<Size>', which is no instance of the kernel "
-                                               r"template `b` .*too few or too many"):
-        RawModule(code=bounded, name_expressions=("b<Size>",)).get_function("b<Size>")
+OVERLOADED = ("template <typename T> __global__ void k(T* out, int n);\n"
+              "template <typename T> __global__ void k(T* out, int n) { if (threadIdx.x < n) out[threadIdx.x] = 1; }\n"
+              "template <typename T> __global__ void k(T* out, const T* in, int n) { out[threadIdx.x] = in[0]; }\n"
+              "__global__ void k2(float* out) { out[0] = 2; }\n")
+NESTED = "namespace a { namespace b {\ntemplate <typename T> __global__ void k(T* x) { x[0] = 1; }\n} }\n"
+BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
+           "template <typename T, bool Flag> __global__ void __launch_bounds__(T::N) b(int* out) { out[0] = Flag; }\n")
+
+
+@pytest.mark.parametrize("code, expression, message", [
+    # DeepSpeed declares bias_add_transform_0213<T> with 18 parameters and with 7
+    (OVERLOADED, "k<float>", r"^name_expressions names 'k<float>', but the code declares several kernels named `k` "
+                             r"\(overloads\).*static_cast<void\(\*\)\(float\*, int\)>\(k<float>\)"),
+    (OVERLOADED, "k2<float>", r"^name_expressions names 'k2<float>', but the kernel `k2` is no template: name it 'k2'"),
+    # FasterTransformer's kernels sit in nested namespaces: one left out named the runner's run_thread
+    (NESTED, "a::k<float>", r"^name_expressions names 'a::k<float>', but no kernel template of the code is named "
+                            r"`a::k` \(a namespace left out of the name"),
+    (NESTED, "a::nosuch<float>", r"\(name_expressions names 'a::nosuch', which is no kernel of the code: .*\)$"),
+    (OVERLOADED, "k<flaot>", r"^name_expressions names 'k<flaot>', whose `flaot` the code does not declare \(did you "
+                             r"mean [‘'`]float[’']\?\)"),
+    # TransformerEngine's norms: a template behind __launch_bounds__(T::N), given too few arguments
+    (BOUNDED, "b<Size>", r"^name_expressions names 'b<Size>', which is no instance of the kernel template `b` .*too "
+                         r"few or too many"),
     # the code's own error comes first, as NVRTC reports it: a kernel whose template line was lost
-    lost = "__global__ void k(T* out) { out[0] = T(1); }\n"
-    with pytest.raises(KernelBuildError, match=r"(?s)does not compile for the CPU.*\n\(RawModule code\):1:\d+: "
-                                               r"error: [‘'`]T[’'] was not declared"):
-        RawModule(code=lost, name_expressions=("k<float>",)).get_function("k<float>")
+    ("__global__ void k(T* out) { out[0] = T(1); }\n", "k<float>",
+     r"(?s)does not compile for the CPU.*\n\(RawModule code\):1:\d+: error: [‘'`]T[’'] was not declared"),
+], ids=["overloads", "no-template", "namespace-left-out", "no-such-kernel", "unknown-type", "launch-bounds",
+        "template-line-lost"])
+def test_a_name_expression_that_names_no_instance_says_why(code, expression, message):
+    # until 2026-11-27 each said its template arguments "do not fit the template's parameters", named the
+    # runner's own run_thread, or was the compiler's page about the runner's instance table
+    with pytest.raises(KernelBuildError, match=message):
+        RawModule(code=code, name_expressions=(expression,)).get_function(expression)
+
+
+def test_one_of_overloaded_kernel_templates_is_named_by_its_type():
     chosen = "static_cast<void(*)(float*, int)>(k<float>)"
     out = np.zeros(4, np.float32)
-    RawModule(code=code, name_expressions=(chosen,)).get_function(chosen)((1,), (4,), (out, np.int32(3)))
+    RawModule(code=OVERLOADED, name_expressions=(chosen,)).get_function(chosen)((1,), (4,), (out, np.int32(3)))
     assert out.tolist() == [1, 1, 1, 0]
 
 

@@ -105,29 +105,6 @@ def test_an_index_no_thread_wrote_is_named_when_only_the_other_fill_ends_the_lau
     np.testing.assert_array_equal(out, x[::-1])
 
 
-RACY_TOTAL = r"""
-// Thread 0 clears the total while the others add to it, with no barrier between: a race that a
-// sum onto the mirrored run's fill (3.4e38) must not hide inside the tolerance of atomics' rounding.
-extern "C" __global__ void racy_total(const float* x, float* out)
-{
-    __shared__ float total;
-    if (threadIdx.x == 0) {
-        total = 0.0f;
-    }
-    atomicAdd(&total, x[threadIdx.x]);
-    if (threadIdx.x == blockDim.x - 1) {
-        out[0] = total;
-    }
-}
-"""
-
-
-def test_an_atomic_sum_onto_the_fill_does_not_widen_the_rounding_allowed_between_the_runs():
-    out = np.zeros(1, np.float32)
-    with pytest.raises(KernelError, match=r"racy_total: the result depends on"):
-        RawModule(code=RACY_TOTAL, check=True).get_function("racy_total")((1,), (64,), (np.ones(64, np.float32), out))
-
-
 TABLES = r"""
 // Tables that device functions keep in `static` arrays with an initializer (instant-ngp's Sobol
 // directions in an inline function of random_val.cuh): global memory, initialised once, which no

@@ -756,17 +756,8 @@ class LoadedKernels:
         too, or where there is no __shared__ memory to fill."""
         if not self._shared and not getattr(launch, "shared_mem", 0):
             return []
-
-        def fault_shows() -> bool | None:
-            try:
-                self._run_again(index, launch, buffers, beginning)
-            except KernelTimeout:
-                return None
-            except KernelError:
-                return True
-            return False
-
-        return self._shared_fills_that(fault_shows, "extern __shared__ memory")
+        return self._shared_fills_that(lambda: self._ends_in_error(index, launch, buffers, beginning),
+                                       "extern __shared__ memory")
 
     def _shared_fills_that(self, shows, dynamic_name: str, fill: int = POISON_FILL, others: int = 0) -> list[str]:
         """The __shared__ arrays, and extern __shared__ memory (`dynamic_name`), whose `fill` bytes
