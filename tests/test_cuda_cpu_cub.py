@@ -511,3 +511,78 @@ def test_a_block_reduce_of_num_valid_threads_runs_in_a_smaller_block(check):
     assert np.linalg.norm(sums - want) / np.linalg.norm(want) < 1e-6  # 40 float32 additions: 1.3e-7 measured
     with pytest.raises(KernelError, match=r"a block of \(40, 2, 1\) threads"):  # a 2-D block is no such one
         RawModule(code=ROW_SUM_IN_A_SMALLER_BLOCK, check=check).get_function("row_sums")((1,), (40, 2), (x, sums, 40))
+
+
+CUSTOM_SUMS = r"""
+#include <cub/cub.cuh>
+// A struct with operator+ and no constructor from an int: CUB's exclusive sums start from T{}
+struct Pair {
+    int a, b;
+    __device__ Pair operator+(const Pair& other) const { return Pair{a + other.a, b + other.b}; }
+};
+extern "C" __global__ void exclusive_pairs(const int* x, int* block_out, int* warp_out)
+{
+    __shared__ cub::BlockScan<Pair, 64>::TempStorage block_storage;
+    __shared__ cub::WarpScan<Pair>::TempStorage warp_storage[2];
+    const Pair mine{x[threadIdx.x], 2 * x[threadIdx.x]};
+    Pair block_prefix, warp_prefix;
+    cub::BlockScan<Pair, 64>(block_storage).ExclusiveSum(mine, block_prefix);
+    cub::WarpScan<Pair>(warp_storage[threadIdx.x / 32]).ExclusiveSum(mine, warp_prefix);
+    block_out[threadIdx.x] = block_prefix.a + 1000 * block_prefix.b;
+    warp_out[threadIdx.x] = warp_prefix.a + 1000 * warp_prefix.b;
+}
+// CUB's WarpReduce::Sum without valid_items in a partial last warp reads lanes the block has not
+extern "C" __global__ void warp_sums(const int* x, int* out)
+{
+    __shared__ cub::WarpReduce<int>::TempStorage storage[2];
+    const int warp = threadIdx.x / 32;
+    const int sum = VALID ? cub::WarpReduce<int>(storage[warp]).Sum(x[threadIdx.x], blockDim.x - 32 * warp)
+                          : cub::WarpReduce<int>(storage[warp]).Sum(x[threadIdx.x]);
+    if (threadIdx.x % 32 == 0) out[warp] = sum;
+}
+// CCCL's block tests rank threads by cub::RowMajorTid; CUB_MAX is CUB 2.x's macro
+extern "C" __global__ void ranks(int* out)
+{
+    out[cub::RowMajorTid(blockDim.x, blockDim.y, 1)] = CUB_MAX(threadIdx.y, threadIdx.x);
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_exclusive_sums_of_a_struct_without_a_constructor_from_int_build_and_match_numpy(check):
+    # the runner's CUB started them from T(0), which no such struct has (until 2026-11-27); so did a
+    # -D macro named as one of its own identifiers (SEGMENT, Items, Layout, ...) stop its headers
+    options = ("-DVALID=1", "-DSEGMENT=4", "-DItems=2", "-DLayout=3", "-DPrefix=4", "-DShuffle=5")
+    module = RawModule(code=CUSTOM_SUMS, options=options, check=check)
+    x = np.arange(1, 65, dtype=np.int32)
+    block_out, warp_out = np.zeros(64, np.int32), np.zeros(64, np.int32)
+    module.get_function("exclusive_pairs")((1,), (64,), (x, block_out, warp_out))
+    prefix = np.concatenate([[0], np.cumsum(x)[:-1]])
+    warp_prefix = np.concatenate([prefix[:32], prefix[32:] - prefix[32]])
+    np.testing.assert_array_equal(block_out, prefix + 1000 * 2 * prefix)
+    np.testing.assert_array_equal(warp_out, warp_prefix + 1000 * 2 * warp_prefix)
+    out = np.zeros(2, np.int32)
+    module.get_function("warp_sums")((1,), (40,), (np.ones(40, np.int32), out))  # with valid_items: right
+    assert out.tolist() == [32, 8]
+    ranks = np.full(32, -1, np.int32)
+    module.get_function("ranks")((1,), (8, 4), (ranks,))
+    np.testing.assert_array_equal(ranks, np.maximum.outer(np.arange(4), np.arange(8)).reshape(-1))
+
+
+def test_a_warp_reduce_without_valid_items_in_a_partial_warp_reads_absent_lanes_as_a_gpu_does():
+    # the runner's CUB added the lane's own value there, 32 where 8 lanes hold 1, with no report, until
+    # 2026-11-27; CUB's shuffles read lanes the block has not, undefined on a GPU
+    module = RawModule(code=CUSTOM_SUMS, options=("-DVALID=0",), check=True)
+    with pytest.raises(KernelError, match=r"warp_sums: thread \(\d+, 0, 0\) of block \(0, 0, 0\), lane \d+ of its "
+                                          r"warp, shuffles with mask 0x000000ff from lane \d+, which the block does "
+                                          r"not have .* reaches args\[1\]\[1\]"):
+        module.get_function("warp_sums")((1,), (40,), (np.ones(40, np.int32), np.zeros(2, np.int32)))
+
+
+def test_a_name_of_cubs_the_runner_lacks_stops_the_build_in_one_line():
+    # g++'s "is not a member of 'cub'" alone until 2026-11-27
+    code = ('#include <cub/cub.cuh>\nextern "C" __global__ void k(int* out)\n'
+            '{\n    out[0] = cub::ThreadReduce(out, cub::Sum());\n}\n')
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):4: the CPU runner does not support "
+                                               r"cub::ThreadReduce \(its CUB is a subset of CUB's"):
+        RawModule(code=code).get_function("k")

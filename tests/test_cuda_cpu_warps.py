@@ -455,3 +455,35 @@ def test_lanes_that_rely_on_running_together_between_warp_syncs_are_reported():
         RawModule(code=COALESCED_ATOMICS, options=("-DFIXED",), check=check).get_function("coalesced")(
             (1,), (32,), (key, x, out))
         assert out.tolist() == [8, 8, 8, 8]
+
+
+PARTIAL_THEN_FULL = r"""
+// Lanes 0-7 of each warp meet at a sync of their own, then every lane at a ballot and a shuffle of
+// the whole warp (PyTorch's radix select counts digits so, after its lanes past the data sat out)
+extern "C" __global__ void partial_then_full(const int* x, unsigned* ballots, int* shuffled)
+{
+    const int lane = threadIdx.x % 32;
+    if (lane < 8) {
+        PARTIAL;
+    }
+    ballots[threadIdx.x] = __ballot_sync(0xffffffffu, x[threadIdx.x] > 0);
+    shuffled[threadIdx.x] = __shfl_sync(0xffffffffu, x[threadIdx.x], (lane + 1) % 32);
+}
+"""
+
+
+@pytest.mark.parametrize("partial", ["(void)__ballot_sync(0xffu, 1)", "__syncwarp(0xffu)",
+                                     "(void)__shfl_sync(0xffu, lane, 0, 8)"], ids=["ballot", "syncwarp", "shuffle"])
+@pytest.mark.parametrize("check", [False, True])
+def test_a_sync_of_part_of_a_warp_leaves_the_next_sync_of_the_whole_warp_whole(partial, check):
+    # the lanes at the sync of 8 counted as arrived at the whole warp's, which went on without them, and
+    # values were read from the other of two slots: lanes 0-7 got a ballot of 0xff (until 2026-11-27)
+    x = np.random.default_rng(21).integers(-5, 5, 64).astype(np.int32)
+    ballots, shuffled = np.zeros(64, np.uint32), np.zeros(64, np.int32)
+    RawModule(code=PARTIAL_THEN_FULL.replace("PARTIAL", partial), check=check).get_function("partial_then_full")(
+        (1,), (64,), (x, ballots, shuffled))
+    for warp in range(2):
+        lanes = slice(32 * warp, 32 * warp + 32)
+        expected = sum(1 << i for i, v in enumerate(x[lanes]) if v > 0)
+        assert ballots[lanes].tolist() == [expected] * 32
+        np.testing.assert_array_equal(shuffled[lanes], np.roll(x[lanes], -1))

@@ -787,6 +787,20 @@ _INLINE_PTX = ("no such instruction", "unknown mnemonic", "must specify a single
 _FIRST_ERROR_AT = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: ", re.M)
 
 
+#: GCC's and clang's error for a name the runner's CUB (a subset of CUB's) lacks
+_CUB_NAME = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: (?:[‘'`](?P<gcc>\w+)[’'] is not a member of [‘'`]cub[’']|"
+                       r"no (?:type|template|member) named '(?P<clang>\w+)' in namespace 'cub')", re.M)
+
+
+def _missing_cub_name(log: str) -> str | None:
+    """The one-line message for a name of CUB's that the runner's CUB does not have, or None."""
+    found = _CUB_NAME.search(log)
+    if found is None:
+        return None
+    return (f"{found['where']}: the CPU runner does not support cub::{found['gcc'] or found['clang']} (its CUB is a "
+            "subset of CUB's: docs/kernels.md lists what it has)")
+
+
 def _inline_ptx(log: str) -> str | None:
     """The one-line message for inline PTX (asm("...") in the code), or None: the host's compiler says
     so in as many errors as the code has asm statements (8,000 characters for YHs' SGEMM)."""
@@ -1047,6 +1061,7 @@ def _compile(plan: _Plan) -> Path:
                 log = _without_pragma_once_warnings(_PRECOMPILED_SOURCE.sub(
                     f"({plan.table})", result.stderr.strip().replace(str(source), f"({plan.table})")))
                 raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
+                                       _missing_cub_name(log) or
                                        _instance_row(log, plan) or
                                        _legacy_warp_function(log) or _kernel_launch(log, plan.unit) or
                                        _runtime_api_call(log) or

@@ -780,6 +780,17 @@ __attribute__((noinline)) unsigned active_lanes()
     return current->warp_participants;
 }
 
+// The slot each lane of the warp [base, end) wrote its value to at the sync it waits at (the parity
+// of the syncs it has passed), one bit per lane.
+unsigned written_slots(size_t base, size_t end)
+{
+    unsigned slots = 0;
+    for (size_t t = base; t < end; ++t) {
+        slots |= (fibers[t].warp_syncs & 1u) << (t - base);
+    }
+    return slots;
+}
+
 // The lanes of warp `warp` that have returned.
 unsigned returned_lanes(size_t warp, size_t threads)
 {
@@ -828,15 +839,28 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
             released.push_back(t);
             continue;
         }
+        // the lanes at a sync of the same mask: CUDA asks every lane of a sync to name the same mask,
+        // and a lane at a sync of another (a ballot of 8 lanes) is not at this one
         const unsigned needed = awaited_lanes(fiber, threads, returned[t / kWarpSize]);
-        if ((arrived[t / kWarpSize] & needed) == needed) {
+        const size_t base = t - t % kWarpSize;
+        unsigned same_mask = 0;
+        for (size_t u = base; u < std::min(threads, base + kWarpSize); ++u) {
+            same_mask |= fibers[u].state == State::at_warp_sync && fibers[u].warp_mask == fiber.warp_mask
+                             ? 1u << (u - base) : 0u;
+        }
+        if ((arrived[t / kWarpSize] & same_mask & needed) == needed) {
             fiber.warp_participants = needed;
             released.push_back(t);
         }
     }
+    std::vector<unsigned> slots(warps);
+    for (size_t w = 0; w < warps; ++w) {  // before the released lanes count their sync
+        slots[w] = written_slots(w * kWarpSize, std::min(threads, (w + 1) * kWarpSize));
+    }
     for (size_t t : released) {
         --warp_head(fibers[t]).warp_waiting;
         fibers[t].state = State::ready;
+        fibers[t].source_slots = slots[t / kWarpSize];
         // a sync's values go to the other of two slots next time; __activemask() hands nothing over
         fibers[t].warp_syncs += fibers[t].warp_mask != 0;
     }
@@ -976,16 +1000,24 @@ Release release_completed_warp_sync()
     if (head.warp_waiting + head.warp_returned < end - base) {
         return Release::none;  // a lane of the warp is still on its way (the usual case: no scan)
     }
-    unsigned arrived = 0, returned = 0;
+    unsigned returned = 0;
     for (size_t t = base; t < end; ++t) {
-        arrived |= fibers[t].state == State::at_warp_sync ? 1u << (t - base) : 0u;
         returned |= fibers[t].state == State::done ? 1u << (t - base) : 0u;
     }
     // Only a sync of the whole warp (every lane that has not returned) goes on early: a lane released
     // here reads the values of this sync after the others have gone on, and the others' next sync,
-    // which then awaits it too, cannot overwrite them (they go to two slots in turn). A lane of a
-    // sync of part of the warp waits, as before, until every thread of the phase has stopped.
+    // which then awaits it too, cannot overwrite them (they go to two slots in turn). A lane of a sync
+    // of part of the warp waits, as before, until every thread of the phase has stopped; a lane at
+    // such a sync is not at this one (until 2026-11-27 it counted as arrived, and the others went on
+    // without it).
     const unsigned whole_warp = lanes_of(base / kWarpSize, threads) & ~returned;
+    unsigned arrived = 0;
+    for (size_t t = base; t < end; ++t) {
+        const Fiber& fiber = fibers[t];
+        const bool here = fiber.state == State::at_warp_sync && fiber.warp_mask != 0 &&
+                          awaited_lanes(fiber, threads, returned) == whole_warp;
+        arrived |= here ? 1u << (t - base) : 0u;
+    }
     if (awaited_lanes(running, threads, returned) != whole_warp || (arrived & whole_warp) != whole_warp) {
         return Release::none;
     }
@@ -1005,10 +1037,12 @@ Release release_completed_warp_sync()
     if (mirrored) {
         std::reverse(released, released + count);
     }
+    const unsigned slots = written_slots(base, end);
     for (size_t i = 0; i < count; ++i) {
         Fiber& fiber = fibers[released[i]];
         fiber.warp_participants = awaited_lanes(fiber, threads, returned);
         fiber.state = State::ready;
+        fiber.source_slots = slots;
         ++fiber.warp_syncs;
         --fibers[base].warp_waiting;
     }
@@ -1040,6 +1074,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.tid = t;
         fiber.warp_syncs = 0;
         fiber.warp_participants = 0;
+        fiber.source_slots = 0;
         fiber.atomic_address = nullptr;
         fiber.atomic_repeats = 0;
         fiber.clock_reads = 0;

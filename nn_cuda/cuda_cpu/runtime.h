@@ -130,6 +130,8 @@ struct Fiber {
     unsigned warp_participants = 0;  // after one: the lanes of its mask that took part (not returned)
     const void* active_site = nullptr;  // where it called __activemask() (its lanes are those there too)
     unsigned warp_syncs = 0;  // how many warp syncs it has passed in this block
+    // after one: the slot (0 or 1) each lane of its warp wrote its value to, one bit per lane
+    unsigned source_slots = 0;
     // its last atomic's address and the value it found there, and how many atomics in a row found
     // that same value there (device_functions.h: a thread spinning on a flag lets the others run)
     const void* atomic_address = nullptr;
@@ -231,7 +233,10 @@ inline size_t threads_in_block() { return static_cast<size_t>(block_dim.x) * blo
 constexpr unsigned kWarpSize = 32;
 
 // What the lanes of a warp sync hand each other: two generations (a lane may already write the
-// next one's value while others still read this one's), a 64-bit word per thread.
+// next one's value while others still read this one's), a 64-bit word per thread. A lane writes to
+// the parity of the warp syncs it has passed, and a reader reads each lane's from the slot that lane
+// wrote at this sync (Fiber::source_slots): lanes that passed a sync of part of the warp have another
+// parity than the rest (a ballot of 8 lanes before one of 32 read other lanes' words until 2026-11-27).
 inline NN_CUDA_CPU_PER_WORKER unsigned long long warp_slots[2][1024];
 
 inline unsigned lane_id() { return static_cast<unsigned>(current->tid % kWarpSize); }
@@ -326,7 +331,7 @@ T warp_exchange(unsigned mask, T value, unsigned source)
         memset(&result, undefined_lane_fill, sizeof(T));
         return result;
     }
-    memcpy(&result, &warp_slots[generation][from], sizeof(T));
+    memcpy(&result, &warp_slots[(current->source_slots >> source) & 1u][from], sizeof(T));
     return result;
 }
 
@@ -347,7 +352,7 @@ void warp_gather(unsigned mask, T value, Visit visit)
     for (unsigned lane = 0; lane < kWarpSize && base + lane < threads; ++lane) {
         if ((current->warp_participants >> lane) & 1u) {
             T other;
-            memcpy(&other, &warp_slots[generation][base + lane], sizeof(T));
+            memcpy(&other, &warp_slots[(current->source_slots >> lane) & 1u][base + lane], sizeof(T));
             visit(lane, other);
         }
     }

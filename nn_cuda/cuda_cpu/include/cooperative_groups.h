@@ -30,8 +30,8 @@ inline constexpr bool valid_tile(unsigned size) { return size >= 1 && size <= 32
 
 // A value of any type moved by `shuffle` (one of the *_sync shuffles): a number at once, anything
 // else 8 bytes at a time, as a group's shuffles move any type on a GPU.
-template <typename T, typename Shuffle>
-T shuffle_words(T value, Shuffle shuffle)
+template <typename T, typename nn_cuda_cpu_shuffle>
+T shuffle_words(T value, nn_cuda_cpu_shuffle shuffle)
 {
     if constexpr (std::is_arithmetic<T>::value) {
         return shuffle(value);

@@ -8,7 +8,8 @@
 //   cub/warp/warp_scan.cuh      cub::WarpScan (inclusive and exclusive sums and scans, Broadcast)
 //   cub/thread/thread_operators.cuh, cub/util_type.cuh: cub::Sum, Max, Min, Equality, Inequality,
 //                               ArgMax, ArgMin, KeyValuePair, NullType
-// here: cub::CTA_SYNC, WARP_SYNC, LaneId, WarpId, and the direct blocked and striped loads and stores.
+// here: cub::CTA_SYNC, WARP_SYNC, LaneId, WarpId, RowMajorTid, CUB_MAX and CUB_MIN, and the direct
+// blocked and striped loads and stores.
 // What else CUB has that code names (BlockRadixSort, BlockLoad, ..., DeviceReduce, ...) is declared
 // so that a use stops the build at its line: "the CPU runner does not support cub::BlockRadixSort
 // (...)". An #include of one of CUB's other headers names CUB as a library the runner lacks
@@ -30,6 +31,12 @@ inline unsigned int LaneId() { return nn_cuda_cpu::lane_id(); }
 inline unsigned int WarpId()
 {
     return static_cast<unsigned int>(nn_cuda_cpu::current->tid / nn_cuda_cpu_detail::kWarpThreads);
+}
+// This thread's rank in a block of those dimensions, row-major (CCCL's block tests rank by it)
+inline int RowMajorTid(int block_dim_x, int block_dim_y, int block_dim_z)
+{
+    return (block_dim_z == 1 ? 0 : static_cast<int>(threadIdx.z) * block_dim_x * block_dim_y) +
+           (block_dim_y == 1 ? 0 : static_cast<int>(threadIdx.y) * block_dim_x) + static_cast<int>(threadIdx.x);
 }
 
 // Thread `linear_tid`'s ITEMS_PER_THREAD items: consecutive ones (blocked), or every BLOCK_THREADS-th
@@ -197,3 +204,11 @@ NN_CUDA_CPU_CUB_REFUSED_DEVICE(DeviceTransform)
 #undef NN_CUDA_CPU_CUB_REFUSED_DEVICE
 
 }  // namespace cub
+
+// CUB 2.x's util_macro.cuh (deprecated in CCCL 3, still written)
+#ifndef CUB_MAX
+#define CUB_MAX(a, b) (((b) > (a)) ? (b) : (a))
+#endif
+#ifndef CUB_MIN
+#define CUB_MIN(a, b) (((b) < (a)) ? (b) : (a))
+#endif

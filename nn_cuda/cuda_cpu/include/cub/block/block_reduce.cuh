@@ -24,12 +24,12 @@ class BlockReduce {
     static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
     static_assert(BLOCK_THREADS >= 1 && BLOCK_THREADS <= 1024, "cub::BlockReduce: a block has 1 to 1024 threads");
     static constexpr int WARPS = (BLOCK_THREADS + nn_cuda_cpu_detail::kWarpThreads - 1) / nn_cuda_cpu_detail::kWarpThreads;
-    struct Layout {
+    struct nn_cuda_cpu_layout {
         T warp_values[WARPS];
     };
 
 public:
-    struct TempStorage : nn_cuda_cpu_detail::raw_storage<Layout> {};
+    struct TempStorage : nn_cuda_cpu_detail::raw_storage<nn_cuda_cpu_layout> {};
 
     explicit BlockReduce(TempStorage& storage) : storage_(storage.get()) {}
     // CUB's private TempStorage, a __shared__ one of the collective's own
@@ -52,7 +52,7 @@ public:
 
 private:
 
-    static Layout& private_storage()
+    static nn_cuda_cpu_layout& private_storage()
     {
         __shared__ TempStorage storage;
         return storage.get();
@@ -83,7 +83,7 @@ private:
         return warp_reduce<kWarpThreads>(value, op, rank, valid_warps);
     }
 
-    Layout& storage_;
+    nn_cuda_cpu_layout& storage_;
 };
 
 }  // namespace cub

@@ -23,18 +23,18 @@ namespace nn_cuda_cpu_detail {
 constexpr int kWarpThreads = 32;
 
 // A value of any type moved by `shuffle`, 8 bytes at a time: the cooperative groups' helper
-template <typename T, typename Shuffle>
-T shuffle_any(const T& value, Shuffle shuffle)
+template <typename T, typename nn_cuda_cpu_shuffle>
+T shuffle_any(const T& value, nn_cuda_cpu_shuffle shuffle)
 {
     return cooperative_groups::details::shuffle_words(value, shuffle);
 }
 
 // The items of one thread folded by `op`, first to last (an items-per-thread collective's own part)
-template <int Items, typename T, typename Op>
-T fold(const T (&items)[Items], Op& op)
+template <int ITEMS_PER_THREAD, typename T, typename Op>
+T fold(const T (&items)[ITEMS_PER_THREAD], Op& op)
 {
     T partial = items[0];
-    for (int i = 1; i < Items; ++i) {
+    for (int i = 1; i < ITEMS_PER_THREAD; ++i) {
         partial = op(partial, items[i]);
     }
     return partial;
@@ -65,15 +65,17 @@ inline int logical_warp_lanes(int width)
 // Reduction over the first `valid` lanes of a logical warp of LOGICAL_WARP_THREADS lanes, by shuffles
 // down at offsets 1, 2, 4, ...: lane 0 gets op over lanes 0 .. valid - 1 in their order (the others a
 // partial value). A lane past `valid` takes part in the shuffles but its value is not used; a lane
-// whose partner the block does not have (a block of 16 threads) reads its own value instead, which is
-// not used either, where a shuffle down would read an absent lane (a note of the runner's).
+// whose partner past `valid` the block does not have (a block of 16 threads) reads its own value
+// instead, not used either. A partner within `valid` that the block does not have is read as CUB's
+// shuffle reads it, an absent lane, whose value is undefined on a GPU (the runner's fill, reported
+// in the checking mode): WarpReduce::Sum without valid_items in a partial last warp.
 template <int LOGICAL_WARP_THREADS, typename T, typename Op>
 T warp_reduce(T value, Op& op, int lane, int valid)
 {
     const unsigned mask = logical_warp_mask(LOGICAL_WARP_THREADS);
     const int present = __builtin_popcount(mask);
     for (int offset = 1; offset < LOGICAL_WARP_THREADS; offset *= 2) {
-        const int source = lane + offset < present ? lane + offset : lane;
+        const int source = lane + offset < present || lane + offset < valid ? lane + offset : lane;
         const T other =
             shuffle_any(value, [&](auto v) { return __shfl_sync(mask, v, source, LOGICAL_WARP_THREADS); });
         if (lane + offset < valid) {
@@ -133,10 +135,10 @@ int block_rank(const char* collective, int valid = -1)
 }
 
 // Bytes for a TempStorage, so that it goes in a union with others' (CUB's is uninitialized storage too).
-template <typename Layout>
+template <typename nn_cuda_cpu_layout>
 struct raw_storage {
-    alignas(Layout) unsigned char bytes[sizeof(Layout)];
-    Layout& get() { return *reinterpret_cast<Layout*>(bytes); }
+    alignas(nn_cuda_cpu_layout) unsigned char bytes[sizeof(nn_cuda_cpu_layout)];
+    nn_cuda_cpu_layout& get() { return *reinterpret_cast<nn_cuda_cpu_layout*>(bytes); }
 };
 
 }  // namespace nn_cuda_cpu_detail

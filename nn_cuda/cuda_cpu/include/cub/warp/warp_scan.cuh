@@ -26,7 +26,7 @@ public:
     void ExclusiveSum(T input, T& output) { T aggregate; ExclusiveSum(input, output, aggregate); }
     void ExclusiveSum(T input, T& output, T& warp_aggregate)
     {
-        ExclusiveScan(input, output, T(0), cub::Sum(), warp_aggregate);
+        ExclusiveScan(input, output, T{}, cub::Sum(), warp_aggregate);
     }
 
     template <typename ScanOp>
