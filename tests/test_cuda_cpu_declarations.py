@@ -168,3 +168,34 @@ def test_a_call_of_the_cuda_runtime_api_is_refused_in_one_line(check):
     RawModule(code=TIMED_BESIDE_THE_KERNEL.split("// A helper")[0] + TIMED_BESIDE_THE_KERNEL.split("};")[1],
               backend="nvcc", check=check).get_function("twice")((1,), (4,), (x,))
     assert x.tolist() == [2.0] * 4
+
+
+FLAT_2D = r"""
+// MAGMA's symv kernels index a 2-D __shared__ array as one block: s[0][i] with i past the inner
+// dimension, within the array (FLAT: through a pointer, which the checking mode checks against the whole)
+extern "C" __global__ void flat(float* out)
+{
+    __shared__ float s[4][8];
+#ifdef FLAT
+    (&s[0][0])[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = (&s[0][0])[31 - threadIdx.x];
+#else
+    s[0][threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = s[0][31 - threadIdx.x];
+#endif
+}
+"""
+
+
+def test_a_2d_array_indexed_as_one_block_is_named_with_the_spelling_the_checking_mode_takes():
+    out = np.zeros(32, np.float32)
+    RawModule(code=FLAT_2D, check=False).get_function("flat")((1,), (32,), (out,))
+    assert out.tolist() == list(range(31, -1, -1))
+    with pytest.raises(KernelError, match=r"flat: an index outside an array of fixed size .* write it "
+                                          r"`\(&s\[0\]\[0\]\)\[i\]` to have the checking mode check it"):
+        RawModule(code=FLAT_2D, check=True).get_function("flat")((1,), (32,), (out,))
+    out[:] = 0
+    RawModule(code=FLAT_2D, options=("-DFLAT",), check=True).get_function("flat")((1,), (32,), (out,))
+    assert out.tolist() == list(range(31, -1, -1))

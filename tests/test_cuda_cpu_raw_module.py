@@ -1010,6 +1010,12 @@ def test_an_nvcc_build_has_the_macros_of_nvccs_cuda_runtime_h_and_the_limits_of_
         out = np.zeros(1, np.float32)
         RawModule(code=code, backend="nvcc", options=(f"-I{tmp_path}",)).get_function("k0")((1,), (1,), (out,))
         assert out[0] == np.finfo(np.float32).max, header
+    # nvcc defines __NVCC__ (NVRTC does not): undefined in nvcc builds here until 2026-11-27
+    code = 'extern "C" __global__ void k(int* out)\n{\n#ifdef __NVCC__\n    out[0] = 1;\n#else\n    out[0] = 2;\n#endif\n}\n'
+    for backend, value in (("nvcc", 1), ("nvrtc", 2)):
+        out = np.zeros(1, np.int32)
+        RawModule(code=code, backend=backend).get_function("k")((1,), (1,), (out,))
+        assert out[0] == value, backend
 
 
 VECTOR_COPY = r"""

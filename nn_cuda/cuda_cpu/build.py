@@ -174,10 +174,11 @@ def host_flags(options, backend: str = "nvrtc") -> list[str]:
     --undefine-macro=, -std=c++03|11|14|17|20 (03 to 14 build as C++17), --pre-include=<header>
     (-include); options about GPU code only (-arch, --use_fast_math, -lineinfo, -Xptxas, -rdc, ...) and
     warnings (-w, --diag-suppress) are ignored, and with backend="nvcc" nvcc's -O levels and
-    --expt-relaxed-constexpr / --extended-lambda. Any other raises ValueError naming it."""
+    --expt-relaxed-constexpr / --extended-lambda (and __NVCC__ is defined, as nvcc defines it). Any
+    other raises ValueError naming it."""
     if isinstance(options, str) or not all(isinstance(option, str) for option in options):
         raise TypeError(f"options must be a tuple of strings, like NVRTC's, got {options!r}")
-    flags = []
+    flags = ["-D__NVCC__"] if backend == "nvcc" else []  # nvcc defines it in both of its passes, NVRTC not
     for given in options:
         option = _short_form(given)
         name, _, value = option.partition("=")

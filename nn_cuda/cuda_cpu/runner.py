@@ -73,7 +73,9 @@ _SIGNALS = {
     _GENERAL_PROTECTION: ("a misaligned vector access (a general-protection fault: a float4, double2 or other "
                           "16-byte type loaded or stored at an address that is no multiple of 16)"),
     4: ("an index outside an array of fixed size (__shared__, __constant__, __device__ or local; trapped by "
-        "-fsanitize=bounds)"),  # SIGILL
+        "-fsanitize=bounds, which checks every index against its own dimension: `s[0][i]` of a `float s[4][8]` "
+        "with i up to 31, as MAGMA's symv kernels index a 2-D array as one block, stays within the array and "
+        "runs on a GPU; write it `(&s[0][0])[i]` to have the checking mode check it)"),  # SIGILL
     7: "a misaligned or invalid memory access",  # SIGBUS
     8: "an arithmetic fault (an integer division by zero, or INT_MIN / -1, which overflows; a GPU gives a value "
        "for both)",  # SIGFPE
@@ -94,7 +96,9 @@ NARROW_FLOATS = {"__half": "float16", "__half2": "float16", "__nv_bfloat16": "bf
 
 def float_values(array: np.ndarray, c_type: str) -> tuple[np.ndarray | None, str | None]:
     """(the floats an argument holds, their format), or (None, None) for an array of no floats. A
-    bfloat16 array is its bits (uint16) to NumPy: the signature ("__nv_bfloat16*") says it is one."""
+    bfloat16 array is its bits (uint16) to NumPy: the signature ("__nv_bfloat16*") says it is one. A
+    complex array's are its real and imaginary parts, along a last axis of 2 (MAGMA's zherk sums
+    them by atomics)."""
     narrow = NARROW_FLOATS.get(c_type.replace("const ", "").rstrip("*"))
     if narrow == "bfloat16":
         return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32), narrow
@@ -102,6 +106,9 @@ def float_values(array: np.ndarray, c_type: str) -> tuple[np.ndarray | None, str
         return array.view(np.float16), narrow
     if array.dtype.kind == "f":
         return array, array.dtype.name
+    if array.dtype.kind == "c":
+        parts = array.view(np.dtype(f"f{array.dtype.itemsize // 2}")).reshape(array.shape + (2,))
+        return parts, parts.dtype.name
     return None, None
 #: seconds a launch may run before it is stopped (0: no limit)
 WATCHDOG_VARIABLE = "NN_CUDA_CPU_WATCHDOG"
@@ -362,8 +369,10 @@ class LoadedKernels:
         spans = [bound for copy in copies for bound in (copy.base + copy.guard, copy.start)]
         self._lib.nn_cuda_cpu_watch_before((ctypes.c_size_t * max(1, len(spans)))(*spans),
                                            ctypes.c_size_t(len(spans) // 2))
-        floats = [field for copy in copies if copy.array.dtype.kind == "f" and copy.array.itemsize in (4, 8)
-                  for field in (copy.start, copy.end, copy.array.itemsize)]
+        # a complex array's parts are floats too (MAGMA's zatomic_add adds each part by a CAS)
+        parts = {copy: copy.array.itemsize // (2 if copy.array.dtype.kind == "c" else 1) for copy in copies
+                 if copy.array.dtype.kind in "fc"}
+        floats = [field for copy, part in parts.items() if part in (4, 8) for field in (copy.start, copy.end, part)]
         self._lib.nn_cuda_cpu_watch_floats((ctypes.c_size_t * max(1, len(floats)))(*floats),
                                            ctypes.c_size_t(len(floats) // 3))
         try:
@@ -1266,6 +1275,8 @@ class _CheckedBuffers:
                 with np.errstate(invalid="ignore"):
                     differs = ~((np.abs(values_before - values_now) <= ROUNDING_RTOL[format_name] * scale)
                                 | (np.isnan(values_before) & np.isnan(values_now)))
+                if differs.ndim > now.ndim:  # a complex element's two parts
+                    differs = differs.any(axis=-1)
                 differs = differs.reshape(-1)
                 flat = int(np.argmax(differs))
             else:
@@ -1386,6 +1397,8 @@ class _CheckedBuffers:
         values = float_values(first[i], self.launch.signature[i])[0] if before == "nan" else None
         if values is None:
             return self.unwritten_shared_report(i, index, shared)
+        if values.ndim > first[i].ndim:  # a complex element's two parts
+            values = np.where(np.isnan(values).any(axis=-1), np.nan, 0.0)
         nan_at = np.argwhere(np.isnan(values))
         return self.unwritten_shared_report(i, tuple(int(v) for v in nan_at[0]), shared, count=len(nan_at),
                                             run="the first of its two runs")
