@@ -758,40 +758,6 @@ def test_an_atomic_sum_that_cancels_is_compared_by_its_partial_sums_rounding(dty
             (4,), (128,), (x, np.zeros(1, dtype), np.int32(512)))
 
 
-COMPLEX_SUMS = r"""
-// MAGMA's zatomic_add: each part of a complex sum added by the Programming Guide's atomicCAS loop of
-// doubles, and a complex64 one by atomicAdd of its parts
-#include <cuComplex.h>
-__device__ void cas_add(double* address, double value)
-{
-    unsigned long long* bits = (unsigned long long*)address;
-    unsigned long long old = *bits, assumed;
-    do {
-        assumed = old;
-        old = atomicCAS(bits, assumed, __double_as_longlong(value + __longlong_as_double(assumed)));
-    } while (assumed != old);
-}
-extern "C" __global__ void complex_sums(const double* x, cuDoubleComplex* total, cuFloatComplex* total32)
-{
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    cas_add(&total[0].x, x[i]);
-    cas_add(&total[0].y, -x[i]);
-    atomicAdd(&total32[0].x, (float)x[i]);
-    atomicAdd(&total32[0].y, -(float)x[i]);
-}
-"""
-
-
-def test_atomic_sums_into_complex_arrays_are_compared_up_to_their_rounding():
-    # reported as races for a difference of an ulp until 2026-11-27: the rounding allowed between the
-    # two orders applied to float arrays only, not to a complex array's parts
-    x = np.random.default_rng(3).standard_normal(256) * 10
-    total, total32 = np.zeros(1, np.complex128), np.zeros(1, np.complex64)
-    RawModule(code=COMPLEX_SUMS, check=True).get_function("complex_sums")((4,), (64,), (x, total, total32))
-    assert abs(total[0] - (x.sum() - 1j * x.sum())) < 1e-12 * np.abs(x).sum()
-    assert abs(total32[0] - (x.sum() - 1j * x.sum())) < 1e-5 * np.abs(x).sum()
-
-
 FLOAT_TO_INT = r"""
 // index = (int)position, as RoI align kernels take a sample's cell; a NaN position gives an index a
 // GPU clamps to 0 (cvt.rzi) and x86 to INT_MIN
@@ -853,7 +819,7 @@ def test_a_shift_by_the_width_or_more_is_reported_where_a_gpu_clamps_the_count()
     assert mask.tolist() == [7, 2**31 - 1]
 
 
-CAS_SUMS = r"""
+CAS_ADD = r"""
 // the CUDA guide's atomicAdd of doubles by a CAS loop (caffe's caffe_gpu_atomic_add<double>)
 __device__ void cas_add(double* address, double value)
 {
@@ -864,6 +830,8 @@ __device__ void cas_add(double* address, double value)
         old = atomicCAS(bits, assumed, __double_as_longlong(value + __longlong_as_double(assumed)));
     } while (assumed != old);
 }
+"""
+CAS_SUMS = CAS_ADD + r"""
 extern "C" __global__ void cas_sum(const double* x, int n, double* total)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) cas_add(total, x[i]);
@@ -890,6 +858,31 @@ def test_a_cas_loop_sum_of_cancelling_doubles_is_compared_up_to_rounding_and_int
     with pytest.raises(KernelError, match=r"keys_and_race: the result depends on the order"):
         RawModule(code=CAS_SUMS, check=True).get_function("keys_and_race")(
             (1,), (32,), (np.zeros(32, np.uint32), np.zeros(1, np.float32)))
+
+
+COMPLEX_SUMS = CAS_ADD + r"""
+// MAGMA's zatomic_add: each part of a complex sum added by the Programming Guide's atomicCAS loop of
+// doubles (CAS_ADD, above), and a complex64 one by atomicAdd of its parts
+#include <cuComplex.h>
+extern "C" __global__ void complex_sums(const double* x, cuDoubleComplex* total, cuFloatComplex* total32)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    cas_add(&total[0].x, x[i]);
+    cas_add(&total[0].y, -x[i]);
+    atomicAdd(&total32[0].x, (float)x[i]);
+    atomicAdd(&total32[0].y, -(float)x[i]);
+}
+"""
+
+
+def test_atomic_sums_into_complex_arrays_are_compared_up_to_their_rounding():
+    # reported as races for a difference of an ulp until 2026-11-27: the rounding allowed between the
+    # two orders applied to float arrays only, not to a complex array's parts
+    x = np.random.default_rng(3).standard_normal(256) * 10
+    total, total32 = np.zeros(1, np.complex128), np.zeros(1, np.complex64)
+    RawModule(code=COMPLEX_SUMS, check=True).get_function("complex_sums")((4,), (64,), (x, total, total32))
+    assert abs(total[0] - (x.sum() - 1j * x.sum())) < 1e-12 * np.abs(x).sum()
+    assert abs(total32[0] - (x.sum() - 1j * x.sum())) < 1e-5 * np.abs(x).sum()
 
 
 ATOMIC_REFS = r"""
