@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import signal
 import sys
@@ -526,6 +527,11 @@ def test_ctrl_c_in_the_first_second_ends_in_one_line(command, tmp_path):
         out, err = job.communicate(timeout=60)
         if err.startswith("Fatal Python error: init_import_site"):
             continue  # CPython's own start-up (site-packages' .pth files) had not finished
+        frames = re.findall(r'^\s*File "([^"]*)"', err, re.M)
+        if "KeyboardInterrupt" in err and frames and all(frame.startswith("<frozen ") for frame in frames):
+            # runpy still finding or compiling the command's module (a fresh clone has no .pyc yet: seen
+            # in CI under load), before any line of it runs: CPython's too
+            continue
         reached_the_project += 1
         assert "Traceback" not in err, f"SIGINT after {delay} s:\n{err}"
         if job.returncode == 0:
