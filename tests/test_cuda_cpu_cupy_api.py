@@ -272,6 +272,49 @@ def test_a_cpp_kernel_built_by_nvcc_is_found_by_its_mangled_name():
         module.get_function("_Z6absentPi")
 
 
+def test_a_kernel_asked_for_by_its_mangled_name_later_leaves_the_modules_globals_as_they_are():
+    # the module is built again with the new instance: its __device__ and __constant__ variables went
+    # back to their initial values (ccminer's keccak256 lost the target it had been given, until
+    # 2026-11-27), where a GPU's get_function leaves the module's globals alone
+    code = ('__constant__ unsigned target[2] = {0, 7};\n'
+            'extern "C" __global__ void first(unsigned* out) { out[0] = target[0]; out[1] = target[1]; }\n'
+            '__global__ void second(unsigned* out) { out[0] = target[0] + target[1]; }\n')
+    module = RawModule(code=code, backend="nvcc")
+    module.get_global("target").view(np.uint32)[:] = [1234, 55]
+    out = np.zeros(2, np.uint32)
+    module.get_function("first")((1,), (1,), (out,))
+    assert out.tolist() == [1234, 55]
+    module.get_function("_Z6secondPj")((1,), (1,), (out,))
+    assert out[0] == 1234 + 55
+    module.get_function("first")((1,), (1,), (out,))
+    assert out.tolist() == [1234, 55]
+
+
+HOST_DEFINES = r"""
+// crt/host_defines.h's qualifiers, which NVRTC and nvcc see: ccminer redeclares a built-in with
+// __device_builtin__ and aligns its vectors with __builtin_align__
+extern __device__ __device_builtin__ void __syncthreads(void);
+typedef struct __builtin_align__(16) { uint2 low, high; } uint4x2;
+struct __device_builtin__ pair { unsigned a, b; };
+extern "C" __global__ void qualified(unsigned* out)
+{
+    uint4x2 q;
+    q.low = make_uint2(1, 2);
+    __syncthreads();
+    const pair p = {3, 4};
+    out[0] = q.low.y + p.b + (unsigned)alignof(uint4x2);
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "nvcc"])
+def test_host_defines_qualifiers_build(backend):
+    # "`__device_builtin__` does not name a type" until 2026-11-27
+    out = np.zeros(1, np.uint32)
+    RawModule(code=HOST_DEFINES, backend=backend).get_function("qualified")((1,), (1,), (out,))
+    assert out[0] == 2 + 4 + 16
+
+
 
 NAMESPACED = r"""
 // caffe's way: every kernel in a namespace, one name overloaded for float and double; NVRTC's

@@ -190,12 +190,14 @@ class RawModule:
             return
         self._mangled[name] = expression
         if expression not in self._index:
-            self._kernels = None
+            before, self._kernels = self._kernels, None
             try:
                 self.compile()
             except build.KernelBuildError:
                 del self._mangled[name]  # names no kernel of the code: the module as it was
                 self.compile()
+            if before is not None:  # on a GPU get_function leaves the module's globals as they are
+                self._kernels.take_variables(before)
 
     def get_function(self, name: str) -> RawKernel:
         """The kernel `name`: one of name_expressions, an extern "C" kernel of the code, or a C++

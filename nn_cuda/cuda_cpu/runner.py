@@ -249,6 +249,17 @@ class LoadedKernels:
                         f"holds an address within {argument} as this launch passed it, which a later launch "
                         f"reading through it would find gone: {how}")
 
+    def take_variables(self, other: LoadedKernels) -> None:
+        """The values of `other`'s variables (a build of the same code with fewer instances) in this
+        library's variables of the same names: a module rebuilt for a kernel asked for by its mangled
+        name keeps what get_global wrote (reset to their initial values until 2026-11-27; ccminer's
+        keccak256 reads its target from a __constant__ one)."""
+        mine = {symbol: (address, size) for address, size, symbol in self._code_variables().regions}
+        theirs = other._code_variables()
+        for symbol, contents in theirs.named(theirs.save()):
+            if symbol in mine and mine[symbol][1] == len(contents):
+                ctypes.memmove(mine[symbol][0], contents, len(contents))
+
     def _code_variables(self) -> _GlobalVariables:
         """The code's __device__ and __constant__ variables (found with nm once; none without nm)."""
         if self._variables is None:

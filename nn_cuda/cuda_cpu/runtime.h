@@ -75,6 +75,15 @@
 // GCC's attribute, as CUDA's headers define it for a GCC host: it may stand among the specifiers
 // (`__shared__ __align__(16) float tile[...]`), where C++'s alignas may not.
 #define __align__(n) __attribute__((aligned(n)))
+// crt/host_defines.h's other qualifiers, which NVRTC's and nvcc's builds both see (ccminer redeclares
+// __syncthreads() with __device_builtin__ and aligns its vectors with __builtin_align__; a build
+// error until 2026-11-27). NVRTC has no __CUDA_ALIGN__, nor does the runner.
+#define __builtin_align__(n) __attribute__((aligned(n)))
+#define __device_builtin__
+#define __device_builtin_texture_type__
+#define __device_builtin_surface_type__
+#define __cudart_builtin__
+#define __no_return__ __attribute__((noreturn))
 // One static array per kernel instance: each host thread runs one block at a time (and in the checking
 // mode blocks take turns and copy their own in), so it is the block's memory; a thread_local one in
 // the build whose blocks run on several host threads. "used" keeps it (and its address) visible, so
