@@ -850,6 +850,29 @@ def test_every_form_of_unroll_pragma_builds_and_computes_the_same(check):
     assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6, out  # 48 float32 additions
 
 
+EXTERN_SHARED_ROWS = r"""
+// sgl-kernel's top-k: extern __shared__ memory as rows of 4 ints, declared after an indented directive
+extern "C" __global__ void rows(const int* x, int* out)
+{
+    #ifdef ROWS_OF_4
+    extern __shared__ int rows[][4];
+    #endif
+    rows[threadIdx.x / 4][threadIdx.x % 4] = x[threadIdx.x];
+    __syncthreads();
+    out[threadIdx.x] = rows[(blockDim.x - 1 - threadIdx.x) / 4][(blockDim.x - 1 - threadIdx.x) % 4];
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_extern_shared_rows_after_an_indented_directive_are_the_dynamic_shared_memory(check):
+    # `[][4]` and a `#ifdef` indented before the declaration each stopped the build until 2026-11-27
+    x, out = np.arange(32, dtype=np.int32), np.zeros(32, np.int32)
+    RawModule(code=EXTERN_SHARED_ROWS, options=("-DROWS_OF_4",), check=check).get_function("rows")(
+        (1,), (32,), (x, out), shared_mem=32 * 4)
+    np.testing.assert_array_equal(out, x[::-1])
+
+
 BLOCK_SUM_HEADER = """#pragma once
 // FasterTransformer's reduce_kernel_utils.cuh: a block sum through a `static __shared__` array
 template <typename T> __inline__ __device__ T block_sum(T value)

@@ -434,11 +434,13 @@ DYNAMIC_SHARED_FLAG = "-DNN_CUDA_CPU_DYNAMIC_SHARED"
 _PARENTHESES = r"\((?:[^()]|\([^()]*\))*\)"
 _UNSIZED_ARRAY = re.compile(r"(?P<specifiers>(?:[^;{}()]|" + _PARENTHESES
                             + r")*?)\b(?P<name>[A-Za-z_]\w*)[ \t]*\[[ \t]*\][ \t]*"
+                            + r"(?P<dims>(?:\[[^\[\];]+\][ \t]*)*)"  # `int s[][4];`: sgl-kernel's top-k
                             + r"(?:__align__[ \t]*" + _PARENTHESES + r"[ \t]*)?;")  # `char smem[] __align__(16);`
 _ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*" + _PARENTHESES)
 #: blank space, line continuations (in a macro), comments and preprocessor lines (what may stand
 #: between a declaration and the last ;)
-_LEADING_NON_CODE = re.compile(r"(?:\s+|\\\n|//[^\n]*|/\*.*?\*/|(?<![^\n])[ \t]*#[^\n]*)*", re.DOTALL)
+_LEADING_NON_CODE = re.compile(r"(?:(?<![^\n])[ \t]*#[^\n]*|(?:[ \t]*\n)+|[ \t]+|\\\n|//[^\n]*|/\*.*?\*/)*",
+                               re.DOTALL)  # a directive first, indented too (sgl-kernel's `    #ifdef`)
 
 
 #: `__shared__ alignas(...)`: C++'s alignas may not follow a specifier here (__shared__ is `static`)
@@ -480,8 +482,9 @@ def dynamic_shared_as_references(code: str) -> str:
         lines = "".join("\\\n" if code[k - 1] == "\\" else "\n" for k in range(start + len(leading), end)
                         if code[k] == "\n")
         # each host thread has its own region (runtime.h): a reference at file scope is one per thread too
-        pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element} (&{declaration['name']})[] = "
-                   f"*reinterpret_cast<{element} (*)[]>(::nn_cuda_cpu::dynamic_shared);{lines}"]
+        dims = "".join(declaration["dims"].split())
+        pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element} (&{declaration['name']})[]{dims} = "
+                   f"*reinterpret_cast<{element} (*)[]{dims}>(::nn_cuda_cpu::dynamic_shared);{lines}"]
         done = end
     return "".join(pieces) + code[done:]
 
