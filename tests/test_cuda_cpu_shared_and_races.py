@@ -1094,3 +1094,33 @@ extern "C" __global__ void last_block(float* out, int* winner)
         with pytest.raises(KernelError, match=r"last_block: the result depends on the order in which the threads of "
                                               r"a block run .*blocks share global memory"):
             kernel((blocks,), (32,), (np.zeros(blocks * 32, np.float32), np.zeros(1, np.int32)))
+
+
+RESET_AND_TOTAL = r"""
+// sgl-kernel's moe_lora_align_block_size: both blocks of a pair clear a total at their start, and
+// the first stores it at its end, after counting with atomics on __shared__ memory
+extern "C" __global__ void reset_and_total(int* total)
+{
+    __shared__ int count;
+    if (threadIdx.x == 0) total[0] = 0;
+    __syncthreads();
+    if (blockIdx.x == 1) return;
+    if (threadIdx.x == 0) count = 0;
+    __syncthreads();
+    atomicAdd(&count, 1);
+    __syncthreads();
+    if (threadIdx.x == 0) total[0] = count;
+}
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_race_between_blocks_after_atomics_on_shared_memory_is_reported(monkeypatch, seed):
+    # a thread's first atomic on __shared__ memory lets the others of its block go first; the block
+    # then gave its turn to the other one in the mirrored run, whose clearing came before the total
+    # in both runs, and the race went unreported at every seed until 2026-11-27. (A seed whose first
+    # run had the clearing block finish last still misses it: docs/kernels.md.)
+    monkeypatch.setenv("NN_CUDA_CPU_SEED", str(seed))
+    kernel = RawModule(code=RESET_AND_TOTAL, check=True).get_function("reset_and_total")
+    with pytest.raises(KernelError, match=r"reset_and_total: the result depends on the order"):
+        kernel((2,), (64,), (np.full(1, -1, np.int32),))

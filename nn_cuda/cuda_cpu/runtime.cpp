@@ -131,6 +131,7 @@ struct PhaseCounts {
     size_t at_barrier = 0;
     size_t at_warp_sync = 0;
     size_t yielded = 0;
+    size_t shared_atomic_turns = 0;  // of the yielded: lanes letting the others of the block at an atomic first
     size_t done = 0;
 };
 static NN_CUDA_CPU_PER_WORKER PhaseCounts phase;
@@ -753,6 +754,7 @@ bool lanes_take_turns_at_shared_atomics(const void* address)
         return false;
     }
     current->shared_atomic_turn_at = current->syncs_passed;
+    ++phase.shared_atomic_turns;
     yield_thread();
     return true;
 }
@@ -1124,7 +1126,11 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
                     order.push_back(t);
                 }
             }
-            end_of_phase(true);
+            // a block whose threads yielded only to let the others of the block reach an atomic on
+            // __shared__ memory first waits for no other block: in the mirrored run it keeps its
+            // turn (it lost it to a later block, and sgl-kernel's race between blocks on a total
+            // went unreported, until 2026-11-27)
+            end_of_phase(phase.yielded > phase.shared_atomic_turns);
             continue;
         }
         if (released > 0) {
