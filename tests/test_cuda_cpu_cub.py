@@ -586,3 +586,32 @@ def test_a_name_of_cubs_the_runner_lacks_stops_the_build_in_one_line():
     with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):4: the CPU runner does not support "
                                                r"cub::ThreadReduce \(its CUB is a subset of CUB's"):
         RawModule(code=code).get_function("k")
+
+
+SCAN_IN_DYNAMIC_SHARED = r"""
+#include <cub/block/block_scan.cuh>
+// A block scan in dynamic shared memory of the size CUB's TempStorage has on a GPU (32 bytes for
+// ints over 128 threads with warp scans)
+extern "C" __global__ void scan_in_dynamic(const int* x, int* out, unsigned* size)
+{
+    typedef cub::BlockScan<int, 128, cub::BLOCK_SCAN_WARP_SCANS> Scan;
+    extern __shared__ __align__(16) unsigned char smem[];
+    int inclusive;
+    Scan(*reinterpret_cast<Scan::TempStorage*>(smem)).InclusiveSum(x[threadIdx.x], inclusive);
+    out[threadIdx.x] = inclusive;
+    if (threadIdx.x == 0) size[0] = sizeof(Scan::TempStorage);
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_block_scans_storage_fits_in_the_shared_memory_cub_sizes_for_it(check):
+    # the runner's scan kept a value per thread (516 bytes here): CUB-sized memory was reported as
+    # written past its end, and a tile of 46 KiB beside a scan of 1024 threads passed the 48 KiB limit
+    # (until 2026-11-27); it keeps a value per warp now, as CUB's warp scans do
+    x = np.random.default_rng(8).integers(-9, 9, 128).astype(np.int32)
+    out, size = np.zeros(128, np.int32), np.zeros(1, np.uint32)
+    RawModule(code=SCAN_IN_DYNAMIC_SHARED, check=check).get_function("scan_in_dynamic")(
+        (1,), (128,), (x, out, size), shared_mem=32)
+    np.testing.assert_array_equal(out, np.cumsum(x))
+    assert size[0] <= 32

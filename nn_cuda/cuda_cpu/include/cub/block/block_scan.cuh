@@ -1,13 +1,12 @@
-// cub::BlockScan on the CPU runner (written for it; see cub/cub.cuh), as CUB's raking scan: each
-// thread stores its value in the TempStorage, the block meets at __syncthreads(), the lanes of the
-// first warp scan a segment of consecutive values each and the segments' totals by shuffles, write
-// every value's exclusive prefix in its place, and the block meets again for each thread to read its
-// own. Every algorithm of BlockScanAlgorithm computes so (WARP_SCANS groups a floating-point sum
+// cub::BlockScan on the CPU runner (written for it; see cub/cub.cuh), as CUB's warp-scans scan: each
+// warp scans its values by shuffles, its last lane stores the warp's total in the TempStorage, the
+// block meets at __syncthreads(), and each thread folds the totals of the warps before its own. So
+// the TempStorage holds a value per warp, and the block's prefix, no more than CUB's (a value per
+// thread until 2026-11-27, 16 to 21 times CUB's: CUB-sized dynamic shared memory was reported as
+// overrun). Every algorithm of BlockScanAlgorithm computes so (RAKING groups a floating-point sum
 // otherwise on a GPU, which changes its rounding only). A prefix callback is called by the lanes of
 // the first warp with the block's total, and lane 0's answer goes first, as in CUB. As in CUB, a
-// second collective on the same TempStorage needs a __syncthreads() before it (two scans in a row
-// happen to be safe here, each thread reading back only its own place; a reduction after a scan,
-// or two reductions, are not).
+// second collective on the same TempStorage needs a __syncthreads() before it.
 #pragma once
 #include "../thread/thread_operators.cuh"
 
@@ -23,12 +22,12 @@ template <typename T, int BLOCK_DIM_X, BlockScanAlgorithm ALGORITHM = BLOCK_SCAN
           int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
 class BlockScan {
     static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
-    // the values a lane of the first warp scans in turn
-    static constexpr int nn_cuda_cpu_segment = (BLOCK_THREADS + nn_cuda_cpu_detail::kWarpThreads - 1) / nn_cuda_cpu_detail::kWarpThreads;
+    static constexpr int nn_cuda_cpu_warps =
+        (BLOCK_THREADS + nn_cuda_cpu_detail::kWarpThreads - 1) / nn_cuda_cpu_detail::kWarpThreads;
     static_assert(BLOCK_THREADS >= 1 && BLOCK_THREADS <= 1024, "cub::BlockScan: a block has 1 to 1024 threads");
     struct nn_cuda_cpu_layout {
-        T items[BLOCK_THREADS];
-        T aggregate;
+        T warp_totals[nn_cuda_cpu_warps];
+        T block_prefix;  // what a prefix callback gave
     };
     // a thread's exclusive prefix (none in thread 0) and the block's total
     struct nn_cuda_cpu_prefix {
@@ -255,47 +254,50 @@ private:
     };
 
     // This thread's exclusive prefix and the block's total; with a callback, the prefix it gives
-    // the block goes first (then every thread has a prefix). Each thread stores its value, the block
-    // meets, the lanes of the first warp scan a segment of consecutive values each, then the
-    // segments' totals by shuffles, and write each value's exclusive prefix in its place; the block
-    // meets again and each thread reads its own.
+    // the block goes first (then every thread has a prefix). Each warp scans its values by shuffles
+    // up and its last lane stores the warp's total; the block meets; each thread folds the totals of
+    // the warps before its own, then its warp's values before it (the operands in their order: the
+    // operator need not commute).
     template <typename Op, typename nn_cuda_cpu_callback = NoCallback>
     nn_cuda_cpu_prefix prefix(T input, Op& op, nn_cuda_cpu_callback* callback = nullptr)
     {
         using namespace nn_cuda_cpu_detail;
         const int rank = block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>("cub::BlockScan");
-        storage_.items[rank] = input;
-        __syncthreads();
-        if (rank < kWarpThreads) {
-            const int first = rank * nn_cuda_cpu_segment, end = first + nn_cuda_cpu_segment < BLOCK_THREADS ? first + nn_cuda_cpu_segment : BLOCK_THREADS;
-            T total = storage_.items[first < end ? first : 0];
-            for (int k = first + 1; k < end; ++k) {
-                total = op(total, storage_.items[k]);
-            }
-            const T inclusive = warp_inclusive_scan<kWarpThreads>(total, op, rank);
-            const T before = shuffle_any(inclusive, [&](auto v) { return __shfl_up_sync(present_lanes(), v, 1); });
-            const T aggregate = warp_broadcast<kWarpThreads>(inclusive, (BLOCK_THREADS + nn_cuda_cpu_segment - 1) / nn_cuda_cpu_segment - 1);
-            bool has = rank > 0;
-            T running = before;
-            if (callback != nullptr) {
-                const T block_prefix = warp_broadcast<kWarpThreads>((*callback)(aggregate), 0);  // lane 0's
-                running = has ? op(block_prefix, before) : block_prefix;
-                has = true;
-            }
-            for (int k = first; k < end; ++k) {
-                const T item = storage_.items[k];
-                if (has) {
-                    storage_.items[k] = running;
-                }
-                running = has ? op(running, item) : item;
-                has = true;
-            }
-            if (rank == 0) {
-                storage_.aggregate = aggregate;
-            }
+        const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
+        const int lanes = BLOCK_THREADS - warp * kWarpThreads < kWarpThreads ? BLOCK_THREADS - warp * kWarpThreads
+                                                                            : kWarpThreads;
+        const T inclusive = warp_inclusive_scan<kWarpThreads>(input, op, lane);
+        const T before = shuffle_any(inclusive, [&](auto v) { return __shfl_up_sync(present_lanes(), v, 1); });
+        if (lane == lanes - 1) {
+            storage_.warp_totals[warp] = inclusive;
         }
         __syncthreads();
-        return nn_cuda_cpu_prefix{storage_.items[rank], rank > 0 || callback != nullptr, storage_.aggregate};
+        T aggregate = storage_.warp_totals[0];
+        for (int w = 1; w < nn_cuda_cpu_warps; ++w) {
+            aggregate = op(aggregate, storage_.warp_totals[w]);
+        }
+        bool has = false;
+        T value = input;  // no value yet (thread 0's has none without a callback)
+        if (callback != nullptr) {
+            if (warp == 0) {
+                const T block_prefix = warp_broadcast<kWarpThreads>((*callback)(aggregate), 0);  // lane 0's
+                if (lane == 0) {
+                    storage_.block_prefix = block_prefix;
+                }
+            }
+            __syncthreads();
+            value = storage_.block_prefix;
+            has = true;
+        }
+        for (int w = 0; w < warp; ++w) {
+            value = has ? op(value, storage_.warp_totals[w]) : storage_.warp_totals[w];
+            has = true;
+        }
+        if (lane > 0) {
+            value = has ? op(value, before) : before;
+            has = true;
+        }
+        return nn_cuda_cpu_prefix{value, has, aggregate};
     }
 
     nn_cuda_cpu_layout& storage_;
