@@ -327,6 +327,7 @@ class LoadedKernels:
         order. Not when a struct argument holds a pointer: what it points to is no argument, so it is
         neither guarded nor put back between the runs, and a second run would start from the first
         one's results."""
+        self._first_variables = None  # set once this launch's first run has left them
         with _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers):
             start = buffers.snapshot()
             variables = self._variables.save()
