@@ -540,6 +540,14 @@ extern "C" __global__ void warp_sums(const int* x, int* out)
                           : cub::WarpReduce<int>(storage[warp]).Sum(x[threadIdx.x]);
     if (threadIdx.x % 32 == 0) out[warp] = sum;
 }
+// CUB's warp aggregate is the last lane's inclusive value: lane 31, which a partial warp has not
+extern "C" __global__ void warp_totals(const int* x, int* out)
+{
+    __shared__ cub::WarpScan<int>::TempStorage storage[2];
+    int inclusive, total;
+    cub::WarpScan<int>(storage[threadIdx.x / 32]).InclusiveSum(x[threadIdx.x], inclusive, total);
+    if (threadIdx.x % 32 == 0) out[threadIdx.x / 32] = total;
+}
 // CCCL's block tests rank threads by cub::RowMajorTid; CUB_MAX is CUB 2.x's macro
 extern "C" __global__ void ranks(int* out)
 {
@@ -577,6 +585,14 @@ def test_a_warp_reduce_without_valid_items_in_a_partial_warp_reads_absent_lanes_
                                           r"warp, shuffles with mask 0x000000ff from lane \d+, which the block does "
                                           r"not have .* reaches args\[1\]\[1\]"):
         module.get_function("warp_sums")((1,), (40,), (np.ones(40, np.int32), np.zeros(2, np.int32)))
+    # and so does WarpScan's aggregate there (the sum of the 8 lanes the block has, until 2026-11-27)
+    with pytest.raises(KernelError, match=r"warp_totals: thread \(\d+, 0, 0\) of block \(0, 0, 0\), lane \d+ of its "
+                                          r"warp, shuffles with mask 0x000000ff from lane 31, which the block does "
+                                          r"not have"):
+        module.get_function("warp_totals")((1,), (40,), (np.ones(40, np.int32), np.zeros(2, np.int32)))
+    totals = np.zeros(2, np.int32)
+    module.get_function("warp_totals")((1,), (64,), (np.ones(64, np.int32), totals))  # whole warps: right
+    assert totals.tolist() == [32, 32]
 
 
 def test_a_name_of_cubs_the_runner_lacks_stops_the_build_in_one_line():

@@ -113,11 +113,12 @@ private:
         return nn_cuda_cpu_detail::shuffle_any(
             value, [&](auto v) { return __shfl_up_sync(mask, v, 1, LOGICAL_WARP_THREADS); });
     }
-    // the last lane's inclusive value (the last the block has, in a partial warp)
+    // the last lane's inclusive value, as CUB broadcasts it: in a partial warp a lane the block has
+    // not, whose value is undefined on a GPU (the runner's fill, reported in the checking mode; the
+    // last lane the block has until 2026-11-27)
     T total(const T& inclusive) const
     {
-        const int last = nn_cuda_cpu_detail::logical_warp_lanes(LOGICAL_WARP_THREADS) - 1;
-        return nn_cuda_cpu_detail::warp_broadcast<LOGICAL_WARP_THREADS>(inclusive, last);
+        return nn_cuda_cpu_detail::warp_broadcast<LOGICAL_WARP_THREADS>(inclusive, LOGICAL_WARP_THREADS - 1);
     }
 
     int lane_;
