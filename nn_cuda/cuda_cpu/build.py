@@ -765,6 +765,11 @@ _RUNNER_MACRO = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+):\d+: note: in expa
                            r"[‘'`](?P<macro>\w+)[’']", re.M)
 
 
+def _runners_own(path: Path) -> bool:
+    """Whether a file the compiler names is one of the runner's own (runtime.h and its CUDA headers)."""
+    return path.parent == RUNTIME_HEADER.parent or INCLUDE_DIR in path.parents
+
+
 def _option_macro_in_runner(log: str, flags) -> str | None:
     """The one-line message for a -D macro of the options (`flags`) whose name the runner's own headers
     use (a template parameter `T`, `A`, `P`, ...), or None: every build then fails inside those headers."""
@@ -772,7 +777,7 @@ def _option_macro_in_runner(log: str, flags) -> str | None:
                if flag.startswith("-D") and not flag.startswith(("-D__", "-DNN_CUDA_CPU_"))}  # not the runner's own
     for found in _RUNNER_MACRO.finditer(log):
         path = Path(found["file"])
-        if found["macro"] in defined and (path.parent == RUNTIME_HEADER.parent or INCLUDE_DIR in path.parents):
+        if found["macro"] in defined and _runners_own(path):
             macro = found["macro"]
             return (f"-D{macro}: the option's macro `{macro}` also replaces that name in the CPU runner's own "
                     f"headers ({path.name}:{found['line']}), which the build includes before the code; give the "
@@ -819,8 +824,6 @@ _ASSEMBLER_ERROR_AT = re.compile(r"^(?P<where>\S.*?:\d+): Error: ", re.M)
 
 #: the file of each error the compiler places ("(RawModule code):3:5: error: ...")
 _ERROR_AT = re.compile(r"^(\S.*?):\d+:(?:\d+:)? error: ", re.M)
-#: the runner's own header, where the instance table's macro expands
-_RUNNER_HEADERS = ("runtime.h",)
 
 
 def _instance_row(log: str, plan: _Plan) -> str | None:
@@ -830,7 +833,8 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
     kernel that the C library's C++ overloads make ambiguous (`index`, `rindex`); the host compiler's
     message is about the runner's instance table."""
     code, _, table = plan.unit.partition(f"#line 1 {_quoted(f'({plan.table})')}\n")
-    if any(where != f"({plan.table})" and not where.endswith(_RUNNER_HEADERS) for where in _ERROR_AT.findall(log)):
+    # (the instance table's macro expands in runtime.h, the runner's own)
+    if any(where != f"({plan.table})" and not _runners_own(Path(where)) for where in _ERROR_AT.findall(log)):
         return None  # the code's own errors come first, as in NVRTC's log
     rows = table.splitlines()
     for line in re.findall(rf"^{re.escape(f'({plan.table})')}:(\d+):", log, re.M):

@@ -95,11 +95,10 @@ class RawModule:
         self._flags = build.host_flags(self.options, backend)  # a wrong option fails here, not at the build
         # extern __shared__ arrays as references to the runtime's region, and __shared__ variables
         # at file scope marked, in the code and in the headers it includes
-        aligned = alignas_before_shared(code)
-        headers = shared_headers.reachable(aligned, self._flags)
-        if any(dynamic_shared_as_references(text) != text for text in (aligned, *headers.values())):
+        headers = shared_headers.reachable(code, self._flags)
+        if any(dynamic_shared_as_references(text) != text for text in (code, *headers.values())):
             self._flags.append(DYNAMIC_SHARED_FLAG)  # the checking mode watches the end of that memory
-        self._cpu_code = shared_headers.rewritten(cpu_declarations(aligned), self._flags, cpu_declarations)
+        self._cpu_code = shared_headers.rewritten(cpu_declarations(code), self._flags, cpu_declarations)
         pre_included = build.pre_included(self.options)  # nvcc's --pre-include too
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
             self._cpu_code = (nvrtc_headers.prelude() + nvrtc_headers.own_integer_types(code)

@@ -65,7 +65,7 @@ _UNDEFINED_LANE_READ = 3
 #: which fmaxf, a comparison or a max cannot drop as they drop a NaN
 POISON_FILL, MIRRORED_FILL = 0xFF, 0x7F
 #: half the magnitude of MIRRORED_FILL's bytes as a float (3.4e38): an atomic sum that large holds the fill
-_FILL_MAGNITUDE = 1.7e38
+_FILL_MAGNITUDE = float(np.frombuffer(bytes([MIRRORED_FILL]) * 4, np.float32)[0]) / 2
 _SIGNALS = {
     _STACK_OVERFLOW: ("a thread's local variables outgrew its stack (64 KiB each on the CPU runner), or an index "
                       "past the end of a local array wrote over it: a large local array? Put it in __shared__ or "
@@ -230,8 +230,10 @@ class LoadedKernels:
         variables = self._code_variables()
         if not copies or not variables.regions:
             return
-        for symbol, contents in variables.named(variables.save()):
-            words = np.frombuffer(contents, np.uint64, count=len(contents) // 8)
+        for address, size, symbol in variables.regions:  # read in place: this runs after every launch
+            if size < 8:
+                continue
+            words = np.ctypeslib.as_array((ctypes.c_uint64 * (size // 8)).from_address(address))
             for start, end, argument in copies:
                 inside = np.flatnonzero((words >= start) & (words < end))
                 if inside.size:

@@ -815,12 +815,19 @@ unsigned awaited_lanes(const Fiber& fiber, size_t threads, unsigned returned)
 size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 {
     const size_t warps = (threads + kWarpSize - 1) / kWarpSize;
-    std::vector<unsigned> arrived(warps, 0u), returned(warps, 0u);
+    // per warp: the lanes at a sync, those returned, the slot each lane wrote (written_slots), and
+    // whether the lanes at a sync name more than one mask (else none need comparing below)
+    std::vector<unsigned> arrived(warps, 0u), returned(warps, 0u), slots(warps, 0u), mask(warps, 0u);
+    std::vector<bool> masks_differ(warps, false);
     for (size_t t = 0; t < threads; ++t) {
+        const size_t w = t / kWarpSize;
+        slots[w] |= (fibers[t].warp_syncs & 1u) << (t % kWarpSize);
         if (fibers[t].state == State::at_warp_sync) {
-            arrived[t / kWarpSize] |= 1u << (t % kWarpSize);
+            masks_differ[w] = masks_differ[w] || (arrived[w] != 0 && fibers[t].warp_mask != mask[w]);
+            mask[w] = fibers[t].warp_mask;
+            arrived[w] |= 1u << (t % kWarpSize);
         } else if (fibers[t].state == State::done) {
-            returned[t / kWarpSize] |= 1u << (t % kWarpSize);
+            returned[w] |= 1u << (t % kWarpSize);
         }
     }
     for (size_t t = 0; t < threads; ++t) {
@@ -845,19 +852,18 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
         // and a lane at a sync of another (a ballot of 8 lanes) is not at this one
         const unsigned needed = awaited_lanes(fiber, threads, returned[t / kWarpSize]);
         const size_t base = t - t % kWarpSize;
-        unsigned same_mask = 0;
-        for (size_t u = base; u < std::min(threads, base + kWarpSize); ++u) {
-            same_mask |= fibers[u].state == State::at_warp_sync && fibers[u].warp_mask == fiber.warp_mask
-                             ? 1u << (u - base) : 0u;
+        unsigned same_mask = arrived[t / kWarpSize];
+        if (masks_differ[t / kWarpSize]) {
+            same_mask = 0;
+            for (size_t u = base; u < std::min(threads, base + kWarpSize); ++u) {
+                same_mask |= fibers[u].state == State::at_warp_sync && fibers[u].warp_mask == fiber.warp_mask
+                                 ? 1u << (u - base) : 0u;
+            }
         }
-        if ((arrived[t / kWarpSize] & same_mask & needed) == needed) {
+        if ((same_mask & needed) == needed) {
             fiber.warp_participants = needed;
             released.push_back(t);
         }
-    }
-    std::vector<unsigned> slots(warps);
-    for (size_t w = 0; w < warps; ++w) {  // before the released lanes count their sync
-        slots[w] = written_slots(w * kWarpSize, std::min(threads, (w + 1) * kWarpSize));
     }
     for (size_t t : released) {
         --warp_head(fibers[t]).warp_waiting;
