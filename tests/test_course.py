@@ -319,3 +319,17 @@ def test_a_backend_this_machine_cannot_run_is_one_error_not_a_failed_task(tmp_pa
     printed = capsys.readouterr()
     assert printed.err.strip() == "nn_cuda.grade: error: the 'cupy' backend needs a GPU here" and printed.out == ""
     assert not (tmp_path / "out").exists()
+
+
+def test_the_verdict_of_a_rank_that_raises_is_also_written_where_the_check_reads_it(tmp_path):
+    # MPI_Abort may end mpiexec before it passes the rank's printed line on: the check then said only
+    # "the check ended with status 1: no output" (seen once in CI); the line goes to a file too
+    student = tmp_path / "data_parallel.py"
+    student.write_text("def allreduce_gradients(comm, gradients):\n    comm.Allreduce(gradients)\n")
+    verdict = tmp_path / "verdict.txt"
+    subprocess.run([sys.executable, "-c", f"from nn_cuda.workspace import allreduce_probe; "
+                                          f"allreduce_probe({str(student)!r})"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120,
+                   env={**os.environ, workspace.VERDICT_VARIABLE: str(verdict)})
+    assert re.match(r"task mpi_allreduce: FAIL  TypeError: .*, in allreduce_gradients\(comm, gradients\) at "
+                    r".*data_parallel\.py:2$", verdict.read_text().strip())
