@@ -211,10 +211,6 @@ _SPLITS = [(rows, ranks) for ranks in (1, 2, 3, 4, 7) for rows in (0, 1, 2, 5, 1
 ALLREDUCE_RANKS = 3
 #: seconds a probe of the MPI task may take (a few, when the task is right)
 PROBE_SECONDS = 120
-#: the file where a rank whose call raised also writes its verdict before it ends the job: MPI_Abort
-#: may end mpiexec before it has passed the rank's printed line on (seen once in CI: "the check ended
-#: with status 1: no output")
-VERDICT_VARIABLE = "NN_CUDA_TASK_VERDICT"
 
 
 def _load(path: Path):
@@ -235,20 +231,21 @@ def _raised(task_name: str, error: BaseException, path: Path, call: str) -> str:
 def _check_mpi_task(path: Path, task: Task) -> TaskReport:
     """The split in a process of its own, the Allreduce on ALLREDUCE_RANKS ranks under mpiexec: each
     stopped after PROBE_SECONDS, so a loop that never ends or a rank left waiting is a verdict."""
-    probe = "rows_probe" if task.name == "mpi_rows" else "allreduce_probe"
-    command = [sys.executable, "-c", f"import sys; from nn_cuda.workspace import {probe}; "
-                                     f"sys.exit({probe}({str(path)!r}))"]
-    hang = "a loop that never ends?"
-    if task.name == "mpi_allreduce":
-        try:
-            command = [find_mpiexec(), "-n", str(ALLREDUCE_RANKS), *command]
-        except ParallelError as error:
-            return TaskReport(task, False, [f"task {task.name}: cannot run: {error}"])
-        hang = "does every rank call the collective, once?"
     with tempfile.TemporaryDirectory(prefix="nn_cuda_task_") as folder:
-        verdict = Path(folder) / "verdict.txt"
+        verdict = Path(folder) / "verdict.txt"  # where a rank that ends the job writes its line too
+        probe = "rows_probe" if task.name == "mpi_rows" else "allreduce_probe"
+        given = f"{str(path)!r}" if task.name == "mpi_rows" else f"{str(path)!r}, {str(verdict)!r}"
+        command = [sys.executable, "-c", f"import sys; from nn_cuda.workspace import {probe}; "
+                                         f"sys.exit({probe}({given}))"]
+        hang = "a loop that never ends?"
+        if task.name == "mpi_allreduce":
+            try:
+                command = [find_mpiexec(), "-n", str(ALLREDUCE_RANKS), *command]
+            except ParallelError as error:
+                return TaskReport(task, False, [f"task {task.name}: cannot run: {error}"])
+            hang = "does every rank call the collective, once?"
         job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, env={**os.environ, VERDICT_VARIABLE: str(verdict)})
+                               start_new_session=True)
         try:
             stdout, stderr = job.communicate(timeout=PROBE_SECONDS)
         except subprocess.TimeoutExpired:
@@ -305,10 +302,12 @@ def rows_probe(path: str) -> int:
     return 0
 
 
-def allreduce_probe(path: str) -> int:
+def allreduce_probe(path: str, verdict: str | None = None) -> int:
     """On each rank under mpiexec: rank r's buffer holds (r + 1) (1, 2, ..., 7); after the student's
     allreduce_gradients every rank must hold the sum over the ranks. Rank 0 prints the verdict; a rank
-    whose call raises prints it and ends the job (the others would wait for it)."""
+    whose call raises prints it, writes it to the file `verdict` too (MPI_Abort may end mpiexec before
+    it has passed the printed line on: "the check ended with status 1: no output", seen once in CI),
+    and ends the job (the others would wait for it)."""
     import numpy as np
     from mpi4py import MPI
 
@@ -321,9 +320,9 @@ def allreduce_probe(path: str) -> int:
     except BaseException as error:
         line = _raised("mpi_allreduce", error, path, "allreduce_gradients(comm, gradients)")
         print(line, flush=True)
-        if os.environ.get(VERDICT_VARIABLE):
-            with open(os.environ[VERDICT_VARIABLE], "a") as verdict:
-                verdict.write(line + "\n")
+        if verdict:
+            with open(verdict, "a") as written:
+                written.write(line + "\n")
         comm.Abort(1)
     expected = size * (size + 1) / 2 * np.arange(1, 8, dtype=np.float64)
     wrong = comm.gather(None if np.array_equal(buffer, expected) else (rank, buffer.tolist()), root=0)

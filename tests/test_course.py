@@ -328,8 +328,7 @@ def test_the_verdict_of_a_rank_that_raises_is_also_written_where_the_check_reads
     student.write_text("def allreduce_gradients(comm, gradients):\n    comm.Allreduce(gradients)\n")
     verdict = tmp_path / "verdict.txt"
     subprocess.run([sys.executable, "-c", f"from nn_cuda.workspace import allreduce_probe; "
-                                          f"allreduce_probe({str(student)!r})"],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120,
-                   env={**os.environ, workspace.VERDICT_VARIABLE: str(verdict)})
+                                          f"allreduce_probe({str(student)!r}, {str(verdict)!r})"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
     assert re.match(r"task mpi_allreduce: FAIL  TypeError: .*, in allreduce_gradients\(comm, gradients\) at "
                     r".*data_parallel\.py:2$", verdict.read_text().strip())
