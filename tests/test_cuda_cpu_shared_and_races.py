@@ -510,6 +510,22 @@ extern "C" __global__ void first_of_each(void** rows, float* out)
         RawModule(code=code).get_function("first_of_each")((1,), (4,), (addresses.view(np.float64), out))
 
 
+
+def test_an_array_of_null_pointers_reaches_no_memory_so_its_launch_is_still_compared(capfd):
+    # rows of nulls only (a table whose slots are all empty) point to nothing the kernel can reach:
+    # until 2026-11-27 such a launch ran once, as if they pointed to memory that is no argument, and
+    # the race below, every thread writing out[0], went unreported
+    code = r"""
+extern "C" __global__ void last_empty_row(void** rows, int* out)
+{
+    if (rows[threadIdx.x] == nullptr) out[0] = threadIdx.x;
+}
+"""
+    kernel = RawModule(code=code, check=True).get_function("last_empty_row")
+    with pytest.raises(KernelError, match=r"last_empty_row.*race"):
+        kernel((1,), (32,), (np.zeros(32, np.uint64), np.zeros(1, np.int32)))
+    assert "holds a pointer" not in capfd.readouterr().err
+
 ACTIVE_LANES = r"""
 // The lanes that take the branch ask which lanes run with them, then swap values with their neighbours
 // under that mask (the usual __syncwarp(__activemask()) of code written for independent threads).

@@ -1125,7 +1125,7 @@ def pointers_to_pointers(c_type: str) -> bool:
 
 def _pointer_holders(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[str]:
     """What holds a pointer to memory that is no argument: "args[0] (an array of pointers)" for a
-    pointer to pointers; "args[2] (its bytes 8 to 15)" for a struct argument passed by value
+    pointer to pointers whose array holds an address (one of nulls only reaches no memory); "args[2] (its bytes 8 to 15)" for a struct argument passed by value
     with an 8-byte word that is the address of writable memory of this process (each such word named:
     "its bytes 0 to 7 and 16 to 23") (a struct of matrix
     dimensions and a pointer to their elements), or an array of structs with one ("args[0] (an
@@ -1135,7 +1135,7 @@ def _pointer_holders(launch, names: list[str], variables: list[tuple[str, bytes]
     variable that does (faiss's transposeAny passes its input and its output so). Nothing when nothing
     does, or where the process's memory map cannot be read (/proc/self/maps: Linux)."""
     arrays = [i for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
-              if pointers_to_pointers(c_type) and isinstance(value, np.ndarray)]
+              if pointers_to_pointers(c_type) and isinstance(value, np.ndarray) and value.any()]
     if arrays:
         return [f"{names[i]} (an array of pointers)" for i in arrays]
     holders = [(names[i], bytes(value), None) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
