@@ -412,3 +412,23 @@ def test_an_integer_scalar_of_the_parameters_size_is_taken_where_its_value_fits(
     assert out.tolist() == [11, 9]
     with pytest.raises(TypeError, match=r"argument 2 \(unsigned short\) takes a numpy.uint16, got a numpy.int8"):
         kernel((1,), (1,), (out, np.int32(1), np.int8(7)))
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_pointer_to_an_enum_takes_integers_of_its_size_signed_or_not(check):
+    """An array of an enum's values is NumPy's int32, as the enumerators are ints; GCC makes the
+    underlying type of an enum with no negative enumerator unsigned int, which the code does not
+    choose. Until 2026-11-27 the pointer took only uint32, and the message named "const unsigned int*"
+    for the `const Kind*` the code declares."""
+    code = r"""
+    enum Kind { LEAF, BRANCH, ROOT };
+    extern "C" __global__ void branches(const Kind* kinds, int* out) { out[threadIdx.x] = kinds[threadIdx.x] == BRANCH; }
+    """
+    kernel = RawModule(code=code, check=check).get_function("branches")
+    for dtype in (np.int32, np.uint32):
+        out = np.full(4, -1, np.int32)
+        kernel((1,), (4,), (np.array([0, 1, 2, 1], dtype), out))
+        assert out.tolist() == [0, 1, 0, 1]
+    with pytest.raises(TypeError, match=r"argument 0 \(const enum of 4 bytes\*\) takes an array of 4-byte "
+                                        r"integers, signed or not .* got an array of int64"):
+        kernel((1,), (4,), (np.array([0, 1, 2, 1]), out))

@@ -7,7 +7,8 @@ the bytes whatever the parameter is; here every argument must fit its parameter:
 - a pointer takes a contiguous NumPy array (C or Fortran order: its memory, as CuPy passes it) of the
   pointee's dtype (void* and a pointer to a struct,
   float4* say, take any dtype; char*, whose char is signed or not as the platform chooses, int8 or
-  uint8, as text's bytes are), and a non-const pointer a writeable one; None passes a null
+  uint8, as text's bytes are; a pointer to an enum, "enum of 4 bytes*", integers of its size, signed or
+  not, as its underlying type is one or the other as the compiler chooses), and a non-const pointer a writeable one; None passes a null
   pointer, as CuPy passes it; a pointer to pointers ("void**", "float**") takes an array of
   addresses, 8-byte integers (np.array([a.ctypes.data, ...], np.uint64)), as CuPy takes an array of
   device pointers;
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import re
 
 import numpy as np
 
@@ -39,6 +41,8 @@ from .runner import NARROW_FLOATS, SCALAR_CTYPES, STRUCT_TYPE, pointers_to_point
 #: runtime.h's names of plain char (signed on x86-64, unsigned on ARM): whose signedness code does not
 #: choose, so a char* takes int8 or uint8 (text's bytes are uint8), as CuPy passes any array's pointer
 _PLAIN_CHAR = ("char", "char (unsigned)")
+#: runtime.h's name of an enum pointed to: an array of integers of its size, signed or not
+_ENUM = re.compile(r"enum of (\d+) bytes?")
 
 
 def scalar_dtype(c_type: str) -> np.dtype:
@@ -53,7 +57,7 @@ def unsupported(signature) -> list[int]:
             return True
         if c_type.endswith("*"):
             c_type = c_type[:-1].replace("const ", "", 1)
-            if c_type == "void":
+            if c_type == "void" or _ENUM.fullmatch(c_type):
                 return True
         return c_type in SCALAR_CTYPES or c_type in NARROW_FLOATS or STRUCT_TYPE.fullmatch(c_type) is not None
 
@@ -172,6 +176,10 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
                             f"np.uint64)), got {_given(value)}")
     elif pointee in NARROW_FLOATS and value.dtype.itemsize != 2:
         raise TypeError(f"{where} takes an array of 2-byte items (float16, or uint16 bits), got {_given(value)}")
+    elif enum := _ENUM.fullmatch(pointee):
+        if value.dtype.kind not in "iu" or value.dtype.itemsize != int(enum[1]):
+            raise TypeError(f"{where} takes an array of {enum[1]}-byte integers, signed or not (int32 or uint32 "
+                            f"for an enum of 4 bytes), got {_given(value)}")
     elif pointee in _PLAIN_CHAR:
         if value.dtype not in (np.int8, np.uint8):
             raise TypeError(f"{where} takes an array of int8 or uint8 (plain char is signed or unsigned as the "

@@ -409,12 +409,16 @@ struct narrow_float_name {
 // By value, a struct with a copy constructor of its own is passed too: a GPU's kernel gets the
 // argument's bytes, and the copy constructor that makes the thread's parameter from them here copies
 // the members (CS344's Point2D); so is one whose destructor is not trivial (call_kernel). An enum is
-// its underlying integer type.
+// its underlying integer type; pointed to, "enum of N bytes", which takes an array of either
+// signedness: GCC makes the underlying type unsigned int where no enumerator is negative, which
+// code does not choose and NumPy's int32 (the enumerators' values) does not match.
 template <typename T, bool Pointee = false>
 std::string value_type_name()
 {
     if constexpr (narrow_float_name<T>::value != nullptr) {
         return narrow_float_name<T>::value;
+    } else if constexpr (std::is_enum<T>::value && Pointee) {
+        return "enum of " + std::to_string(sizeof(T)) + (sizeof(T) == 1 ? " byte" : " bytes");
     } else if constexpr (std::is_enum<T>::value) {
         return c_type_name<typename std::underlying_type<T>::type>();
     } else if constexpr (std::is_class<T>::value || std::is_union<T>::value) {
