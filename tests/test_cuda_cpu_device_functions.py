@@ -688,6 +688,15 @@ def test_a_missing_closing_brace_is_named_first_not_buried_under_the_instance_ta
                                  "opened at (RawModule code):2, or one inside it, is never closed)"), first_line
 
 
+def test_a_kernel_header_left_unfinished_is_named_first_not_buried_under_the_instance_tables_errors():
+    # code that ends inside a parenthesis: the instance table is compiled as the rest of a parameter list
+    with pytest.raises(KernelBuildError) as raised:
+        RawModule(code='extern "C" __global__ void k(float* out,\n            int n').get_function("k")
+    first_line = str(raised.value).splitlines()[0]
+    assert first_line.startswith("the RawModule code does not compile for the CPU: a `)` is missing (the "
+                                 "parenthesis opened at (RawModule code):1 is never closed)"), first_line
+
+
 DIRECTED = r"""
 // Row r of out, for mode m = r / 7 (to nearest, toward zero, down, up) and operation r % 7: a + b,
 // a - b, a * b, a / b, 1 / a, sqrt |a|, fma(a, b, c), in the precision T (interval arithmetic's

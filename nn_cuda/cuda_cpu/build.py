@@ -605,20 +605,24 @@ def _verified_build(plan: _Plan) -> tuple[int, Path]:
     return descriptor, target
 
 
-#: the compiler's note on the brace a missing `}` leaves open (GCC quotes it in Unicode or ASCII)
-_UNCLOSED_BRACE = re.compile(r"^(?P<where>.+?:\d+):\d+: note: to match this [‘'`]\{[’']", re.M)
+#: the compiler's note on the brace or parenthesis a missing `}` or `)` leaves open (GCC quotes it in
+#: Unicode or ASCII)
+_UNCLOSED = re.compile(r"^(?P<where>.+?:\d+)(?P<column>:\d+): note: to match this [‘'`](?P<opener>[{(])[’']", re.M)
 
 
 def _missing_brace(log: str) -> str:
-    """": a `}` is missing ...": the line that says why, when the code ends inside a block. The
-    library's instance table, which follows the code, is then compiled inside that block, and the
-    compiler's first messages are about the table, not about the code."""
-    if "at end of input" not in log and "expected '}'" not in log:
-        return ""
-    opened = _UNCLOSED_BRACE.findall(log)
-    if not opened:
-        return ""
-    return f": a `}}` is missing (the block opened at {opened[-1]}, or one inside it, is never closed)"
+    """": a `}` is missing ...": the line that says why, when the code ends inside a block, or inside
+    a parenthesis (a kernel's header left unfinished). The library's instance table, which follows the
+    code, is then compiled inside it, and the compiler's first messages are about the table, not
+    about the code."""
+    opened = {opener: where for where, column, opener in _UNCLOSED.findall(log)
+              if not where.startswith("(the instance table")} if "note: to match this" in log else {}
+    if "{" in opened and ("at end of input" in log or "expected '}'" in log):
+        return f": a `}}` is missing (the block opened at {opened['{']}, or one inside it, is never closed)"
+    first_error = re.search(r"^.*\berror: ", log, re.M)
+    if "(" in opened and first_error and first_error[0].startswith("(the instance table"):
+        return f": a `)` is missing (the parenthesis opened at {opened['(']} is never closed)"
+    return ""
 
 
 #: GCC's and clang's error on a name of the instance table (a name expression) that the code does not
