@@ -413,7 +413,8 @@ def test_a_block_reduction_called_twice_without_a_barrier_between_is_reported(ba
             assert np.linalg.norm(got - want) / np.linalg.norm(want) < 5e-7
     else:
         with pytest.raises(KernelError, match=r"sum_and_square_sum: the result depends on the order in which "
-                                              r"the threads of a block run between barriers.*__syncthreads\(\) is "
+                                              r"the threads of a block, or the blocks, run between barriers.*"
+                                              r"__syncthreads\(\) is "
                                               r"missing"):
             kernel((8,), (128,), (x, out))
 

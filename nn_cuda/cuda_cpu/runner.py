@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import functools
 import itertools
+import math
 import mmap
 import os
 import re
@@ -422,7 +423,7 @@ class LoadedKernels:
             magnitude = max(first_magnitude, mirrored_magnitude if mirrored_magnitude < _FILL_MAGNITUDE else 0.0)
             atomics = bool(self._lib.nn_cuda_cpu_atomics_used())
             buffers.assert_same_as(first, atomics=atomics, atomic_magnitude=magnitude)
-            self._variables.assert_same_as(self._first_variables, buffers.launch.kernel, atomics)
+            self._variables.assert_same_as(self._first_variables, buffers.launch, atomics)
         except KernelError as race:
             read = self._lib.nn_cuda_cpu_undefined_lane_read()
             found = buffers.first_difference(first)
@@ -996,14 +997,14 @@ class _GlobalVariables:
         return (f"the variable `{demangled([symbol])[0]}`, its bytes {offset} to {offset + len(before) - 1}, holds "
                 f"{shown(before)} {first} and {shown(now)} {second}")
 
-    def assert_same_as(self, saved: list[bytes] | None, kernel: str, atomics: bool) -> None:
+    def assert_same_as(self, saved: list[bytes] | None, launch, atomics: bool) -> None:
         """KernelError naming the first variable the two checked runs left different (first_difference)."""
         found = None if saved is None else self.first_difference(saved, rounding=atomics)
         if found is None:
             return
         raise KernelError(
-            f"{kernel}: the result depends on the order in which the threads of a block run between barriers "
-            f"({self.difference_text(found, 'after one order', 'after another')}"
+            f"{launch.kernel}: the result depends on the order in which {_who_takes_turns(launch.grid)} run "
+            f"between barriers ({self.difference_text(found, 'after one order', 'after another')}"
             + (", beyond what the order of atomics rounds" if atomics else "")
             + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing, or blocks "
             "write one place of it (here blocks take turns, barrier to barrier)")
@@ -1115,6 +1116,11 @@ class _GuardedCopy:
 STRUCT_TYPE = re.compile(r"struct of (\d+) bytes?")
 #: runtime.h's name of a type it cannot name (a reference or a pointer to one is named, and refused)
 UNSUPPORTED = "?"
+
+
+def _who_takes_turns(grid) -> str:
+    """Whose order a race's result depends on: a launch of one block has only its threads'."""
+    return "the threads of a block" if math.prod(grid) == 1 else "the threads of a block, or the blocks,"
 
 
 def pointers_to_pointers(c_type: str) -> bool:
@@ -1309,9 +1315,9 @@ class _CheckedBuffers:
             return
         i, index, before, now = found
         raise KernelError(
-            f"{self.launch.kernel}: the result depends on the order in which the threads of a "
-            f"block run between barriers ({self.names[i]}{list(index)} is {before} in one order "
-            f"and {now} in another"
+            f"{self.launch.kernel}: the result depends on the order in which "
+            f"{_who_takes_turns(self.launch.grid)} run between barriers ({self.names[i]}{list(index)} is {before} "
+            f"in one order and {now} in another"
             + (", beyond what the order of its atomics rounds" if atomics else "")
             + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing (or, "
             "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or blocks "
