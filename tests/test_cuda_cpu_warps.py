@@ -320,6 +320,39 @@ def test_a_shuffle_from_returned_lanes_whose_value_no_result_uses_runs(check, ca
             "from lane 20, which returned before it: a GPU gives an undefined value there" in said) == (not check)
 
 
+RACE_BESIDE_A_RETURNED_LANE = r"""
+// Block 0 races: warp 1's lane 0 overwrites s[1] while warp 0 reads it (no barrier between). Block 1's
+// lanes past n return, and the others shuffle from them with the full mask, a value nothing uses
+// (LightGBM's weighted EvalKernel has both).
+extern "C" __global__ void race_beside(int n, double* out)
+{
+    __shared__ double s[2];
+    if (blockIdx.x == 0) {
+        if (threadIdx.x % 32 == 0) s[threadIdx.x / 32] = 1.0;
+        __syncthreads();
+        double v = s[1];
+        if (threadIdx.x % 32 == 0) s[threadIdx.x / 32] = 100.0;
+        if (threadIdx.x == 0) out[0] = v;
+        return;
+    }
+    if (threadIdx.x >= n) return;
+    double unused = __shfl_down_sync(0xffffffff, 1.0, 16);
+    (void)unused;
+    if (threadIdx.x == 0) out[1] = 2.0;
+}
+"""
+
+
+def test_a_race_beside_a_shuffle_from_returned_lanes_is_reported_as_the_race():
+    # the two runs differ by the race; until 2026-11-27 the shuffle, whose value reaches nothing, was
+    # named as the cause, "the value reaches args[1][0]": a rerun in the first order with the other
+    # lanes' bytes now tells whether it does
+    kernel = RawModule(code=RACE_BESIDE_A_RETURNED_LANE, check=True).get_function("race_beside")
+    with pytest.raises(KernelError, match=r"race_beside: the result depends on the order in which the threads of a "
+                                          r"block, or the blocks, run between barriers \(args\[1\]\[0\] is") as raised:
+        kernel((2,), (64,), (np.int32(20), np.zeros(2)))
+    assert "shuffles" not in str(raised.value)
+
 def test_a_warp_sync_that_a_lane_never_reaches_is_a_kernel_error(warps):
     out = np.zeros(32, np.int32)
     with pytest.raises(KernelError, match=r"half_warp_at_the_barrier: in block \(0, 0, 0\), thread \(\d+, 0, 0\) waits "

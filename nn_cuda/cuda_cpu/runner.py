@@ -361,7 +361,8 @@ class LoadedKernels:
                 self._run_mirrored(index, launch, buffers, beginning)
                 self._assert_same_results(buffers, first, first_magnitude,
                                           lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
-                                          lambda: self._shared_fill_read(index, launch, buffers, beginning, first))
+                                          lambda: self._shared_fill_read(index, launch, buffers, beginning, first),
+                                          lambda: self._lane_read_reach(index, launch, buffers, beginning, first))
                 if buffers.integer_outputs():
                     self._assert_fills_unread(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
@@ -408,15 +409,17 @@ class LoadedKernels:
                 "byte, so the checking mode watches the atomics there)")
 
     def _assert_same_results(self, buffers, first, first_magnitude: float, find_shared_read_unwritten,
-                             find_shared_fill_read) -> None:
-        """The two checked runs' results alike (_CheckedBuffers.assert_same_as); where they differ and a
-        shuffle read a lane with no value to give (all ones in one run, zeros in the other), that read
-        is named as the cause; where one run's value is NaN from NaN-free inputs and
+                             find_shared_fill_read, find_lane_read_reach) -> None:
+        """The two checked runs' results alike (_CheckedBuffers.assert_same_as); where they differ and
+        one run's value is NaN from NaN-free inputs and
         `find_shared_read_unwritten()` names the __shared__ arrays whose fill it is, they are (a
         missing first barrier of a tiled GEMM: the run in which the block's thread 0 reads first
         takes the fill of the tile others had not stored yet); else where `find_shared_fill_read()`
         (_shared_fill_read) finds the arrays whose other fill of the mirrored run made the difference,
-        it names them (a max over a reduction's tail that no thread wrote: fmaxf drops the NaN)."""
+        it names them (a max over a reduction's tail that no thread wrote: fmaxf drops the NaN); else
+        where a shuffle read a lane with no value to give (all ones in one run, zeros in the other) and
+        `find_lane_read_reach()` (_lane_read_reach) finds an output that this alone changes, that read
+        is named as the cause."""
         try:
             # a sum onto the mirrored run's fill (3.4e38) is the fill's magnitude, not the kernel's
             mirrored_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
@@ -434,14 +437,13 @@ class LoadedKernels:
             report = find_shared_fill_read()
             if report:
                 raise KernelError(report) from race
-            if read is None or found is None:
+            reached = None if read is None else find_lane_read_reach()
+            if reached is None:
                 raise
-            i, index, before, now = found
             raise KernelError(
                 f"{buffers.launch.kernel}: {read.decode()}, whose value is undefined on a GPU, and the value "
-                f"reaches {buffers.names[i]}{list(index)} ({before} with all-ones bytes read there, {now} with "
-                "zeros): a shuffle may read only the lanes of its mask that have not returned, and in a "
-                "partial last warp only the lanes the block has") from race
+                f"reaches {reached}: a shuffle may read only the lanes of its mask that have not returned, and "
+                "in a partial last warp only the lanes the block has") from race
 
     def _run_again(self, index, launch, buffers, beginning, mirrored=False) -> None:
         """The checked launch once more from `beginning` (its arguments, the code's global variables
@@ -540,6 +542,36 @@ class LoadedKernels:
                 "had written it: a __syncthreads() missing before that read, or an element no thread writes (a "
                 "reduction's slots past the data: set them to the operation's identity, such as -CUDART_INF_F of "
                 "math_constants.h for a max)")
+
+    def _lane_read_reach(self, index, launch, buffers, beginning, first) -> str | None:
+        """"args[1][0] (1 with all-ones bytes read there, 100 with zeros)": what a shuffle's read of a
+        lane with no value alone changes. The launch runs again as it ran first (`beginning`: its order
+        too, so no race can differ), reading zeros from such lanes as the mirrored run did; None when
+        nothing then differs (a race made the two runs differ: LightGBM's EvalKernel, whose shuffle of
+        returned lanes reached nothing, was blamed for it), or when the first run's order does not
+        give its results again. The outputs and variables are put back after."""
+        final, final_variables = buffers.writable_wholes(), self._variables.save()
+        try:
+            if self._changes_outputs(index, launch, buffers, beginning, first):
+                return None  # the first run's order does not repeat its results
+            self._lib.nn_cuda_cpu_set_undefined_lane_fill(0)
+            try:
+                self._run_again(index, launch, buffers, beginning)
+            except KernelError as error:
+                return f"how the launch ends: with zeros read there instead of all-ones bytes, in an error ({error})"
+            finally:
+                self._lib.nn_cuda_cpu_set_undefined_lane_fill(-1)
+            found = buffers.first_difference(first)
+            in_variable = None if found or self._first_variables is None else \
+                self._variables.first_difference(self._first_variables)
+            if found:
+                i, element, before, now = found
+                return f"{buffers.names[i]}{list(element)} ({before} with all-ones bytes read there, {now} with zeros)"
+            return self._variables.difference_text(in_variable, "with all-ones bytes read there", "with zeros") \
+                if in_variable else None
+        finally:
+            buffers.put_back(final)
+            self._variables.restore(final_variables)
 
     def _changes_outputs(self, index, launch, buffers, beginning, first) -> bool:
         """Whether the launch, run again as it ran first (`beginning`) with the fills as they are now

@@ -922,6 +922,10 @@ using Random = std::linear_congruential_engine<uint64_t, 6364136223846793005ULL,
 // checking mode's second run of a launch, with the first one's seed).
 static uint64_t launch_seed = 0;
 static bool mirrored = false;
+// The bytes a rerun asks a shuffle to read from a lane with no value (nn_cuda_cpu_set_undefined_lane_fill:
+// the first run's order with the mirrored run's zeros tells whether that read alone reaches a result);
+// -1: the run's own, all ones or, mirrored, zeros.
+static int undefined_lane_fill_asked = -1;
 
 // A random order of `items`, backwards in the mirrored run.
 template <class Items>
@@ -1531,7 +1535,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     Random random(mixed);  // seeds 1 and 2 as they are would start two sequences nearly alike
     launch_seed = random();
     mirrored = check == 2;
-    undefined_lane_fill = mirrored ? 0x00 : 0xFF;  // what a shuffle reads from a lane with no value
+    // what a shuffle reads from a lane with no value
+    undefined_lane_fill = undefined_lane_fill_asked >= 0 ? undefined_lane_fill_asked : mirrored ? 0x00 : 0xFF;
     undefined_lane_seen = false;
     next_block = 0;
     stop_blocks = false;
@@ -1673,6 +1678,7 @@ extern "C" const char* nn_cuda_cpu_undefined_lane_read()
 {
     return nn_cuda_cpu::undefined_lane_seen ? nn_cuda_cpu::undefined_lane_read : nullptr;
 }
+extern "C" void nn_cuda_cpu_set_undefined_lane_fill(int fill) { nn_cuda_cpu::undefined_lane_fill_asked = fill; }
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
 extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }
