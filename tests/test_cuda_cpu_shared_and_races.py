@@ -266,6 +266,46 @@ def test_an_argument_address_kept_for_a_later_launch_is_named_where_its_memory_e
         assert out[0] == 42
 
 
+KEPT_IN_AN_OUTPUT = r"""
+// LightGBM's tree kernels leave pointers into their histograms in a pool of pointers, and in structs
+// of leaves, which the next launch reads through: `keep_in_pool` and `keep_in_leaf` store their
+// argument's address in an output, `read_through` reads it
+struct Leaf { int count; int pad; const float* first; };
+extern "C" __global__ void keep_in_pool(const float* values, unsigned long long* pool)
+{
+    pool[1] = (unsigned long long)(values + 2);
+}
+extern "C" __global__ void keep_in_leaf(const float* values, Leaf* leaves)
+{
+    leaves[0].first = values;
+}
+extern "C" __global__ void read_through(float* const* pool, float* out)
+{
+    out[threadIdx.x] = pool[1][threadIdx.x];
+}
+"""
+LEAF = np.dtype([("count", "i4"), ("pad", "i4"), ("first", "u8")])
+
+
+@pytest.mark.parametrize("check", [False, True])
+@pytest.mark.parametrize("kernel, output, held", [("keep_in_pool", np.zeros(2, np.uint64), r"args\[1\] \(its bytes 8 to 15\)"),
+                                                  ("keep_in_leaf", np.zeros(1, LEAF), r"args\[1\] \(its bytes 8 to 15\)")])
+def test_an_argument_address_kept_in_an_output_for_a_later_launch_is_named(check, kernel, output, held):
+    # the later launch read freed memory (garbage in the plain mode) with no report until 2026-11-27:
+    # only the code's __device__ variables were looked at
+    module = RawModule(code=KEPT_IN_AN_OUTPUT, check=check)
+    values = np.arange(1, 9, dtype=np.float32)
+    remedy = "run it without NN_CUDA_CPU_CHECK" if check else r"pass the array as device memory"
+    with pytest.raises(KernelError, match=rf"^{kernel}: {held} holds an address within args\[0\] as this launch "
+                                          rf"passed it, .*{remedy}"):
+        module.get_function(kernel)((1,), (1,), (values, output.copy()))
+    if not check:  # device memory keeps its address between launches, as a CuPy array does
+        pool, out, device_values = np.zeros(2, np.uint64), np.zeros(4, np.float32), device_memory.to_device(values)
+        module.get_function("keep_in_pool")((1,), (1,), (device_values, pool))
+        module.get_function("read_through")((1,), (4,), (pool, out))
+        assert out.tolist() == [3.0, 4.0, 5.0, 6.0]
+
+
 @pytest.mark.parametrize("check", [False, True])
 def test_a_block_spinning_on_an_atomic_lets_the_block_it_waits_for_run(monkeypatch, check):
     # in the checking mode the resident blocks take turns barrier to barrier: a block spinning in

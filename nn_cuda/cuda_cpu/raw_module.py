@@ -367,8 +367,10 @@ class RawKernel:
                 copies = [(device_memory.place_in_whole(value)[0], name)
                           for value, given, name in zip(launched, packed, names)
                           if value is not given and isinstance(value, np.ndarray)]
+                written = [(name, value) for value, c_type, name in zip(launched, signature, names)
+                           if isinstance(value, np.ndarray) and c_type.endswith("*") and not c_type.startswith("const ")]
                 kernels.assert_no_address_kept(self.name, [(copy.ctypes.data, copy.ctypes.data + copy.nbytes, name)
-                                                           for copy, name in copies], checking=False)
+                                                           for copy, name in copies], checking=False, outputs=written)
 
     def _shared_bytes(self, shared_mem, capacity: int) -> int:
         """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless

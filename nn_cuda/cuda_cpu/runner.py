@@ -222,16 +222,25 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_resident_blocks.restype = ctypes.c_size_t
         return self._lib.nn_cuda_cpu_resident_blocks()
 
-    def assert_no_address_kept(self, kernel: str, copies: list[tuple[int, int, str]], checking: bool) -> None:
-        """KernelError when, after a launch, a variable of the code holds an address within one of
-        `copies` ((start, end, the argument's name) each): the memory the launch passed for an
-        argument and frees when it ends, which a later launch reading through the address would find
-        gone. A GPU's array keeps its address (Altis's ray tracer keeps its list of spheres in a
-        __device__ object that the next kernel walks)."""
-        variables = self._code_variables()
-        if not copies or not variables.regions:
+    def assert_no_address_kept(self, kernel: str, copies: list[tuple[int, int, str]], checking: bool,
+                               outputs: list[tuple[str, np.ndarray]] = ()) -> None:
+        """KernelError when, after a launch, a variable of the code, or one of `outputs` ((name, array)
+        each: the arrays the launch wrote), holds an address within one of `copies` ((start, end, the
+        argument's name) each): the memory the launch passed for an argument and frees when it ends,
+        which a later launch reading through the address would find gone. A GPU's array keeps its
+        address (Altis's ray tracer keeps its list of spheres in a __device__ object that the next
+        kernel walks; LightGBM's tree kernels leave pointers into their histograms in a pool of
+        pointers that the next launch reads through)."""
+        if not copies:
             return
-        for address, size, symbol in variables.regions:  # read in place: this runs after every launch
+        variables = self._code_variables()
+        holders = [(f"the variable `{demangled([symbol])[0]}`", address, size)
+                   for address, size, symbol in variables.regions]
+        # an address is kept in 8 bytes: an array of 8-byte integers (or of pointers), or of structs
+        holders += [(name, array.ctypes.data, array.nbytes) for name, array in outputs
+                    if (array.dtype.kind in "iu" and array.itemsize == 8 or array.dtype.kind == "V")
+                    and array.flags.c_contiguous and array.ctypes.data % 8 == 0]
+        for holder, address, size in holders:  # read in place: this runs after every launch
             if size < 8:
                 continue
             words = np.ctypeslib.as_array((ctypes.c_uint64 * (size // 8)).from_address(address))
@@ -248,9 +257,8 @@ class LoadedKernels:
                            "the array as device memory (nn_cuda.cuda_cpu.device_memory.to_device(array)), which "
                            "keeps its address between launches as a CuPy array does")
                     raise KernelError(
-                        f"{kernel}: the variable `{demangled([symbol])[0]}` (its bytes {where} to {where + 7}) "
-                        f"holds an address within {argument} as this launch passed it, which a later launch "
-                        f"reading through it would find gone: {how}")
+                        f"{kernel}: {holder} (its bytes {where} to {where + 7}) holds an address within {argument} "
+                        f"as this launch passed it, which a later launch reading through it would find gone: {how}")
 
     def take_variables(self, other: LoadedKernels) -> None:
         """The values of `other`'s variables (a build of the same code with fewer instances) in this
@@ -372,7 +380,8 @@ class LoadedKernels:
                       "no argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
                       "its threads in one order (no comparison of two orders)", file=sys.stderr)
             buffers.copy_back()
-            self.assert_no_address_kept(launch.kernel, buffers.copy_spans(), checking=True)
+            self.assert_no_address_kept(launch.kernel, buffers.copy_spans(), checking=True,
+                                        outputs=[(names[i], launch.args[i]) for i in sorted(buffers.outputs)])
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._nan_without_fills(index, launch, buffers, beginning))
 
