@@ -1015,6 +1015,20 @@ def test_the_c_librarys_macros_come_with_the_headers_that_bring_them_under_nvrtc
         assert out[0] != 0
 
 
+@pytest.mark.parametrize("backend, name", [("nvrtc", "M_PI"), ("nvrtc", "FLT_MAX"), ("nvrtc", "INT_MAX"),
+                                           ("nvrtc", "INFINITY"), ("nvcc", "FLT_MAX"), ("nvcc", "INT32_MAX")])
+def test_a_c_library_macro_the_options_define_is_the_options(backend, name):
+    # NVRTC defines none of them, so `-DM_PI=...` is what the code sees (detectron2's ROIAlignRotated
+    # is built so); the prelude that hides the host's undefined the option's too until 2026-11-27
+    module = RawModule(code=macro_kernels([f"(float)({name})"]), options=(f"-D{name}=3",), backend=backend)
+    out = np.zeros(1, np.float32)
+    module.get_function("k0")((1,), (1,), (out,))
+    assert out[0] == 3.0
+    # undefined again by a later -U, as on the compiler's command line
+    with pytest.raises(KernelBuildError, match=rf"error: .{name}. was not declared"):
+        RawModule(code=macro_kernels([f"(float)({name})"]), options=(f"-D{name}=3", f"-U{name}"),
+                  backend=backend).get_function("k0")
+
 def test_an_nvcc_build_has_the_macros_of_nvccs_cuda_runtime_h_and_the_limits_of_the_headers_it_includes(tmp_path):
     # nvcc has the host's headers, and its implicit cuda_runtime.h brings math.h's, limits.h's and
     # stdlib.h's macros but no float or stdint limits: FLT_MAX failed in an nvcc build on an H100

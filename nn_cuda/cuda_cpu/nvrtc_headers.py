@@ -96,15 +96,42 @@ RESTORED_BY = {"climits": ("LIMITS",), "cfloat": ("FLOATS",), "cstdint": ("LIMIT
                "cuda_header": ("LIMITS", "FLOATS", "STDINT")}
 
 
+def option_macros(flags) -> tuple[tuple[str, str], ...]:
+    """(name, value) of each macro of MACRO_GROUPS that the build's -D options (`flags`: "-DM_PI=3.0",
+    "-UM_PI") define: the preludes hide the host's macro of that name and give the option's value,
+    as NVRTC, which defines none of them, gives it (detectron2's ROIAlignRotated is built with -DM_PI=...;
+    until 2026-11-27 the prelude undefined the option's macro with the host's)."""
+    hidden = {name for names in MACRO_GROUPS.values() for name in names}
+    defined: dict[str, str] = {}
+    for flag in flags:
+        name, equals, value = flag[2:].partition("=")
+        if name in hidden and flag.startswith("-D"):
+            defined[name] = value if equals else "1"
+        elif name in hidden and flag.startswith("-U"):
+            defined.pop(name, None)
+    return tuple(defined.items())
+
+
+def _hidden(names, defined: tuple[tuple[str, str], ...]) -> tuple[list[str], str]:
+    """The lines that push and undefine each of `names`, the options' value of those `defined` after,
+    and the pops that put back the others (an option's macro stays the option's)."""
+    given = dict(defined)
+    lines = [f'#pragma push_macro("{name}")\n#undef {name}' + (f"\n#define {name} {given[name]}" if name in given else "")
+             for name in names]
+    return lines, " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names if name not in given)
+
+
 @functools.cache
-def prelude() -> str:
-    """The lines an NVRTC build puts before the code: every macro of MACRO_GROUPS pushed and undefined,
+def prelude(defined: tuple[tuple[str, str], ...] = ()) -> str:
+    """The lines an NVRTC build puts before the code: every macro of MACRO_GROUPS pushed and undefined
+    (given the options' value where they define it: `defined`, option_macros),
     NN_CUDA_CPU_RESTORE_<GROUP> popping each group but NONE, and NN_CUDA_CPU_RESTORE_FOR_<header>
     popping the groups RESTORED_BY gives that header (the headers call it at their end)."""
-    lines = [f'#pragma push_macro("{name}")\n#undef {name}' for names in MACRO_GROUPS.values() for name in names]
+    lines = []
     for group, names in MACRO_GROUPS.items():
+        hides, pops = _hidden(names, defined)
+        lines += hides
         if group != "NONE":
-            pops = " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names)
             lines.append(f"#define NN_CUDA_CPU_RESTORE_{group} {pops}")
     for header, groups in RESTORED_BY.items():
         restores = " ".join(f"NN_CUDA_CPU_RESTORE_{group}" for group in groups)
@@ -136,18 +163,17 @@ NVCC_HIDDEN = ("FLOATS", "STDINT")
 
 
 @functools.cache
-def nvcc_prelude() -> str:
+def nvcc_prelude(defined: tuple[tuple[str, str], ...] = ()) -> str:
     """The lines an nvcc build of code that includes CUDA's headers only puts before the code: the
-    macros of NVCC_HIDDEN pushed and undefined, and every restoring macro the runner's headers call
+    macros of NVCC_HIDDEN pushed and undefined (given the options' value where they define it:
+    `defined`, option_macros), and every restoring macro the runner's headers call
     popping them (whether nvcc's versions of those headers bring them is not measured: a header
     restores them, so that no code that builds on a GPU fails here)."""
     names = [name for group in NVCC_HIDDEN for name in MACRO_GROUPS[group]]
-    lines = [f'#pragma push_macro("{name}")\n#undef {name}' for name in names]
-    pops = " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names)
+    lines, pops = _hidden(names, defined)
     lines += [f"#define NN_CUDA_CPU_RESTORE_FOR_{header} {pops}" for header in RESTORED_BY]
     # each group alone, for a header whose nvcc version is known to bring that one (cuda.h: <stdint.h>)
-    lines += ["#define NN_CUDA_CPU_RESTORE_{} {}".format(group, " ".join(
-        f'_Pragma("pop_macro(\\"{name}\\")")' for name in MACRO_GROUPS[group])) for group in NVCC_HIDDEN]
+    lines += [f"#define NN_CUDA_CPU_RESTORE_{group} {_hidden(MACRO_GROUPS[group], defined)[1]}" for group in NVCC_HIDDEN]
     return "\n".join(lines) + "\n"
 
 

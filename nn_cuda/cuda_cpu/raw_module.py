@@ -101,10 +101,12 @@ class RawModule:
         self._cpu_code = shared_headers.rewritten(cpu_declarations(code), self._flags, cpu_declarations)
         pre_included = build.pre_included(self.options)  # nvcc's --pre-include too
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
-            self._cpu_code = (nvrtc_headers.prelude() + nvrtc_headers.own_integer_types(code)
+            self._cpu_code = (nvrtc_headers.prelude(nvrtc_headers.option_macros(self._flags))
+                              + nvrtc_headers.own_integer_types(code)
                               + pre_included + build.line_one(name) + self._cpu_code)
         elif nvrtc_headers.includes_cuda_headers_only(code):  # nvcc's: no float or stdint limits
-            self._cpu_code = nvrtc_headers.nvcc_prelude() + pre_included + build.line_one(name) + self._cpu_code
+            self._cpu_code = (nvrtc_headers.nvcc_prelude(nvrtc_headers.option_macros(self._flags)) + pre_included
+                              + build.line_one(name) + self._cpu_code)
         elif pre_included:
             self._cpu_code = pre_included + build.line_one(name) + self._cpu_code
         self._kernels: LoadedKernels | None = None
