@@ -157,8 +157,9 @@ def test_a_store_past_c_stops_the_launch_outside_the_checking_mode_too(tmp_path,
     C = backend.to_device(np.zeros((M, N)))
     with pytest.raises(KernelError, match=rf"gemm_naive<double, false, false>: an invalid memory access in thread "
                                           rf"\(\d+, \d+, 0\) of block \(\d+, \d+, 0\) at "
-                                          rf"{re.escape(str(copy / 'gemm1_naive.cu'))}:{store}; run with "
-                                          r"NN_CUDA_CPU_CHECK=1 to name the buffer"):
+                                          rf"{re.escape(str(copy / 'gemm1_naive.cu'))}:{store}; run in the "
+                                          r"checking mode to name the buffer \(NN_CUDA_CPU_CHECK=1; a RawModule "
+                                          r"made with check=False takes check=True\)"):
         backend.gemm(backend.to_device(A), backend.to_device(B), C)
 
 

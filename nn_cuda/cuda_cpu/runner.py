@@ -732,7 +732,9 @@ class LoadedKernels:
                              "of 16 bytes to check it")
             raise KernelError(
                 f"{launch.kernel}: {what}{described}{where}"
-                + ("; run with NN_CUDA_CPU_CHECK=1 to name the buffer" if number in _MEMORY_FAULTS and not self.check
+                # a RawModule made with check=False stays so under the variable
+                + ("; run in the checking mode to name the buffer (NN_CUDA_CPU_CHECK=1; a RawModule made with "
+                   "check=False takes check=True)" if number in _MEMORY_FAULTS and not self.check
                    else "")
             )
 
