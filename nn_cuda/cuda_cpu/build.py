@@ -1024,14 +1024,22 @@ _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permissi
 _PRECOMPILED_SOURCE = re.compile(rf"\S*/nn_cuda_cpu_\w+/{_HEADER_STEM}_cpu\.cpp(?=:1\b)")
 
 
-#: GCC's error for a name a class uses, then declares as a member (`using R = R<T, 1>;`)
-_CHANGES_MEANING = re.compile(r"error: declaration of .* changes meaning of .*\[-fpermissive\]$")
+#: GCC's errors that NVRTC and nvcc do not make and -fpermissive turns into warnings: a name a class
+#: uses, then declares as a member (`using R = R<T, 1>;`); a member of a dependent base class called
+#: without `this->` (GCC's note then says where it is)
+_PERMISSIVE_ONLY = re.compile(r"error: declaration of .* changes meaning of .*\[-fpermissive\]$|"
+                              r"error: .* was not declared in this scope, and no declarations were found by "
+                              r"argument-dependent lookup at the point of instantiation \[-fpermissive\]$")
+_IN_DEPENDENT_BASE = re.compile(r"note: declarations in dependent base .* are not found by unqualified lookup")
 
 
-def _only_changed_meanings(log: str) -> bool:
-    """Whether every error of a failed build is GCC's "changes meaning" one."""
+def _only_permissive_errors(log: str) -> bool:
+    """Whether every error of a failed build is one of _PERMISSIVE_ONLY's, each name not declared
+    where GCC looked found in a dependent base."""
     errors = [line for line in log.splitlines() if ": error: " in line]
-    return bool(errors) and all(_CHANGES_MEANING.search(line) for line in errors)
+    undeclared = sum("argument-dependent lookup" in line for line in errors)
+    return (bool(errors) and all(_PERMISSIVE_ONLY.search(line) for line in errors)
+            and len(_IN_DEPENDENT_BASE.findall(log)) >= undeclared)
 
 
 def _compile(plan: _Plan) -> Path:
@@ -1052,10 +1060,12 @@ def _compile(plan: _Plan) -> Path:
                    *map(str, parts.before), str(source), *map(str, parts.after)]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-            if result.returncode != 0 and _only_changed_meanings(result.stderr):
+            if result.returncode != 0 and _only_permissive_errors(result.stderr):
                 # GCC's "changes meaning" errors alone: the C++ rule needs no diagnostic, and NVRTC and
                 # clang take the code (TransformerEngine's `using Reducer = Reducer<T, 1, WARPS_M, 1>;`
-                # in a class); -fpermissive makes exactly these warnings
+                # in a class); or a dependent base's member called without this->, which nvcc's front
+                # end finds (DGL's GPU hash table: `Hash(id)` of its base class's); -fpermissive makes
+                # exactly these warnings
                 command.insert(1 + len(plan.flags), "-fpermissive")
                 result = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if result.returncode != 0:
