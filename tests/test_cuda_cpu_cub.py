@@ -280,7 +280,8 @@ def test_what_the_runner_lacks_of_cub_stops_the_build_in_one_line(use, message):
 def test_cubs_headers_the_runner_has_build_and_one_it_lacks_names_cub():
     body = 'extern "C" __global__ void k(int* out) { out[0] = 1; }\n'
     for header in ("cub/cub.cuh", "cub/block/block_reduce.cuh", "cub/block/block_scan.cuh", "cub/warp/warp_reduce.cuh",
-                   "cub/warp/warp_scan.cuh", "cub/thread/thread_operators.cuh", "cub/util_type.cuh"):
+                   "cub/warp/warp_scan.cuh", "cub/thread/thread_operators.cuh", "cub/thread/thread_search.cuh",
+                   "cub/util_type.cuh"):
         out = np.zeros(1, np.int32)
         RawModule(code=f"#include <{header}>\n" + body).get_function("k")((1,), (1,), (out,))
         assert out.tolist() == [1]
@@ -289,7 +290,7 @@ def test_cubs_headers_the_runner_has_build_and_one_it_lacks_names_cub():
         RawModule(code=code).get_function("k")
     assert str(error.value) == (
         "(RawModule code):1: the CPU runner does not support this part of CUB (it has CUB's block and warp "
-        "reductions and scans only): "
+        "reductions and scans, and its binary searches, only): "
         "#include <cub/device/device_radix_sort.cuh> has no counterpart here (a GPU build finds it among CUDA's or "
         "CuPy's headers)")
 
@@ -603,6 +604,33 @@ def test_a_name_of_cubs_the_runner_lacks_stops_the_build_in_one_line():
                                                r"cub::ThreadReduce \(its CUB is a subset of CUB's"):
         RawModule(code=code).get_function("k")
 
+
+BOUNDS = r"""
+#include <cub/thread/thread_search.cuh>
+// Each thread finds where its query goes among the sorted keys, as DGL's row-wise sampling with
+// replacement picks an edge from a prefix sum of weights with cub::UpperBound
+extern "C" __global__ void bounds(const float* keys, int n, const float* queries, int* lower, long long* upper)
+{
+    int i = threadIdx.x;
+    lower[i] = cub::LowerBound(keys, n, queries[i]);
+    upper[i] = cub::UpperBound(keys, (long long)n, queries[i]);
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_lower_and_upper_bounds_match_numpys_searchsorted(check):
+    # cub::UpperBound stopped the build of DGL's sampling kernel until 2026-11-27
+    keys = np.array([0.5, 1.0, 1.0, 1.0, 2.5, 4.0, 4.0], np.float32)
+    queries = np.array([-1.0, 0.5, 0.7, 1.0, 2.5, 3.0, 4.0, 9.0], np.float32)
+    lower, upper = np.full(8, -1, np.int32), np.full(8, -1, np.int64)
+    RawModule(code=BOUNDS, check=check).get_function("bounds")((1,), (8,), (keys, np.int32(7), queries, lower, upper))
+    assert lower.tolist() == np.searchsorted(keys, queries, side="left").tolist()
+    assert upper.tolist() == np.searchsorted(keys, queries, side="right").tolist()
+    for n in (0, 1):  # no keys, one key: the ends of the search
+        RawModule(code=BOUNDS, check=check).get_function("bounds")((1,), (8,), (keys, np.int32(n), queries, lower, upper))
+        assert lower.tolist() == np.searchsorted(keys[:n], queries, side="left").tolist()
+        assert upper.tolist() == np.searchsorted(keys[:n], queries, side="right").tolist()
 
 SCAN_IN_DYNAMIC_SHARED = r"""
 #include <cub/block/block_scan.cuh>

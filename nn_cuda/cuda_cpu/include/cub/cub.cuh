@@ -8,6 +8,7 @@
 //   cub/warp/warp_scan.cuh      cub::WarpScan (inclusive and exclusive sums and scans, Broadcast)
 //   cub/thread/thread_operators.cuh, cub/util_type.cuh: cub::Sum, Max, Min, Equality, Inequality,
 //                               ArgMax, ArgMin, KeyValuePair, NullType
+//   cub/thread/thread_search.cuh  cub::LowerBound, UpperBound
 // here: cub::CTA_SYNC, WARP_SYNC, LaneId, WarpId, RowMajorTid, CUB_MAX and CUB_MIN, and the direct
 // blocked and striped loads and stores.
 // What else CUB has that code names (BlockRadixSort, BlockLoad, ..., DeviceReduce, ...) is declared
@@ -18,6 +19,7 @@
 
 #include "block/block_reduce.cuh"
 #include "block/block_scan.cuh"
+#include "thread/thread_search.cuh"
 #include "warp/warp_reduce.cuh"
 #include "warp/warp_scan.cuh"
 
