@@ -8,10 +8,10 @@ the bytes whatever the parameter is; here every argument must fit its parameter:
   pointee's dtype (void* and a pointer to a struct,
   float4* say, take any dtype; char*, whose char is signed or not as the platform chooses, int8 or
   uint8, as text's bytes are; a pointer to an enum, "enum of 4 bytes*", integers of its size, signed or
-  not, as its underlying type is one or the other as the compiler chooses), and a non-const pointer a writeable one; None passes a null
-  pointer, as CuPy passes it; a pointer to pointers ("void**", "float**") takes an array of
-  addresses, 8-byte integers (np.array([a.ctypes.data, ...], np.uint64)), as CuPy takes an array of
-  device pointers;
+  not, as its underlying type is one or the other as the compiler chooses), and a non-const pointer a
+  writeable one; None passes a null pointer, as CuPy passes it; a pointer to pointers ("void**",
+  "float**") takes an array of addresses, 8-byte integers (np.array([a.ctypes.data, ...], np.uint64)),
+  as CuPy takes an array of device pointers;
 - a scalar takes a NumPy scalar of exactly its dtype (or of an integer dtype of its size whose value it
   holds: the same bytes, as an enum's mode passed as an int32 to its underlying unsigned int), or a
   Python value that reaches it on a GPU as

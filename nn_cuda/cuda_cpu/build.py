@@ -607,7 +607,7 @@ def _verified_build(plan: _Plan) -> tuple[int, Path]:
 
 #: the compiler's note on the brace or parenthesis a missing `}` or `)` leaves open (GCC quotes it in
 #: Unicode or ASCII)
-_UNCLOSED = re.compile(r"^(?P<where>.+?:\d+)(?P<column>:\d+): note: to match this [‘'`](?P<opener>[{(])[’']", re.M)
+_UNCLOSED = re.compile(r"^(?P<where>.+?:\d+):\d+: note: to match this [‘'`](?P<opener>[{(])[’']", re.M)
 
 
 def _missing_brace(log: str) -> str:
@@ -615,7 +615,7 @@ def _missing_brace(log: str) -> str:
     a parenthesis (a kernel's header left unfinished). The library's instance table, which follows the
     code, is then compiled inside it, and the compiler's first messages are about the table, not
     about the code."""
-    opened = {opener: where for where, column, opener in _UNCLOSED.findall(log)
+    opened = {opener: where for where, opener in _UNCLOSED.findall(log)
               if not where.startswith("(the instance table")} if "note: to match this" in log else {}
     if "{" in opened and ("at end of input" in log or "expected '}'" in log):
         return f": a `}}` is missing (the block opened at {opened['{']}, or one inside it, is never closed)"

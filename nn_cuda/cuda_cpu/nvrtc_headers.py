@@ -116,8 +116,8 @@ def _hidden(names, defined: tuple[tuple[str, str], ...]) -> tuple[list[str], str
     """The lines that push and undefine each of `names`, the options' value of those `defined` after,
     and the pops that put back the others (an option's macro stays the option's)."""
     given = dict(defined)
-    lines = [f'#pragma push_macro("{name}")\n#undef {name}' + (f"\n#define {name} {given[name]}" if name in given else "")
-             for name in names]
+    lines = [f'#pragma push_macro("{name}")\n#undef {name}'
+             + (f"\n#define {name} {given[name]}" if name in given else "") for name in names]
     return lines, " ".join(f'_Pragma("pop_macro(\\"{name}\\")")' for name in names if name not in given)
 
 

@@ -1174,7 +1174,8 @@ def pointers_to_pointers(c_type: str) -> bool:
 
 def _pointer_holders(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[str]:
     """What holds a pointer to memory that is no argument: "args[0] (an array of pointers)" for a
-    pointer to pointers whose array holds an address (one of nulls only reaches no memory); "args[2] (its bytes 8 to 15)" for a struct argument passed by value
+    pointer to pointers whose array holds an address (one of nulls only reaches no memory); "args[2]
+    (its bytes 8 to 15)" for a struct argument passed by value
     with an 8-byte word that is the address of writable memory of this process (each such word named:
     "its bytes 0 to 7 and 16 to 23") (a struct of matrix
     dimensions and a pointer to their elements), or an array of structs with one ("args[0] (an
