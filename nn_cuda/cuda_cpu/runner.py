@@ -190,6 +190,7 @@ class LoadedKernels:
         self.watchdog = watchdog_from_environment()
         self.threads = 1 if check or cooperative else threads_from_environment()
         self._told_once_only: set[str] = set()  # kernels whose launches the checking mode runs once
+        self._told_reordered: set[str] = set()  # kernels whose results came in another order (atomic slots)
         self._first_variables: list[bytes] | None = None  # the code's variables after a checked first run
         self._variables: _GlobalVariables | None = None  # found when first needed (_code_variables)
         # what every launch passes, made once: the instances' signatures, the fault record, the message
@@ -434,8 +435,14 @@ class LoadedKernels:
             mirrored_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
             magnitude = max(first_magnitude, mirrored_magnitude if mirrored_magnitude < _FILL_MAGNITUDE else 0.0)
             atomics = bool(self._lib.nn_cuda_cpu_atomics_used())
-            buffers.assert_same_as(first, atomics=atomics, atomic_magnitude=magnitude)
+            reordered = buffers.assert_same_as(first, atomics=atomics, atomic_magnitude=magnitude)
             self._variables.assert_same_as(self._first_variables, buffers.launch, atomics)
+            if reordered and buffers.launch.kernel not in self._told_reordered:
+                self._told_reordered.add(buffers.launch.kernel)
+                print(f"nn_cuda: checking mode: {buffers.launch.kernel}: {' and '.join(reordered)} "
+                      f"{'holds' if len(reordered) == 1 else 'hold'} the same rows in another order after the two "
+                      "thread orders (results at slots taken from an atomic counter, whose order is the threads', "
+                      "on a GPU too): compared as a set", file=sys.stderr)
         except KernelError as race:
             read = self._lib.nn_cuda_cpu_undefined_lane_read()
             found = buffers.first_difference(first)
@@ -1351,12 +1358,42 @@ class _CheckedBuffers:
                 return i, index, _value_text(before[index]), _value_text(now[index])
         return None
 
-    def assert_same_as(self, snapshot: dict, atomics: bool = False, atomic_magnitude: float = 0.0) -> None:
+    def in_another_order(self, snapshot: dict, atomic_magnitude: float) -> list[str]:
+        """The names of the outputs that hold `snapshot`'s rows (along their first axis) in another
+        order, and nothing else differs: where a kernel places results at slots its threads took from
+        an atomic counter (`slot = atomicAdd(&count, 1); out[slot] = ...`: a stream compaction, a BFS
+        frontier, Kilosort's spike lists), the slots go in the order the threads came, on a GPU too,
+        and compute-sanitizer's racecheck sees no hazard. Outputs of one length are reordered as one
+        table (a spike's time, template and amplitude stay together). [] when any differing output
+        is not so."""
+        differing = {i: before for i, before in snapshot.items()
+                     if self.first_difference({i: before}, rounding=True, atomic_magnitude=atomic_magnitude)}
+        tables: dict[int, list[int]] = {}
+        for i, before in differing.items():
+            if before.ndim == 0:
+                return []
+            tables.setdefault(before.shape[0], []).append(i)
+
+        def rows(arrays) -> np.ndarray:  # each row's bytes, the arrays' side by side, in sorted order
+            table = np.concatenate([np.ascontiguousarray(a).reshape(a.shape[0], -1).view(np.uint8)
+                                    for a in arrays], axis=1)
+            return np.sort(np.ascontiguousarray(table).view(f"V{table.shape[1]}").reshape(-1))
+
+        for members in tables.values():
+            if not np.array_equal(rows(differing[i] for i in members), rows(self.views[i] for i in members)):
+                return []
+        return [self.names[i] for i in differing]
+
+    def assert_same_as(self, snapshot: dict, atomics: bool = False, atomic_magnitude: float = 0.0) -> list[str]:
         """KernelError unless every argument holds what it holds in `snapshot` (first_difference), up to
-        rounding when the kernel used `atomics` (whose tickets may also place results in another order)."""
+        rounding when the kernel used `atomics`, whose tickets may also place results in another order:
+        the names of the outputs that then hold their rows so (in_another_order)."""
         found = self.first_difference(snapshot, rounding=atomics, atomic_magnitude=atomic_magnitude)
         if found is None:
-            return
+            return []
+        reordered = self.in_another_order(snapshot, atomic_magnitude) if atomics else []
+        if reordered:
+            return reordered
         i, index, before, now = found
         raise KernelError(
             f"{self.launch.kernel}: the result depends on the order in which "
@@ -1369,10 +1406,9 @@ class _CheckedBuffers:
             "or threads add to one element with `+=` where an atomicAdd is needed (a scatter of gradients "
             "to repeated indices); or a thread uses a local variable it never set, whose value is whatever "
             "its stack held"
-            + ("; or results placed at slots the threads took from an atomic counter (slot = atomicAdd(&count, "
-               "1)), whose order is the order the threads came in, on a GPU too: a correct kernel then gives "
-               "the same results in another order, which a check should compare as a set; or the value an "
-               "atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU too"
+            + ("; or the value an atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU "
+               "too (results placed at slots the threads took from an atomic counter, slot = atomicAdd(&count, 1), "
+               "pass when they are the same rows in another order: their order is the threads', on a GPU too)"
                if atomics else "")
         )
 
