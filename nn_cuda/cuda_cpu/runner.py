@@ -441,8 +441,9 @@ class LoadedKernels:
                 self._told_reordered.add(buffers.launch.kernel)
                 print(f"nn_cuda: checking mode: {buffers.launch.kernel}: {' and '.join(reordered)} "
                       f"{'holds' if len(reordered) == 1 else 'hold'} the same rows in another order after the two "
-                      "thread orders (results at slots taken from an atomic counter, whose order is the threads', "
-                      "on a GPU too): compared as a set", file=sys.stderr)
+                      "thread orders (results at slots the threads took by atomics, a counter's or a hash table's "
+                      "atomicCAS, which go in the order the threads came, on a GPU too): compared as a set",
+                      file=sys.stderr)
         except KernelError as race:
             read = self._lib.nn_cuda_cpu_undefined_lane_read()
             found = buffers.first_difference(first)
