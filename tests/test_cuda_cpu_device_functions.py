@@ -402,6 +402,40 @@ def test_extern_shared_memory_is_sized_by_shared_mem():
     kernel((3,), (32,), (x, out, np.int32(0)), shared_mem=64 * 1024)
 
 
+STATIC_BESIDE_DYNAMIC = r"""
+// FastFold's softmax: a kernel's own __shared__ array beside its extern __shared__ memory, which share
+// a block's 48 KiB on a GPU (templated too, as name expressions and mangled names find it)
+template <int N> __global__ void beside(float* out)
+{
+    __shared__ float own[N];
+    extern __shared__ float dynamic[];
+    own[threadIdx.x] = threadIdx.x;
+    dynamic[threadIdx.x] = 2.0f * threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = own[threadIdx.x] + dynamic[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_kernels_static_shared_arrays_count_against_the_limit_of_its_dynamic_shared_memory(check):
+    # a launch a GPU refuses (CUDA_ERROR_INVALID_VALUE) ran until 2026-11-27: only shared_mem was counted
+    kernel = RawModule(code=STATIC_BESIDE_DYNAMIC, name_expressions=("beside<1024>",), check=check).get_function(
+        "beside<1024>")
+    out = np.full(32, np.nan, np.float32)
+    kernel((1,), (32,), (out,), shared_mem=48 * 1024 - 4096)  # 4096 + 45056: exactly 48 KiB
+    np.testing.assert_array_equal(out, 3 * np.arange(32))
+    with pytest.raises(ValueError, match=r"beside<1024>: shared_mem=45060 bytes and the kernel's 4096 bytes of static "
+                                         r"__shared__ arrays are more than a block may have together \(49152; set "
+                                         r"max_dynamic_shared_size_bytes"):
+        kernel((1,), (32,), (out,), shared_mem=48 * 1024 - 4092)
+    kernel.max_dynamic_shared_size_bytes = 100 * 1024  # raised: the two together up to sm_90's 227 KiB
+    kernel((1,), (32,), (out,), shared_mem=48 * 1024)
+    kernel.max_dynamic_shared_size_bytes = 227 * 1024
+    with pytest.raises(ValueError, match=r"the kernel's 4096 bytes of static __shared__ arrays are more than a block "
+                                         r"may have together \(232448, sm_90's most\)"):
+        kernel((1,), (32,), (out,), shared_mem=227 * 1024)
+
 def test_an_unwritten_element_of_dynamic_shared_memory_is_caught_in_the_checking_mode():
     kernel = RawModule(code=FEATURES, check=True).get_function("reverse_blocks")
     x = np.arange(64, dtype=np.float32)

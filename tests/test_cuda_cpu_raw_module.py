@@ -627,6 +627,12 @@ def test_more_than_48_kib_of_static_shared_memory_is_refused_as_ptxas_refuses_it
     out = np.full(32, np.nan, np.float32)
     RawModule(code=code, options=("-DSIZE=12288",)).get_function("big")((1,), (32,), (out,))  # 48 KiB: runs
     assert np.array_equal(out, np.arange(31, -1, -1, dtype=np.float32))
+    # a template kernel's arrays are weak symbols where blocks run on several host threads: such a kernel
+    # built in the plain mode until 2026-11-27
+    template = code.replace('extern "C" __global__ void big', "template <int N> __global__ void big")
+    with pytest.raises(KernelError, match=r": big<1>\(float\*\) declares 65536 bytes of __shared__ memory"):
+        RawModule(code=template, options=("-DSIZE=16384",), name_expressions=("big<1>",),
+                  check=False).get_function("big<1>")
 
 
 def test_the_static_shared_limit_is_per_function_and_a_device_array_in_a_namespace_is_not_shared():

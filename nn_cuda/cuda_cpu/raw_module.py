@@ -48,7 +48,7 @@ import numpy as np
 
 from . import arguments, build, device_memory, nvrtc_headers, shared_headers
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment, demangled,
-                     static_shared_over_limit)
+                     function_shared_statics, static_shared_by_function, static_shared_over_limit)
 
 _MAX_DIMENSION = 2**31 - 1
 #: a block's dynamic shared memory on a GPU unless the kernel's attribute raises it, to at most what
@@ -110,6 +110,8 @@ class RawModule:
         elif pre_included:
             self._cpu_code = pre_included + build.line_one(name) + self._cpu_code
         self._kernels: LoadedKernels | None = None
+        self._shared_statics: dict[str, int] = {}  # set when built
+        self._static_shared: dict[str, int] | None = None  # {kernel's name: bytes}, read at first need
         self._index: dict[str, int] = {}
         #: the kernels asked for by their mangled names (as CuPy finds a C++ kernel built by nvcc),
         #: mangled name -> the name expression of the instance built for it
@@ -118,7 +120,20 @@ class RawModule:
     def __getstate__(self) -> dict:
         """A module pickles as its code and options (as CuPy's does), and is built again, or loaded
         from the cache, at its first use where it is unpickled."""
-        return {**self.__dict__, "_kernels": None, "_index": {}}
+        return {**self.__dict__, "_kernels": None, "_index": {}, "_static_shared": None}
+
+    def static_shared_bytes(self, kernel: str) -> int:
+        """The bytes of the __shared__ arrays the kernel `kernel` (a name expression, an extern "C"
+        kernel's name or a mangled one) declares in its own body, which a launch's dynamic shared
+        memory adds to on a GPU; those of the device functions it calls are not counted (0 where nm
+        or c++filt is missing)."""
+        if not self._shared_statics:
+            return 0
+        if self._static_shared is None:
+            self._static_shared = {_function_key(function): size
+                                   for function, size in static_shared_by_function(self._shared_statics).items()}
+        asked = demangled([kernel])[0] if kernel.startswith("_Z") else kernel
+        return self._static_shared.get(_function_key(asked), 0)
 
     def compile(self, log_stream=None) -> None:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
@@ -136,7 +151,12 @@ class RawModule:
                                                  workers=not cooperative), self.check, cooperative)
         if kernels.count() != len(instances):
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
-        _refuse_too_much_static_shared(kernels.tool_path, self.name or build.CODE_NAME)
+        #: {symbol: bytes} of the code's __shared__ arrays declared in functions (a launch's dynamic
+        #: shared memory adds to its kernel's)
+        references = set(_DYNAMIC_REFERENCE.findall(self._cpu_code))  # no arrays: 8 bytes each of the region's
+        self._shared_statics = {symbol: size for symbol, size in function_shared_statics(kernels.tool_path).items()
+                                if _local_name(symbol) not in references}
+        _refuse_too_much_static_shared(self._shared_statics, self.name or build.CODE_NAME)
         self._index = {name: i for i, name in enumerate(instances)}
         self._launch_bounds = _bounds_of_instances(self._index, launch_bounds(preprocessed or ""))
         for name, i in list(self._index.items()):  # an extern "C" kernel of a namespace, by its C name too
@@ -253,10 +273,37 @@ def _name_expression(function: str) -> str | None:
     return None
 
 
-def _refuse_too_much_static_shared(library: str, name: str) -> None:
-    """A function whose __shared__ arrays pass a GPU's 48 KiB fails to compile there (ptxas: "uses
-    too much shared data"): here too, at the same moment."""
-    for function, size in static_shared_over_limit(library).items():
+#: the name of each reference to the runtime's dynamic shared region that dynamic_shared_as_references
+#: made of an `extern __shared__` array
+_DYNAMIC_REFERENCE = re.compile(r"\(&(\w+)\)\[\][^=;]*= \*reinterpret_cast<[^;]*>\(::nn_cuda_cpu::dynamic_shared\);")
+#: a function-local static's own name in its symbol: _ZZ1kE3dyn, _ZZ1kE3dyn_0
+_LOCAL_NAME = re.compile(r"E(\d+)([A-Za-z_]\w*?)(?:_\d+)?$")
+
+
+def _local_name(symbol: str) -> str:
+    found = _LOCAL_NAME.search(symbol)
+    return found[2] if found and len(found[2]) == int(found[1]) else ""
+
+
+def _function_key(function: str) -> str:
+    """A function's name as c++filt writes it and as a name expression names it, alike: "void
+    k<float, 32>(float*, int)" and "k<float,32>" -> "k<float,32>" (no return type, no parameters, no
+    spaces)."""
+    depth = 0
+    for position, character in enumerate(function):  # the name ends at its parameters' parenthesis
+        depth += character in "<[" and 1 or character in ">]" and -1 or 0
+        if character == "(" and depth == 0:
+            function = function[:position]
+            break
+    head = function.split(" ")
+    name = function.removeprefix(head[0] + " ") if len(head) > 1 and "<" not in head[0] else function
+    return name.replace(" ", "")
+
+
+def _refuse_too_much_static_shared(statics: dict[str, int], name: str) -> None:
+    """A function whose __shared__ arrays (`statics`: runner.function_shared_statics) pass a GPU's
+    48 KiB fails to compile there (ptxas: "uses too much shared data"): here too, at the same moment."""
+    for function, size in static_shared_over_limit(statics).items():
         raise KernelError(
             f"{name}: {function} declares {size} bytes of __shared__ memory, more than the "
             f"{STATIC_SHARED_LIMIT} (48 KiB) a GPU allows statically; ptxas refuses it there. Declare "
@@ -376,13 +423,25 @@ class RawKernel:
 
     def _shared_bytes(self, shared_mem, capacity: int) -> int:
         """shared_mem, checked against the GPU's limit: max_dynamic_shared_size_bytes (48 KiB unless
-        raised, as with cudaFuncSetAttribute; at most `capacity`, the runtime's region)."""
+        raised, as with cudaFuncSetAttribute; at most `capacity`, the runtime's region, sm_90's 227 KiB),
+        less the kernel's own static __shared__ arrays: by default the two together get 48 KiB, and
+        a raised attribute plus the static arrays at most `capacity` (cudaFuncSetAttribute fails
+        beyond it). FastFold's softmax asked for 48 KiB beside its CUB storage, which a GPU refuses;
+        until 2026-11-27 the static arrays were not counted."""
         if isinstance(shared_mem, bool) or not hasattr(shared_mem, "__index__") or shared_mem < 0:
             raise TypeError(f"{self.name}: shared_mem must be a number of bytes, got {shared_mem!r}")
         limit = min(self.max_dynamic_shared_size_bytes, capacity)
         if shared_mem > limit:
             raise ValueError(f"{self.name}: shared_mem={shared_mem} bytes is more than a block may have ({limit}; "
                              f"set max_dynamic_shared_size_bytes, up to {capacity}, as on a GPU)")
+        static = self._module.static_shared_bytes(self.name) if shared_mem else 0
+        total = DEFAULT_DYNAMIC_SHARED_BYTES if self.max_dynamic_shared_size_bytes == DEFAULT_DYNAMIC_SHARED_BYTES \
+            else capacity
+        if shared_mem + static > total:
+            raise ValueError(f"{self.name}: shared_mem={shared_mem} bytes and the kernel's {static} bytes of static "
+                             f"__shared__ arrays are more than a block may have together ({total}"
+                             + ("; set max_dynamic_shared_size_bytes to raise it, as on a GPU)"
+                                if total < capacity else ", sm_90's most)"))
         return int(shared_mem)
 
     def run_launch(self, launch, parameter_names) -> None:

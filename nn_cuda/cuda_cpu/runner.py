@@ -955,23 +955,35 @@ def _function_static(name: str, section: str) -> bool:
 STATIC_SHARED_LIMIT = 48 * 1024
 
 
-def static_shared_over_limit(library: str) -> dict[str, int]:
-    """{function: bytes of its __shared__ arrays} of the library's functions that declare more than
-    STATIC_SHARED_LIMIT: its function-local statics, which runtime.h makes of __shared__ declarations
-    (thread-local where blocks run on several threads at once), summed per declaring function. A
-    `__device__` array in a namespace is no function's and never counts. Empty without nm (binutils)."""
+def function_shared_statics(library: str) -> dict[str, int]:
+    """{symbol: bytes} of the library's function-local statics, which runtime.h makes of __shared__
+    declarations (thread-local where blocks run on several threads at once). A `__device__` array in a
+    namespace is no function's and never counts. Empty without nm (binutils)."""
     if shutil.which("nm") is None:
         return {}
     symbols = _symbol_table(library, "the 48 KiB limit of static __shared__ memory is checked")
-    statics = {name: size for name, (kind, _, size, elf_type, section) in symbols.items()
-               if kind in _DATA_KINDS and elf_type in ("OBJECT", "TLS") and _function_static(name, section)}
-    if sum(statics.values()) <= STATIC_SHARED_LIMIT:  # no function can pass the limit: nothing to demangle
-        return {}
+    # a template kernel's arrays, thread-local where blocks run on several host threads, are weak
+    # symbols ("W"), missed until 2026-11-27 (a template kernel over 48 KiB built in the plain mode)
+    return {name: size for name, (kind, _, size, elf_type, section) in symbols.items()
+            if kind in _DATA_KINDS + "W" and elf_type in ("OBJECT", "TLS") and _function_static(name, section)}
+
+
+def static_shared_by_function(statics: dict[str, int]) -> dict[str, int]:
+    """{function, as c++filt writes it: bytes of its __shared__ arrays} of function_shared_statics."""
     found: dict[str, int] = {}
     for text, size in zip(demangled(statics), statics.values()):
         function = text.rsplit("::", 1)[0]
         found[function] = found.get(function, 0) + size
-    return {function: size for function, size in found.items() if size > STATIC_SHARED_LIMIT}
+    return found
+
+
+def static_shared_over_limit(statics: dict[str, int]) -> dict[str, int]:
+    """{function: bytes of its __shared__ arrays} of the functions of function_shared_statics that
+    declare more than STATIC_SHARED_LIMIT."""
+    if sum(statics.values()) <= STATIC_SHARED_LIMIT:  # no function can pass the limit: nothing to demangle
+        return {}
+    return {function: size for function, size in static_shared_by_function(statics).items()
+            if size > STATIC_SHARED_LIMIT}
 
 
 #: what the C and C++ runtime a library links defines in its .data and .bss (crtstuff's, the unwinder's)
