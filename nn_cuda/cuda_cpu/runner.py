@@ -183,6 +183,7 @@ class LoadedKernels:
         self.tool_path = tool_path  # the library as another process (nm, addr2line) reads it
         self._lib.nn_cuda_cpu_signature.restype = ctypes.c_char_p
         self._lib.nn_cuda_cpu_undefined_lane_read.restype = ctypes.c_char_p
+        self._lib.nn_cuda_cpu_bounds_detail.restype = ctypes.c_char_p
         self._lib.nn_cuda_cpu_atomic_sum_magnitude.restype = ctypes.c_double
         self._lib.nn_cuda_cpu_atomic_before_address.restype = ctypes.c_size_t
         self._lib.nn_cuda_cpu_atomic_before_thread.restype = ctypes.c_char_p
@@ -731,6 +732,10 @@ class LoadedKernels:
                     "one value let the others run), and a block can wait only for one that started before it "
                     "(number the blocks by an atomicAdd ticket, not by blockIdx)")
             what = _SIGNALS.get(number, f"signal {number}")
+            bounds = self._lib.nn_cuda_cpu_bounds_detail().decode() if number == 4 else ""
+            if bounds:  # the checking build's handler saw the index and the array's type
+                what = what.replace("an index outside an array of fixed size (", f"an index outside an array of "
+                                    f"fixed size ({bounds}, counting from 0; ", 1)
             described = describe_fault(address) if number in _MEMORY_FAULTS else ""
             if number == _GENERAL_PROTECTION and self.check:  # the checking mode's own placement may cause it
                 described = (": the checking mode places each array's last byte right before a guard page, so an "

@@ -570,6 +570,10 @@ constexpr int kReported = 2;  // what fault_exit's sigsetjmp returns then (a fau
 
 [[noreturn]] void end_launch_reported() { siglongjmp(worker.fault_exit, kReported); }
 
+// "index 32 of an array of type 'float [32]'": what the checking build's bounds check last found
+// (empty where it traps with no handler: clang's builds)
+static char bounds_detail[160];
+
 #if defined(NN_CUDA_CPU_CAST_CHECK)
 // The checking build's sanitizer handlers (build.py, CAST_CHECK_FLAGS), in place of libubsan's: GCC
 // passes a check's source place and types, and the value as its bits (a float or double).
@@ -589,9 +593,30 @@ struct CastCheck {
     const SanitizerType* to;
 };
 
-// An index outside a fixed-size array: reported as the trapped check was, a SIGILL at its call.
-extern "C" void __ubsan_handle_out_of_bounds_abort(void*, void*)
+struct BoundsCheck {
+    SanitizerPlace place;
+    const SanitizerType* array;  // "'float [32]'": the dimension indexed (of `float s[4][8]`, 'float [8]')
+    const SanitizerType* index;  // an integer type: bits = log2(width) << 1 | signed
+};
+
+// An index outside a fixed-size array: reported as the trapped check was, a SIGILL at its call,
+// with the index and the array's type in bounds_detail (nn_cuda_cpu_bounds_detail).
+extern "C" void __ubsan_handle_out_of_bounds_abort(void* data, void* index_bits)
 {
+    const BoundsCheck* check = static_cast<const BoundsCheck*>(data);
+    const unsigned width = 1u << (check->index->bits >> 1);
+    const uint64_t raw = reinterpret_cast<uintptr_t>(index_bits);
+    if ((check->index->bits & 1) && width < 64) {  // a signed index: its sign extended
+        snprintf(bounds_detail, sizeof bounds_detail, "index %lld of an array of type %s",
+                 static_cast<long long>(raw << (64 - width)) >> (64 - width), check->array->name);
+    } else if (check->index->bits & 1) {
+        snprintf(bounds_detail, sizeof bounds_detail, "index %lld of an array of type %s",
+                 static_cast<long long>(raw), check->array->name);
+    } else {
+        snprintf(bounds_detail, sizeof bounds_detail, "index %llu of an array of type %s",
+                 static_cast<unsigned long long>(width < 64 ? raw & ((uint64_t{1} << width) - 1) : raw),
+                 check->array->name);
+    }
     fault_signal = SIGILL;
     fault_address = nullptr;
     fault_pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0)) - 1;
@@ -1539,6 +1564,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     // what a shuffle reads from a lane with no value
     undefined_lane_fill = undefined_lane_fill_asked >= 0 ? undefined_lane_fill_asked : mirrored ? 0x00 : 0xFF;
     undefined_lane_seen = false;
+    bounds_detail[0] = '\0';
     next_block = 0;
     stop_blocks = false;
     failures = 0;
@@ -1679,6 +1705,7 @@ extern "C" const char* nn_cuda_cpu_undefined_lane_read()
 {
     return nn_cuda_cpu::undefined_lane_seen ? nn_cuda_cpu::undefined_lane_read : nullptr;
 }
+extern "C" const char* nn_cuda_cpu_bounds_detail() { return nn_cuda_cpu::bounds_detail; }
 extern "C" void nn_cuda_cpu_set_undefined_lane_fill(int fill) { nn_cuda_cpu::undefined_lane_fill_asked = fill; }
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
