@@ -635,6 +635,42 @@ def test_more_than_48_kib_of_static_shared_memory_is_refused_as_ptxas_refuses_it
                   check=False).get_function("big<1>")
 
 
+DEAD_BRANCH_ARRAY = r"""
+// StyleGAN3's filtered_lrelu: an instance for 96 KiB takes its buffer from extern __shared__ memory,
+// and the branch that declares a static one, sized absurdly for that instance, is ruled out by the
+// template argument: NVRTC drops the array, as GCC does here when nothing keeps it
+extern __shared__ float dynamic_buffer[];
+template <int SHARED_KB> __global__ void reverse(const float* x, float* y)
+{
+    float* buffer;
+    if (SHARED_KB <= 48) {
+        __shared__ float own[(SHARED_KB > 48) ? (1 << 24) : 256];
+        buffer = own;
+    } else {
+        buffer = dynamic_buffer;
+    }
+    buffer[threadIdx.x] = 2.0f * x[threadIdx.x];
+    __syncthreads();
+    y[threadIdx.x] = buffer[255 - threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_static_shared_array_of_a_branch_the_compiler_removes_is_not_counted(check):
+    # the 64 MiB array of the dead branch stopped the whole module until 2026-11-27
+    module = RawModule(code=DEAD_BRANCH_ARRAY, name_expressions=("reverse<48>", "reverse<96>"), check=check)
+    x = np.arange(256, dtype=np.float32)
+    for name, shared in (("reverse<48>", 0), ("reverse<96>", 96 * 1024)):
+        kernel, y = module.get_function(name), np.full(256, np.nan, np.float32)
+        kernel.max_dynamic_shared_size_bytes = max(shared, 48 * 1024)
+        kernel((1,), (256,), (x, y), shared_mem=shared)
+        assert np.array_equal(y, 2 * x[::-1]), name
+    # where the branch is live, the array counts: a GPU refuses it too
+    with pytest.raises(KernelError, match=r"reverse<96>\(.*\) declares 67108864 bytes of __shared__ memory"):
+        RawModule(code=DEAD_BRANCH_ARRAY.replace("if (SHARED_KB <= 48)", "if (x[0] < 1e30f)"),
+                  name_expressions=("reverse<96>",), check=check).get_function("reverse<96>")
+
 def test_the_static_shared_limit_is_per_function_and_a_device_array_in_a_namespace_is_not_shared():
     # Two kernels of 40 KiB each are two blocks' worth, each within the limit; the 80,000-byte
     # __device__ array of a namespace was counted as __shared__ memory of a function named `table`

@@ -549,6 +549,29 @@ def code_library(code: str, flags, instances, check: bool, name: str | None = No
     return _built(_code_plan(code, flags, instances, check, name, workers))
 
 
+def live_shared_statics(code: str, flags, instances, check: bool, name: str | None = None,
+                        workers: bool = True) -> set[str] | None:
+    """The names of the function-local statics that the code's build keeps when its __shared__
+    arrays are not kept `used` (runtime.h, NN_CUDA_CPU_LIVE_SHARED_ONLY): the build's unit compiled
+    once more, to an object that nm reads, so that the arrays of branches the compiler removes are
+    gone, as NVRTC removes them (StyleGAN3's filtered_lrelu declares a 64 MiB array in a branch its
+    template arguments rule out). None where that build fails or nm is missing. Seconds: asked for
+    only where a function seems to pass the 48 KiB limit."""
+    plan = _code_plan(code, flags, instances, check, name, workers)
+    nm = shutil.which("nm")
+    if nm is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
+        source, target = Path(work) / f"{plan.stem}_live.cpp", Path(work) / f"{plan.stem}_live.o"
+        source.write_text(plan.unit)
+        command = [plan.compiler, *(flag for flag in plan.flags if not flag.startswith("-Wl,")),
+                   "-DNN_CUDA_CPU_LIVE_SHARED_ONLY", "-c", "-o", str(target), str(source)]
+        if subprocess.run(command, capture_output=True, text=True, timeout=600).returncode != 0:
+            return None
+        listing = subprocess.run([nm, "--defined-only", str(target)], capture_output=True, text=True, timeout=60)
+    return {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
+
+
 def load_code(code: str, flags, instances, check: bool, name: str | None = None,
               workers: bool = True) -> tuple[ctypes.CDLL, str]:
     """(the loaded library of code_library, a name under which another process reads it).

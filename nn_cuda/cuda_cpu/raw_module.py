@@ -154,9 +154,14 @@ class RawModule:
         #: {symbol: bytes} of the code's __shared__ arrays declared in functions (a launch's dynamic
         #: shared memory adds to its kernel's)
         references = set(_DYNAMIC_REFERENCE.findall(self._cpu_code))  # no arrays: 8 bytes each of the region's
-        self._shared_statics = {symbol: size for symbol, size in function_shared_statics(kernels.tool_path).items()
-                                if _local_name(symbol) not in references}
-        _refuse_too_much_static_shared(self._shared_statics, self.name or build.CODE_NAME)
+        statics = {symbol: size for symbol, size in function_shared_statics(kernels.tool_path).items()
+                   if _local_name(symbol) not in references}
+        if static_shared_over_limit(statics):  # counting only the arrays the code reaches, as a GPU does
+            live = build.live_shared_statics(self._cpu_code, self._flags, instances, self.check, self.name,
+                                             workers=not cooperative)
+            statics = {symbol: size for symbol, size in statics.items() if live is None or symbol in live}
+        self._shared_statics = statics
+        _refuse_too_much_static_shared(statics, self.name or build.CODE_NAME)
         self._index = {name: i for i, name in enumerate(instances)}
         self._launch_bounds = _bounds_of_instances(self._index, launch_bounds(preprocessed or ""))
         for name, i in list(self._index.items()):  # an extern "C" kernel of a namespace, by its C name too

@@ -94,7 +94,12 @@
 // that also holds plain variables ("section type conflict"). Each is aligned to 16 bytes at least,
 // as code that reads a `__shared__ float` array as float4 needs (a GPU's shared arrays allow it):
 // GCC aligns a thread_local array to its element only, and a float4 access of one faulted.
-#if defined(NN_CUDA_CPU_WORKERS)
+#if defined(NN_CUDA_CPU_LIVE_SHARED_ONLY)
+// build.live_shared_statics's object, never run: without "used", the compiler drops the arrays of
+// branches it removes, as a GPU's does (the 48 KiB limit counts those it keeps)
+#define __shared__ static __attribute__((aligned(16)))
+#define NN_CUDA_CPU_FILE_SCOPE_SHARED
+#elif defined(NN_CUDA_CPU_WORKERS)
 #define __shared__ static thread_local __attribute__((used, aligned(16)))
 #define NN_CUDA_CPU_FILE_SCOPE_SHARED
 #elif defined(__APPLE__)
