@@ -122,6 +122,20 @@ class RawModule:
         from the cache, at its first use where it is unpickled."""
         return {**self.__dict__, "_kernels": None, "_index": {}, "_static_shared": None}
 
+    def _arrays_reached(self, library: str, instances) -> dict[str, int]:
+        """{symbol: bytes} of the __shared__ arrays the code's functions declare
+        (runner.function_shared_statics), less the references that stand for its extern __shared__ arrays (8 bytes each) and, where a
+        function seems to pass the 48 KiB limit, the arrays of branches the compiler removes
+        (build.live_shared_statics), which a GPU's compiler removes too."""
+        references = set(_DYNAMIC_REFERENCE.findall(self._cpu_code))
+        statics = {symbol: size for symbol, size in function_shared_statics(library).items()
+                   if _local_name(symbol) not in references}
+        if static_shared_over_limit(statics):
+            live = build.live_shared_statics(self._cpu_code, self._flags, instances, self.check, self.name,
+                                             workers=not self.enable_cooperative_groups)
+            statics = {symbol: size for symbol, size in statics.items() if live is None or symbol in live}
+        return statics
+
     def static_shared_bytes(self, kernel: str) -> int:
         """The bytes of the __shared__ arrays the kernel `kernel` (a name expression, an extern "C"
         kernel's name or a mangled one) declares in its own body, which a launch's dynamic shared
@@ -132,8 +146,10 @@ class RawModule:
         if self._static_shared is None:
             self._static_shared = {_function_key(function): size
                                    for function, size in static_shared_by_function(self._shared_statics).items()}
-        asked = demangled([kernel])[0] if kernel.startswith("_Z") else kernel
-        return self._static_shared.get(_function_key(asked), 0)
+        if kernel not in self._static_shared:  # a mangled name demangled once
+            asked = demangled([kernel])[0] if kernel.startswith("_Z") else kernel
+            self._static_shared[kernel] = self._static_shared.get(_function_key(asked), 0)
+        return self._static_shared[kernel]
 
     def compile(self, log_stream=None) -> None:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
@@ -151,17 +167,8 @@ class RawModule:
                                                  workers=not cooperative), self.check, cooperative)
         if kernels.count() != len(instances):
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
-        #: {symbol: bytes} of the code's __shared__ arrays declared in functions (a launch's dynamic
-        #: shared memory adds to its kernel's)
-        references = set(_DYNAMIC_REFERENCE.findall(self._cpu_code))  # no arrays: 8 bytes each of the region's
-        statics = {symbol: size for symbol, size in function_shared_statics(kernels.tool_path).items()
-                   if _local_name(symbol) not in references}
-        if static_shared_over_limit(statics):  # counting only the arrays the code reaches, as a GPU does
-            live = build.live_shared_statics(self._cpu_code, self._flags, instances, self.check, self.name,
-                                             workers=not cooperative)
-            statics = {symbol: size for symbol, size in statics.items() if live is None or symbol in live}
-        self._shared_statics = statics
-        _refuse_too_much_static_shared(statics, self.name or build.CODE_NAME)
+        self._shared_statics = self._arrays_reached(kernels.tool_path, instances)
+        _refuse_too_much_static_shared(self._shared_statics, self.name or build.CODE_NAME)
         self._index = {name: i for i, name in enumerate(instances)}
         self._launch_bounds = _bounds_of_instances(self._index, launch_bounds(preprocessed or ""))
         for name, i in list(self._index.items()):  # an extern "C" kernel of a namespace, by its C name too
