@@ -479,6 +479,24 @@ def test_a_write_past_the_launchs_shared_mem_is_named_in_the_checking_mode(share
     np.testing.assert_array_equal(out, x[::-1])
 
 
+def test_a_write_of_zeros_past_the_launchs_shared_mem_is_named_as_that_write_alone():
+    # HOOMD's FIRE partial sums store zeros into a tile larger than shared_mem: the report added that it
+    # "follows a read of extern __shared__ memory where no thread of the block had written it" until
+    # 2026-11-27 (with zeros there the write no longer showed, which was taken for a read of the fill)
+    code = r"""
+extern "C" __global__ void zeros(float* out)
+{
+    extern __shared__ float partial[];
+    partial[threadIdx.x] = 0.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = partial[0];
+}
+"""
+    with pytest.raises(KernelError, match=r"zeros: a write past the end of its extern __shared__ memory") as caught:
+        RawModule(code=code, check=True).get_function("zeros")((1,), (64,), (np.ones(1, np.float32),),
+                                                                 shared_mem=32 * 4)
+    assert "no thread of the block had written" not in str(caught.value)
+
 def test_an_atomic_past_the_launchs_shared_mem_is_named_even_when_it_keeps_the_bytes():
     # an atomicOr into the guard's all-ones bytes changes none of them: it was reported as a read of
     # memory no thread wrote, naming no thread (found while running Rodinia through the runner)

@@ -720,6 +720,20 @@ def test_the_checking_mode_reports_a_write_and_a_read_right_before_an_array():
         module.get_function("from_the_left")((1,), (7,), (x, np.zeros(7, np.float32)))
 
 
+@pytest.mark.parametrize("dtype, c_type, value", [(np.int32, "int", -1), (np.uint8, "unsigned char", 255),
+                                                 (np.int32, "int", 5)])
+def test_a_write_of_all_ones_bytes_right_before_an_array_is_reported(dtype, c_type, value):
+    # labels[i - 1] = -1 (mumax's 255, "no region") left the 0xFF fill before the array as it was:
+    # unreported until 2026-11-27, where a GPU reports an invalid global write
+    code = f"""
+extern "C" __global__ void reset_labels({c_type}* labels)
+{{
+    labels[(int)threadIdx.x - 1] = {value};
+}}
+"""
+    with pytest.raises(KernelError, match=r"reset_labels: a write before the start of args\[0\]: up to 1 element"):
+        RawModule(code=code, check=True).get_function("reset_labels")((1,), (4,), (np.zeros(4, dtype),))
+
 ATOMIC_BEFORE = r"""
 // Thread 3 adds its weight at index i - 4 = -1, as a bilinear gradient adds a weight of 0 at a
 // corner outside the map (mmcv's border_align backward, unguarded): one element before `grad`.
