@@ -497,6 +497,23 @@ extern "C" __global__ void zeros(float* out)
                                                                  shared_mem=32 * 4)
     assert "no thread of the block had written" not in str(caught.value)
 
+@pytest.mark.parametrize("shared_mem", [0, 8])
+def test_a_read_past_the_launchs_shared_mem_is_named_as_a_read_of_extern_shared_memory(shared_mem):
+    # launched without the bytes it reads (onnxruntime's softmax): with shared_mem = 0 it was reported
+    # as a race between threads until 2026-11-27
+    code = r"""
+extern "C" __global__ void read_past(unsigned* y)
+{
+    extern __shared__ unsigned s[];
+    y[threadIdx.x] = s[threadIdx.x];
+}
+"""
+    with pytest.raises(KernelError, match=rf"read_past: the result depends on what __shared__ memory held before the "
+                                          rf"launch: .* the kernel read extern __shared__ memory \(within its "
+                                          rf"shared_mem = {shared_mem} bytes, or past them\) where no thread"):
+        RawModule(code=code, check=True).get_function("read_past")((1,), (4,), (np.zeros(4, np.uint32),),
+                                                                   shared_mem=shared_mem)
+
 def test_an_atomic_past_the_launchs_shared_mem_is_named_even_when_it_keeps_the_bytes():
     # an atomicOr into the guard's all-ones bytes changes none of them: it was reported as a read of
     # memory no thread wrote, naming no thread (found while running Rodinia through the runner)

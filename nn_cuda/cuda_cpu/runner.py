@@ -489,7 +489,7 @@ class LoadedKernels:
         count, named as such (with the arrays whose fill alone ends the first run's order in an error,
         where it is not a timeout). The fills are 0xFF bytes again after."""
         everything = range(len(self._shared))
-        shared = bool(self._shared) or bool(getattr(launch, "shared_mem", 0))
+        shared = bool(self._shared) or self._dynamic_shared(launch)
         try:
             self._fill_shared(everything, dynamic=True, fill=MIRRORED_FILL)
             self._run_again(index, launch, buffers, beginning, mirrored=True)
@@ -505,7 +505,7 @@ class LoadedKernels:
         except KernelError:
             raise failure from None  # the order's, not the fill's
         arrays = [] if isinstance(failure, KernelTimeout) else self._shared_fills_that(
-            lambda: self._ends_in_error(index, launch, buffers, beginning), "extern __shared__ memory",
+            lambda: self._ends_in_error(index, launch, buffers, beginning), _dynamic_shared_name(launch),
             fill=MIRRORED_FILL, others=POISON_FILL)
         raise KernelError(
             f"{failure}; with __shared__ memory filled with 0x{POISON_FILL:02X} bytes instead of "
@@ -533,7 +533,7 @@ class LoadedKernels:
         whose fill alone does it are named. None when nothing differs, or when the first run's order
         with its own fill does not give its results again (clock64(), say). The outputs and variables
         are put back after."""
-        if not self._shared and not getattr(launch, "shared_mem", 0):
+        if not self._shared and not self._dynamic_shared(launch):
             return None
         final, final_variables = buffers.writable_wholes(), self._variables.save()
         everything = range(len(self._shared))
@@ -554,7 +554,7 @@ class LoadedKernels:
             def differs() -> bool:
                 return self._changes_outputs(index, launch, buffers, beginning, first)
 
-            arrays = self._shared_fills_that(differs, "extern __shared__ memory", fill=MIRRORED_FILL,
+            arrays = self._shared_fills_that(differs, _dynamic_shared_name(launch), fill=MIRRORED_FILL,
                                              others=POISON_FILL)
         finally:
             self._fill_shared(everything, dynamic=True)
@@ -632,7 +632,7 @@ class LoadedKernels:
             self._variables.restore(final_variables)
         if changed:
             self._assert_nothing_read_before(index, launch, buffers, beginning, first)
-            if self._shared or getattr(launch, "shared_mem", 0):
+            if self._shared or self._dynamic_shared(launch):
                 self._assert_shared_read_written(index, launch, buffers, beginning, first)
 
     def _assert_nothing_read_before(self, index, launch, buffers, beginning, first) -> None:
@@ -683,7 +683,7 @@ class LoadedKernels:
             arrays = [name for i, name in enumerate(_demangled(n for _, _, n in self._shared))
                       if changes_with([i], False)]
             if changes_with([], True):
-                arrays.append("extern __shared__ memory")
+                arrays.append(_dynamic_shared_name(launch))
             raise KernelError(
                 f"{launch.kernel}: the result depends on what __shared__ memory held before the launch{where}: "
                 f"the kernel read {' and '.join(arrays) or '__shared__ memory'} where no thread of the block had "
@@ -837,18 +837,23 @@ class LoadedKernels:
                 return None
             return buffers.nan_in_outputs()
 
-        return self._shared_fills_that(nan_shows, f"extern __shared__ memory (within its shared_mem = "
-                                                  f"{getattr(launch, 'shared_mem', 0)} bytes, or past them)")
+        return self._shared_fills_that(nan_shows, _dynamic_shared_name(launch))
+
+    def _dynamic_shared(self, launch) -> bool:
+        """Whether the launch has extern __shared__ memory to read: its shared_mem, or the code's
+        declaration of it, which a launch of shared_mem = 0 reads past its end (such a read was
+        reported as a race until 2026-11-27: onnxruntime's softmax launched without its bytes)."""
+        return bool(getattr(launch, "shared_mem", 0)) or bool(self._lib.nn_cuda_cpu_declares_dynamic_shared())
 
     def _fault_after_unwritten_shared(self, index, launch, buffers, beginning) -> list[str]:
         """The __shared__ arrays whose 0xFF fill makes the launch end in an error (a garbage index used
         before it was written): it runs again from `beginning` with every array filled with zeros, and
         if it then ends, with one array at a time filled with 0xFF bytes. Nothing where zeros end it
         too, or where there is no __shared__ memory to fill."""
-        if not self._shared and not getattr(launch, "shared_mem", 0):
+        if not self._shared and not self._dynamic_shared(launch):
             return []
         return self._shared_fills_that(lambda: self._ends_in_error(index, launch, buffers, beginning),
-                                       "extern __shared__ memory")
+                                       _dynamic_shared_name(launch))
 
     def _shared_fills_that(self, shows, dynamic_name: str, fill: int = POISON_FILL, others: int = 0) -> list[str]:
         """The __shared__ arrays, and extern __shared__ memory (`dynamic_name`), whose `fill` bytes
@@ -1195,6 +1200,12 @@ class _GuardedCopy:
 STRUCT_TYPE = re.compile(r"struct of (\d+) bytes?")
 #: runtime.h's name of a type it cannot name (a reference or a pointer to one is named, and refused)
 UNSUPPORTED = "?"
+
+
+def _dynamic_shared_name(launch) -> str:
+    """How a report names extern __shared__ memory that a kernel read where nothing was written: within
+    the launch's shared_mem, or past it (a read past it is no read of written memory either)."""
+    return f"extern __shared__ memory (within its shared_mem = {getattr(launch, 'shared_mem', 0)} bytes, or past them)"
 
 
 def _who_takes_turns(grid) -> str:

@@ -1706,6 +1706,16 @@ extern "C" const char* nn_cuda_cpu_undefined_lane_read()
     return nn_cuda_cpu::undefined_lane_seen ? nn_cuda_cpu::undefined_lane_read : nullptr;
 }
 extern "C" const char* nn_cuda_cpu_bounds_detail() { return nn_cuda_cpu::bounds_detail; }
+// Whether the code declares extern __shared__ memory (raw_module.DYNAMIC_SHARED_FLAG): a launch of
+// shared_mem = 0 may read it then, past its end.
+extern "C" int nn_cuda_cpu_declares_dynamic_shared()
+{
+#if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
+    return 1;
+#else
+    return 0;
+#endif
+}
 extern "C" void nn_cuda_cpu_set_undefined_lane_fill(int fill) { nn_cuda_cpu::undefined_lane_fill_asked = fill; }
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
