@@ -568,6 +568,46 @@ extern "C" __global__ void through_null(const unsigned long long* address, int* 
         kernel((1,), (1,), (np.zeros(1, np.uint64), None))
 
 
+THROUGH_A_STRUCT = r"""
+// OpenCV's PtrStepSz, StyleGAN's parameter struct, PyTorch's accessors: the kernel reaches its data
+// through a pointer held in a struct passed by value. `scale` doubles each element; `racy` has thread 0
+// store a __shared__ element thread 63 writes, with no barrier between
+struct Matrix { int n; int pad; float* data; };
+extern "C" __global__ void scale(Matrix m)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < m.n) m.data[i] *= 2.0f;
+}
+extern "C" __global__ void racy(Matrix m)
+{
+    __shared__ float tile[64];
+    tile[threadIdx.x] = threadIdx.x;
+    if (threadIdx.x == 0) m.data[0] = tile[63];
+}
+"""
+MATRIX = np.dtype([("n", "i4"), ("pad", "i4"), ("data", "u8")])
+
+
+def test_device_memory_a_struct_argument_points_to_is_put_back_and_compared(capfd):
+    # a launch whose struct held a pointer ran once, its races unchecked, until 2026-11-27, where
+    # the memory it reached was NumPy's or the runner's device memory alike (5 of 14 code bases
+    # pass their data so); device memory, as a CuPy array's pointer would be, is now put back
+    # before the second run and compared after it
+    module = RawModule(code=THROUGH_A_STRUCT, check=True)
+    data = device_memory.to_device(np.arange(8, dtype=np.float32))
+    matrix = np.array([(8, 0, data.ctypes.data)], MATRIX)[0]
+    module.get_function("scale")((1,), (8,), (matrix,))
+    assert data.tolist() == [2.0 * i for i in range(8)]  # doubled once, though run twice
+    with pytest.raises(KernelError, match=r"racy: the result depends on the order in which the threads of a block run "
+                                          r"between barriers \(element 0 of the device memory that args\[0\] \(its "
+                                          r"bytes 8 to 15\) reach is"):
+        module.get_function("racy")((1,), (64,), (matrix,))
+    assert "holds a pointer to memory that is no argument" not in capfd.readouterr().err
+    # NumPy's memory is still run once, and said so
+    host = np.arange(8, dtype=np.float32)
+    module.get_function("racy")((1,), (64,), (np.array([(8, 0, host.ctypes.data)], MATRIX)[0],))
+    assert "racy: args[0] (its bytes 8 to 15) holds a pointer to memory that is no argument" in capfd.readouterr().err
+
 def test_a_pointer_to_pointers_takes_an_array_of_addresses(capfd):
     # CuPy takes an array of device pointers for a `void**` (CUDA by Example's hash table); it was refused
     code = r"""

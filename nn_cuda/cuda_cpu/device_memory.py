@@ -36,6 +36,8 @@ PROT_NONE = 0  # mprotect: no access (the mmap module names the others)
 _libc = None
 #: the memory of every array empty() made, while it lives
 _ALLOCATIONS: weakref.WeakSet = weakref.WeakSet()
+#: memory -> (the array's first byte, its offset in the memory, its length, its dtype), while it lives
+_ARRAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def libc():
@@ -63,6 +65,7 @@ def empty(shape, dtype) -> np.ndarray:
     memory = mmap.mmap(-1, guard + data + guard)  # guard, data, guard
     _ALLOCATIONS.add(memory)
     array = np.frombuffer(memory, dtype=dtype, count=count, offset=guard + data - span).reshape(shape)
+    _ARRAYS[memory] = (array.ctypes.data, guard + data - span, count, dtype)
     base = array.__array_interface__["data"][0] - (guard + data - span)
     protect = libc().mprotect
     if protect(base, guard, PROT_NONE) != 0 or protect(base + guard + data, guard, PROT_NONE) != 0:
@@ -82,6 +85,23 @@ def to_device(host_array) -> np.ndarray:
     array = empty(host_array.shape, host_array.dtype)
     array[...] = host_array
     return array
+
+
+def arrays_holding(addresses) -> list[np.ndarray] | None:
+    """The arrays of empty() (flat, each once) that hold `addresses` (within an array's bytes and its
+    alignment's slack); None when one of them lies in none (memory of NumPy's, or of no array): the
+    checking mode compares the arrays a struct argument's pointers reach when they are device memory."""
+    found: dict[int, np.ndarray] = {}
+    arrays = [(memory, *record) for memory, record in list(_ARRAYS.items())]
+    for address in map(int, addresses):
+        for memory, start, offset, count, dtype in arrays:
+            if start <= address < start + -(-max(count * dtype.itemsize, 1) // ALIGNMENT) * ALIGNMENT:
+                if start not in found:
+                    found[start] = np.frombuffer(memory, dtype=dtype, count=count, offset=offset)
+                break
+        else:
+            return None
+    return list(found.values())
 
 
 def holds(array: np.ndarray) -> bool:

@@ -195,6 +195,7 @@ class LoadedKernels:
         self.threads = 1 if check or cooperative else threads_from_environment()
         self._told_once_only: set[str] = set()  # kernels whose launches the checking mode runs once
         self._told_reordered: set[str] = set()  # kernels whose results came in another order (atomic slots)
+        self._reached: list[tuple[np.ndarray, np.ndarray]] = []  # (device array, its bytes before the launch)
         self._first_variables: list[bytes] | None = None  # the code's variables after a checked first run
         self._variables: _GlobalVariables | None = None  # found when first needed (_code_variables)
         # what every launch passes, made once: the instances' signatures, the fault record, the message
@@ -340,11 +341,13 @@ class LoadedKernels:
         a random order of threads and blocks and in that order backwards: a race-free kernel writes
         the same bits both times, or, when it adds
         floating-point values atomically, the same values up to the rounding that depends on their
-        order. Not when a struct argument holds a pointer: what it points to is no argument, so it is
-        neither guarded nor put back between the runs, and a second run would start from the first
-        one's results."""
+        order. Not when a struct argument holds a pointer to memory that is no argument and no device
+        memory: it is neither guarded nor put back between the runs, and a second run would start
+        from the first one's results. Device memory (device_memory.empty's arrays, as a CuPy array's
+        pointer would be) that such a pointer reaches is put back before each run and compared."""
         self._first_variables = None  # set once this launch's first run has left them
-        with _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers):
+        with _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers), \
+                self._device_memory_reached(launch, names) as (held, reached):
             start = buffers.snapshot()
             variables = self._variables.save()
             seed = next(self._seeds)
@@ -367,11 +370,11 @@ class LoadedKernels:
                     "thread writes?") from None
             self._assert_no_atomic_before(buffers)
             buffers.assert_nothing_written_before()
-            holders = _pointer_holders(launch, names, self._variables.named(variables))
             beginning = (start, variables, seed)
-            if not holders:
+            if reached is not None:  # nothing held, or device memory only: put back and compared
                 first = buffers.snapshot()
                 self._first_variables = self._variables.save()
+                first_reached = [array.copy() for array in reached]
                 # the same orders backwards: of two threads (or blocks) writing one place, the one
                 # that wrote first there writes last here
                 first_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
@@ -380,14 +383,17 @@ class LoadedKernels:
                                           lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._shared_fill_read(index, launch, buffers, beginning, first),
                                           lambda: self._lane_read_reach(index, launch, buffers, beginning, first))
+                self._assert_reached_same(launch, held, reached, first_reached)
                 if buffers.integer_outputs():
                     self._assert_fills_unread(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
                 self._told_once_only.add(launch.kernel)
+                holders = [what for what, _ in held]
                 holds = "holds a pointer" if len(holders) == 1 else "each hold a pointer"
                 print(f"nn_cuda: checking mode: {launch.kernel}: {' and '.join(holders)} {holds} to memory that is "
                       "no argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
-                      "its threads in one order (no comparison of two orders)", file=sys.stderr)
+                      "its threads in one order (no comparison of two orders; memory of "
+                      "nn_cuda.cuda_cpu.device_memory, as a CuPy array's, is compared)", file=sys.stderr)
             buffers.copy_back()
             self.assert_no_address_kept(launch.kernel, buffers.copy_spans(), checking=True,
                                         outputs=[(names[i], launch.args[i]) for i in sorted(buffers.outputs)])
@@ -470,13 +476,51 @@ class LoadedKernels:
                 f"reaches {reached}: a shuffle may read only the lanes of its mask that have not returned, and "
                 "in a partial last warp only the lanes the block has") from race
 
+    @contextlib.contextmanager
+    def _device_memory_reached(self, launch, names: list[str]):
+        """(what holds a pointer to memory that is no argument (_held_pointers), the device arrays
+        those pointers reach, or None where one reaches other memory) for the launch; while it runs,
+        _run_again puts those arrays back as they were before it."""
+        held = _held_pointers(launch, names, self._variables.named(self._variables.save()))
+        reached = device_memory.arrays_holding(np.concatenate([addresses for _, addresses in held])) if held else []
+        self._reached = [] if reached is None else [(array, array.copy()) for array in reached]
+        try:
+            yield held, reached
+        finally:
+            self._reached = []
+
+    def _assert_reached_same(self, launch, held, reached, first_reached) -> None:
+        """KernelError where device memory that a held pointer reaches differs after the two runs: bit
+        for bit, or, for floats where the kernel used atomics, beyond what their order rounds."""
+        atomics = bool(self._lib.nn_cuda_cpu_atomics_used())
+        for array, before in zip(reached, first_reached):
+            values, format_name = float_values(before, "")
+            if atomics and format_name is not None:
+                scale = max(float(np.nanmax(np.abs(values), initial=0.0)), self._lib.nn_cuda_cpu_atomic_sum_magnitude())
+                with np.errstate(invalid="ignore"):
+                    differs = ~((np.abs(values - float_values(array, "")[0]) <= ROUNDING_RTOL[format_name] * scale)
+                                | (np.isnan(values) & np.isnan(array)))
+            else:
+                differs = (before.view(np.uint8) != array.view(np.uint8)).reshape(before.size, -1).any(axis=1)
+            if differs.any():
+                element = int(np.argmax(differs))
+                raise KernelError(
+                    f"{launch.kernel}: the result depends on the order in which {_who_takes_turns(launch.grid)} run "
+                    f"between barriers (element {element} of the device memory that "
+                    f"{' and '.join(what for what, _ in held)} reach is {_value_text(before[element])} in one order "
+                    f"and {_value_text(array[element])} in another): threads race on __shared__ or global memory, "
+                    "e.g. a __syncthreads() is missing, or blocks share global memory that one of them writes")
+
     def _run_again(self, index, launch, buffers, beginning, mirrored=False) -> None:
         """The checked launch once more from `beginning` (its arguments, the code's global variables
         and its first run's seed; the orders backwards when `mirrored`), its printf thrown away: a
-        GPU prints each line once."""
+        GPU prints each line once; device memory that a held pointer reaches as it was before the
+        launch (_device_memory_reached)."""
         start, variables, seed = beginning
         buffers.restore(start)
         self._variables.restore(variables)
+        for array, contents in self._reached:
+            array[...] = contents
         with _device_printf_silenced():
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored)
 
@@ -1219,8 +1263,9 @@ def pointers_to_pointers(c_type: str) -> bool:
     return c_type.replace(" const*", "*").endswith("**") and UNSUPPORTED not in c_type
 
 
-def _pointer_holders(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[str]:
-    """What holds a pointer to memory that is no argument: "args[0] (an array of pointers)" for a
+def _held_pointers(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[tuple[str, np.ndarray]]:
+    """(what, the addresses it holds) of each holder of a pointer to memory that is no argument:
+    "args[0] (an array of pointers)" for a
     pointer to pointers whose array holds an address (one of nulls only reaches no memory); "args[2]
     (its bytes 8 to 15)" for a struct argument passed by value
     with an 8-byte word that is the address of writable memory of this process (each such word named:
@@ -1234,7 +1279,8 @@ def _pointer_holders(launch, names: list[str], variables: list[tuple[str, bytes]
     arrays = [i for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
               if pointers_to_pointers(c_type) and isinstance(value, np.ndarray) and value.any()]
     if arrays:
-        return [f"{names[i]} (an array of pointers)" for i in arrays]
+        return [(f"{names[i]} (an array of pointers)", launch.args[i][launch.args[i] != 0].reshape(-1))
+                for i in arrays]
     holders = [(names[i], bytes(value), None) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
                if STRUCT_TYPE.fullmatch(c_type) and isinstance(value, ctypes.Array)]
     # an array of structs (Rodinia's streamcluster passes points that hold a pointer to their coordinates)
@@ -1271,7 +1317,9 @@ def _pointer_holders(launch, names: list[str], variables: list[tuple[str, bytes]
             inside = (fields | null).all(axis=0) & (2 * fields.sum(axis=0) >= len(fields))
         if inside.any():
             spans = [f"{8 * int(word)} to {8 * int(word) + 7}" for word in np.flatnonzero(inside)]
-            found.append(f"{what} (its bytes {_spoken_list(spans)})")
+            # the words of those fields in every element of an array of structs, or those words
+            held = words.reshape(-1, inside.size)[:, inside] if inside.size != words.size else words[inside]
+            found.append((f"{what} (its bytes {_spoken_list(spans)})", held[held != 0].reshape(-1)))
     return found
 
 
