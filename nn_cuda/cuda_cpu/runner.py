@@ -383,7 +383,7 @@ class LoadedKernels:
                                           lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._shared_fill_read(index, launch, buffers, beginning, first),
                                           lambda: self._lane_read_reach(index, launch, buffers, beginning, first))
-                self._assert_reached_same(launch, held, reached, first_reached)
+                self._assert_reached_same(launch, held, reached, first_reached, first_magnitude)
                 if buffers.integer_outputs():
                     self._assert_fills_unread(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
@@ -489,17 +489,22 @@ class LoadedKernels:
         finally:
             self._reached = []
 
-    def _assert_reached_same(self, launch, held, reached, first_reached) -> None:
+    def _assert_reached_same(self, launch, held, reached, first_reached, first_magnitude: float) -> None:
         """KernelError where device memory that a held pointer reaches differs after the two runs: bit
-        for bit, or, for floats where the kernel used atomics, beyond what their order rounds."""
+        for bit, or, for floats where the kernel used atomics, beyond what their order rounds (as
+        _assert_same_results compares the arguments)."""
         atomics = bool(self._lib.nn_cuda_cpu_atomics_used())
+        mirrored_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
+        magnitude = max(first_magnitude, mirrored_magnitude if mirrored_magnitude < _FILL_MAGNITUDE else 0.0)
         for array, before in zip(reached, first_reached):
             values, format_name = float_values(before, "")
             if atomics and format_name is not None:
-                scale = max(float(np.nanmax(np.abs(values), initial=0.0)), self._lib.nn_cuda_cpu_atomic_sum_magnitude())
+                now = float_values(array, "")[0]
+                scale = max(float(np.nanmax(np.abs(values), initial=0.0)), magnitude)
                 with np.errstate(invalid="ignore"):
-                    differs = ~((np.abs(values - float_values(array, "")[0]) <= ROUNDING_RTOL[format_name] * scale)
-                                | (np.isnan(values) & np.isnan(array)))
+                    differs = ~((np.abs(values - now) <= ROUNDING_RTOL[format_name] * scale)
+                                | (np.isnan(values) & np.isnan(now)))
+                differs = differs.reshape(before.size, -1).any(axis=1)  # a complex element's two parts
             else:
                 differs = (before.view(np.uint8) != array.view(np.uint8)).reshape(before.size, -1).any(axis=1)
             if differs.any():
