@@ -253,7 +253,7 @@ def _struct_holding_a_pointer(kernel, args) -> str | None:
     from types import SimpleNamespace
 
     from nn_cuda.cuda_cpu import arguments
-    from nn_cuda.cuda_cpu.runner import _pointer_holders
+    from nn_cuda.cuda_cpu.runner import _held_pointers
 
     try:
         packed = arguments.pack(kernel.name, kernel.signature, args)
@@ -264,7 +264,8 @@ def _struct_holding_a_pointer(kernel, args) -> str | None:
     if addresses:
         return " and ".join(addresses)
     launch = SimpleNamespace(args=packed, signature=kernel.signature)
-    return " and ".join(_pointer_holders(launch, [f"args[{i}]" for i in range(len(packed))], [])) or None
+    held = _held_pointers(launch, [f"args[{i}]" for i in range(len(packed))], [])
+    return " and ".join(what for what, _ in held) or None
 
 
 def _is_buffer(argument, c_type: str) -> bool:
