@@ -297,7 +297,8 @@ def test_lanes_that_returned_do_not_hold_up_a_warp_sync_but_hand_nothing_over(wa
         with pytest.raises(KernelError, match=r"half_warp_returns: thread \(\d+, 0, 0\) of block \(0, 0, 0\), lane \d+ "
                                               r"of its warp, shuffles with mask 0xffffffff from lane (1[6-9]|2\d|3[01]), "
                                               r"which returned before it, whose value is undefined on a GPU, and the "
-                                              r"value reaches args\[0\]\[16\] \(4294967295 with all-ones bytes"):
+                                              r"value changes the result \(args\[0\]\[16\] is 4294967295 with "
+                                              r"all-ones bytes read there and 0 with zeros\)"):
             warps.get_function("half_warp_returns")((1,), (32,), (out, np.int32(1)))
     else:
         warps.get_function("half_warp_returns")((1,), (32,), (out, np.int32(1)))
@@ -370,7 +371,8 @@ def test_legacy_warp_synchronous_code_is_reported_in_the_checking_mode():
 
 @pytest.mark.parametrize("kernel, threads, message", [
     ("shuffle_outside_the_mask", 32, r"lane [0-7] of its warp, shuffles with mask 0x000000ff from lane \d+, which is not "
-                                     r"in the mask, whose value is undefined on a GPU, and the value reaches args\[1\]"),
+                                     r"in the mask, whose value is undefined on a GPU, and the value changes the result "
+                                     r"\(args\[1\]"),
     ("shuffle_beyond_the_block", 48, r"lane \d+ of its warp, shuffles with mask 0xffffffff from lane "
                                      r"(1[6-9]|2\d|3[01]), which the block does not have \(its last warp is partial\)"),
 ])

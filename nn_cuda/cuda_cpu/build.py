@@ -555,20 +555,23 @@ def live_shared_statics(code: str, flags, instances, check: bool, name: str | No
     arrays are not kept `used` (runtime.h, NN_CUDA_CPU_LIVE_SHARED_ONLY): the build's unit compiled
     once more, to an object that nm reads, so that the arrays of branches the compiler removes are
     gone, as NVRTC removes them (StyleGAN3's filtered_lrelu declares a 64 MiB array in a branch its
-    template arguments rule out). None where that build fails or nm is missing. Seconds: asked for
-    only where a function seems to pass the 48 KiB limit."""
-    plan = _code_plan(code, flags, instances, check, name, workers)
+    template arguments rule out). None where that build fails or nm is missing. Seconds, once (the
+    object is cached as the library is): asked for only where a function seems to pass 48 KiB."""
     nm = shutil.which("nm")
     if nm is None:
         return None
-    with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
-        source, target = Path(work) / f"{plan.stem}_live.cpp", Path(work) / f"{plan.stem}_live.o"
-        source.write_text(plan.unit)
-        command = [plan.compiler, *(flag for flag in plan.flags if not flag.startswith("-Wl,")),
-                   "-DNN_CUDA_CPU_LIVE_SHARED_ONLY", "-c", "-o", str(target), str(source)]
-        if subprocess.run(command, capture_output=True, text=True, timeout=600).returncode != 0:
-            return None
-        listing = subprocess.run([nm, "--defined-only", str(target)], capture_output=True, text=True, timeout=60)
+    library = _code_plan(code, flags, instances, check, name, workers)
+    flags = [*(flag for flag in library.flags if not flag.startswith("-Wl,")), "-DNN_CUDA_CPU_LIVE_SHARED_ONLY", "-c"]
+    plan = dataclasses.replace(library, flags=flags, suffix=".o", runner=None, stem=f"{library.stem}_live",
+                               what=f"the __shared__ arrays that {library.what} reaches",
+                               manifest=_manifest(f"{library.stem}_live", library.unit, library.manifest.name,
+                                                  " ".join(flags)))
+    try:
+        descriptor, target = _verified_build(plan)
+    except KernelBuildError:
+        return None
+    os.close(descriptor)
+    listing = subprocess.run([nm, "--defined-only", str(target)], capture_output=True, text=True, timeout=60)
     return {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
 
 

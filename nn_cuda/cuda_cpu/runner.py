@@ -114,6 +114,27 @@ def float_values(array: np.ndarray, c_type: str) -> tuple[np.ndarray | None, str
         parts = array.view(np.dtype(f"f{array.dtype.itemsize // 2}")).reshape(array.shape + (2,))
         return parts, parts.dtype.name
     return None, None
+
+
+def elements_that_differ(before: np.ndarray, now: np.ndarray, c_type: str, rounding: bool,
+                         atomic_magnitude: float) -> np.ndarray:
+    """A flat mask of the elements of `now` that differ from `before` in their bits; with `rounding`
+    (the kernel used atomics, so its floating-point sums may come in another order), floats may differ
+    by what summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude, or of the
+    largest an atomicAdd of floats found or added (`atomic_magnitude`), whichever is larger. `c_type`
+    (the parameter's) tells the 16-bit floats."""
+    values_before, format_name = float_values(before, c_type)
+    if rounding and format_name is not None:
+        values_now = float_values(now, c_type)[0]
+        scale = max(float(np.nanmax(np.abs(values_before), initial=0.0)), atomic_magnitude)
+        with np.errstate(invalid="ignore"):
+            differs = ~((np.abs(values_before - values_now) <= ROUNDING_RTOL[format_name] * scale)
+                        | (np.isnan(values_before) & np.isnan(values_now)))
+        return differs.reshape(max(now.size, 1), -1).any(axis=1)  # a complex element's two parts: one
+    return (before.reshape(-1).view(np.uint8) != now.reshape(-1).view(np.uint8)).reshape(max(now.size, 1), -1).any(
+        axis=1)  # 0-d arrays too
+
+
 #: seconds a launch may run before it is stopped (0: no limit)
 WATCHDOG_VARIABLE = "NN_CUDA_CPU_WATCHDOG"
 DEFAULT_WATCHDOG_SECONDS = 60.0
@@ -240,8 +261,7 @@ class LoadedKernels:
         if not copies:
             return
         variables = self._code_variables()
-        holders = [(f"the variable `{demangled([symbol])[0]}`", address, size)
-                   for address, size, symbol in variables.regions]
+        holders = [(symbol, address, size) for address, size, symbol in variables.regions]
         # an address is kept in 8 bytes: an array of 8-byte integers (or of pointers), or of structs
         holders += [(name, array.ctypes.data, array.nbytes) for name, array in outputs
                     if (array.dtype.kind in "iu" and array.itemsize == 8 or array.dtype.kind == "V")
@@ -262,6 +282,8 @@ class LoadedKernels:
                            "cupy.asarray copies it to a GPU, and the copy is freed when the launch ends: pass "
                            "the array as device memory (nn_cuda.cuda_cpu.device_memory.to_device(array)), which "
                            "keeps its address between launches as a CuPy array does")
+                    if holder not in dict(outputs):  # a variable's symbol, demangled only now: this runs often
+                        holder = f"the variable `{demangled([holder])[0]}`"
                     raise KernelError(
                         f"{kernel}: {holder} (its bytes {where} to {where + 7}) holds an address within {argument} "
                         f"as this launch passed it, which a later launch reading through it would find gone: {how}")
@@ -346,10 +368,10 @@ class LoadedKernels:
         from the first one's results. Device memory (device_memory.empty's arrays, as a CuPy array's
         pointer would be) that such a pointer reaches is put back before each run and compared."""
         self._first_variables = None  # set once this launch's first run has left them
+        variables = self._variables.save()
         with _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers), \
-                self._device_memory_reached(launch, names) as (held, reached):
+                self._device_memory_reached(launch, names, variables) as (held, reached):
             start = buffers.snapshot()
-            variables = self._variables.save()
             seed = next(self._seeds)
             try:
                 self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
@@ -445,9 +467,7 @@ class LoadedKernels:
         `find_lane_read_reach()` (_lane_read_reach) finds an output that this alone changes, that read
         is named as the cause."""
         try:
-            # a sum onto the mirrored run's fill (3.4e38) is the fill's magnitude, not the kernel's
-            mirrored_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
-            magnitude = max(first_magnitude, mirrored_magnitude if mirrored_magnitude < _FILL_MAGNITUDE else 0.0)
+            magnitude = self._atomic_magnitude(first_magnitude)
             atomics = bool(self._lib.nn_cuda_cpu_atomics_used())
             reordered = buffers.assert_same_as(first, atomics=atomics, atomic_magnitude=magnitude)
             self._variables.assert_same_as(self._first_variables, buffers.launch, atomics)
@@ -473,15 +493,16 @@ class LoadedKernels:
                 raise
             raise KernelError(
                 f"{buffers.launch.kernel}: {read.decode()}, whose value is undefined on a GPU, and the value "
-                f"reaches {reached}: a shuffle may read only the lanes of its mask that have not returned, and "
-                "in a partial last warp only the lanes the block has") from race
+                f"changes the result ({reached}): a shuffle may read only the lanes of its mask that have not "
+                "returned, and in a partial last warp only the lanes the block has") from race
 
     @contextlib.contextmanager
-    def _device_memory_reached(self, launch, names: list[str]):
-        """(what holds a pointer to memory that is no argument (_held_pointers), the device arrays
-        those pointers reach, or None where one reaches other memory) for the launch; while it runs,
-        _run_again puts those arrays back as they were before it."""
-        held = _held_pointers(launch, names, self._variables.named(self._variables.save()))
+    def _device_memory_reached(self, launch, names: list[str], variables: list[bytes]):
+        """(what holds a pointer to memory that is no argument (_held_pointers: an argument, or one of
+        the code's `variables` as saved), the device arrays those pointers reach, or None where one
+        reaches other memory) for the launch; while it runs, _run_again puts those arrays back as they
+        were before it."""
+        held = _held_pointers(launch, names, self._variables.named(variables))
         reached = device_memory.arrays_holding(np.concatenate([addresses for _, addresses in held])) if held else []
         self._reached = [] if reached is None else [(array, array.copy()) for array in reached]
         try:
@@ -489,24 +510,19 @@ class LoadedKernels:
         finally:
             self._reached = []
 
+    def _atomic_magnitude(self, first_magnitude: float) -> float:
+        """The largest magnitude the two checked runs' atomic float sums found or added: the first run's
+        (`first_magnitude`), or the mirrored run's where it is no sum onto that run's fill (3.4e38)."""
+        mirrored_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
+        return max(first_magnitude, mirrored_magnitude if mirrored_magnitude < _FILL_MAGNITUDE else 0.0)
+
     def _assert_reached_same(self, launch, held, reached, first_reached, first_magnitude: float) -> None:
         """KernelError where device memory that a held pointer reaches differs after the two runs: bit
         for bit, or, for floats where the kernel used atomics, beyond what their order rounds (as
         _assert_same_results compares the arguments)."""
-        atomics = bool(self._lib.nn_cuda_cpu_atomics_used())
-        mirrored_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
-        magnitude = max(first_magnitude, mirrored_magnitude if mirrored_magnitude < _FILL_MAGNITUDE else 0.0)
+        atomics, magnitude = bool(self._lib.nn_cuda_cpu_atomics_used()), self._atomic_magnitude(first_magnitude)
         for array, before in zip(reached, first_reached):
-            values, format_name = float_values(before, "")
-            if atomics and format_name is not None:
-                now = float_values(array, "")[0]
-                scale = max(float(np.nanmax(np.abs(values), initial=0.0)), magnitude)
-                with np.errstate(invalid="ignore"):
-                    differs = ~((np.abs(values - now) <= ROUNDING_RTOL[format_name] * scale)
-                                | (np.isnan(values) & np.isnan(now)))
-                differs = differs.reshape(before.size, -1).any(axis=1)  # a complex element's two parts
-            else:
-                differs = (before.view(np.uint8) != array.view(np.uint8)).reshape(before.size, -1).any(axis=1)
+            differs = elements_that_differ(before, array, "", atomics, magnitude)
             if differs.any():
                 element = int(np.argmax(differs))
                 raise KernelError(
@@ -592,13 +608,8 @@ class LoadedKernels:
             self._fill_shared(everything, dynamic=True, fill=MIRRORED_FILL)
             if not self._changes_outputs(index, launch, buffers, beginning, first):
                 return None
-            found = buffers.first_difference(first)
-            in_variable = None if found or self._first_variables is None else \
-                self._variables.first_difference(self._first_variables)
-            where = (f"{buffers.names[found[0]]}{list(found[1])} is {found[2]} with the first fill and {found[3]} "
-                     "with the second" if found else
-                     self._variables.difference_text(in_variable, "with the first fill", "with the second")
-                     if in_variable else "the launch ends in an error with the second fill only")
+            where = (self._difference_from_first(buffers, first, "with the first fill", "with the second")
+                     or "the launch ends in an error with the second fill only")
 
             def differs() -> bool:
                 return self._changes_outputs(index, launch, buffers, beginning, first)
@@ -618,7 +629,7 @@ class LoadedKernels:
                 "math_constants.h for a max)")
 
     def _lane_read_reach(self, index, launch, buffers, beginning, first) -> str | None:
-        """"args[1][0] (1 with all-ones bytes read there, 100 with zeros)": what a shuffle's read of a
+        """"args[1][0] is 1 with all-ones bytes read there and 100 with zeros": what a shuffle's read of a
         lane with no value alone changes. The launch runs again as it ran first (`beginning`: its order
         too, so no race can differ), reading zeros from such lanes as the mirrored run did; None when
         nothing then differs (a race made the two runs differ: LightGBM's EvalKernel, whose shuffle of
@@ -632,20 +643,24 @@ class LoadedKernels:
             try:
                 self._run_again(index, launch, buffers, beginning)
             except KernelError as error:
-                return f"how the launch ends: with zeros read there instead of all-ones bytes, in an error ({error})"
+                return f"with zeros read there instead of all-ones bytes the launch ends in an error: {error}"
             finally:
                 self._lib.nn_cuda_cpu_set_undefined_lane_fill(-1)
-            found = buffers.first_difference(first)
-            in_variable = None if found or self._first_variables is None else \
-                self._variables.first_difference(self._first_variables)
-            if found:
-                i, element, before, now = found
-                return f"{buffers.names[i]}{list(element)} ({before} with all-ones bytes read there, {now} with zeros)"
-            return self._variables.difference_text(in_variable, "with all-ones bytes read there", "with zeros") \
-                if in_variable else None
+            return self._difference_from_first(buffers, first, "with all-ones bytes read there", "with zeros")
         finally:
             buffers.put_back(final)
             self._variables.restore(final_variables)
+
+    def _difference_from_first(self, buffers, first, first_label: str, now_label: str) -> str | None:
+        """"args[1][0] is 1 `first_label` and 100 `now_label`": the first output, or else the first
+        variable of the code, that the run just made left other than the first run (`first`); None
+        where nothing differs."""
+        found = buffers.first_difference(first)
+        if found:
+            i, element, before, now = found
+            return f"{buffers.names[i]}{list(element)} is {before} {first_label} and {now} {now_label}"
+        in_variable = None if self._first_variables is None else self._variables.first_difference(self._first_variables)
+        return self._variables.difference_text(in_variable, first_label, now_label) if in_variable else None
 
     def _changes_outputs(self, index, launch, buffers, beginning, first) -> bool:
         """Whether the launch, run again as it ran first (`beginning`) with the fills as they are now
@@ -1432,22 +1447,9 @@ class _CheckedBuffers:
             now = self.views[i]
             if now.size == 0:  # an empty array (a kernel's tail of length 0): nothing to differ
                 continue
-            values_before, format_name = float_values(before, self.launch.signature[i])
-            if rounding and format_name is not None:
-                values_now = float_values(now, self.launch.signature[i])[0]
-                scale = max(float(np.nanmax(np.abs(values_before), initial=0.0)), atomic_magnitude)
-                with np.errstate(invalid="ignore"):
-                    differs = ~((np.abs(values_before - values_now) <= ROUNDING_RTOL[format_name] * scale)
-                                | (np.isnan(values_before) & np.isnan(values_now)))
-                if differs.ndim > now.ndim:  # a complex element's two parts
-                    differs = differs.any(axis=-1)
-                differs = differs.reshape(-1)
-                flat = int(np.argmax(differs))
-            else:
-                differs = before.reshape(-1).view(np.uint8) != now.reshape(-1).view(np.uint8)  # 0-d arrays too
-                flat = int(np.argmax(differs)) // now.itemsize
+            differs = elements_that_differ(before, now, self.launch.signature[i], rounding, atomic_magnitude)
             if differs.any():
-                index = tuple(int(v) for v in np.unravel_index(flat, now.shape))
+                index = tuple(int(v) for v in np.unravel_index(int(np.argmax(differs)), now.shape))
                 return i, index, _value_text(before[index]), _value_text(now[index])
         return None
 

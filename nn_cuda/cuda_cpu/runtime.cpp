@@ -593,6 +593,16 @@ struct CastCheck {
     const SanitizerType* to;
 };
 
+// An integer operand as GCC passes it to a handler (its bits in a pointer's place), sign-extended
+// where its type (bits = log2(width) << 1 | signed) is signed.
+long long sanitizer_integer(const SanitizerType* type, void* bits)
+{
+    const unsigned width = 1u << (type->bits >> 1);
+    const uint64_t raw = reinterpret_cast<uintptr_t>(bits);
+    return (type->bits & 1) && width < 64 ? static_cast<long long>(raw << (64 - width)) >> (64 - width)
+                                          : static_cast<long long>(raw);
+}
+
 struct BoundsCheck {
     SanitizerPlace place;
     const SanitizerType* array;  // "'float [32]'": the dimension indexed (of `float s[4][8]`, 'float [8]')
@@ -604,19 +614,8 @@ struct BoundsCheck {
 extern "C" void __ubsan_handle_out_of_bounds_abort(void* data, void* index_bits)
 {
     const BoundsCheck* check = static_cast<const BoundsCheck*>(data);
-    const unsigned width = 1u << (check->index->bits >> 1);
-    const uint64_t raw = reinterpret_cast<uintptr_t>(index_bits);
-    if ((check->index->bits & 1) && width < 64) {  // a signed index: its sign extended
-        snprintf(bounds_detail, sizeof bounds_detail, "index %lld of an array of type %s",
-                 static_cast<long long>(raw << (64 - width)) >> (64 - width), check->array->name);
-    } else if (check->index->bits & 1) {
-        snprintf(bounds_detail, sizeof bounds_detail, "index %lld of an array of type %s",
-                 static_cast<long long>(raw), check->array->name);
-    } else {
-        snprintf(bounds_detail, sizeof bounds_detail, "index %llu of an array of type %s",
-                 static_cast<unsigned long long>(width < 64 ? raw & ((uint64_t{1} << width) - 1) : raw),
-                 check->array->name);
-    }
+    snprintf(bounds_detail, sizeof bounds_detail, "index %lld of an array of type %s",
+             sanitizer_integer(check->index, index_bits), check->array->name);
     fault_signal = SIGILL;
     fault_address = nullptr;
     fault_pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0)) - 1;
@@ -673,12 +672,7 @@ struct ShiftCheck {
 extern "C" void __ubsan_handle_shift_out_of_bounds_abort(void* data, void*, void* count_bits)
 {
     const ShiftCheck* check = static_cast<const ShiftCheck*>(data);
-    const unsigned count_width = 1u << (check->count->bits >> 1);
-    const uint64_t raw = reinterpret_cast<uintptr_t>(count_bits);
-    long long count = static_cast<long long>(raw);
-    if ((check->count->bits & 1) && count_width < 64) {  // a signed count: its sign extended
-        count = static_cast<long long>(raw << (64 - count_width)) >> (64 - count_width);
-    }
+    const long long count = sanitizer_integer(check->count, count_bits);
     const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
     report("%s: thread (%u, %u, %u) of block (%u, %u, %u) shifts a value of %s (%u bits) by %lld at %s:%u: C++ "
            "leaves a count outside 0 to %u undefined; a GPU's shift clamps it to the width (1u << 32 is 0), this "
