@@ -7,6 +7,8 @@ whole grid, and a grid.sync() it cannot complete is a KernelError. Then threads 
 libcu++'s cuda::barrier with cuda::memcpy_async, and __nanosleep in a spin loop, within a block and
 between blocks. The kernels are written here."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -365,19 +367,46 @@ def test_a_grid_sync_outside_a_cooperative_launch_is_a_kernel_error():
 @pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
 def test_a_cooperative_grid_too_large_is_reduced_or_refused_as_cupy_does(check):
     """CuPy reduces a 1-D cooperative grid larger than the device holds to what it holds, with a
-    warning, and refuses a 2-D or 3-D one (cupy/cuda/function.pyx, _launch): the runner holds 4."""
+    warning, and refuses a 2-D or 3-D one (cupy/cuda/function.pyx, _launch): the runner holds as many
+    blocks as its stacks do, 4100 // (threads + 1): 31 of 128 threads."""
     normalise = RawModule(code=GRID, enable_cooperative_groups=True, check=check).get_function("normalise")
-    x = np.random.default_rng(4).random(1000).astype(np.float32)
-    partial, out = np.full(5, np.nan, np.float32), np.full(1000, np.nan, np.float32)
-    with pytest.warns(UserWarning, match=r"The grid size will be reduced from 5 to 4, as the specified grid size "
+    x = np.random.default_rng(4).random(5000).astype(np.float32)
+    partial, out = np.full(32, np.nan, np.float32), np.full(5000, np.nan, np.float32)
+    with pytest.warns(UserWarning, match=r"The grid size will be reduced from 32 to 31, as the specified grid size "
                                          r"exceeds the limit"):
-        normalise((5,), (128,), (x, partial, out, np.int32(1000)))
-    # four blocks ran, their grid-stride loops covering x; the fifth partial sum was never written
-    np.testing.assert_allclose(partial[:4].sum(), x.sum(dtype=np.float64), rtol=1e-6)
-    assert np.isnan(partial[4])
+        normalise((32,), (128,), (x, partial, out, np.int32(5000)))
+    # 31 blocks ran, their grid-stride loops covering x; the last partial sum was never written
+    np.testing.assert_allclose(partial[:31].sum(), x.sum(dtype=np.float64), rtol=1e-6)
+    assert np.isnan(partial[31])
     np.testing.assert_allclose(out, x / x.sum(dtype=np.float64), rtol=1e-6)
-    with pytest.raises(ValueError, match=r"The specified grid size \(3 \* 2 \* 1\) exceeds the limit \(4\)"):
-        normalise((3, 2), (128,), (x, partial, out, np.int32(1000)))
+    with pytest.raises(ValueError, match=r"The specified grid size \(16 \* 2 \* 1\) exceeds the limit \(31\)"):
+        normalise((16, 2), (128,), (x, partial, out, np.int32(5000)))
+
+
+ONE_ELEMENT_A_THREAD = r"""
+#include <cooperative_groups.h>
+// CuPy's TestRawPicklable kernel, compiled with enable_cooperative_groups: each thread doubles its
+// own element, once, with no grid-stride loop, so every block of the grid must run
+extern "C" __global__ void twice(const float* x, float* y)
+{
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = 2.0f * x[i];
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_cooperative_grid_of_small_blocks_runs_whole(check):
+    """10 blocks of 10 threads were reduced to 4 blocks, as for blocks of 1024 threads, leaving 60 of
+    the 100 outputs unwritten with only CuPy's warning; a GPU runs the whole grid, as the runner now
+    does, as many blocks resident as its stacks hold."""
+    x = np.arange(100, dtype=np.float32)
+    y = np.full(100, np.nan, np.float32)
+    twice = RawModule(code=ONE_ELEMENT_A_THREAD, enable_cooperative_groups=True, check=check).get_function("twice")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no grid reduced
+        twice((10,), (10,), (x, y))
+    np.testing.assert_array_equal(y, 2 * x)
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])

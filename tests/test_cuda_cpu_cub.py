@@ -292,7 +292,7 @@ def test_cubs_headers_the_runner_has_build_and_one_it_lacks_names_cub():
         "(RawModule code):1: the CPU runner does not support this part of CUB (it has CUB's block and warp "
         "reductions and scans, and its binary searches, only): "
         "#include <cub/device/device_radix_sort.cuh> has no counterpart here (a GPU build finds it among CUDA's or "
-        "CuPy's headers)")
+        "CuPy's headers where it is one of them; NVRTC says \"cannot open source file\" where it is none)")
 
 
 # As HeCBench's attention benchmark (src/attention-cuda/kernels.h, zjin-lcf/HeCBench at f27000a5)

@@ -228,7 +228,8 @@ def test_an_include_of_cub_thrust_or_cupys_headers_stops_the_build_in_one_line(h
         RawModule(code=code, backend="nvcc").get_function("k")
     assert str(error.value) == (
         f"(RawModule code):1: the CPU runner does not support {build.MISSING_LIBRARIES[header.split('/')[0]]}: "
-        f"#include <{header}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers)")
+        f"#include <{header}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers where "
+        "it is one of them; NVRTC says \"cannot open source file\" where it is none)")
 
 
 # LeetCUDA's transposes and GEMMs move a `__shared__ float` array as float4, which a GPU allows: its

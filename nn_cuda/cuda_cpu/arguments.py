@@ -5,16 +5,17 @@ long long", "bool", "float", ...; a typedef by its type: size_t is "unsigned lon
 pointer to one ("const float*", "void*"). CuPy packs each argument by its own type and the GPU reads
 the bytes whatever the parameter is; here every argument must fit its parameter:
 - a pointer takes a contiguous NumPy array (C or Fortran order: its memory, as CuPy passes it) of the
-  pointee's dtype (void* and a pointer to a struct,
-  float4* say, take any dtype; char*, whose char is signed or not as the platform chooses, int8 or
-  uint8, as text's bytes are; a pointer to an enum, "enum of 4 bytes*", integers of its size, signed or
-  not, as its underlying type is one or the other as the compiler chooses), and a non-const pointer a
-  writeable one; None passes a null pointer, as CuPy passes it; a pointer to pointers ("void**",
-  "float**") takes an array of addresses, 8-byte integers (np.array([a.ctypes.data, ...], np.uint64)),
-  as CuPy takes an array of device pointers;
-- a scalar takes a NumPy scalar of exactly its dtype (or of an integer dtype of its size whose value it
-  holds: the same bytes, as an enum's mode passed as an int32 to its underlying unsigned int), or a
-  Python value that reaches it on a GPU as
+  pointee's dtype (void* and a pointer to a struct, float4* say, take any dtype; char*, whose char is
+  signed or not as the platform chooses, int8 or uint8, as text's bytes are; a pointer to an enum,
+  "enum of 4 bytes*", integers of its size, signed or not, as its underlying type is one or the other
+  as the compiler chooses), and a non-const pointer a writeable one; a view that skips elements
+  (positive strides) passes the address of its first element in its array's memory, as CuPy passes
+  it; None passes a null pointer, as CuPy passes it; a pointer to pointers ("void**", "float**")
+  takes an array of addresses, 8-byte integers (np.array([a.ctypes.data, ...], np.uint64)), as CuPy
+  takes an array of device pointers;
+- a scalar takes a NumPy scalar (or a one-element array, which CuPy passes by value) of exactly its
+  dtype (or of an integer dtype of its size whose value it holds: the same bytes, as an enum's mode
+  passed as an int32 to its underlying unsigned int), or a Python value that reaches it on a GPU as
   itself: an int for an integer parameter when it is in range (CuPy passes it as a long long, whose
   first bytes are the value), a float for a double, a bool for bool (an enum is its underlying
   integer type). CuPy passes a Python float to a float parameter as a double, and an int to a float
@@ -110,6 +111,8 @@ def _argument(where: str, c_type: str, value):
                             f"{4 if c_type.endswith('2') else 2}, not the number")
         return _struct_bytes(where, 4 if c_type.endswith("2") else 2, value)  # a pair, or one
     dtype = scalar_dtype(c_type)
+    if isinstance(value, np.ndarray) and value.size == 1:  # CuPy passes a one-element array by value
+        value = value.reshape(())[()]
     if value is None and c_type == "function pointer":  # CuPy passes None as a null pointer
         return dtype.type(0)
     if isinstance(value, np.generic):
@@ -196,6 +199,30 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
     in_memory_order = value.transpose(np.argsort([-stride for stride in value.strides], kind="stable"))
     if in_memory_order.flags.c_contiguous:
         return in_memory_order
-    raise TypeError(f"{where} takes a contiguous array, got a strided view: CuPy would pass the address of its "
-                    "first element, and the kernel would read the elements the view skips as its own (pass a "
-                    "contiguous copy, np.ascontiguousarray(view), and copy an output back into the view)")
+    span = _span(value)
+    if span is not None:
+        return span
+    raise TypeError(f"{where} takes an array whose elements lie forward from its first one, got a view with a "
+                    "negative or zero stride: CuPy would pass the address of its first element, and the kernel "
+                    "would read forward from there (pass a contiguous copy, np.ascontiguousarray(view), and copy "
+                    "an output back into the view)")
+
+
+def _span(view: np.ndarray) -> np.ndarray | None:
+    """The memory of a view that skips elements (`x[::2]`, a column of a matrix), from its first element
+    to its last, as one contiguous array of its dtype within the array it views; None where its strides
+    are not all positive or its array is not one C-contiguous block. CuPy passes the view's first
+    element's address: a kernel given its strides reads the view's elements (cupyx's upfirdn takes
+    `x.strides[axis] // x.itemsize`), and one that indexes it as contiguous reads the elements between,
+    as it does on a GPU. The runner refused such a view until 2026-11-27."""
+    whole = view
+    while isinstance(whole.base, np.ndarray):
+        whole = whole.base
+    if view.size == 0 or not whole.flags.c_contiguous or any(
+            stride <= 0 for size, stride in zip(view.shape, view.strides) if size > 1):
+        return None
+    offset = view.ctypes.data - whole.ctypes.data
+    length = sum((size - 1) * stride for size, stride in zip(view.shape, view.strides)) + view.itemsize
+    if offset < 0 or offset + length > whole.nbytes or length % view.itemsize:
+        return None
+    return whole.reshape(-1).view(np.uint8)[offset:offset + length].view(view.dtype)

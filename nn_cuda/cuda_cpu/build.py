@@ -1027,7 +1027,8 @@ def _missing_library(log: str) -> str | None:
     else:
         return None
     return (f"{found['where']}: the CPU runner does not support {what}: "
-            f"#include <{found['path']}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers)")
+            f"#include <{found['path']}> has no counterpart here (a GPU build finds it among CUDA's or CuPy's headers "
+            "where it is one of them; NVRTC says \"cannot open source file\" where it is none)")
 
 
 #: GCC's warning on `#pragma once` in the code, which is the main file here (the code is often a

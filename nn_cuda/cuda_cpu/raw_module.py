@@ -25,9 +25,10 @@ or C++ standard header, which NVRTC does not have (nvrtc_headers.py).
 `extern __shared__ T name[];` is sized by the launch's shared_mem (dynamic_shared_as_references).
 
 `enable_cooperative_groups=True` launches the module's kernels cooperatively, as CuPy does: every block
-of the grid (at most 4 here) stays resident, taking turns on one host thread, so grid_group::sync()
-waits for the whole grid. A larger 1-D grid is reduced to 4 blocks with CuPy's warning, as CuPy
-reduces one larger than the GPU holds; a larger 2-D or 3-D grid raises ValueError, as there.
+of the grid stays resident (as many as the runtime's stacks hold: 4 blocks of 1024 threads, 372 of 10,
+at most 512), taking turns on one host thread, so grid_group::sync() waits for the whole grid. A
+larger 1-D grid is reduced to that many blocks with CuPy's warning, as CuPy reduces one larger than
+the GPU holds; a larger 2-D or 3-D grid raises ValueError, as there.
 
 Not supported: cubin or PTX files (path=), references as parameters (arguments.py),
 translate_cucomplex and jitify.
@@ -417,7 +418,7 @@ class RawKernel:
         grid, block = _dimensions("grid", grid), _dimensions("block", block)
         self._module.refuse_beyond_launch_bounds(index, self.name, block)
         if self._module.enable_cooperative_groups:
-            grid = _cooperative_grid(grid, kernels.resident_blocks())
+            grid = _cooperative_grid(grid, kernels.resident_blocks(block[0] * block[1] * block[2]))
         packed, names = arguments.pack(self.name, signature, args), [f"args[{i}]" for i in range(len(args))]
         shared_mem = self._shared_bytes(shared_mem, kernels.dynamic_shared_capacity())
         # outside the checking mode, which guards copies of its own, the arrays go to device memory
@@ -471,11 +472,12 @@ def _cooperative_grid(grid: tuple, resident: int) -> tuple:
         return grid
     if grid[1] == grid[2] == 1:
         warnings.warn(f"The grid size will be reduced from {grid[0]} to {resident}, as the specified grid size "
-                      f"exceeds the limit (CuPy's warning; the CPU runner keeps {resident} blocks of a "
-                      "cooperative launch resident, where a GPU keeps as many as its SMs hold)", stacklevel=3)
+                      f"exceeds the limit (CuPy's warning; the CPU runner keeps {resident} blocks of this size "
+                      "of a cooperative launch resident, where a GPU keeps as many as its SMs hold)", stacklevel=3)
         return (resident, 1, 1)
     raise ValueError(f"The specified grid size ({grid[0]} * {grid[1]} * {grid[2]}) exceeds the limit ({resident}) "
-                     "(CuPy's error; the CPU runner keeps that many blocks of a cooperative launch resident)")
+                     "(CuPy's error; the CPU runner keeps that many blocks of this size of a cooperative launch "
+                     "resident)")
 
 
 def _dimensions(what: str, value) -> tuple:

@@ -244,10 +244,10 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_dynamic_shared_capacity.restype = ctypes.c_size_t
         return self._lib.nn_cuda_cpu_dynamic_shared_capacity()
 
-    def resident_blocks(self) -> int:
-        """How many blocks of a cooperative launch (and of a checked one) the runtime keeps resident."""
+    def resident_blocks(self, threads: int) -> int:
+        """How many blocks of `threads` threads of a cooperative launch the runtime keeps resident."""
         self._lib.nn_cuda_cpu_resident_blocks.restype = ctypes.c_size_t
-        return self._lib.nn_cuda_cpu_resident_blocks()
+        return self._lib.nn_cuda_cpu_resident_blocks(ctypes.c_size_t(threads))
 
     def assert_no_address_kept(self, kernel: str, copies: list[tuple[int, int, str]], checking: bool,
                                outputs: list[tuple[str, np.ndarray]] = ()) -> None:

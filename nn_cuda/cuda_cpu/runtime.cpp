@@ -18,9 +18,9 @@
 // -fsanitize=bounds) end the launch with a message naming the kernel, the block and the thread
 // instead of killing the process.
 //
-// A cooperative launch (nn_cuda_cpu_set_cooperative) keeps its whole grid resident, at most four
-// blocks taking turns on one host thread as in the checking mode, so that grid_group::sync() can
-// wait for every thread of the grid.
+// A cooperative launch (nn_cuda_cpu_set_cooperative) keeps its whole grid resident, as many blocks
+// as the stack pool holds (4 of 1024 threads, 372 of 10), taking turns on one host thread as in the
+// checking mode, so that grid_group::sync() can wait for every thread of the grid.
 
 #include "runtime.h"
 
@@ -215,6 +215,18 @@ constexpr size_t kResidentBlocks = 4;
 constexpr size_t kMaxThreads = 1024;  // a block's, on every GPU since sm_30
 // The stacks of the process's pool: the threads and a scheduler of each resident block.
 constexpr size_t kPoolStacks = kResidentBlocks * (kMaxThreads + 1);
+// The most blocks of a cooperative launch resident at once: as many as the pool has stacks for.
+constexpr size_t kMaxCooperativeBlocks = 512;
+
+// How many blocks of `threads` threads a launch keeps resident when its blocks take turns: a
+// cooperative launch as many as the pool holds (CuPy reduces a larger grid to what a GPU's SMs hold,
+// thousands of small blocks on an H100: a grid of 10 blocks of 10 threads was cut to 4 here, and a
+// kernel that covers its data once, without a grid-stride loop, left 60 of its 100 outputs
+// unwritten), the checking mode kResidentBlocks.
+size_t resident_capacity(size_t threads, bool cooperative_launch)
+{
+    return cooperative_launch ? std::min(kMaxCooperativeBlocks, kPoolStacks / (threads + 1)) : kResidentBlocks;
+}
 
 // The stacks the fibers run on: one pool for the whole process, mapped once by the Python side
 // (nn_cuda/cuda_cpu/fiber_stacks.py) for every library it loads, kPoolStacks stacks of kStackBytes,
@@ -914,7 +926,7 @@ struct Resident {
     int votes[3] = {0, 0, 0};  // its __syncthreads_count totals
     std::vector<unsigned char> shared;  // its __shared__ memory while another block runs
 };
-static Resident residents[kResidentBlocks];
+static Resident residents[kMaxCooperativeBlocks];
 static bool interleaving = false;  // this launch's blocks take turns
 static void* launcher_sp = nullptr;  // the launcher's stack while a resident block runs
 // The resident block that runs. External linkage on purpose, as for `current`.
@@ -1305,7 +1317,7 @@ bool run_interleaved(const std::vector<size_t>& grid_order, size_t threads, Rand
     } else if (!mirrored) {
         first_run_finished.clear();
     }
-    const size_t slots = std::min(order.size(), kResidentBlocks);
+    const size_t slots = std::min(order.size(), resident_capacity(threads, cooperative));
     const size_t none = slots;
     size_t next = 0, live = 0, loaded = none, turns = 0;
     auto admit = [&](size_t slot) {
@@ -1430,7 +1442,7 @@ static std::atomic<unsigned long long> failures{0};
 void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int check, Random& random,
                 const std::vector<size_t>& block_order)
 {
-    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
+    const size_t resident = interleaving ? std::min(blocks, resident_capacity(threads, cooperative)) : 1;
     if (fiber_pool.size() < resident * threads) {
         fiber_pool.resize(resident * threads);
     }
@@ -1525,19 +1537,21 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         return 1;
     }
     const size_t blocks = static_cast<size_t>(grid[0]) * grid[1] * grid[2];
-    if (cooperative && blocks > kResidentBlocks) {
-        report("%s: a cooperative launch of %zu blocks: the CPU runner keeps at most %zu blocks resident at once "
-               "(a GPU refuses a cooperative grid larger than its SMs hold, cudaErrorCooperativeLaunchTooLarge); "
-               "launch at most %zu blocks (a grid-stride loop covers the data with any number)",
-               kernel, blocks, kResidentBlocks, kResidentBlocks);
+    const size_t capacity = resident_capacity(threads, cooperative);
+    if (cooperative && blocks > capacity) {
+        report("%s: a cooperative launch of %zu blocks: the CPU runner keeps at most %zu blocks of %zu threads "
+               "resident at once (a GPU refuses a cooperative grid larger than its SMs hold, "
+               "cudaErrorCooperativeLaunchTooLarge); launch at most %zu blocks (a grid-stride loop covers the data "
+               "with any number)",
+               kernel, blocks, capacity, threads, capacity);
         return 1;
     }
-    // In the checking mode and in a cooperative launch the blocks take turns (up to 4 resident, each
-    // with a scheduler's stack); in the checking mode, grids too large to shuffle run in order, one
+    // In the checking mode and in a cooperative launch the blocks take turns (up to `capacity`
+    // resident, each with a scheduler's stack); in the checking mode, grids too large to shuffle run in order, one
     // block at a time. In the plain mode the blocks are shared among the workers.
     interleaving = cooperative || (check && blocks > 1 && blocks <= (size_t{1} << 22));
     shuffling = check != 0;
-    const size_t resident = interleaving ? std::min(blocks, kResidentBlocks) : 1;
+    const size_t resident = interleaving ? std::min(blocks, capacity) : 1;
     const size_t workers = check || cooperative ? 1 : std::min({worker_count, blocks, kResidentBlocks});
     grid_threads = blocks * threads;
     grid_threads_done = 0;
@@ -1694,7 +1708,10 @@ extern "C" uintptr_t nn_cuda_cpu_atomic_before_address() { return nn_cuda_cpu::a
 extern "C" const char* nn_cuda_cpu_atomic_before_thread() { return nn_cuda_cpu::atomic_before_thread; }
 extern "C" void nn_cuda_cpu_set_dynamic_shared(size_t bytes) { nn_cuda_cpu::dynamic_shared_bytes = bytes; }
 extern "C" size_t nn_cuda_cpu_dynamic_shared_capacity() { return nn_cuda_cpu::kDynamicSharedBytes; }
-extern "C" size_t nn_cuda_cpu_resident_blocks() { return nn_cuda_cpu::kResidentBlocks; }
+extern "C" size_t nn_cuda_cpu_resident_blocks(size_t threads)
+{
+    return nn_cuda_cpu::resident_capacity(threads, true);
+}
 extern "C" const char* nn_cuda_cpu_undefined_lane_read()
 {
     return nn_cuda_cpu::undefined_lane_seen ? nn_cuda_cpu::undefined_lane_read : nullptr;
