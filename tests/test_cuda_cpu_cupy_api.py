@@ -3,10 +3,13 @@ tests/cupy_tests/core_tests/test_raw.py, examples/gemm/sgemm.py, examples/financ
 what the CPU runner refused, or did otherwise than CuPy, until 2026-11-27. CuPy's behaviour is read
 from its source (cupy/_core/raw.pyx, cupy/cuda/function.pyx, cupy/_core/_scalar.pyx)."""
 
+import re
+
 import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawKernel, RawModule
+from nn_cuda.cuda_cpu.build import KernelBuildError
 
 MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
 
@@ -421,6 +424,42 @@ def test_an_integer_scalar_of_the_parameters_size_is_taken_where_its_value_fits(
     assert out.tolist() == [11, 9]
     with pytest.raises(TypeError, match=r"argument 2 \(unsigned short\) takes a numpy.uint16, got a numpy.int8"):
         kernel((1,), (1,), (out, np.int32(1), np.int8(7)))
+
+
+UNUSED_TEMPLATE_WITH_A_TYPO = r"""
+// MXNet's RTC reducer-inl.h, in every kernel it compiles: a template no kernel uses, with a typo
+struct nrm2 {
+    template <typename AType, typename DType>
+    __device__ static void Reduce(volatile AType& sum_of_squares, volatile DType src)
+    {
+        sum_of_squares = sum_of_square + src * src;
+    }
+};
+__device__ float twice(float x) { return 2.0f * x + typo; }
+extern "C" __global__ void k(float* y) { y[threadIdx.x] = 2.0f; }
+"""
+TEMPLATE_HINT = "every error is in the body of a function template: NVRTC, CuPy's compiler, reads such a body only"
+
+
+def test_an_error_in_a_templates_body_alone_says_that_nvrtc_reads_it_only_where_it_is_instantiated():
+    """NVRTC 12.9 builds an undeclared name, an undeclared type, even a syntax error in a template that
+    no kernel instantiates (measured here with the NVRTC wheel), so MXNet's RTC kernels build through
+    CuPy while GCC refuses every one of them; the message says why, and where the error is elsewhere
+    too, it does not."""
+    without_twice = UNUSED_TEMPLATE_WITH_A_TYPO.replace("__device__ float twice(float x) { return 2.0f * x + typo; }", "")
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=without_twice).get_function("k")
+    assert "'sum_of_square' was not declared" in str(error.value).replace("‘", "'").replace("’", "'")
+    assert TEMPLATE_HINT in str(error.value)
+    class_template = without_twice.replace("struct nrm2 {", "template <int N> struct nrm2 {").replace(
+        "template <typename AType, typename DType>\n", "").replace("volatile AType&", "volatile float&").replace(
+        "volatile DType", "volatile float")
+    with pytest.raises(KernelBuildError, match=re.escape(TEMPLATE_HINT)):  # a member of a class template
+        RawModule(code=class_template).get_function("k")
+    with pytest.raises(KernelBuildError) as error:  # an error in a plain function too: NVRTC refuses it
+        RawModule(code=UNUSED_TEMPLATE_WITH_A_TYPO).get_function("k")
+    assert "'typo' was not declared" in str(error.value).replace("‘", "'").replace("’", "'")
+    assert TEMPLATE_HINT not in str(error.value)
 
 
 @MODES

@@ -667,9 +667,42 @@ _OWN_STANDARD_LIBRARY = re.compile(r"error: (?:conflicting declaration [‘'`](?
                                    r"redefinition of [‘'`](?:struct|class) std::)")
 
 
+#: GCC's line above the errors in a function's body, naming the function
+_IN_FUNCTION = re.compile(r": In (?:static )?(?:member )?function [‘'`](?P<signature>[^’'\n]+)[’']:$")
+
+
+def _errors_in_template_bodies_only(log: str, unit: str) -> bool:
+    """Whether every error of a failed build is in the body of a function template (a member of a class
+    template, or a function that `unit` declares after a `template <...>` header), none of them in an
+    instantiation."""
+    if "In instantiation of" in log or "required from" in log:
+        return False
+    function, seen = None, False
+    for line in log.splitlines():
+        context = _IN_FUNCTION.search(line)
+        if context or line.endswith(": At global scope:"):
+            function = context["signature"] if context else None
+        elif ": error: " in line:
+            name = re.search(r"([\w:<>, ]*?)(\w+)\(", function or "")
+            if name is None:
+                return False
+            declared = rf"\btemplate\s*<[^;{{]*>\s*[^;{{()]*\b{name[2]}\s*\("  # after a template header
+            if not (re.search(r">\s*::\s*$", name[1]) or re.search(declared, unit)):  # or a class template's
+                return False
+            seen = True
+    return seen
+
+
 def _hint(log: str, unit: str) -> str:
     """What a compiler message about the source `unit` means for CUDA code, where the message itself
     does not say it."""
+    if _errors_in_template_bodies_only(log, unit):
+        # NVRTC 12.9 built an undeclared name, an undeclared type and a syntax error in a template no
+        # kernel used (MXNet's RTC reducer-inl.h calls `sum_of_square` for `sum_of_squares` in a
+        # template that every one of its runtime-compiled kernels includes and none uses)
+        return ("\n(every error is in the body of a function template: NVRTC, CuPy's compiler, reads such a body only "
+                "where a kernel instantiates the template, so where none does CuPy builds this code on a GPU; the "
+                "CPU build's compiler reads every body: fix the error, or remove the template)")
     # GCC 12: "conflicting specifiers in declaration"; GCC 13: "'static' specifier conflicts with
     # 'extern'"; clang: "cannot combine with previous 'extern' declaration specifier"
     if any(words in log for words in ("conflicting specifiers in declaration", "specifier conflicts with",
