@@ -215,7 +215,8 @@ constexpr size_t kResidentBlocks = 4;
 constexpr size_t kMaxThreads = 1024;  // a block's, on every GPU since sm_30
 // The stacks of the process's pool: the threads and a scheduler of each resident block.
 constexpr size_t kPoolStacks = kResidentBlocks * (kMaxThreads + 1);
-// The most blocks of a cooperative launch resident at once: as many as the pool has stacks for.
+// The most blocks of a cooperative launch resident at once, however few threads each has (the slots
+// its blocks take turns in).
 constexpr size_t kMaxCooperativeBlocks = 512;
 
 // How many blocks of `threads` threads a launch keeps resident when its blocks take turns: a
@@ -1547,8 +1548,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         return 1;
     }
     // In the checking mode and in a cooperative launch the blocks take turns (up to `capacity`
-    // resident, each with a scheduler's stack); in the checking mode, grids too large to shuffle run in order, one
-    // block at a time. In the plain mode the blocks are shared among the workers.
+    // resident, each with a scheduler's stack); in the checking mode, grids too large to shuffle run
+    // in order, one block at a time. In the plain mode the blocks are shared among the workers.
     interleaving = cooperative || (check && blocks > 1 && blocks <= (size_t{1} << 22));
     shuffling = check != 0;
     const size_t resident = interleaving ? std::min(blocks, capacity) : 1;
