@@ -678,7 +678,7 @@ def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):
                                                r"included header"):
         RawModule(code=code, options=(f"-I{tmp_path}",)).get_function("k")
     ptx = 'extern "C" __global__ void k(unsigned* out)\n{\n    unsigned lane;\n' \
-          '    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));\n    out[0] = lane;\n}\n'
+          '    asm volatile("mov.u32 %0, %%smid;" : "=r"(lane));\n    out[0] = lane;\n}\n'
     with pytest.raises(KernelBuildError, match=r"inline PTX assembly, asm\("):
         RawModule(code=ptx).get_function("k")
     # code for NVRTC that declares the standard library's pieces itself (tiny-cuda-nn's ministd.h)

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import arguments, build, device_memory, nvrtc_headers, shared_headers
+from . import arguments, build, device_memory, inline_ptx, nvrtc_headers, shared_headers
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment, demangled,
                      function_shared_statics, static_shared_by_function, static_shared_over_limit)
 
@@ -630,8 +630,9 @@ def device_variables_kept(code: str) -> str:
 def cpu_declarations(code: str) -> str:
     """A source's shared memory and __device__ variables declared as the CPU build takes them (the
     rewrites above; in a header the code includes too, where FasterTransformer keeps its block
-    reductions' `static __shared__` arrays)."""
-    return device_variables_kept(file_scope_shared(dynamic_shared_as_references(alignas_before_shared(code))))
+    reductions' `static __shared__` arrays), and the inline PTX the runner translates (inline_ptx.py)."""
+    return inline_ptx.translated(
+        device_variables_kept(file_scope_shared(dynamic_shared_as_references(alignas_before_shared(code)))))
 
 
 #: a __device__ or __constant__ variable's declaration: its name, followed by its size, initializer or `;`

@@ -1,0 +1,106 @@
+"""The inline PTX the CPU runner translates (nn_cuda/cuda_cpu/inline_ptx.py): the lane's id and masks,
+64-bit values split into and made of 32-bit halves (OpenMM's shuffle of a double), and float <->
+binary16 conversions in each rounding (MXNet's half-inl.h), against NumPy, in both modes. Every
+other asm statement still stops the build in one line (test_cuda_cpu_wrapper_code.py)."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import RawModule
+
+MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+
+LANES_AND_HALVES = r"""
+// the lane's id through a macro continued on a second line, as warp code writes it
+#define LANE_OF(x) asm volatile("mov.u32 %0, %%laneid;" \
+                                : "=r"(x))
+
+// OpenMM's real_shfl of a double: its two halves shuffled, then put together again
+__device__ double shuffled(double v, int source)
+{
+    int low, high;
+    asm volatile("mov.b64 {%0,%1}, %2;" : "=r"(low), "=r"(high) : "d"(v));
+    low = __shfl_sync(0xffffffff, low, source);
+    high = __shfl_sync(0xffffffff, high, source);
+    asm volatile("mov.b64 %0, {%1,%2};" : "=d"(v) : "r"(low), "r"(high));
+    return v;
+}
+
+extern "C" __global__ void lanes_and_halves(const double* x, double* from_next, unsigned* lanes, unsigned* masks)
+{
+    unsigned lane;
+    LANE_OF(lane);
+    lanes[threadIdx.x] = lane;
+    unsigned lt, le, eq, ge, gt;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+    asm("mov.u32 %0, %%lanemask_le;" : "=r"(le));
+    asm("mov.u32 %0, %%lanemask_eq;" : "=r"(eq));
+    asm("mov.u32 %0, %%lanemask_ge;" : "=r"(ge));
+    asm("mov.u32 %0, %%lanemask_gt;" : "=r"(gt));
+    unsigned* mine = masks + 5 * threadIdx.x;
+    mine[0] = lt, mine[1] = le, mine[2] = eq, mine[3] = ge, mine[4] = gt;
+    from_next[threadIdx.x] = shuffled(x[threadIdx.x], (lane + 1) % 32);
+}
+
+// float -> binary16 bits in each of PTX's roundings, and the bits back to float
+extern "C" __global__ void to_half(const float* x, unsigned short* bits, float* back, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        unsigned short h;
+        asm("{  cvt.rn.f16.f32 %0, %1;}\n" : "=h"(h) : "f"(v));
+        bits[4 * i] = h;
+        asm("cvt.rz.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+        bits[4 * i + 1] = h;
+        asm("cvt.rm.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+        bits[4 * i + 2] = h;
+        asm("cvt.rp.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+        bits[4 * i + 3] = h;
+        float w;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(w) : "h"(bits[4 * i]));
+        back[i] = w;
+    }
+}
+"""
+
+
+@MODES
+def test_the_lane_its_masks_and_a_double_in_two_halves_are_as_on_a_gpu(check):
+    module = RawModule(code=LANES_AND_HALVES, check=check)
+    x = np.random.default_rng(0).standard_normal(64)
+    from_next, lanes = np.full(64, np.nan), np.full(64, 99, np.uint32)
+    masks = np.zeros((64, 5), np.uint32)
+    module.get_function("lanes_and_halves")((1,), (64,), (x, from_next, lanes, masks))
+    lane = np.arange(64) % 32
+    np.testing.assert_array_equal(lanes, lane)
+    below = (1 << lane.astype(np.uint64)) - 1  # lanemask_lt
+    up_to = (1 << (lane.astype(np.uint64) + 1)) - 1  # lanemask_le
+    expected = np.stack([below, up_to, below + 1, ~below, ~up_to], axis=1).astype(np.uint32)
+    np.testing.assert_array_equal(masks, expected)
+    warp_start = np.arange(64) // 32 * 32
+    np.testing.assert_array_equal(from_next, x[warp_start + (lane + 1) % 32])  # bit for bit
+
+
+def _directed(x: np.ndarray, toward) -> np.ndarray:
+    """x rounded to binary16 toward `toward` (0, -inf or +inf): NumPy rounds to nearest only."""
+    nearest = x.astype(np.float64).astype(np.float16)
+    wrong_side = {0: np.abs(nearest.astype(np.float64)) > np.abs(x),
+                  -np.inf: nearest.astype(np.float64) > x, np.inf: nearest.astype(np.float64) < x}[toward]
+    stepped = np.nextafter(nearest, np.float16(toward if toward else 0) * np.sign(x).astype(np.float16)
+                           if toward == 0 else np.float16(toward))
+    return np.where(wrong_side, stepped, nearest)
+
+
+@MODES
+def test_a_float_to_binary16_in_each_rounding_and_back(check):
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.standard_normal(60) * 100, [0.0, -0.0, 1e-6, 70000.0, -1.0 / 3]]).astype(np.float32)
+    n = x.size
+    bits, back = np.zeros((n, 4), np.uint16), np.full(n, np.nan, np.float32)
+    RawModule(code=LANES_AND_HALVES, check=check).get_function("to_half")((2,), (64,), (x, bits, back, np.int32(n)))
+    with np.errstate(over="ignore"):
+        nearest = x.astype(np.float16)  # float32 -> binary16: rounded to nearest even, as cvt.rn
+        expected = np.stack([nearest, _directed(x, 0), _directed(x, -np.inf), _directed(x, np.inf)], axis=1)
+    np.testing.assert_array_equal(bits, expected.view(np.uint16))
+    np.testing.assert_array_equal(back, nearest.astype(np.float32))  # exact: a float holds every binary16
