@@ -166,6 +166,11 @@ def test_options_nvrtc_and_nvcc_take_are_taken(tmp_path):
         RawModule(code=code, options=("-O3",))
     with pytest.raises(ValueError, match=r"does not take the option '--no-such-option'"):
         RawModule(code=code, options=("--no-such-option",))
+    # ArrayFire's DefineValue makes " -D TILE_DIM=32": a space before the option and after -D, which
+    # NVRTC reads; the runner refused the option
+    out[:] = -1
+    RawModule(code=code, options=(" -D SCALE=3 ", f"-I {tmp_path}")).get_function("k")((1,), (3,), (out,))
+    assert out.tolist() == [0, 3, 6]
 
 
 OWN_UINT64 = r"""

@@ -248,10 +248,14 @@ def floating_point_flags(compiler: str, gcc: bool) -> tuple:
 
 
 def _short_form(option: str) -> str:
-    """--include-path=DIR -> -IDIR, --define-macro=X -> -DX, --undefine-macro=X -> -UX."""
+    """--include-path=DIR -> -IDIR, --define-macro=X -> -DX, --undefine-macro=X -> -UX; spaces around
+    the option and after -D, -U or -I left out, as NVRTC reads them (ArrayFire passes " -D TILE_DIM=32")."""
+    option = option.strip()
     for long, short in (("--include-path=", "-I"), ("--define-macro=", "-D"), ("--undefine-macro=", "-U")):
         if option.startswith(long):
             return short + option[len(long):]
+    if option.startswith(("-D", "-U", "-I")):
+        return option[:2] + option[2:].lstrip()
     return option
 
 
