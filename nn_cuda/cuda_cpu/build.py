@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .. import host_compiler
 from ..errors import BackendUnavailable, KernelFailure
-from . import build_cache
+from . import build_cache, unread_templates
 
 RUNTIME_HEADER = Path(__file__).with_name("runtime.h")
 #: the part of the runtime that runs launches, compiled once per set of flags ("the runtime", below)
@@ -697,16 +697,17 @@ def _errors_in_template_bodies_only(log: str, unit: str) -> bool:
     return seen
 
 
-def _hint(log: str, unit: str) -> str:
+def _hint(log: str, unit: str, instantiated: bool = False) -> str:
     """What a compiler message about the source `unit` means for CUDA code, where the message itself
-    does not say it."""
-    if _errors_in_template_bodies_only(log, unit):
-        # NVRTC 12.9 built an undeclared name, an undeclared type and a syntax error in a template no
-        # kernel used (MXNet's RTC reducer-inl.h calls `sum_of_square` for `sum_of_squares` in a
-        # template that every one of its runtime-compiled kernels includes and none uses)
+    does not say it (`instantiated`: a kernel instantiates a template whose body does not compile)."""
+    if instantiated:
+        return ("\n(every error is in the body of a function template, which NVRTC reads only where a kernel "
+                "instantiates the template: a kernel of the module instantiates one of these, so NVRTC refuses "
+                "the code too)")
+    if _errors_in_template_bodies_only(log, unit):  # and they could not be left out of the build
         return ("\n(every error is in the body of a function template: NVRTC, CuPy's compiler, reads such a body only "
                 "where a kernel instantiates the template, so where none does CuPy builds this code on a GPU; the "
-                "CPU build's compiler reads every body: fix the error, or remove the template)")
+                "CPU build could not leave it out: fix the error, or remove the template)")
     # GCC 12: "conflicting specifiers in declaration"; GCC 13: "'static' specifier conflicts with
     # 'extern'"; clang: "cannot combine with previous 'extern' declaration specifier"
     if any(words in log for words in ("conflicting specifiers in declaration", "specifier conflicts with",
@@ -1089,6 +1090,27 @@ _WRITE_FAILURES = ("No space left on device", "Read-only file system", "Permissi
 _PRECOMPILED_SOURCE = re.compile(rf"\S*/nn_cuda_cpu_\w+/{_HEADER_STEM}_cpu\.cpp(?=:1\b)")
 
 
+def _without_unread_template_bodies(plan: _Plan, source: Path, command: list, temporary: Path,
+                                    failed: subprocess.CompletedProcess) -> tuple[subprocess.CompletedProcess, bool]:
+    """The build made again with the function templates' bodies that hold its errors left out
+    (unread_templates.py): its result where no kernel instantiates one of them, else `failed`; and
+    whether a kernel does."""
+    left_out = unread_templates.without_failing_bodies(plan.unit, failed.stderr)
+    if left_out is None:
+        return failed, False
+    unit, lines = left_out
+    source.write_text(unit)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0 or unread_templates.instantiated(_nm_names("--undefined-only", str(temporary))):
+        temporary.unlink(missing_ok=True)
+        return failed, result.returncode == 0
+    first_error = next(line for line in failed.stderr.splitlines() if ": error: " in line).split(": error: ", 1)[1]
+    print(f"nn_cuda: {plan.what}: the bodies of function templates at line{'s' if len(lines) > 1 else ''} "
+          f"{', '.join(map(str, lines))} do not compile ({first_error}) and no kernel instantiates them: left out "
+          "of the CPU build, as NVRTC leaves them out", file=sys.stderr, flush=True)
+    return result, False
+
+
 #: GCC's errors that NVRTC and nvcc do not make and -fpermissive turns into warnings: a name a class
 #: uses, then declares as a member (`using R = R<T, 1>;`); a member of a dependent base class called
 #: without `this->` (GCC's note then says where it is)
@@ -1133,6 +1155,9 @@ def _compile(plan: _Plan) -> Path:
                 # exactly these warnings
                 command.insert(1 + len(plan.flags), "-fpermissive")
                 result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            instantiated = False  # a kernel instantiates a template whose body does not compile
+            if result.returncode != 0 and _errors_in_template_bodies_only(result.stderr, plan.unit):
+                result, instantiated = _without_unread_template_bodies(plan, source, command, temporary, result)
             if result.returncode != 0:
                 written = next((line for line in result.stderr.splitlines()
                                 if any(failure in line for failure in _WRITE_FAILURES)), None)
@@ -1151,7 +1176,7 @@ def _compile(plan: _Plan) -> Path:
                                        _runtime_api_call(log) or
                                        _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
                     f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
-                    f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit)
+                    f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit, instantiated)
                 ))
             taken = _runner_names_taken(parts.before, temporary)
             if taken:

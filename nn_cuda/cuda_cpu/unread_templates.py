@@ -1,0 +1,134 @@
+"""Function templates whose bodies do not compile, left out of the CPU build as NVRTC leaves them out.
+
+NVRTC reads a function template's body only where a kernel instantiates the template: NVRTC 12.9
+builds an undeclared name, an undeclared type, even a syntax error in a template that nothing
+instantiates (measured with its wheel). MXNet's runtime-compiled kernels all include a header whose
+unused `nrm2::Reduce` names `sum_of_square`; ArrayFire builds kernel files whose other kernels use
+`THREADS`, which the options of the kernel it builds leave undefined. GCC reads every body and
+refuses the code.
+
+Where every error of a build is in the body of a function template of the code, the build is made
+again with each such body replaced by the call of a function that exists nowhere. A template that
+a kernel instantiates then calls it, which the library's undefined symbols show: the code's own
+errors stand, as NVRTC would report them at the instantiation. Otherwise the library is what NVRTC
+builds, and one line on stderr says which bodies were left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: the call a left-out body makes, numbered (the library's undefined symbols name it, mangled)
+MARKER = "nn_cuda_cpu_unread_template_body_"
+#: GCC's error placed in a named source: (file, line, column)
+_ERROR = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): error: ", re.M)
+#: a `#line 1 "name"` directive: where the code called `name` starts in the unit
+_LINE_ONE = re.compile(r'^#line 1 "(?P<name>(?:[^"\\]|\\.)*)"\n', re.M)
+#: what may stand between a function's `)` and its body's `{`
+_AFTER_PARAMETERS = re.compile(r"(?:\s|\bconst\b|\bvolatile\b|\bnoexcept\b|\boverride\b|\bfinal\b|\bmutable\b|&)*$")
+
+
+def _skipped(text: str, i: int) -> int:
+    """The end of the comment, string or character literal, or preprocessor line at `i`, or `i`."""
+    if text.startswith("//", i) or (text[i] == "#" and not text[text.rfind("\n", 0, i) + 1:i].strip()):
+        while True:  # to the end of the line, continued lines included
+            end = text.find("\n", i)
+            if end == -1:
+                return len(text)
+            if text[end - 1] != "\\":
+                return end
+            i = end + 1
+    if text.startswith("/*", i):
+        end = text.find("*/", i + 2)
+        return len(text) if end == -1 else end + 2
+    if text[i] in "\"'":
+        j = i + 1
+        while j < len(text) and text[j] != text[i] and text[j] != "\n":
+            j += 2 if text[j] == "\\" else 1
+        return j + 1
+    return i
+
+
+def _enclosing_braces(text: str, offsets: list[int]) -> dict[int, list[int]]:
+    """For each offset, the positions of the `{` that enclose it, outermost first."""
+    stack, found, wanted, i = [], {}, sorted(set(offsets)), 0
+    while i < len(text) and wanted:
+        while wanted and wanted[0] <= i:
+            found[wanted.pop(0)] = list(stack)
+        skip = _skipped(text, i)
+        if skip != i:
+            i = skip
+            continue
+        if text[i] == "{":
+            stack.append(i)
+        elif text[i] == "}" and stack:
+            stack.pop()
+        i += 1
+    return found
+
+
+def _is_function_body(text: str, brace: int) -> bool:
+    """Whether the `{` at `brace` opens a function's body: it follows the parameters' `)`, after
+    qualifiers (`const`, `noexcept`, ...) or a trailing return type."""
+    before = text[:brace]
+    before = re.sub(r"->\s*[\w:<>,\s*&]+$", "", before)  # a trailing return type
+    return before[:len(before) - len(_AFTER_PARAMETERS.search(before)[0])].endswith(")")
+
+
+def _body_end(text: str, brace: int) -> int:
+    """The position of the `}` that closes the `{` at `brace`."""
+    depth, i = 0, brace
+    while i < len(text):
+        skip = _skipped(text, i)
+        if skip != i:
+            i = skip
+            continue
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+        i += 1
+    return len(text)
+
+
+def without_failing_bodies(unit: str, log: str) -> tuple[str, list[int]] | None:
+    """`unit` with the body of each function that holds one of the build's errors (`log`) replaced by
+    a numbered marker's call, on as many lines as it took, and the code's lines where those bodies
+    start; None where an error is elsewhere than in a function's body of the code."""
+    errors = list(_ERROR.finditer(log))
+    # the code's start: the last `#line 1` of the name the errors give (the prelude before it may name
+    # its own lines so too)
+    code = next((start for start in reversed(list(_LINE_ONE.finditer(unit)))
+                 if errors and start["name"] == errors[0]["file"]), None)
+    if code is None:
+        return None
+    first_line = unit.count("\n", 0, code.end())  # the code's line 1, counted from 0
+    line_starts = [0] + [m.end() for m in re.finditer("\n", unit)]
+    offsets = []
+    for error in errors:
+        if error["file"] != code["name"] or first_line + int(error["line"]) - 1 >= len(line_starts):
+            return None
+        offsets.append(line_starts[first_line + int(error["line"]) - 1] + int(error["column"]) - 1)
+    if not offsets:
+        return None
+    bodies = set()
+    for enclosing in _enclosing_braces(unit, offsets).values():
+        body = next((brace for brace in enclosing if brace > code.end() and _is_function_body(unit, brace)), None)
+        if body is None:
+            return None
+        bodies.add(body)
+    pieces, done, lines = [], 0, []
+    for number, brace in enumerate(sorted(bodies)):
+        if brace < done:  # inside a body already left out
+            continue
+        end = _body_end(unit, brace)
+        marker = f"{MARKER}{number}"
+        pieces += [unit[done:brace + 1], f" extern void {marker}(); {marker}(); __builtin_unreachable(); ",
+                   "\n" * unit.count("\n", brace, end)]
+        lines.append(unit.count("\n", code.end(), brace) + 1)
+        done = end
+    return "".join(pieces) + unit[done:], lines
+
+
+def instantiated(undefined_symbols: set[str]) -> bool:
+    """Whether a library built without those bodies calls a marker: a kernel instantiates one of them."""
+    return any(MARKER in name for name in undefined_symbols)
