@@ -3,8 +3,6 @@ tests/cupy_tests/core_tests/test_raw.py, examples/gemm/sgemm.py, examples/financ
 what the CPU runner refused, or did otherwise than CuPy, until 2026-11-27. CuPy's behaviour is read
 from its source (cupy/_core/raw.pyx, cupy/cuda/function.pyx, cupy/_core/_scalar.pyx)."""
 
-import re
-
 import numpy as np
 import pytest
 
