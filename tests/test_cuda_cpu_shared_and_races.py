@@ -584,6 +584,16 @@ extern "C" __global__ void racy(Matrix m)
     tile[threadIdx.x] = threadIdx.x;
     if (threadIdx.x == 0) m.data[0] = tile[63];
 }
+// ArrayFire passes 2 to 4 Param<T> structs: threads 0 and 1 race on b's element 1 only
+extern "C" __global__ void three(Matrix a, Matrix b, Matrix c)
+{
+    a.data[threadIdx.x] = 1.0f;
+    b.data[threadIdx.x] = 3.0f;
+    c.data[threadIdx.x] = 2.0f;
+    if (threadIdx.x == 0) b.data[1] = 7.0f;
+}
+// thread n reads one element past m's end
+extern "C" __global__ void past_end(Matrix m, float* out) { out[threadIdx.x] = m.data[threadIdx.x]; }
 """
 MATRIX = np.dtype([("n", "i4"), ("pad", "i4"), ("data", "u8")])
 
@@ -600,7 +610,7 @@ def test_device_memory_a_struct_argument_points_to_is_put_back_and_compared(capf
     assert data.tolist() == [2.0 * i for i in range(8)]  # doubled once, though run twice
     with pytest.raises(KernelError, match=r"racy: the result depends on the order in which the threads of a block run "
                                           r"between barriers \(element 0 of the device memory that args\[0\] \(its "
-                                          r"bytes 8 to 15\) reach is"):
+                                          r"bytes 8 to 15\) reaches is"):
         module.get_function("racy")((1,), (64,), (matrix,))
     assert "holds a pointer to memory that is no argument" not in capfd.readouterr().err
     # a float sum by atomics there is compared within the rounding of its order, as an argument's is
@@ -616,6 +626,24 @@ def test_device_memory_a_struct_argument_points_to_is_put_back_and_compared(capf
     host = np.arange(8, dtype=np.float32)
     module.get_function("racy")((1,), (64,), (np.array([(8, 0, host.ctypes.data)], MATRIX)[0],))
     assert "racy: args[0] (its bytes 8 to 15) holds a pointer to memory that is no argument" in capfd.readouterr().err
+
+def test_a_race_or_a_fault_in_device_memory_names_the_struct_whose_pointer_reaches_it():
+    """A race reported in device memory named every struct argument that held a pointer, the three of
+    ArrayFire's Params where one was raced on; a read past the end of such memory was "outside every
+    buffer passed to the kernel", where one past an argument's array is named."""
+    module = RawModule(code=THROUGH_A_STRUCT, check=True)
+    arrays = [device_memory.to_device(np.zeros(4, np.float32)) for _ in range(3)]
+    structs = [np.array([(4, 0, array.ctypes.data)], MATRIX)[0] for array in arrays]
+    with pytest.raises(KernelError, match=r"three: .* \(element 1 of the device memory that args\[1\] \(its bytes 8 "
+                                          r"to 15\) reaches is"):
+        module.get_function("three")((1,), (4,), tuple(structs))
+    with pytest.raises(KernelError, match=r"past_end: an invalid memory access: an access 1 element\(s\) past the end "
+                                          r"of the device memory that args\[0\] \(its bytes 8 to 15\) reaches in thread "
+                                          r"\(64, 0, 0\)"):
+        data = device_memory.to_device(np.arange(64, dtype=np.float32))  # 256 bytes: its end is the guard's start
+        module.get_function("past_end")((1,), (65,), (np.array([(64, 0, data.ctypes.data)], MATRIX)[0],
+                                                       np.zeros(65, np.float32)))
+
 
 def test_a_pointer_to_pointers_takes_an_array_of_addresses(capfd):
     # CuPy takes an array of device pointers for a `void**` (CUDA by Example's hash table); it was refused

@@ -104,6 +104,19 @@ def arrays_holding(addresses) -> list[np.ndarray] | None:
     return list(found.values())
 
 
+def beside_an_array(address: int) -> tuple[str, int, int] | None:
+    """Where `address` lies in the inaccessible pages around an array of empty(), which a fault there
+    comes from: ("1 element(s) past the end", the array's first byte, its bytes), or "... before the
+    start"; None where it is beside none."""
+    for memory, (start, offset, count, dtype) in list(_ARRAYS.items()):
+        end, memory_start = start + count * dtype.itemsize, start - offset
+        if end <= address < memory_start + len(memory):
+            return f"{(address - end) // dtype.itemsize + 1} element(s) past the end", start, count * dtype.itemsize
+        if memory_start <= address < start:
+            return f"{-(-(start - address) // dtype.itemsize)} element(s) before the start", start, count * dtype.itemsize
+    return None
+
+
 def holds(array: np.ndarray) -> bool:
     """Whether `array` lies in memory empty() gave (between guard pages already)."""
     base = array

@@ -371,6 +371,7 @@ class LoadedKernels:
         variables = self._variables.save()
         with _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers), \
                 self._device_memory_reached(launch, names, variables) as (held, reached):
+            buffers.held = held
             start = buffers.snapshot()
             seed = next(self._seeds)
             try:
@@ -525,10 +526,13 @@ class LoadedKernels:
             differs = elements_that_differ(before, array, "", atomics, magnitude)
             if differs.any():
                 element = int(np.argmax(differs))
+                start = array.ctypes.data  # the holders of a pointer into this array (ArrayFire passes 2-4 structs)
+                holders = [what for what, addresses in held
+                           if ((addresses >= start) & (addresses < start + array.nbytes)).any()] or [what for what, _ in held]
                 raise KernelError(
                     f"{launch.kernel}: the result depends on the order in which {_who_takes_turns(launch.grid)} run "
                     f"between barriers (element {element} of the device memory that "
-                    f"{' and '.join(what for what, _ in held)} reach is {_value_text(before[element])} in one order "
+                    f"{' and '.join(holders)} reach{'es' if len(holders) == 1 else ''} is {_value_text(before[element])} in one order "
                     f"and {_value_text(array[element])} in another): threads race on __shared__ or global memory, "
                     "e.g. a __syncthreads() is missing, or blocks share global memory that one of them writes")
 
@@ -1361,6 +1365,7 @@ class _CheckedBuffers:
         self.offsets: dict[int, int] = {}  # argument position -> where it starts in that copy (bytes)
         self.views: dict[int, np.ndarray] = {}  # argument position -> its part of the copy, as the argument
         self.poisoned: list[int] = []
+        self.held: list[tuple[str, np.ndarray]] = []  # what holds pointers to device memory (_held_pointers)
 
     def __enter__(self):
         launch, names = self.launch, self.names
@@ -1533,6 +1538,13 @@ class _CheckedBuffers:
                 " (an argument given as None is one)" if any(value is None for value in self.launch.args) else
                 " (no argument is one; a local array written past its end overwrites what the thread saved on "
                 "its stack, whose next use can land here)")
+        beside = device_memory.beside_an_array(address)
+        if beside is not None:  # device memory that a struct's pointer reaches (ArrayFire's Param<T>)
+            where, start, length = beside
+            holders = [what for what, addresses in self.held if ((addresses >= start) & (addresses < start + length)).any()]
+            if holders:
+                return (f": an access {where} of the device memory that {' and '.join(holders)} "
+                        f"reach{'es' if len(holders) == 1 else ''}")
         return f" at address {address:#x}, outside every buffer passed to the kernel"
 
     def copy_spans(self) -> list[tuple[int, int, str]]:
