@@ -479,6 +479,16 @@ def test_function_templates_whose_bodies_do_not_compile_are_left_out_where_no_ke
                        'extern "C" __global__ void k(float* y) { y[0] = 1.0f; }\n').get_function("k")
 
 
+def test_a_constexpr_function_that_calls_a_cuda_conversion_is_refused_saying_why():
+    """ArrayFire's half.hpp, which NVRTC builds: constexpr conversions that call __half2float, which
+    is no constexpr function; GCC refuses them, and its message alone did not say what to change."""
+    code = ("#include <cuda_fp16.h>\nconstexpr __device__ float h2f(__half v) { return __half2float(v); }\n"
+            'extern "C" __global__ void k(float* out, const __half* in) { out[0] = h2f(in[0]); }\n')
+    with pytest.raises(KernelBuildError, match=r"GCC, which builds the code for the CPU, refuses it: leave `constexpr` "
+                                               r"out of that function\)$"):
+        RawModule(code=code).get_function("k")
+
+
 @MODES
 def test_a_one_element_array_is_passed_by_value_as_cupy_passes_it(check):
     """CuPy passes a NumPy array of size one by value (cupy/cuda/function.pyx, _pointer), so CuPy code

@@ -704,6 +704,11 @@ def _hint(log: str, unit: str, instantiated: bool = False) -> str:
         return ("\n(every error is in the body of a function template, which NVRTC reads only where a kernel "
                 "instantiates the template: a kernel of the module instantiates one of these, so NVRTC refuses "
                 "the code too)")
+    if re.search(r"error: call to non-[‘'`]constexpr[’'] function", log):
+        # ArrayFire's half.hpp: constexpr conversions that call __half2float, __float2half, ...
+        return ("\n(NVRTC takes a constexpr function that calls a function which is not one, such as CUDA's "
+                "__half2float, where nothing evaluates it at compile time; GCC, which builds the code for the CPU, "
+                "refuses it: leave `constexpr` out of that function)")
     if _errors_in_template_bodies_only(log, unit):  # and they could not be left out of the build
         return ("\n(every error is in the body of a function template: NVRTC, CuPy's compiler, reads such a body only "
                 "where a kernel instantiates the template, so where none does CuPy builds this code on a GPU; the "
