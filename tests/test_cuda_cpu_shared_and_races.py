@@ -943,6 +943,26 @@ def test_an_atomic_sum_that_cancels_is_compared_by_its_partial_sums_rounding(dty
             (4,), (128,), (x, np.zeros(1, dtype), np.int32(512)))
 
 
+def test_an_atomic_sums_rounding_magnified_by_the_kernel_is_reported_naming_that_cause():
+    """AutoDock-GPU's float gradients: a sum by atomics whose order's rounding a later step magnifies
+    differs from run to run on a GPU too; the report's list of causes did not name it."""
+    code = r"""
+extern "C" __global__ void magnified(const float* x, float* out)
+{
+    __shared__ float sum;
+    if (threadIdx.x == 0) sum = 0.0f;
+    __syncthreads();
+    atomicAdd(&sum, x[threadIdx.x]);
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = sum * 1e10f;
+}
+"""
+    x = np.array([1.0, 1e-8, -1.0, 3e-8] * 8, np.float32)  # 1e-8 is lost or kept, as 1 comes before it or not
+    with pytest.raises(KernelError, match=r"or a float sum by atomics, whose rounding depends on their order, "
+                                          r"magnified by what the kernel does with it"):
+        RawModule(code=code, check=True).get_function("magnified")((4,), (32,), (x, np.zeros(4, np.float32)))
+
+
 FLOAT_TO_INT = r"""
 // index = (int)position, as RoI align kernels take a sample's cell; a NaN position gives an index a
 // GPU clamps to 0 (cvt.rzi) and x86 to INT_MIN

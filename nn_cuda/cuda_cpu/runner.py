@@ -1508,7 +1508,9 @@ class _CheckedBuffers:
             "its stack held"
             + ("; or the value an atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU "
                "too (results placed at slots the threads took from an atomic counter, slot = atomicAdd(&count, 1), "
-               "pass when they are the same rows in another order: their order is the threads', on a GPU too)"
+               "pass when they are the same rows in another order: their order is the threads', on a GPU too); or "
+               "a float sum by atomics, whose rounding depends on their order, magnified by what the kernel does "
+               "with it (a difference of two near sums), which varies from run to run on a GPU too"
                if atomics else "")
         )
 
