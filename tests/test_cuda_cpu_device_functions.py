@@ -672,8 +672,16 @@ def test_a_kernel_launch_in_the_code_is_named(tmp_path):
 def test_what_a_compiler_message_means_for_cuda_is_added_to_it(tmp_path):
     (tmp_path / "shared_memory.cuh").write_text(
         "template <typename T>\n__device__ T* dynamic_tile()\n{\n    extern __shared__ T tile[];\n    return tile;\n}\n")
-    # through #include <...> (a quoted include's header is rewritten as the code is: test_cuda_cpu_raw_module.py)
-    code = '#include <shared_memory.cuh>\nextern "C" __global__ void k(float* out) { out[0] = *dynamic_tile<float>(); }\n'
+    # through #include <...> of a -I folder it is rewritten as the code is (ArrayFire's <shared.hpp>,
+    # refused until 2026-11-27), as a quoted include's header is (test_cuda_cpu_raw_module.py)
+    code = ('#include <shared_memory.cuh>\nextern "C" __global__ void k(float* out) '
+            '{ dynamic_tile<float>()[threadIdx.x] = 2.0f * threadIdx.x; __syncthreads(); out[threadIdx.x] = '
+            'dynamic_tile<float>()[3 - threadIdx.x]; }\n')
+    out = np.full(4, np.nan, np.float32)
+    RawModule(code=code, options=(f"-I{tmp_path}",)).get_function("k")((1,), (4,), (out,), shared_mem=16)
+    assert out.tolist() == [6.0, 4.0, 2.0, 0.0]
+    # through a macro, it is read as it is, and the message says why it fails
+    code = code.replace("#include <shared_memory.cuh>", "#define TILE_HEADER <shared_memory.cuh>\n#include TILE_HEADER")
     with pytest.raises(KernelBuildError, match=r"an `extern __shared__` or `static __shared__` array declared in an "
                                                r"included header"):
         RawModule(code=code, options=(f"-I{tmp_path}",)).get_function("k")

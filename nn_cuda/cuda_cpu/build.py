@@ -718,9 +718,9 @@ def _hint(log: str, unit: str, instantiated: bool = False) -> str:
     if any(words in log for words in ("conflicting specifiers in declaration", "specifier conflicts with",
                                       "cannot combine with previous")):
         return ("\n(an `extern __shared__` or `static __shared__` array declared in an included header: the CPU "
-                "runner rewrites those of the code and of the headers it reaches through #include \"...\", not "
-                "those of a header included through #include <...> or a macro; include it with quotes, or "
-                "declare the array in the code)")
+                "runner rewrites those of the code and of the headers it reaches through #include \"...\" or "
+                "through #include <...> in the folders of its -I options, not those of a header included through "
+                "a macro or found elsewhere; include it so, or declare the array in the code)")
     if _OWN_STANDARD_LIBRARY.search(log):
         return ("\n(the code declares a piece of the C or C++ standard library itself, as code for NVRTC, which "
                 "has none, may (tiny-cuda-nn's ministd.h: `using int8_t = char;`, `namespace std { struct "

@@ -11,7 +11,10 @@ quoted includes (and the code's) pointing to the copies, and a `#line` directive
 compiler's messages on the original file and line. The copies' folder is named by their contents,
 so an edit of a header makes another build.
 
-Headers reached through `#include <...>` or a macro are read as they are.
+A header reached through `#include <...>` is rewritten alike where it is found in the code's own -I
+folders and is none of the runner's (ArrayFire's kernels include `<shared.hpp>`, which declares an
+`extern __shared__` array, from the folder its options name; the build stopped until 2026-11-27);
+the others, and those reached through a macro, are read as they are.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from pathlib import Path
 
 from . import build_cache
 
-#: `#include "name"`: the quoted name, and where it stands
-_QUOTED_INCLUDE = re.compile(r'^(?P<lead>[ \t]*#[ \t]*include[ \t]*)"(?P<name>[^"\n]+)"', re.M)
+#: `#include "name"` or `#include <name>`: the name, and where it stands
+_INCLUDE = re.compile(r'^(?P<lead>[ \t]*#[ \t]*include[ \t]*)(?:"(?P<name>[^"\n]+)"|<(?P<angled>[^>\n]+)>)', re.M)
+#: the runner's own headers (cuda_fp16.h, cub/...), which an `#include <...>` finds before the code's
+RUNNER_HEADERS = Path(__file__).with_name("include")
 #: the subfolder of the build cache that holds the copies
 FOLDER = "headers"
 
@@ -34,10 +39,18 @@ def include_dirs(flags) -> list[Path]:
     return [Path(flag[2:]) for flag in flags if flag.startswith("-I") and len(flag) > 2]
 
 
-def _resolve(name: str, including: Path | None, folders: list[Path]) -> Path | None:
-    """Where the compiler finds `#include "name"`: an absolute name where it says, else beside the
-    including file, then in the -I folders (the code itself is compiled from a temporary folder, so
-    only those)."""
+def _resolve(include: re.Match, including: Path | None, folders: list[Path]) -> Path | None:
+    """Where the compiler finds an `#include`'s header: for "name", an absolute name where it says,
+    else beside the including file, then in the -I folders (the code itself is compiled from a
+    temporary folder, so only those); for <name>, in the -I folders, unless it is one of the
+    runner's."""
+    if include["angled"] is not None:
+        name = include["angled"]
+        if (RUNNER_HEADERS / name).is_file():
+            return None
+        return next((candidate.resolve() for candidate in (folder / name for folder in folders)
+                     if candidate.is_file()), None)
+    name = include["name"]
     if Path(name).is_absolute():
         return Path(name).resolve() if Path(name).is_file() else None
     for folder in ([including.parent] if including is not None else []) + folders:
@@ -48,13 +61,13 @@ def _resolve(name: str, including: Path | None, folders: list[Path]) -> Path | N
 
 
 def _headers(code: str, folders: list[Path]) -> dict[Path, str]:
-    """{path: text} of every header reachable from `code` through quoted includes."""
+    """{path: text} of every header reachable from `code` through includes (_resolve)."""
     found: dict[Path, str] = {}
     pending = [(code, None)]
     while pending:
         text, including = pending.pop()
-        for include in _QUOTED_INCLUDE.finditer(text):
-            path = _resolve(include["name"], including, folders)
+        for include in _INCLUDE.finditer(text):
+            path = _resolve(include, including, folders)
             if path is not None and path not in found:
                 found[path] = path.read_text(errors="replace")
                 pending.append((found[path], path))
@@ -62,12 +75,12 @@ def _headers(code: str, folders: list[Path]) -> dict[Path, str]:
 
 
 def reachable(code: str, flags) -> dict[Path, str]:
-    """{path: text} of every header `code` reaches through quoted includes, with host compiler `flags`."""
+    """{path: text} of every header `code` reaches through includes, with host compiler `flags`."""
     return _headers(code, include_dirs(flags))
 
 
 def rewritten(code: str, flags, rewrite) -> str:
-    """`code`, its quoted includes pointing to rewritten copies of the headers they reach when
+    """`code`, its includes pointing to rewritten copies of the headers they reach when
     `rewrite` (which keeps a source's lines) changes one of those; else `code` as it is."""
     folders = include_dirs(flags)
     headers = _headers(code, folders)
@@ -81,9 +94,9 @@ def rewritten(code: str, flags, rewrite) -> str:
 
     def pointing_to_copies(text: str, including: Path | None) -> str:
         def copy_of(include: re.Match) -> str:
-            path = _resolve(include["name"], including, folders)
+            path = _resolve(include, including, folders)
             return include[0] if path not in copies else f'{include["lead"]}"{copies[path]}"'
-        return _QUOTED_INCLUDE.sub(copy_of, text)
+        return _INCLUDE.sub(copy_of, text)
 
     folder.mkdir(parents=True, exist_ok=True)
     for path, text in headers.items():
