@@ -1645,4 +1645,3 @@ inline void __nv_atomic_thread_fence(int order, int scope = __NV_THREAD_SCOPE_SY
 }
 #undef NN_CUDA_CPU_BYTES
 #undef NN_CUDA_CPU_NV_SIZES
-#include "include/nn_cuda_cpu_inline_ptx.h"  // what the runner writes for the inline PTX it translates

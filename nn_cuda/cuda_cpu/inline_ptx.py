@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+#: the header of the calls it writes, which a module whose code it translates includes before the code
+HELPERS = "#include <nn_cuda_cpu_inline_ptx.h>\n"
 #: the start of an asm statement: asm, __asm__ or __asm, volatile or not
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\s*(?:volatile\b|__volatile__\b)?\s*\(")
 #: a C string literal
