@@ -799,8 +799,8 @@ def _legacy_warp_function(log: str) -> str | None:
 
 #: the runner's own refusal in a compiler's log: a static_assert of its headers (device_functions.h,
 #: cooperative_groups.h, ...) or the #error of a header it lacks (mma.h)
-_UNSUPPORTED = re.compile(r'error: (?:static assertion failed: |#error "|.* is unavailable: )'
-                          r'(?P<what>the CPU runner does not support [^"\n]*)')
+_UNSUPPORTED = re.compile(r'^(?P<at>\S.*?:\d+):\d+: error: (?:static assertion failed: |#error "|.* is unavailable: |'
+                          r'.* declared with attribute error: )(?P<what>the CPU runner does not support [^"\n]*)', re.M)
 #: where an unavailable function (runtime.h's __cluster_dims__ on a kernel) is declared
 _DECLARED_HERE = re.compile(r"^(?P<where>\S.*?:\d+):\d+: note: declared here", re.M)
 #: where the code asked for it: a line of the chain of instantiations that led to the static_assert
@@ -822,7 +822,8 @@ def _unsupported_feature(log: str) -> str | None:
     chain = before[before.rfind("In file included from"):] if "In file included from" in before else ""
     included = [m["where"] for m in _INCLUDED_FROM.finditer(chain)]  # the header's own #include first
     declared = _DECLARED_HERE.search(log, found.end()) if "is unavailable" in found.group() else None
-    where = declared["where"] if declared else called[0] if called else included[0] if included else None
+    at_call = found["at"] if "attribute error" in found.group() and not _runner_file(found["at"]) else None
+    where = declared["where"] if declared else at_call or (called[0] if called else included[0] if included else None)
     return f"{where}: {found['what']}" if where else found["what"]
 
 

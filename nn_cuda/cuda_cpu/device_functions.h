@@ -1011,16 +1011,15 @@ inline unsigned __reduce_xor_sync(unsigned mask, unsigned v) { return nn_cuda_cp
 
 // ---- what the CPU runner cannot run yet: the build stops at the call, saying so --------------------------
 
+// Declared with GCC's error attribute: a call the build compiles stops it, and one in a function no
+// kernel calls does not, as on a GPU, whose build leaves such a function out (Ginkgo's memory helpers
+// convert addresses with __cvta_generic_to_shared in a function its SpMV kernels never call; a
+// static_assert stopped their build until 2026-11-27).
 template <typename... A>
 constexpr bool nn_cuda_cpu_unsupported = false;
 #define NN_CUDA_CPU_UNSUPPORTED(function, what)                                                      \
     template <typename... A>                                                                         \
-    inline int function(A...)                                                                        \
-    {                                                                                                \
-        static_assert(nn_cuda_cpu_unsupported<A...>, "the CPU runner does not support " #function   \
-                                                     " (" what ")");                                 \
-        return 0;                                                                                    \
-    }
+    __attribute__((error("the CPU runner does not support " #function " (" what ")"))) int function(A...);
 NN_CUDA_CPU_UNSUPPORTED(__isGlobal, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__isShared, "address space queries")
 NN_CUDA_CPU_UNSUPPORTED(__cvta_generic_to_shared, "address space conversions, which inline PTX takes")
@@ -1047,18 +1046,11 @@ enum cudaTextureFilterMode { cudaFilterModePoint = 0, cudaFilterModeLinear = 1 }
 enum cudaTextureReadMode { cudaReadModeElementType = 0, cudaReadModeNormalizedFloat = 1 };
 #define NN_CUDA_CPU_UNSUPPORTED_TEXTURE(function)                                                    \
     template <typename T, typename... A>                                                             \
-    inline T function(A...)                                                                          \
-    {                                                                                                \
-        static_assert(nn_cuda_cpu_unsupported<T, A...>, "the CPU runner does not support " #function \
-                                                        " (textures and surfaces)");                 \
-        return T();                                                                                  \
-    }                                                                                                \
+    __attribute__((error("the CPU runner does not support " #function " (textures and surfaces)")))  \
+    T function(A...);                                                                                \
     template <typename... A>                                                                         \
-    inline void function(A...)                                                                       \
-    {                                                                                                \
-        static_assert(nn_cuda_cpu_unsupported<A...>, "the CPU runner does not support " #function    \
-                                                     " (textures and surfaces)");                    \
-    }
+    __attribute__((error("the CPU runner does not support " #function " (textures and surfaces)")))  \
+    void function(A...);
 // Texture references (`texture<float> tex;` with tex1Dfetch(tex, i)), which CUDA 12 removed: refused
 // where one is declared.
 template <typename T, int dimensions = 1, cudaTextureReadMode read_mode = cudaReadModeElementType>
