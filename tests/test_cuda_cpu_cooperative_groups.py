@@ -115,16 +115,22 @@ extern "C" __global__ void partitions(const int* x, const int* label, int* count
     }
 }
 
-// The grid's view of each thread: its rank, its block's rank and the sizes.
+// The grid's view of each thread: its rank, its block's rank and the sizes; CUDA's free functions
+// cg::thread_rank(g) and cg::group_size(g) of the grid, the block and a tile, as Ginkgo takes them.
 extern "C" __global__ void grid_ranks(unsigned long long* rank, unsigned long long* block_rank, unsigned long long* sizes)
 {
     cg::grid_group grid = cg::this_grid();
-    const unsigned long long r = grid.thread_rank();
+    const unsigned long long r = cg::thread_rank(grid);
     rank[r] = r;
     block_rank[r] = grid.block_rank();
     if (r == 0) {
-        sizes[0] = grid.size();
+        sizes[0] = cg::group_size(grid);
         sizes[1] = grid.num_blocks();
+        sizes[2] = cg::group_size(cg::this_thread_block());
+        sizes[3] = cg::group_size(cg::tiled_partition<4>(cg::this_thread_block()));
+    }
+    if (cg::thread_rank(cg::this_thread_block()) != threadIdx.x + blockDim.x * threadIdx.y) {
+        sizes[4] = 1;
     }
 }
 
@@ -222,11 +228,11 @@ def test_the_grid_group_ranks_every_thread(groups):
     grid, block = (3, 2), (8, 2)
     n = 3 * 2 * 8 * 2
     rank, block_rank = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
-    sizes = np.zeros(2, np.uint64)
+    sizes = np.zeros(5, np.uint64)
     groups.get_function("grid_ranks")(grid, block, (rank, block_rank, sizes))
     assert rank.tolist() == list(range(n))
     assert block_rank.tolist() == [r // 16 for r in range(n)]
-    assert sizes.tolist() == [n, 6]
+    assert sizes.tolist() == [n, 6, 16, 4, 0]
 
 
 def test_a_tile_wider_than_a_warp_is_a_kernel_error(groups):

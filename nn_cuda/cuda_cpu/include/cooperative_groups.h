@@ -192,6 +192,18 @@ void sync(const Group& group)
     group.sync();
 }
 
+// CUDA's free functions of any group (Ginkgo's cooperative_groups.cuh takes them; refused until 2026-11-27)
+template <typename Group>
+unsigned long long thread_rank(const Group& group)
+{
+    return group.thread_rank();
+}
+template <typename Group>
+unsigned long long group_size(const Group& group)
+{
+    return group.size();
+}
+
 // ---- the grid: its ranks; a grid-wide barrier needs a cooperative launch ---------------------------
 
 // Thread block clusters are sm_90's, where the runner's code is sm_80's (__CUDA_ARCH__ 800), whose
