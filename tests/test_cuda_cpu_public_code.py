@@ -232,6 +232,16 @@ def test_an_include_of_cub_thrust_or_cupys_headers_stops_the_build_in_one_line(h
         "it is one of them; NVRTC says \"cannot open source file\" where it is none)")
 
 
+def test_a_missing_header_of_the_codes_own_under_a_cuda_folder_is_no_libcuxx_header():
+    """Ginkgo includes "cuda/components/memory.cuh"; where it was missing from the include path, the
+    message called it a header of libcu++ the runner lacks, whose headers have no suffix."""
+    code = '#include "cuda/components/memory.cuh"\nextern "C" __global__ void k(int* out) { out[0] = 1; }\n'
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=code).get_function("k")
+    assert "cuda/components/memory.cuh: No such file or directory" in str(error.value)
+    assert "libcu++" not in str(error.value)
+
+
 # LeetCUDA's transposes and GEMMs move a `__shared__ float` array as float4, which a GPU allows: its
 # shared arrays start 16-byte aligned. A block of 16 x 16 threads copies a 16 x 64 tile through it.
 FLOAT4_TILE = r"""
