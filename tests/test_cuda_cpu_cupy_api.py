@@ -169,6 +169,15 @@ def test_options_nvrtc_and_nvcc_take_are_taken(tmp_path):
     out[:] = -1
     RawModule(code=code, options=(" -D SCALE=3 ", f"-I {tmp_path}")).get_function("k")((1,), (3,), (out,))
     assert out.tolist() == [0, 3, 6]
+    # hashcat passes a value as the next option ("--split-compile", "0"), as NVRTC reads them; the value was
+    # refused as an option of its own
+    out[:] = -1
+    RawModule(code=code, options=("--gpu-architecture", "compute_90", "--split-compile", "0", "-D", "SCALE=5",
+                                  "--std", "c++14")).get_function("k")((1,), (3,), (out,))
+    assert out.tolist() == [0, 5, 10]
+    out[:] = -1
+    RawModule(code=code, options=("--pre-include", "scale.cuh", "-I", str(tmp_path))).get_function("k")((1,), (3,), (out,))
+    assert out.tolist() == [0, 7, 14]
 
 
 OWN_UINT64 = r"""

@@ -164,6 +164,15 @@ _GPU_ONLY_OPTIONS = ("-arch", "--gpu-architecture", "-use_fast_math", "--use_fas
 #: optimisation levels, and language extensions it has by itself
 _NVCC_ONLY_OPTIONS = ("-O0", "-O1", "-O2", "-O3", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
                       "--extended-lambda", "-extended-lambda", "--expt-extended-lambda", "-expt-extended-lambda")
+#: NVRTC's options that take a value, which NVRTC takes in the next option too (hashcat passes
+#: "--split-compile", "0"): `--split-compile=0` alike
+_VALUE_OPTIONS = ("-arch", "--gpu-architecture", "-maxrregcount", "--maxrregcount", "-split-compile", "--split-compile",
+                  "-Xptxas", "--ptxas-options", "-diag-suppress", "--diag-suppress", "-diag-warn", "--diag-warn",
+                  "-diag-error", "--diag-error", "-std", "--std", "--pre-include", "-include", "--include-path",
+                  "--define-macro", "--undefine-macro", "-I", "-D", "-U", "-ftz", "--ftz", "-prec-div", "--prec-div",
+                  "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-jtd", "--jump-table-density",
+                  "-modify-stack-limit", "--modify-stack-limit", "-dopt", "--dopt", "-time", "--time",
+                  "-fdevice-time-trace", "--fdevice-time-trace", "-device-stack-protector", "--device-stack-protector")
 #: -std values: the runtime needs C++17, which compiles C++03, C++11 and C++14 code too
 _STANDARDS = {"c++03": "c++17", "c++11": "c++17", "c++14": "c++17", "c++17": "c++17", "c++20": "c++20"}
 
@@ -179,7 +188,7 @@ def host_flags(options, backend: str = "nvrtc") -> list[str]:
     if isinstance(options, str) or not all(isinstance(option, str) for option in options):
         raise TypeError(f"options must be a tuple of strings, like NVRTC's, got {options!r}")
     flags = ["-D__NVCC__"] if backend == "nvcc" else []  # nvcc defines it in both of its passes, NVRTC not
-    for given in options:
+    for given in _values_joined(options):
         option = _short_form(given)
         name, _, value = option.partition("=")
         if option.startswith("-I") and len(option) > 2:
@@ -205,7 +214,8 @@ def host_flags(options, backend: str = "nvrtc") -> list[str]:
 def pre_included(options) -> str:
     """The --pre-include=<header> options (NVRTC's and nvcc's) as the #include lines a GPU build reads
     before the code (after the runtime, which the host compiler's own -include would come before)."""
-    names = [option.partition("=")[2] for option in options if option.partition("=")[0] in ("--pre-include", "-include")]
+    names = [option.partition("=")[2] for option in _values_joined(options)
+             if option.strip().partition("=")[0] in ("--pre-include", "-include")]
     return "".join(f'#include "{name}"\n' for name in names if name)
 
 
@@ -245,6 +255,20 @@ def floating_point_flags(compiler: str, gcc: bool) -> tuple:
                                      "no FMA instruction; unset it to run without them")
         flags = (*flags, "-mfma")
     return flags
+
+
+def _values_joined(options) -> list[str]:
+    """`options` with the value an option takes from the next one joined to it, as NVRTC reads them:
+    ("--split-compile", "0") -> "--split-compile=0", ("-D", "N=4") -> "-DN=4"."""
+    joined, pending = [], list(options)
+    while pending:
+        option = pending.pop(0)
+        name = option.strip()
+        if name in _VALUE_OPTIONS and pending and not pending[0].strip().startswith("-"):
+            value = pending.pop(0).strip()
+            option = name + value if name in ("-I", "-D", "-U") else f"{name}={value}"
+        joined.append(option)
+    return joined
 
 
 def _short_form(option: str) -> str:
