@@ -961,6 +961,16 @@ extern "C" __global__ void magnified(const float* x, float* out)
     with pytest.raises(KernelError, match=r"or a float sum by atomics, whose rounding depends on their order, "
                                           r"magnified by what the kernel does with it"):
         RawModule(code=code, check=True).get_function("magnified")((4,), (32,), (x, np.zeros(4, np.float32)))
+    # the first thread to an atomic counter records its index (hashcat's cracked hashes): the threads' order's
+    first = r"""
+extern "C" __global__ void first_found(unsigned* found, unsigned* who)
+{
+    if (atomicAdd(found, 1u) == 0) *who = threadIdx.x;
+}
+"""
+    with pytest.raises(KernelError, match=r"or which thread comes first to an atomic counter"):
+        RawModule(code=first, check=True).get_function("first_found")((1,), (32,), (np.zeros(1, np.uint32),
+                                                                                  np.zeros(1, np.uint32)))
 
 
 FLOAT_TO_INT = r"""
