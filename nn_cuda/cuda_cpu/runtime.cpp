@@ -1414,7 +1414,8 @@ bool shared_guard_written()
     report("%s: block (%u, %u, %u) wrote past the end of a __shared__ array: %s past the end of the kernel's last "
            "one changed, counting from 0 (a write of zeros there is not seen; an index one too far, or a tile "
            "larger than its declaration?); run in the checking mode (NN_CUDA_CPU_CHECK=1; a RawModule made with "
-           "check=False takes check=True) to name the array, the thread and the line",
+           "check=False takes check=True) to name the array, the thread and the line of an index past its end (a "
+           "write through a pointer past it, `p = s + N; p[i]`, it does not see)",
            launch.kernel, block_idx.x, block_idx.y, block_idx.z, where);
     std::fill(shared_guard.bytes, shared_guard.bytes + kSharedGuardBytes, 0);
     return true;
