@@ -402,6 +402,28 @@ def test_extern_shared_memory_is_sized_by_shared_mem():
     kernel((3,), (32,), (x, out, np.int32(0)), shared_mem=64 * 1024)
 
 
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_extern_shared_memory_declared_by_a_macro_that_leaves_the_semicolon_to_its_use(check):
+    """TensorFlow's GPU_DYNAMIC_SHARED_MEM_DECL(ALIGN, TYPE, NAME): `extern __shared__ __align__(ALIGN)
+    TYPE NAME[]`, its `;` at the use; the rewrite looked for the declaration's `;` in the macro and
+    left it as written, and the build stopped on "conflicting specifiers"."""
+    code = r"""
+#define GPU_DYNAMIC_SHARED_MEM_DECL(ALIGN, TYPE, NAME) \
+    extern __shared__ __align__(ALIGN) TYPE NAME[]
+extern "C" __global__ void rotate(float* out)
+{
+    GPU_DYNAMIC_SHARED_MEM_DECL(16, unsigned char, raw);
+    float* f = reinterpret_cast<float*>(raw);
+    f[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = f[(threadIdx.x + 1) % blockDim.x];
+}
+"""
+    out = np.full(4, np.nan, np.float32)
+    RawModule(code=code, check=check).get_function("rotate")((1,), (4,), (out,), shared_mem=16)
+    assert out.tolist() == [1, 2, 3, 0]
+
+
 STATIC_BESIDE_DYNAMIC = r"""
 // FastFold's softmax: a kernel's own __shared__ array beside its extern __shared__ memory, which share
 // a block's 48 KiB on a GPU (templated too, as name expressions and mangled names find it)

@@ -547,9 +547,17 @@ def dynamic_shared_as_references(code: str) -> str:
     pieces, done = [], 0
     for shared in re.finditer(r"\b__shared__\b", blanked):
         start = max(blanked.rfind(brace, 0, shared.start()) for brace in ";{}") + 1
-        start = _LEADING_NON_CODE.match(blanked, start).end()  # comments and directives before it
+        macro = _macro_around(blanked, shared.start())  # (its replacement's start, its end) in a #define
+        start = _LEADING_NON_CODE.match(blanked, max(start, macro[0]) if macro else start).end()
         end = blanked.find(";", shared.end()) + 1
-        declaration = _UNSIZED_ARRAY.fullmatch(blanked, start, end) if start >= done and end > 0 else None
+        # in a macro that leaves the `;` to its use (TensorFlow's GPU_DYNAMIC_SHARED_MEM_DECL), the macro's end
+        in_macro = macro is not None and not 0 < end <= macro[1]
+        if in_macro:
+            end = macro[1]
+            while end > start and blanked[end - 1] in " \t\\\n":
+                end -= 1
+        declaration = (_UNSIZED_ARRAY.fullmatch(blanked[:end] + ";", start) if in_macro else
+                       _UNSIZED_ARRAY.fullmatch(blanked, start, end)) if start >= done and end > 0 else None
         if declaration is None or "extern" not in declaration["specifiers"].split():
             continue
         specifiers = declaration["specifiers"]
@@ -562,9 +570,29 @@ def dynamic_shared_as_references(code: str) -> str:
         # each host thread has its own region (runtime.h): a reference at file scope is one per thread too
         dims = "".join(declaration["dims"].split())
         pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element} (&{declaration['name']})[]{dims} = "
-                   f"*reinterpret_cast<{element} (*)[]{dims}>(::nn_cuda_cpu::dynamic_shared);{lines}"]
+                   f"*reinterpret_cast<{element} (*)[]{dims}>(::nn_cuda_cpu::dynamic_shared){'' if in_macro else ';'}"
+                   f"{lines}"]
         done = end
     return "".join(pieces) + code[done:]
+
+
+#: a #define's name and parameters: what stands before its replacement
+_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+\w+(?:\([^)\n]*\))?")
+
+
+def _macro_around(text: str, at: int) -> tuple[int, int] | None:
+    """(where its replacement starts, where it ends) of the #define whose replacement holds `at`,
+    its continued lines included; None where `at` is in no #define."""
+    line = text.rfind("\n", 0, at) + 1
+    while line >= 2 and text[line - 2] == "\\":  # a continued line: the directive starts above
+        line = text.rfind("\n", 0, line - 1) + 1
+    header = _DEFINE.match(text, line)
+    if header is None or header.end() > at:
+        return None
+    end = text.find("\n", at)
+    while end > 0 and text[end - 1] == "\\":
+        end = text.find("\n", end + 1)
+    return header.end(), len(text) if end < 0 else end
 
 
 #: what opens a scope, closes one, or declares shared memory: a namespace's or a linkage block's
