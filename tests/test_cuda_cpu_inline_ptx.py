@@ -104,3 +104,83 @@ def test_a_float_to_binary16_in_each_rounding_and_back(check):
         expected = np.stack([nearest, _directed(x, 0), _directed(x, -np.inf), _directed(x, np.inf)], axis=1)
     np.testing.assert_array_equal(bits, expected.view(np.uint16))
     np.testing.assert_array_equal(back, nearest.astype(np.float32))  # exact: a float holds every binary16
+
+
+INTEGER_PTX = r"""
+// hashcat's inc_common.cl on NVIDIA: byte swaps and permutes, three-input logic, bit fields, funnel
+// shifts; immediates and registers as operands
+extern "C" __global__ void integer_ptx(const unsigned* a, const unsigned* b, const unsigned* c, unsigned* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned x = a[i], y = b[i], z = c[i], r;
+    unsigned* o = out + 12 * i;
+    asm("prmt.b32 %0, %1, 0, 0x0123;" : "=r"(r) : "r"(x));
+    o[0] = r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
+    o[1] = r;
+    asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
+    o[2] = r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xE8;" : "=r"(r) : "r"(x), "r"(y), "r"(z));  // the majority of three
+    o[3] = r;
+    asm("bfe.u32 %0, %1, 8, 8;" : "=r"(r) : "r"(x));
+    o[4] = r;
+    asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y & 63u), "r"(z & 63u));
+    o[5] = r;
+    int s;
+    asm("bfe.s32 %0, %1, %2, %3;" : "=r"(s) : "r"(x), "r"(y & 63u), "r"(z & 63u));
+    o[6] = (unsigned)s;
+    asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
+    o[7] = r;
+    asm("shf.r.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
+    o[8] = r;
+    asm("shf.l.clamp.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z & 63u));
+    o[9] = r;
+    asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z & 63u));
+    o[10] = r;
+    o[11] = 0;
+}
+"""
+
+
+def _prmt(a, b, c):
+    """PTX's prmt.b32 in its default mode, from the ISA's text: each byte of the result is the byte
+    of {b, a} its selector nibble names, or that byte's sign where the nibble's bit 3 is set."""
+    both = (b << 32) | a
+    result = 0
+    for i in range(4):
+        nibble = (c >> (4 * i)) & 0xF
+        byte = (both >> (8 * (nibble & 7))) & 0xFF
+        result |= ((0xFF if byte & 0x80 else 0) if nibble & 8 else byte) << (8 * i)
+    return result
+
+
+def _bfe(a, position, length, signed):
+    """PTX's bfe.u32 / bfe.s32 from the ISA's pseudocode (msb 31)."""
+    position, length = position & 0xFF, length & 0xFF
+    sign = 0 if not signed or length == 0 else (a >> min(31, position + length - 1)) & 1
+    bits = [((a >> (position + k)) & 1) if k < length and position + k <= 31 else sign for k in range(32)]
+    return sum(bit << k for k, bit in enumerate(bits))
+
+
+def _shf(a, b, c, left, clamp):
+    n = min(c, 32) if clamp else c & 31
+    both = (b << 32) | a
+    return ((both << n) >> 32) & 0xFFFFFFFF if left else (both >> n) & 0xFFFFFFFF
+
+
+@MODES
+def test_integer_instructions_of_inline_ptx_are_as_the_isa_defines_them(check):
+    rng = np.random.default_rng(7)
+    n = 40
+    a, b, c = (rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    a[:4], b[:4], c[:4] = [0x80FF017F, 0, 0xFFFFFFFF, 1], [0x12345678, 0xFFFFFFFF, 0, 2], [0x89AB, 0xF0F0, 31, 32]
+    out = np.full((n, 12), 0xDEADBEEF, np.uint32)
+    RawModule(code=INTEGER_PTX, check=check).get_function("integer_ptx")((2,), (32,), (a, b, c, out, np.int32(n)))
+    for i in range(n):
+        x, y, z = int(a[i]), int(b[i]), int(c[i])
+        expected = [_prmt(x, 0, 0x0123), _prmt(x, y, z), x ^ y ^ z, (x & y) | (x & z) | (y & z),
+                    (x >> 8) & 0xFF, _bfe(x, y & 63, z & 63, False), _bfe(x, y & 63, z & 63, True),
+                    _shf(x, y, z, True, False), _shf(x, y, z, False, False),
+                    _shf(x, y, z & 63, True, True), _shf(x, y, z & 63, False, True), 0]
+        assert out[i].tolist() == expected, (i, out[i].tolist(), expected)

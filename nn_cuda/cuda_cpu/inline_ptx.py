@@ -7,6 +7,10 @@ has no function for them, each rewritten as a call of runtime.h's (nn_cuda_cpu::
     asm volatile("mov.b64 {%0,%1}, %2;" : "=r"(lo), "=r"(hi) : "d"(x));  and back (OpenMM's shuffle of a double)
     asm("{ cvt.rn.f16.f32 %0, %1;}\\n" : "=h"(bits) : "f"(x));  float to half bits, rn/rz/rm/rp (MXNet's half-inl.h)
     asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(bits));          and back
+    asm("prmt.b32 %0, %1, 0, 0x0123;" : "=r"(y) : "r"(x));     bytes permuted (hashcat's byte swap)
+    asm("lop3.b32 %0, %1, %2, %3, 0x96;" : ...);              any function of three bits (0x96: a ^ b ^ c)
+    asm("bfe.u32 %0, %1, 8, 8;" : ...);                        a bit field (bfe.s32: sign-extended)
+    asm("shf.l.wrap.b32 %0, %1, %2, %3;" : ...);               a funnel shift (l or r, wrap or clamp)
 
 Every other asm statement is left as it is, and the build then stops on it with the one-line message
 for inline PTX (build.py). The rewrite keeps the statement's lines, so that messages name the code's.
@@ -82,12 +86,30 @@ def _instruction(strings: str) -> str:
     return re.sub(r"\s*,\s*", ",", re.sub(r"\{\s*", "{", re.sub(r"\s*\}", "}", text)))
 
 
+#: an operand of an instruction: %N, or an immediate integer
+_OPERAND_TOKEN = r"(%\d+|-?(?:0[xX][0-9a-fA-F]+|\d+))"
+#: the integer instructions of three or four operands: mnemonic -> the runtime's function
+_INTEGER = {"prmt.b32": "ptx_prmt", "lop3.b32": "ptx_lop3", "bfe.u32": "ptx_bfe_u32", "bfe.s32": "ptx_bfe_s32",
+            "shf.l.wrap.b32": "ptx_shf_l_wrap", "shf.r.wrap.b32": "ptx_shf_r_wrap",
+            "shf.l.clamp.b32": "ptx_shf_l_clamp", "shf.r.clamp.b32": "ptx_shf_r_clamp"}
+
+
 def _call(instruction: str, operands: list[str]) -> str | None:
     """The C++ that does `instruction` with `operands` (their expressions, %0 first), or None."""
     def operand(index: str) -> str:
         return f"({operands[int(index)]})"
 
+    def value(token: str) -> str:  # an input: an operand's expression, or an immediate
+        return operand(token[1:]) if token.startswith("%") else f"{token}u" if not token.startswith("-") else token
+
     try:
+        mnemonic, _, rest = instruction.partition(" ")
+        if mnemonic in _INTEGER:  # d, a, b, c[, lut]: the destination first, then the inputs
+            found = re.fullmatch(",".join([r"%(\d+)"] + [_OPERAND_TOKEN] * (4 if mnemonic == "lop3.b32" else 3)), rest)
+            if found is None:
+                return None
+            inputs = ", ".join(value(token) for token in found.groups()[1:])
+            return f"{operand(found[1])} = nn_cuda_cpu::{_INTEGER[mnemonic]}({inputs})"
         if found := re.fullmatch(r"mov\.[ub]32 %(\d+),%laneid", instruction):
             return f"{operand(found[1])} = nn_cuda_cpu::ptx_lane_id()"
         if (found := re.fullmatch(r"mov\.[ub]32 %(\d+),%lanemask_(\w+)", instruction)) and found[2] in _SPECIAL_MASKS:

@@ -60,4 +60,79 @@ inline void ptx_half_to_float(Float& value, Bits bits)
     memcpy(&value, &wide, 4);
 }
 
+// prmt.b32 d, a, b, c; (its default mode): each byte of d is the byte of {b, a} (a's bytes 0-3, b's
+// 4-7) that its nibble of c selects, or, where the nibble's bit 3 is set, that byte's sign in all 8 bits
+inline unsigned ptx_prmt(unsigned a, unsigned b, unsigned selector)
+{
+    const uint64_t bytes = (static_cast<uint64_t>(b) << 32) | a;
+    unsigned result = 0;
+    for (int i = 0; i < 4; ++i) {
+        const unsigned nibble = (selector >> (4 * i)) & 0xFu;
+        unsigned byte = static_cast<unsigned>(bytes >> (8 * (nibble & 7u))) & 0xFFu;
+        if (nibble & 8u) {
+            byte = byte & 0x80u ? 0xFFu : 0u;
+        }
+        result |= byte << (8 * i);
+    }
+    return result;
+}
+
+// lop3.b32 d, a, b, c, lut; : each bit of d is the bit of lut at (a's bit, b's bit, c's bit) read as a
+// number of three bits, a's the highest
+inline unsigned ptx_lop3(unsigned a, unsigned b, unsigned c, unsigned lut)
+{
+    unsigned result = 0;
+    for (unsigned index = 0; index < 8; ++index) {
+        if (lut & (1u << index)) {
+            result |= (index & 4u ? a : ~a) & (index & 2u ? b : ~b) & (index & 1u ? c : ~c);
+        }
+    }
+    return result;
+}
+
+// bfe.u32 / bfe.s32 d, a, position, length; : `length` bits of a from bit `position` (both taken as
+// their low 8 bits), the bits past bit 31 zero (.u32) or the field's top bit (.s32; of a's bit 31
+// where the field reaches past it)
+inline unsigned ptx_bfe_u32(unsigned a, unsigned position, unsigned length)
+{
+    position &= 0xFFu, length &= 0xFFu;
+    if (length == 0 || position > 31) {
+        return 0;
+    }
+    const unsigned field = a >> position;
+    return length >= 32 ? field : field & ((1u << length) - 1u);
+}
+inline int ptx_bfe_s32(unsigned a, unsigned position, unsigned length)
+{
+    position &= 0xFFu, length &= 0xFFu;
+    const unsigned top = position + length - 1 > 31 ? 31 : position + length - 1;
+    const bool sign = length != 0 && ((a >> top) & 1u);
+    // the field's bits that lie within a; the others are its sign
+    const unsigned inside = position > 31 ? 0 : (length < 32 - position ? length : 32 - position);
+    unsigned field = ptx_bfe_u32(a, position, inside);
+    if (sign && inside < 32) {
+        field |= ~((1u << inside) - 1u);
+    }
+    return static_cast<int>(field);
+}
+
+// shf.l / shf.r .wrap / .clamp .b32 d, a, b, c; : the 64 bits {b, a} shifted by c (modulo 32, or at
+// most 32), d their upper (l) or lower (r) 32 bits
+inline unsigned ptx_shf_l_wrap(unsigned a, unsigned b, unsigned c)
+{
+    return static_cast<unsigned>((((static_cast<uint64_t>(b) << 32) | a) << (c & 31u)) >> 32);
+}
+inline unsigned ptx_shf_r_wrap(unsigned a, unsigned b, unsigned c)
+{
+    return static_cast<unsigned>((((static_cast<uint64_t>(b) << 32) | a) >> (c & 31u)));
+}
+inline unsigned ptx_shf_l_clamp(unsigned a, unsigned b, unsigned c)
+{
+    return c >= 32 ? a : ptx_shf_l_wrap(a, b, c);
+}
+inline unsigned ptx_shf_r_clamp(unsigned a, unsigned b, unsigned c)
+{
+    return c >= 32 ? b : ptx_shf_r_wrap(a, b, c);
+}
+
 }  // namespace nn_cuda_cpu
