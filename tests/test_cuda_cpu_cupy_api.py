@@ -180,6 +180,39 @@ def test_options_nvrtc_and_nvcc_take_are_taken(tmp_path):
     assert out.tolist() == [0, 7, 14]
 
 
+def test_include_paths_of_the_cuda_toolkits_headers_leave_the_runners_in_place(tmp_path):
+    """cuda-python's examples pass the toolkit's include folder and CCCL's; the compiler then found
+    the toolkit's cooperative_groups.h, cuda_fp16.h, <cuda/barrier>, ... before the runner's, and the
+    build stopped with thousands of its errors. A stand-in toolkit here, whose headers cannot build."""
+    toolkit, cccl = tmp_path / "include", tmp_path / "include" / "cccl"
+    for folder, names in ((toolkit, ("cuda_runtime_api.h", "cooperative_groups.h", "cuda_fp16.h")),
+                          (cccl, ("cuda/std/version", "cuda/barrier"))):
+        for name in names:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text('#error "the toolkit\'s own header"\n')
+    code = ("#include <cooperative_groups.h>\n#include <cuda_fp16.h>\n#include <cuda/barrier>\n"
+            "namespace cg = cooperative_groups;\n"
+            'extern "C" __global__ void k(float* y) { y[cg::this_thread_block().thread_rank()] = '
+            "__half2float(__float2half(1.5f)); }\n")
+    y = np.zeros(4, np.float32)
+    RawModule(code=code, options=(f"--include-path={toolkit}", f"--include-path={cccl}")).get_function("k")(
+        (1,), (4,), (y,))
+    assert y.tolist() == [1.5] * 4
+
+
+def test_the_tensor_memory_accelerator_stops_the_build_in_one_line():
+    """cuda.core's TMA examples: "'cuda::device' has not been declared" and "'CUtensorMap' was not
+    declared ... did you mean 'TensorMap'?" read like errors of the code."""
+    code = ("#include <cuda/barrier>\n"
+            'extern "C" __global__ void k(const __grid_constant__ CUtensorMap map, float* out)\n{\n'
+            "    __shared__ float s[32];\n    __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+            "    cuda::device::experimental::cp_async_bulk_tensor_1d_global_to_shared(s, &map, 0, bar);\n}\n")
+    with pytest.raises(KernelBuildError) as error:
+        RawModule(code=code).get_function("k")
+    assert str(error.value) == ("(RawModule code):6: the CPU runner does not support the tensor memory accelerator "
+                                "(TMA: bulk tensor copies, cp_async_bulk_tensor_1d_global_to_shared; sm_90)")
+
+
 OWN_UINT64 = r"""
 typedef unsigned long long uint64_t;  // NVRTC has no <cstdint>: CuPy's Monte Carlo example writes this
 typedef long long int64_t;

@@ -179,7 +179,8 @@ _STANDARDS = {"c++03": "c++17", "c++11": "c++17", "c++14": "c++17", "c++17": "c+
 
 def host_flags(options, backend: str = "nvrtc") -> list[str]:
     """The host compiler's flags for NVRTC-style `options` (CuPy's RawModule options): -I<dir> and
-    --include-path=<dir> (made absolute), -D<name>[=value] and --define-macro=, -U<name> and
+    --include-path=<dir> (made absolute; a folder of the CUDA toolkit's or CCCL's headers left out:
+    the runner has its own), -D<name>[=value] and --define-macro=, -U<name> and
     --undefine-macro=, -std=c++03|11|14|17|20 (03 to 14 build as C++17), --pre-include=<header>
     (-include); options about GPU code only (-arch, --use_fast_math, -lineinfo, -Xptxas, -rdc, ...) and
     warnings (-w, --diag-suppress) are ignored, and with backend="nvcc" nvcc's -O levels and
@@ -192,7 +193,9 @@ def host_flags(options, backend: str = "nvrtc") -> list[str]:
         option = _short_form(given)
         name, _, value = option.partition("=")
         if option.startswith("-I") and len(option) > 2:
-            flags.append(f"-I{Path(option[2:]).expanduser().resolve()}")  # as NVRTC, from the current folder
+            folder = Path(option[2:]).expanduser().resolve()  # as NVRTC, from the current folder
+            if not _cuda_toolkit_headers(folder):
+                flags.append(f"-I{folder}")
         elif option.startswith(("-D", "-U")) and len(option) > 2:
             flags.append(option)
         elif name in ("-std", "--std") and value in _STANDARDS:
@@ -255,6 +258,14 @@ def floating_point_flags(compiler: str, gcc: bool) -> tuple:
                                      "no FMA instruction; unset it to run without them")
         flags = (*flags, "-mfma")
     return flags
+
+
+def _cuda_toolkit_headers(folder: Path) -> bool:
+    """Whether `folder` holds the CUDA toolkit's own headers or CCCL's (cuda-python's examples pass
+    both as include paths): the runner has its own of those, which a GPU's build finds there; the
+    toolkit's, found first, stopped the build with thousands of the compiler's errors until 2026-11-27."""
+    return any((folder / name).is_file() for name in ("cuda_runtime_api.h", "cuda/std/version", "cub/cub.cuh",
+                                                       "thrust/version.h"))
 
 
 def _values_joined(options) -> list[str]:

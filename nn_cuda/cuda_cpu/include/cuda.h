@@ -17,6 +17,13 @@ typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;  // the runtime's cudaStream_t, as in CUDA
 typedef struct CUevent_st* CUevent;
+// the tensor memory accelerator's map (cuda/barrier declares it too): its size and alignment
+#ifndef NN_CUDA_CPU_CU_TENSOR_MAP
+#define NN_CUDA_CPU_CU_TENSOR_MAP
+typedef struct alignas(64) CUtensorMap_st {
+    unsigned long long opaque[16];
+} CUtensorMap;
+#endif
 
 typedef enum cudaError_enum {
     CUDA_SUCCESS = 0,
