@@ -1139,6 +1139,14 @@ def test_a_device_function_declared_but_never_defined_is_a_build_error_naming_it
                                                r"fails too, ptxas: \"Unresolved extern function "
                                                r"'_Z10cast_valueIffET_T0_'\"\)"):
         module.get_function("cast<float, float>")
+    # a name the host's C library declares itself (glibc's __tanhf beside tanhf), which the code calls
+    # without its own definition (TensorRT-LLM defines one in a header a kernel file may forget): no
+    # declaration of the code's, and NVRTC stops at the name
+    code = 'extern "C" __global__ void k(float* y) { y[threadIdx.x] = __tanhf(y[threadIdx.x]); }\n'
+    with pytest.raises(KernelBuildError, match=r"^the RawModule code: `__tanhf` is called and defined nowhere: the "
+                                               r"host's C library declares that name \(its own, beside tanhf\), "
+                                               r"NVRTC does not"):
+        RawModule(code=code).get_function("k")
 
 
 @pytest.mark.parametrize("header, use, value", [

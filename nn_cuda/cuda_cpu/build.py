@@ -633,6 +633,13 @@ def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
         missing = re.search(r"undefined symbol: (\S+)", str(error))
         if missing is None:
             raise
+        if missing.group(1).startswith("__") and not missing.group(1).startswith("__Z"):
+            # glibc's <math.h> declares an internal __name beside each function (__tanhf beside tanhf):
+            # TensorRT-LLM defines its own __tanhf in a header a kernel file may forget
+            raise KernelBuildError(
+                f"{plan.what}: `{missing.group(1)}` is called and defined nowhere: the host's C library declares "
+                f"that name (its own, beside {missing.group(1).lstrip('_')}), NVRTC does not (\"identifier "
+                f"\"{missing.group(1)}\" is undefined\"); define it in the code, or call CUDA's function") from None
         raise KernelBuildError(
             f"{plan.what}: `{demangled([missing.group(1)])[0]}` is declared and called but never defined in the code "
             f"(a GPU build fails too, ptxas: \"Unresolved extern function '{missing.group(1)}'\"); define it, or, for "
