@@ -25,11 +25,10 @@ import re
 from pathlib import Path
 
 from . import build_cache
+from .build import INCLUDE_DIR
 
 #: `#include "name"` or `#include <name>`: the name, and where it stands
 _INCLUDE = re.compile(r'^(?P<lead>[ \t]*#[ \t]*include[ \t]*)(?:"(?P<name>[^"\n]+)"|<(?P<angled>[^>\n]+)>)', re.M)
-#: the runner's own headers (cuda_fp16.h, cub/...), which an `#include <...>` finds before the code's
-RUNNER_HEADERS = Path(__file__).with_name("include")
 #: the subfolder of the build cache that holds the copies
 FOLDER = "headers"
 
@@ -46,7 +45,7 @@ def _resolve(include: re.Match, including: Path | None, folders: list[Path]) -> 
     runner's."""
     if include["angled"] is not None:
         name = include["angled"]
-        if (RUNNER_HEADERS / name).is_file():
+        if (INCLUDE_DIR / name).is_file():  # the runner's own (cuda_fp16.h, cub/...), found before the code's
             return None
         return next((candidate.resolve() for candidate in (folder / name for folder in folders)
                      if candidate.is_file()), None)
