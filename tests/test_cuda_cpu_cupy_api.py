@@ -176,7 +176,8 @@ def test_options_nvrtc_and_nvcc_take_are_taken(tmp_path):
                                   "--std", "c++14")).get_function("k")((1,), (3,), (out,))
     assert out.tolist() == [0, 5, 10]
     out[:] = -1
-    RawModule(code=code, options=("--pre-include", "scale.cuh", "-I", str(tmp_path))).get_function("k")((1,), (3,), (out,))
+    RawModule(code=code, options=("--pre-include", "scale.cuh", "-I", str(tmp_path))).get_function("k")(
+        (1,), (3,), (out,))
     assert out.tolist() == [0, 7, 14]
 
 
@@ -549,7 +550,8 @@ def test_a_one_element_array_is_passed_by_value_as_cupy_passes_it(check):
     assert y.tolist() == [2, 2, 2, 1]
     with pytest.raises(TypeError, match=r"argument 1 \(float\) takes a numpy.float32, got a numpy.float64"):
         kernel((1,), (4,), (y, np.array([2.0]), 4))  # the element's dtype is checked as a scalar's
-    with pytest.raises(TypeError, match=r"argument 2 \(int\) takes a numpy.int32 or a Python int, got an array of int32"):
+    with pytest.raises(TypeError, match=r"argument 2 \(int\) takes a numpy.int32 or a Python int, got an array of "
+                                        r"int32"):
         kernel((1,), (4,), (y, np.float32(2), np.array([3, 4], np.int32)))  # more than one element: refused
 
 

@@ -319,7 +319,8 @@ def test_an_address_space_conversion_stops_the_build_in_one_line():
                                 "(address space conversions, which inline PTX takes)")
     # in a function no kernel calls, as Ginkgo's memory helpers beside its SpMV kernels: a GPU's build
     # leaves the function out, and so does the CPU's (a static_assert stopped it until 2026-11-27)
-    uncalled = ("__device__ __forceinline__ unsigned to_shared(void* p)\n{\n    return (unsigned)__cvta_generic_to_shared(p);\n}\n"
+    uncalled = ("__device__ __forceinline__ unsigned to_shared(void* p)\n"
+                "{\n    return (unsigned)__cvta_generic_to_shared(p);\n}\n"
                 "__device__ inline float fetch(unsigned long long t) { return tex1Dfetch<float>(t, 0); }\n"
                 'extern "C" __global__ void k(int* out) { out[0] = 7; }\n')
     out = np.zeros(1, np.int32)

@@ -638,8 +638,8 @@ def test_a_race_or_a_fault_in_device_memory_names_the_struct_whose_pointer_reach
                                           r"to 15\) reaches is"):
         module.get_function("three")((1,), (4,), tuple(structs))
     with pytest.raises(KernelError, match=r"past_end: an invalid memory access: an access 1 element\(s\) past the end "
-                                          r"of the device memory that args\[0\] \(its bytes 8 to 15\) reaches in thread "
-                                          r"\(64, 0, 0\)"):
+                                          r"of the device memory that args\[0\] \(its bytes 8 to 15\) reaches in "
+                                          r"thread \(64, 0, 0\)"):
         data = device_memory.to_device(np.arange(64, dtype=np.float32))  # 256 bytes: its end is the guard's start
         module.get_function("past_end")((1,), (65,), (np.array([(64, 0, data.ctypes.data)], MATRIX)[0],
                                                        np.zeros(65, np.float32)))

@@ -1106,7 +1106,9 @@ def _missing_library(log: str) -> str | None:
                 "kernels Python launches; leave the host code that uses it out of the code (nvcc finds it among "
                 "CUDA's headers, NVRTC cannot compile it)")
     if found["folder"] == "cuda" and "." in Path(found["path"]).name:
-        return None  # a header of the code's own under a folder named cuda/ (Ginkgo's cuda/components/*.cuh): libcu++'s have no suffix
+        # a header of the code's own under a folder named cuda/ (Ginkgo's cuda/components/*.cuh): libcu++'s
+        # have no suffix
+        return None
     if found["folder"] == "cuda":  # libcu++: the runner has some of its headers, the host's under cuda::std
         has = ", ".join(sorted(path.name for path in (INCLUDE_DIR / "cuda" / "std").iterdir()))
         what = f"this header of libcu++ (it has <cuda/std/...> of {has}; C++20's span, bit and mdspan are not)"

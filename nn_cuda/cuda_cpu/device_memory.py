@@ -113,7 +113,8 @@ def beside_an_array(address: int) -> tuple[str, int, int] | None:
         if end <= address < memory_start + len(memory):
             return f"{(address - end) // dtype.itemsize + 1} element(s) past the end", start, count * dtype.itemsize
         if memory_start <= address < start:
-            return f"{-(-(start - address) // dtype.itemsize)} element(s) before the start", start, count * dtype.itemsize
+            before = -(-(start - address) // dtype.itemsize)
+            return f"{before} element(s) before the start", start, count * dtype.itemsize
     return None
 
 

@@ -527,12 +527,12 @@ class LoadedKernels:
             if differs.any():
                 element = int(np.argmax(differs))
                 start = array.ctypes.data  # the holders of a pointer into this array (ArrayFire passes 2-4 structs)
-                holders = [what for what, addresses in held
-                           if ((addresses >= start) & (addresses < start + array.nbytes)).any()] or [what for what, _ in held]
+                holders = _holders_of(held, start, array.nbytes) or [what for what, _ in held]
+                reach = "reaches" if len(holders) == 1 else "reach"
                 raise KernelError(
                     f"{launch.kernel}: the result depends on the order in which {_who_takes_turns(launch.grid)} run "
                     f"between barriers (element {element} of the device memory that "
-                    f"{' and '.join(holders)} reach{'es' if len(holders) == 1 else ''} is {_value_text(before[element])} in one order "
+                    f"{' and '.join(holders)} {reach} is {_value_text(before[element])} in one order "
                     f"and {_value_text(array[element])} in another): threads race on __shared__ or global memory, "
                     "e.g. a __syncthreads() is missing, or blocks share global memory that one of them writes")
 
@@ -1287,6 +1287,11 @@ def pointers_to_pointers(c_type: str) -> bool:
     return c_type.replace(" const*", "*").endswith("**") and UNSUPPORTED not in c_type
 
 
+def _holders_of(held: list[tuple[str, np.ndarray]], start: int, length: int) -> list[str]:
+    """Of _held_pointers' holders, those holding an address in [start, start + length)."""
+    return [what for what, addresses in held if ((addresses >= start) & (addresses < start + length)).any()]
+
+
 def _held_pointers(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[tuple[str, np.ndarray]]:
     """(what, the addresses it holds) of each holder of a pointer to memory that is no argument:
     "args[0] (an array of pointers)" for a
@@ -1508,8 +1513,9 @@ class _CheckedBuffers:
             "its stack held"
             + ("; or the value an atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU "
                "too, or which thread comes first to an atomic counter (`if (atomicAdd(&found, 1) == 0)`: hashcat's "
-               "cracked hashes), which the threads' order decides there too (results placed at slots the threads took from an atomic counter, slot = atomicAdd(&count, 1), "
-               "pass when they are the same rows in another order: their order is the threads', on a GPU too); or "
+               "cracked hashes), which the threads' order decides there too (results placed at slots the threads "
+               "took from an atomic counter, slot = atomicAdd(&count, 1), pass when they are the same rows in "
+               "another order: their order is the threads', on a GPU too); or "
                "a float sum by atomics, whose rounding depends on their order, magnified by what the kernel does "
                "with it (a difference of two near sums), which varies from run to run on a GPU too"
                if atomics else "")
@@ -1544,7 +1550,7 @@ class _CheckedBuffers:
         beside = device_memory.beside_an_array(address)
         if beside is not None:  # device memory that a struct's pointer reaches (ArrayFire's Param<T>)
             where, start, length = beside
-            holders = [what for what, addresses in self.held if ((addresses >= start) & (addresses < start + length)).any()]
+            holders = _holders_of(self.held, start, length)
             if holders:
                 return (f": an access {where} of the device memory that {' and '.join(holders)} "
                         f"reach{'es' if len(holders) == 1 else ''}")
