@@ -306,6 +306,15 @@ def test_cuda_fp8_h_builds_and_a_use_of_its_types_stops_the_build_in_one_line():
     with pytest.raises(KernelBuildError) as error:
         RawModule(code=code % " __nv_fp8_e4m3 v; (void)v;").get_function("k")
     assert str(error.value) == "(RawModule code):3: the CPU runner does not support 8-bit floats (cuda_fp8.h)"
+    # a conversion of CUDA's result type (ColossalAI's cast_functor.h): its int stopped the build on a type
+    # error, and the pair ones were not declared at all
+    for call in (" __half_raw r = __nv_cvt_fp8_to_halfraw(0, __NV_E4M3); (void)r;",
+                 " __nv_fp8x2_storage_t p = __nv_cvt_halfraw2_to_fp8x2(__half2_raw(), __NV_SATFINITE, __NV_E4M3);"
+                 " (void)p;"):
+        with pytest.raises(KernelBuildError) as error:
+            RawModule(code=code % call).get_function("k")
+        assert str(error.value).startswith("(RawModule code):3: the CPU runner does not support 8-bit floats "
+                                           "(cuda_fp8.h: __nv_cvt_"), str(error.value)
 
 
 def test_an_address_space_conversion_stops_the_build_in_one_line():

@@ -24,10 +24,20 @@ typedef unsigned int __nv_fp8x4_storage_t;
 enum __nv_saturation_t { __NV_NOSAT, __NV_SATFINITE };
 enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 };
 
-NN_CUDA_CPU_UNSUPPORTED(__nv_cvt_float_to_fp8, "8-bit floats, cuda_fp8.h")
-NN_CUDA_CPU_UNSUPPORTED(__nv_cvt_double_to_fp8, "8-bit floats, cuda_fp8.h")
-NN_CUDA_CPU_UNSUPPORTED(__nv_cvt_halfraw_to_fp8, "8-bit floats, cuda_fp8.h")
-NN_CUDA_CPU_UNSUPPORTED(__nv_cvt_bfloat16raw_to_fp8, "8-bit floats, cuda_fp8.h")
-NN_CUDA_CPU_UNSUPPORTED(__nv_cvt_float2_to_fp8x2, "8-bit floats, cuda_fp8.h")
-NN_CUDA_CPU_UNSUPPORTED(__nv_cvt_fp8_to_halfraw, "8-bit floats, cuda_fp8.h")
-NN_CUDA_CPU_UNSUPPORTED(__nv_cvt_fp8x2_to_halfraw2, "8-bit floats, cuda_fp8.h")
+// the conversions, each of CUDA's result type, so that the call compiles to its refusal (the int of a
+// generic refusal stopped `__half_raw r = __nv_cvt_fp8_to_halfraw(...)` on a type error until 2026-11-27)
+#define NN_CUDA_CPU_FP8_CONVERSION(function, result)                                                  \
+    template <typename... A>                                                                         \
+    __attribute__((error("the CPU runner does not support 8-bit floats (cuda_fp8.h: " #function ")"))) \
+    result function(A...);
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_float_to_fp8, __nv_fp8_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_double_to_fp8, __nv_fp8_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_halfraw_to_fp8, __nv_fp8_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_bfloat16raw_to_fp8, __nv_fp8_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_float2_to_fp8x2, __nv_fp8x2_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_double2_to_fp8x2, __nv_fp8x2_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_halfraw2_to_fp8x2, __nv_fp8x2_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_bfloat16raw2_to_fp8x2, __nv_fp8x2_storage_t)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_fp8_to_halfraw, __half_raw)
+NN_CUDA_CPU_FP8_CONVERSION(__nv_cvt_fp8x2_to_halfraw2, __half2_raw)
+#undef NN_CUDA_CPU_FP8_CONVERSION
