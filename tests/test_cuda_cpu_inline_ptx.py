@@ -6,7 +6,7 @@ other asm statement still stops the build in one line (test_cuda_cpu_wrapper_cod
 import numpy as np
 import pytest
 
-from nn_cuda.cuda_cpu import RawModule
+from nn_cuda.cuda_cpu import KernelError, RawModule
 
 MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
 
@@ -184,3 +184,15 @@ def test_integer_instructions_of_inline_ptx_are_as_the_isa_defines_them(check):
                     _shf(x, y, z, True, False), _shf(x, y, z, False, False),
                     _shf(x, y, z & 63, True, True), _shf(x, y, z & 63, False, True), 0]
         assert out[i].tolist() == expected, (i, out[i].tolist(), expected)
+
+
+def test_a_trap_in_inline_ptx_ends_the_launch_as_trap_does():
+    """Paddle's PADDLE_ENFORCE ends in asm("trap;") on the device: the build stopped on inline PTX."""
+    code = ('extern "C" __global__ void enforce(const int* index, int n, float* out)\n{\n'
+            '    if (index[threadIdx.x] >= n) { asm("trap;"); }\n    out[threadIdx.x] = 1.0f;\n}\n')
+    kernel = RawModule(code=code).get_function("enforce")
+    out = np.zeros(2, np.float32)
+    kernel((1,), (2,), (np.array([0, 1], np.int32), np.int32(2), out))
+    assert out.tolist() == [1.0, 1.0]
+    with pytest.raises(KernelError, match=r"enforce: .*in thread \(1, 0, 0\) of block \(0, 0, 0\)"):
+        kernel((1,), (2,), (np.array([0, 5], np.int32), np.int32(2), out))

@@ -131,6 +131,7 @@ OVERLOADED = ("template <typename T> __global__ void k(T* out, int n);\n"
               "template <typename T> __global__ void k(T* out, const T* in, int n) { out[threadIdx.x] = in[0]; }\n"
               "__global__ void k2(float* out) { out[0] = 2; }\n")
 NESTED = "namespace a { namespace b {\ntemplate <typename T> __global__ void k(T* x) { x[0] = 1; }\n} }\n"
+ENUM = "namespace a {\nenum class E { x, y };\nnamespace b {\ntemplate <a::E e> __global__ void k(float* out) { out[0] = 1; }\n} }\n"
 BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
            "template <typename T, bool Flag> __global__ void __launch_bounds__(T::N) b(int* out) { out[0] = Flag; }\n")
 
@@ -143,7 +144,15 @@ BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
     # FasterTransformer's kernels sit in nested namespaces: one left out named the runner's run_thread
     (NESTED, "a::k<float>", r"^name_expressions names 'a::k<float>', but no kernel template of the code is named "
                             r"`a::k` \(a namespace left out of the name"),
-    (NESTED, "a::nosuch<float>", r"\(name_expressions names 'a::nosuch', which is no kernel of the code: .*\)$"),
+    (NESTED, "a::nosuch<float>", r"\(name_expressions names 'a::nosuch', which the code does not declare: .*\)$"),
+    # LightSeq's ls_dropout_act_bias_kernel<ActivationType::kRelu>: an enumerator or its enum misspelt, which
+    # was taken for an argument count, or, named in a cast, for the entry
+    (ENUM, "a::b::k<a::E::z>", r"^name_expressions names 'a::b::k<a::E::z>', whose `a::E::z` the code does not "
+                               r"declare"),
+    (ENUM, "a::b::k<a::b::E::x>", r"^name_expressions names 'a::b::k<a::b::E::x>', whose `a::b::E` the code does "
+                                  r"not declare \(did you mean [‘'`]a::E[’']\?\)"),
+    (ENUM, "static_cast<void(*)(float*)>(&a::b::k<a::b::E::x>)", r"\(name_expressions names 'a::b::E', which the "
+                                                                 r"code does not declare; did you mean [‘'`]a::E[’']\?"),
     (OVERLOADED, "k<flaot>", r"^name_expressions names 'k<flaot>', whose `flaot` the code does not declare \(did you "
                              r"mean [‘'`]float[’']\?\)"),
     # TransformerEngine's norms: a template behind __launch_bounds__(T::N), given too few arguments
@@ -152,8 +161,8 @@ BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
     # the code's own error comes first, as NVRTC reports it: a kernel whose template line was lost
     ("__global__ void k(T* out) { out[0] = T(1); }\n", "k<float>",
      r"(?s)does not compile for the CPU.*\n\(RawModule code\):1:\d+: error: [‘'`]T[’'] was not declared"),
-], ids=["overloads", "no-template", "namespace-left-out", "no-such-kernel", "unknown-type", "launch-bounds",
-        "template-line-lost"])
+], ids=["overloads", "no-template", "namespace-left-out", "no-such-kernel", "no-such-enumerator", "enum-elsewhere",
+        "enum-elsewhere-in-a-cast", "unknown-type", "launch-bounds", "template-line-lost"])
 def test_a_name_expression_that_names_no_instance_says_why(code, expression, message):
     # until 2026-11-27 each said its template arguments "do not fit the template's parameters", named the
     # runner's own run_thread, or was the compiler's page about the runner's instance table

@@ -702,7 +702,8 @@ def _missing_brace(log: str) -> str:
 _UNDECLARED_INSTANCE = re.compile(r"^\(the instance table of [^)\n]*\):\d+:\d+: error: (?:[‘'`](?P<name>[^’'\n]+)[’'] "
                                   r"was not declared in this scope(?P<guess>; did you mean [‘'`][^’'\n]+[’']\?)?|"
                                   r"use of undeclared identifier '(?P<clang>[^'\n]+)'|"
-                                  r"[‘'`](?P<member>[^’'\n]+)[’'] is not a member of [‘'`](?P<scope>[^’'\n]+)[’']|"
+                                  r"[‘'`](?P<member>[^’'\n]+)[’'] is not a member of [‘'`](?P<scope>[^’'\n]+)[’']"
+                                  r"(?P<member_guess>; did you mean [‘'`][^’'\n]+[’']\?)?|"
                                   r"no member named '(?P<clang_member>[^'\n]+)' in namespace '(?P<clang_scope>[^'\n]+)')",
                                   re.M)
 
@@ -773,9 +774,9 @@ def _hint(log: str, unit: str, instantiated: bool = False) -> str:
         named = undeclared["name"] or undeclared["clang"] or (
             f"{undeclared['scope']}::{undeclared['member']}" if undeclared["member"] else
             f"{undeclared['clang_scope']}::{undeclared['clang_member']}")
-        return (f"\n(name_expressions names {named!r}, which is no kernel of the code: each entry is a "
-                "__global__ function or a template instance of one, spelled as the code spells it"
-                f"{undeclared['guess'] or ''})")
+        return (f"\n(name_expressions names {named!r}, which the code does not declare"
+                f"{undeclared['guess'] or undeclared['member_guess'] or ''}: each entry is a __global__ function or a template instance of one, "
+                "spelled as the code spells it, its template arguments too)")
     return ""
 
 
@@ -973,11 +974,15 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
                 if directives else plan.what  # the kernel's line in the code's own lines
             return f"{where}: {_c_library_function(name)}"
         if kernel and expression != name and "no matches converting function" in log:
-            unknown = re.search(rf"^{re.escape(f'({plan.table})')}:{line}:\d+: error: [‘'`](?P<name>[^’'\n]+)[’'] was "
-                                rf"not declared in this scope(?:; did you mean (?P<guess>[‘'`][^’'\n]+[’'])\?)?", log, re.M)
-            if unknown:
+            unknown = re.search(rf"^{re.escape(f'({plan.table})')}:{line}:\d+: error: [‘'`](?P<name>[^’'\n]+)[’'] "
+                                rf"(?:was not declared in this scope|is not a member of [‘'`](?P<scope>[^’'\n]+)[’'])"
+                                rf"(?:; did you mean (?P<guess>[‘'`][^’'\n]+[’'])\?)?", log, re.M)
+            if unknown and unknown["scope"] and unknown["name"] == name:
+                unknown = None  # the kernel itself in another namespace: below
+            if unknown:  # a type, an enumerator or a namespace of the arguments (LightSeq's ActivationType::kRelu)
                 guess = f" (did you mean {unknown['guess']}?)" if unknown["guess"] else ""
-                return (f"name_expressions names {expression!r}, whose `{unknown['name']}` the code does not declare"
+                named = f"{unknown['scope']}::{unknown['name']}" if unknown["scope"] else unknown["name"]
+                return (f"name_expressions names {expression!r}, whose `{named}` the code does not declare"
                         f"{guess}: a typo, or a header the code does not include (cuda_fp16.h for __half); NVRTC "
                         "refuses it on a GPU too")
             if "note: candidates are:" in log:  # the compiler's list of the overloads it could not choose from

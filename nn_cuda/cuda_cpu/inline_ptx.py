@@ -11,6 +11,7 @@ has no function for them, each rewritten as a call of runtime.h's (nn_cuda_cpu::
     asm("lop3.b32 %0, %1, %2, %3, 0x96;" : ...);              any function of three bits (0x96: a ^ b ^ c)
     asm("bfe.u32 %0, %1, 8, 8;" : ...);                        a bit field (bfe.s32: sign-extended)
     asm("shf.l.wrap.b32 %0, %1, %2, %3;" : ...);               a funnel shift (l or r, wrap or clamp)
+    asm("trap;");                                               __trap()
 
 Every other asm statement is left as it is, and the build then stops on it with the one-line message
 for inline PTX (build.py). The rewrite keeps the statement's lines, so that messages name the code's.
@@ -103,6 +104,8 @@ def _call(instruction: str, operands: list[str]) -> str | None:
         return operand(token[1:]) if token.startswith("%") else f"{token}u" if not token.startswith("-") else token
 
     try:
+        if instruction == "trap":  # Paddle's PADDLE_ENFORCE on the device ends in asm("trap;")
+            return "__trap()"
         mnemonic, _, rest = instruction.partition(" ")
         if mnemonic in _INTEGER:  # d, a, b, c[, lut]: the destination first, then the inputs
             found = re.fullmatch(",".join([r"%(\d+)"] + [_OPERAND_TOKEN] * (4 if mnemonic == "lop3.b32" else 3)), rest)
