@@ -266,6 +266,9 @@ def test_a_block_of_other_dimensions_than_the_templates_is_a_kernel_error(blocks
      "LoadDirectStriped are supported)"),
     ("size_t bytes = 0;\n    cub::DeviceReduce::Sum(nullptr, bytes, out, out, 4);",
      "the CPU runner does not support cub::DeviceReduce (CUB's device-wide algorithms, which host code launches"),
+    # xgboost's LDGIterator: a CUB template used as a type, which gave the compiler's errors
+    ("typedef cub::UnitWord<int>::DeviceWord Word;\n    Word w{};\n    (void)w;",
+     "the CPU runner does not support cub::UnitWord (its CUB is a subset of CUB's"),
 ])
 def test_what_the_runner_lacks_of_cub_stops_the_build_in_one_line(use, message):
     code = ('#include <cub/cub.cuh>\nextern "C" __global__ void uses(int* out)\n{\n    ' + use

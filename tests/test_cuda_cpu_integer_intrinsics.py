@@ -67,11 +67,13 @@ extern "C" __global__ void integer_intrinsics(const unsigned* a, const unsigned*
         (unsigned)__dp2a_lo(sx, sy, sz), (unsigned)__dp2a_hi(sx, sy, sz), __dp2a_lo(x, y, z), __dp2a_hi(x, y, z),
         (unsigned)__dp2a_lo(hx, cy, sz), __dp2a_hi(uhx, uy, z),
         __fns(x, z % 32u, (int)(y % 71u) - 35), __fns(x, z % 32u, 0),
+        __nv_bswap32(x), (unsigned)__nv_bswap16((unsigned short)x),
     };
     for (int k = 0; k < (int)(sizeof results / sizeof results[0]); ++k) out[k * n + i] = results[k];
     out64[i] = __brevll(la[i]);
     out64[n + i] = (unsigned long long)__mul64hi((long long)la[i], (long long)lb[i]);
     out64[2 * n + i] = __umul64hi(la[i], lb[i]);
+    out64[3 * n + i] = __nv_bswap64(la[i]);
 }
 """
 
@@ -112,6 +114,7 @@ def _integer_models(x, y, z):
         _dot(x, y, z, 16, [(0, 0), (1, 1)], False), _dot(x, y, z, 16, [(0, 2), (1, 3)], False),
         _dot(x, y, sz, 16, [(0, 0), (1, 1)], True), _dot(x, y, z, 16, [(0, 2), (1, 3)], False),
         _fns(x, z % 32, y % 71 - 35), _fns(x, z % 32, 0),
+        int.from_bytes(x.to_bytes(4, "little"), "big"), int.from_bytes((x & 0xFFFF).to_bytes(2, "little"), "big"),
     ]
 
 
@@ -122,10 +125,10 @@ def test_integer_intrinsics_match_their_documented_definitions():
     la = rng.integers(0, 2**64, n, dtype=np.uint64)
     lb = rng.integers(0, 2**64, n, dtype=np.uint64)
     la[:4], lb[:4] = [0, 2**63, 2**64 - 1, 1], [2**64 - 1, 2**63, 2**64 - 1, 2**63]
-    out = np.full(23 * n, 0xDEADBEEF, np.uint32)
-    out64 = np.full(3 * n, 0xDEADBEEFDEADBEEF, np.uint64)
+    out = np.full(25 * n, 0xDEADBEEF, np.uint32)
+    out64 = np.full(4 * n, 0xDEADBEEFDEADBEEF, np.uint64)
     RawModule(code=INTEGER).get_function("integer_intrinsics")((4,), (128,), (a, b, c, la, lb, out, out64, np.int32(n)))
-    got = out.reshape(23, n)
+    got = out.reshape(25, n)
     for i in range(n):
         expected = _integer_models(int(a[i]), int(b[i]), int(c[i]))
         assert got[:, i].tolist() == expected, (i, hex(a[i]), hex(b[i]), hex(c[i]))
@@ -134,6 +137,7 @@ def test_integer_intrinsics_match_their_documented_definitions():
         assert int(out64[i]) == int(f"{x:064b}"[::-1], 2), i
         assert int(out64[n + i]) == ((signed(x, 64) * signed(y, 64)) >> 64) & (2**64 - 1), i
         assert int(out64[2 * n + i]) == (x * y) >> 64, i
+        assert int(out64[3 * n + i]) == int.from_bytes(x.to_bytes(8, "little"), "big"), i  # __nv_bswap64
 
 
 FMA_IEEE = r"""

@@ -627,6 +627,32 @@ def test_device_memory_a_struct_argument_points_to_is_put_back_and_compared(capf
     module.get_function("racy")((1,), (64,), (np.array([(8, 0, host.ctypes.data)], MATRIX)[0],))
     assert "racy: args[0] (its bytes 8 to 15) holds a pointer to memory that is no argument" in capfd.readouterr().err
 
+def test_device_memory_of_structs_with_padding_is_compared_by_all_its_bytes():
+    """xgboost's COO tuples: 24-byte structs of two 8-byte integers and a float, read through a struct's
+    pointer. NumPy's copy of the array left out the padding, so the checking mode found the untouched
+    array changed and reported a race, printing two equal values."""
+    code = r"""
+struct Tuple { unsigned long long row, column; float value; };
+struct Entries { const Tuple* tuples; unsigned long long n; };
+extern "C" __global__ void column_counts(Entries entries, unsigned* counts)
+{
+    for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < entries.n; i += gridDim.x * blockDim.x)
+        if (entries.tuples[i].value > 0.0f) atomicAdd(&counts[entries.tuples[i].column], 1u);
+}
+"""
+    tuple_type = np.dtype({"names": ["row", "column", "value"], "formats": [np.uint64, np.uint64, np.float32],
+                           "offsets": [0, 8, 16], "itemsize": 24})
+    tuples = np.zeros(64, tuple_type)
+    tuples["column"], tuples["value"] = np.arange(64) % 4, np.where(np.arange(64) % 3 == 0, -1.0, 1.0)
+    on_device = device_memory.to_device(tuples)
+    on_device.view(np.uint8).reshape(64, 24)[:, 20:] = 0xAB  # padding bytes that no field holds
+    entries = np.array([(on_device.ctypes.data, 64)], [("tuples", np.uint64), ("n", np.uint64)])[0]
+    counts = np.zeros(4, np.uint32)
+    RawModule(code=code, check=True).get_function("column_counts")((2,), (32,), (entries, counts))
+    np.testing.assert_array_equal(counts, np.bincount(tuples["column"][tuples["value"] > 0].astype(int), minlength=4))
+    assert (on_device.view(np.uint8).reshape(64, 24)[:, 20:] == 0xAB).all()  # put back as they were
+
+
 def test_a_race_or_a_fault_in_device_memory_names_the_struct_whose_pointer_reaches_it():
     """A race reported in device memory named every struct argument that held a pointer, the three of
     ArrayFire's Params where one was raced on; a read past the end of such memory was "outside every

@@ -912,6 +912,7 @@ _FIRST_ERROR_AT = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: ", re.M)
 
 #: GCC's and clang's error for a name the runner's CUB (a subset of CUB's) lacks
 _CUB_NAME = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: (?:[‘'`](?P<gcc>\w+)[’'] is not a member of [‘'`]cub[’']|"
+                       r"[‘'`](?P<gcc_type>\w+)[’'] in namespace [‘'`]cub[’'] does not name a (?:template )?type|"
                        r"no (?:type|template|member) named '(?P<clang>\w+)' in namespace 'cub')", re.M)
 
 
@@ -920,8 +921,9 @@ def _missing_cub_name(log: str) -> str | None:
     found = _CUB_NAME.search(log)
     if found is None:
         return None
-    return (f"{found['where']}: the CPU runner does not support cub::{found['gcc'] or found['clang']} (its CUB is a "
-            "subset of CUB's: docs/kernels.md lists what it has)")
+    name = found["gcc"] or found["gcc_type"] or found["clang"]
+    return (f"{found['where']}: the CPU runner does not support cub::{name} (its CUB is a subset of CUB's: "
+            "docs/kernels.md lists what it has)")
 
 
 def _inline_ptx(log: str) -> str | None:

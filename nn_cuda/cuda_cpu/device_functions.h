@@ -1094,6 +1094,10 @@ inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s)
     }
     return result;
 }
+// sm_20_intrinsics.h's byte swaps (xgboost's compressed ELLPACK reads; not declared until 2026-11-27)
+inline unsigned short __nv_bswap16(unsigned short x) { return __builtin_bswap16(x); }
+inline unsigned int __nv_bswap32(unsigned int x) { return __builtin_bswap32(x); }
+inline unsigned long long __nv_bswap64(unsigned long long x) { return __builtin_bswap64(x); }
 inline long long __mul64hi(long long a, long long b)
 {
     return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);

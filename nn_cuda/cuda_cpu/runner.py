@@ -397,7 +397,7 @@ class LoadedKernels:
             if reached is not None:  # nothing held, or device memory only: put back and compared
                 first = buffers.snapshot()
                 self._first_variables = self._variables.save()
-                first_reached = [array.copy() for array in reached]
+                first_reached = [_bytes_copy(array) for array in reached]
                 # the same orders backwards: of two threads (or blocks) writing one place, the one
                 # that wrote first there writes last here
                 first_magnitude = self._lib.nn_cuda_cpu_atomic_sum_magnitude()
@@ -505,7 +505,7 @@ class LoadedKernels:
         were before it."""
         held = _held_pointers(launch, names, self._variables.named(variables))
         reached = device_memory.arrays_holding(np.concatenate([addresses for _, addresses in held])) if held else []
-        self._reached = [] if reached is None else [(array, array.copy()) for array in reached]
+        self._reached = [] if reached is None else [(array, _bytes_copy(array)) for array in reached]
         try:
             yield held, reached
         finally:
@@ -545,7 +545,7 @@ class LoadedKernels:
         buffers.restore(start)
         self._variables.restore(variables)
         for array, contents in self._reached:
-            array[...] = contents
+            array.reshape(-1).view(np.uint8)[...] = contents.reshape(-1).view(np.uint8)  # its padding too
         with _device_printf_silenced():
             self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed, mirrored)
 
@@ -1285,6 +1285,13 @@ def pointers_to_pointers(c_type: str) -> bool:
     """Whether a parameter is a pointer to pointers ("void**", "const float**", "float* const*"): its
     argument is an array of addresses."""
     return c_type.replace(" const*", "*").endswith("**") and UNSUPPORTED not in c_type
+
+
+def _bytes_copy(array: np.ndarray) -> np.ndarray:
+    """A copy of a C-contiguous array with every byte of its memory: NumPy's copy of structs leaves out
+    the padding between and after their fields (24-byte structs of two 8-byte integers and a float,
+    xgboost's COO tuples), which the checked runs' bitwise comparison then found changed."""
+    return array.reshape(-1).view(np.uint8).copy().view(array.dtype).reshape(array.shape)
 
 
 def _holders_of(held: list[tuple[str, np.ndarray]], start: int, length: int) -> list[str]:
