@@ -132,7 +132,8 @@ OVERLOADED = ("template <typename T> __global__ void k(T* out, int n);\n"
               "template <typename T> __global__ void k(T* out, const T* in, int n) { out[threadIdx.x] = in[0]; }\n"
               "__global__ void k2(float* out) { out[0] = 2; }\n")
 NESTED = "namespace a { namespace b {\ntemplate <typename T> __global__ void k(T* x) { x[0] = 1; }\n} }\n"
-ENUM = "namespace a {\nenum class E { x, y };\nnamespace b {\ntemplate <a::E e> __global__ void k(float* out) { out[0] = 1; }\n} }\n"
+ENUM = ("namespace a {\nenum class E { x, y };\nnamespace b {\n"
+        "template <a::E e> __global__ void k(float* out) { out[0] = 1; }\n} }\n")
 BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
            "template <typename T, bool Flag> __global__ void __launch_bounds__(T::N) b(int* out) { out[0] = Flag; }\n")
 
@@ -152,8 +153,8 @@ BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
                                r"declare"),
     (ENUM, "a::b::k<a::b::E::x>", r"^name_expressions names 'a::b::k<a::b::E::x>', whose `a::b::E` the code does "
                                   r"not declare \(did you mean [‘'`]a::E[’']\?\)"),
-    (ENUM, "static_cast<void(*)(float*)>(&a::b::k<a::b::E::x>)", r"\(name_expressions names 'a::b::E', which the "
-                                                                 r"code does not declare; did you mean [‘'`]a::E[’']\?"),
+    (ENUM, "static_cast<void(*)(float*)>(&a::b::k<a::b::E::x>)",
+     r"\(name_expressions names 'a::b::E', which the code does not declare; did you mean [‘'`]a::E[’']\?"),
     (OVERLOADED, "k<flaot>", r"^name_expressions names 'k<flaot>', whose `flaot` the code does not declare \(did you "
                              r"mean [‘'`]float[’']\?\)"),
     # TransformerEngine's norms: a template behind __launch_bounds__(T::N), given too few arguments

@@ -774,9 +774,10 @@ def _hint(log: str, unit: str, instantiated: bool = False) -> str:
         named = undeclared["name"] or undeclared["clang"] or (
             f"{undeclared['scope']}::{undeclared['member']}" if undeclared["member"] else
             f"{undeclared['clang_scope']}::{undeclared['clang_member']}")
-        return (f"\n(name_expressions names {named!r}, which the code does not declare"
-                f"{undeclared['guess'] or undeclared['member_guess'] or ''}: each entry is a __global__ function or a template instance of one, "
-                "spelled as the code spells it, its template arguments too)")
+        guess = undeclared["guess"] or undeclared["member_guess"] or ""
+        return (f"\n(name_expressions names {named!r}, which the code does not declare{guess}: each entry is a "
+                "__global__ function or a template instance of one, spelled as the code spells it, its template "
+                "arguments too)")
     return ""
 
 
