@@ -1167,6 +1167,9 @@ def test_a_device_function_declared_but_never_defined_is_a_build_error_naming_it
     ("complex", "cuda::std::complex<float> z(3, 4); out[0] = (int)cuda::std::abs(z);", 5),
     ("numeric", "int a[3] = {1, 2, 4}; out[0] = cuda::std::accumulate(a, a + 3, 0);", 7),
     ("optional", "cuda::std::optional<int> none; out[0] = none.value_or(8);", 8),
+    # xgboost's GPU predictor (refused until 2026-11-27)
+    ("variant", "cuda::std::variant<int, float> v = 2.5f; out[0] = cuda::std::holds_alternative<float>(v) ? "
+                "(int)(2 * cuda::std::get<float>(v)) : -1;", 5),
 ])
 def test_libcuxx_headers_vllm_and_tensorrt_include_build_under_nvrtc(header, use, value):
     # vLLM's layernorm and TensorRT's plugins include <cuda/std/functional>: "No such file or directory"
