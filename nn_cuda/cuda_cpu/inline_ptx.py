@@ -131,6 +131,11 @@ def _call(instruction: str, operands: list[str]) -> str | None:
     return None
 
 
+def has_asm(code: str) -> bool:
+    """Whether `code` has an asm statement (its module then includes HELPERS)."""
+    return _ASM.search(code) is not None
+
+
 def translated(code: str) -> str:
     """`code` with each asm statement of the forms above rewritten as the runtime's call, on as many
     lines as it took; the others as they are."""

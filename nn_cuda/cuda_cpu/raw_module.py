@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import arguments, build, device_memory, inline_ptx, nvrtc_headers, shared_headers
+from . import arguments, build, device_memory, inline_ptx, nvrtc_headers, shared_headers, source_text
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment, demangled,
                      function_shared_statics, static_shared_by_function, static_shared_over_limit)
 
@@ -101,7 +101,7 @@ class RawModule:
             self._flags.append(DYNAMIC_SHARED_FLAG)  # the checking mode watches the end of that memory
         self._cpu_code = shared_headers.rewritten(cpu_declarations(code), self._flags, cpu_declarations)
         pre_included = build.pre_included(self.options)  # nvcc's --pre-include too
-        if any(inline_ptx.translated(text) != text for text in (code, *headers.values())):
+        if any(inline_ptx.has_asm(text) for text in (code, *headers.values())):
             pre_included += inline_ptx.HELPERS  # the calls the translated inline PTX makes
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header
             self._cpu_code = (nvrtc_headers.prelude(nvrtc_headers.option_macros(self._flags))
@@ -543,7 +543,7 @@ def dynamic_shared_as_references(code: str) -> str:
     to an array of unknown bound in the CPU runtime's dynamic shared region, on the same lines (the
     compiler's line numbers stay the code's). A reference, not a pointer: `&name` is then the
     region's address, as on a GPU (`(T*)&name` is a common spelling of `name`)."""
-    blanked = _blanked(code)  # a `;` in a comment before it is no statement's end (gsplat's)
+    blanked = source_text.blanked(code)  # a `;` in a comment before it is no statement's end (gsplat's)
     pieces, done = [], 0
     for shared in re.finditer(r"\b__shared__\b", blanked):
         start = max(blanked.rfind(brace, 0, shared.start()) for brace in ";{}") + 1
@@ -598,19 +598,6 @@ def _macro_around(text: str, at: int) -> tuple[int, int] | None:
 #: what opens a scope, closes one, or declares shared memory: a namespace's or a linkage block's
 #: brace (still at file scope), any other brace, `__shared__`
 _SCOPE_OR_SHARED = re.compile(r'\bnamespace\b[\w:\s]*\{|\bextern\s*"[^"\n]*"\s*\{|[{}]|\b__shared__\b')
-#: comments and text in quotes
-_COMMENT_OR_TEXT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
-
-
-def _blanked(code: str, quotes: bool = False) -> str:
-    """`code` with its comments and quoted texts as blanks, of the same length and lines; with
-    `quotes`, a quoted text keeps its quotes (`extern "C" {` stays a linkage block)."""
-    def blank(match: re.Match) -> str:
-        text = match.group()
-        if quotes and text[0] in "\"'":
-            return text[0] + re.sub(r"[^\n]", " ", text[1:-1]) + text[-1]
-        return re.sub(r"[^\n]", " ", text)
-    return _COMMENT_OR_TEXT.sub(blank, code)
 
 
 def file_scope_shared(code: str) -> str:
@@ -620,7 +607,7 @@ def file_scope_shared(code: str) -> str:
     scope (marked inside an inline function, it fails as every __shared__ there did before)."""
     scopes: list[bool] = []  # True: a namespace or linkage block, still file scope
     marks = []
-    for token in _SCOPE_OR_SHARED.finditer(_blanked(code, quotes=True)):
+    for token in _SCOPE_OR_SHARED.finditer(source_text.blanked(code, quotes=True)):
         word = token.group()
         if word == "}":
             if scopes:
@@ -644,7 +631,7 @@ def device_variables_kept(code: str) -> str:
     lines: GCC drops a `static` one that the code only reads, its value folded into the kernels,
     where NVRTC keeps it in memory that CuPy's get_global finds. An `extern` declaration and a
     preprocessor directive (a macro that stands for `__device__`) are left as they are."""
-    blanked = _blanked(code)
+    blanked = source_text.blanked(code)
     pieces, done = [], 0
     for keyword in _DEVICE_VARIABLE.finditer(blanked):
         start = max(blanked.rfind(brace, 0, keyword.start()) for brace in ";{}") + 1
@@ -786,7 +773,7 @@ def extern_c_kernels(code: str, flags, preprocessed: str | None = None) -> list[
     as written."""
     text = preprocessed if preprocessed is not None else _preprocessed(code, flags)
     if text is None:
-        text = _COMMENT_OR_TEXT.sub(lambda m: m.group() if m.group()[0] in "\"'" else " ", code)
+        text = source_text.COMMENT_OR_TEXT.sub(lambda m: m.group() if m.group()[0] in "\"'" else " ", code)
     text = without_kernel_qualifiers(text)
     found: list[str] = []
     for match in _EXTERN_C.finditer(text):

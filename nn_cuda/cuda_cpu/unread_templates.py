@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from . import source_text
+
 #: the call a left-out body makes, numbered (the library's undefined symbols name it, mangled)
 MARKER = "nn_cuda_cpu_unread_template_body_"
 #: GCC's error placed in a named source: (file, line, column)
@@ -28,42 +30,19 @@ _LINE_ONE = re.compile(r'^#line 1 "(?P<name>(?:[^"\\]|\\.)*)"\n', re.M)
 _AFTER_PARAMETERS = re.compile(r"(?:\s|\bconst\b|\bvolatile\b|\bnoexcept\b|\boverride\b|\bfinal\b|\bmutable\b|&)*$")
 
 
-def _skipped(text: str, i: int) -> int:
-    """The end of the comment, string or character literal, or preprocessor line at `i`, or `i`."""
-    if text.startswith("//", i) or (text[i] == "#" and not text[text.rfind("\n", 0, i) + 1:i].strip()):
-        while True:  # to the end of the line, continued lines included
-            end = text.find("\n", i)
-            if end == -1:
-                return len(text)
-            if text[end - 1] != "\\":
-                return end
-            i = end + 1
-    if text.startswith("/*", i):
-        end = text.find("*/", i + 2)
-        return len(text) if end == -1 else end + 2
-    if text[i] in "\"'":
-        j = i + 1
-        while j < len(text) and text[j] != text[i] and text[j] != "\n":
-            j += 2 if text[j] == "\\" else 1
-        return j + 1
-    return i
-
-
 def _enclosing_braces(text: str, offsets: list[int]) -> dict[int, list[int]]:
-    """For each offset, the positions of the `{` that enclose it, outermost first."""
-    stack, found, wanted, i = [], {}, sorted(set(offsets)), 0
-    while i < len(text) and wanted:
+    """For each offset, the positions of the `{` that enclose it in `text` (source_text.blanked's),
+    outermost first."""
+    stack, found, wanted = [], {}, sorted(set(offsets))
+    for i, char in enumerate(text):
         while wanted and wanted[0] <= i:
             found[wanted.pop(0)] = list(stack)
-        skip = _skipped(text, i)
-        if skip != i:
-            i = skip
-            continue
-        if text[i] == "{":
+        if not wanted:
+            break
+        if char == "{":
             stack.append(i)
-        elif text[i] == "}" and stack:
+        elif char == "}" and stack:
             stack.pop()
-        i += 1
     return found
 
 
@@ -77,16 +56,11 @@ def _is_function_body(text: str, brace: int) -> bool:
 
 def _body_end(text: str, brace: int) -> int:
     """The position of the `}` that closes the `{` at `brace`."""
-    depth, i = 0, brace
-    while i < len(text):
-        skip = _skipped(text, i)
-        if skip != i:
-            i = skip
-            continue
+    depth = 0
+    for i in range(brace, len(text)):
         depth += {"{": 1, "}": -1}.get(text[i], 0)
         if depth == 0:
             return i
-        i += 1
     return len(text)
 
 
@@ -110,9 +84,10 @@ def without_failing_bodies(unit: str, log: str) -> tuple[str, list[int]] | None:
         offsets.append(line_starts[first_line + int(error["line"]) - 1] + int(error["column"]) - 1)
     if not offsets:
         return None
+    text = source_text.blanked(unit, directives=True)  # no brace of a comment, a text or a macro
     bodies = set()
-    for enclosing in _enclosing_braces(unit, offsets).values():
-        body = next((brace for brace in enclosing if brace > code.end() and _is_function_body(unit, brace)), None)
+    for enclosing in _enclosing_braces(text, offsets).values():
+        body = next((brace for brace in enclosing if brace > code.end() and _is_function_body(text, brace)), None)
         if body is None:
             return None
         bodies.add(body)
@@ -120,7 +95,7 @@ def without_failing_bodies(unit: str, log: str) -> tuple[str, list[int]] | None:
     for number, brace in enumerate(sorted(bodies)):
         if brace < done:  # inside a body already left out
             continue
-        end = _body_end(unit, brace)
+        end = _body_end(text, brace)
         marker = f"{MARKER}{number}"
         pieces += [unit[done:brace + 1], f" extern void {marker}(); {marker}(); __builtin_unreachable(); ",
                    "\n" * unit.count("\n", brace, end)]
