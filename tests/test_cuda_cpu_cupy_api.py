@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawKernel, RawModule
+from nn_cuda.cuda_cpu import unread_templates
 from nn_cuda.cuda_cpu.build import KernelBuildError
 
 MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
@@ -520,6 +521,19 @@ def test_function_templates_whose_bodies_do_not_compile_are_left_out_where_no_ke
                                                r"not leave it out: fix the error, or remove the template\)$"):
         RawModule(code="template <typename T> void tried(T x) try { x = undeclared; } catch (...) {}\n"
                        'extern "C" __global__ void k(float* y) { y[0] = 1.0f; }\n').get_function("k")
+
+
+@pytest.mark.parametrize("head, is_body", [
+    ("template <typename T> void f(T x) {", True), ("void f() const noexcept & {", True),
+    ("auto f(int a) -> const std::vector<int>& {", True), ("void f(int a)" + " " * 100_000 + "{", True),
+    ("struct xconst {", False), ("void f() xconst {", False), ("int a = b->c; {", False),
+    ("namespace n {", False)])
+def test_a_function_body_is_told_from_other_braces_after_any_run_of_spaces(head, is_body):
+    """Where a build's errors lie in a function's body (unread_templates.py): after its parameters'
+    `)`, qualifiers or a trailing return type. A blanked header of long comments is a run of spaces;
+    the test of a pattern searched from the text's start took minutes there (2026-11-27)."""
+    text = " " * 50_000 + "\n" + head  # a comment of 50,000 characters before, blanked
+    assert unread_templates._is_function_body(text, len(text) - 1) is is_body
 
 
 def test_a_constexpr_function_that_calls_a_cuda_conversion_is_refused_saying_why():

@@ -26,8 +26,10 @@ MARKER = "nn_cuda_cpu_unread_template_body_"
 _ERROR = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): error: ", re.M)
 #: a `#line 1 "name"` directive: where the code called `name` starts in the unit
 _LINE_ONE = re.compile(r'^#line 1 "(?P<name>(?:[^"\\]|\\.)*)"\n', re.M)
-#: what may stand between a function's `)` and its body's `{`
-_AFTER_PARAMETERS = re.compile(r"(?:\s|\bconst\b|\bvolatile\b|\bnoexcept\b|\boverride\b|\bfinal\b|\bmutable\b|&)*$")
+#: a word that may stand between a function's `)` and its body's `{`, with `&` and spaces
+_QUALIFIER = re.compile(r"(?:\bconst|\bvolatile|\bnoexcept|\boverride|\bfinal|\bmutable|&)$")
+#: a trailing return type, the text after its `->`
+_RETURN_TYPE = re.compile(r"[\w:<>,\s*&]+")
 
 
 def _enclosing_braces(text: str, offsets: list[int]) -> dict[int, list[int]]:
@@ -49,9 +51,19 @@ def _enclosing_braces(text: str, offsets: list[int]) -> dict[int, list[int]]:
 def _is_function_body(text: str, brace: int) -> bool:
     """Whether the `{` at `brace` opens a function's body: it follows the parameters' `)`, after
     qualifiers (`const`, `noexcept`, ...) or a trailing return type."""
+    # Scanned back from the brace: a pattern anchored at the end and searched from the text's start
+    # tries every position of a long run of spaces (a blanked comment), quadratic in its length
+    # (minutes for a header of long comments).
     before = text[:brace]
-    before = re.sub(r"->\s*[\w:<>,\s*&]+$", "", before)  # a trailing return type
-    return before[:len(before) - len(_AFTER_PARAMETERS.search(before)[0])].endswith(")")
+    arrow = before.rfind("->")
+    if arrow >= 0 and _RETURN_TYPE.fullmatch(before, arrow + 2):
+        before = before[:arrow]
+    while True:
+        before = before.rstrip()
+        qualifier = _QUALIFIER.search(before, max(0, len(before) - 9))
+        if qualifier is None:
+            return before.endswith(")")
+        before = before[:qualifier.start()]
 
 
 def _body_end(text: str, brace: int) -> int:
