@@ -203,3 +203,36 @@ def test_a_2d_array_indexed_as_one_block_is_named_with_the_spelling_the_checking
     out[:] = 0
     RawModule(code=FLAT_2D, options=("-DFLAT",), check=True).get_function("flat")((1,), (32,), (out,))
     assert out.tolist() == list(range(31, -1, -1))
+
+
+ADDRESS_PAST_THE_END = r"""
+// cuda-convnet2's kAggRows_wholerow_nosync: each of the block's threads takes the address of its slot of
+// an array of 8, and only the first 8 read and write through it (POINTER: the same, written s + i)
+extern "C" __global__ void slots(float* out)
+{
+    __shared__ float s[8];
+#ifdef POINTER
+    float* mine = s + threadIdx.x;
+#else
+    float* mine = &s[threadIdx.x];
+#endif
+    if (threadIdx.x < 8) *mine = 2.0f * threadIdx.x;
+    __syncthreads();
+    if (threadIdx.x < 8) out[threadIdx.x] = *mine + s[7 - threadIdx.x];
+}
+"""
+
+
+def test_an_address_taken_past_a_fixed_size_array_is_named_as_such_with_the_spelling_to_check_it():
+    """GCC's bounds check stops `&s[i]` past the end too, where no element past it is read: a GPU runs
+    it, and the checking mode's message now says what it stopped at and how to write it."""
+    out = np.zeros(32, np.float32)
+    RawModule(code=ADDRESS_PAST_THE_END).get_function("slots")((1,), (32,), (out,))
+    assert out[:8].tolist() == [14.0] * 8
+    with pytest.raises(KernelError, match=r"slots: an index outside an array of fixed size \(index \d+ of an array of "
+                                          r"type 'float \[8\]'.* takes the address of an element past the end, "
+                                          r"`float\* p = &s\[i\]` .* write `s \+ i` there\)"):
+        RawModule(code=ADDRESS_PAST_THE_END, check=True).get_function("slots")((1,), (32,), (out,))
+    out[:] = 0
+    RawModule(code=ADDRESS_PAST_THE_END, options=("-DPOINTER",), check=True).get_function("slots")((1,), (32,), (out,))
+    assert out[:8].tolist() == [14.0] * 8

@@ -244,3 +244,39 @@ def test_a_write_past_the_last_shared_array_is_reported_where_it_hung_the_proces
     assert all(report.startswith("shift: block (") and "wrote past the end of a __shared__ array: bytes 2 to 3 "
                "past the end of the kernel's last one changed" in report and "NN_CUDA_CPU_CHECK=1" in report
                for report in reports)
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_fault_in_the_second_of_two_kernels_of_one_body_is_named_at_its_own_line(check):
+    """GCC at -O2 folds functions of identical code into one: a fault in the second of two kernels with
+    the same body was named at its header's line, the code run being the first one's (GPUSorting's
+    kernels, cut down, have such twins)."""
+    code = ('extern "C" __global__ void first(unsigned int* p, int i)\n{\n    p[i] = 1u;\n}\n'
+            'extern "C" __global__ void second(unsigned int* p, int i)\n{\n    p[i] = 1u;\n}\n')
+    with pytest.raises(KernelError, match=r"^second: .* in thread \(0, 0, 0\) of block \(0, 0, 0\) at "
+                                          r"\(RawModule code\):7\b"):
+        RawModule(code=code, check=check).get_function("second")((1,), (1,), (np.zeros(256, np.uint32), 300))
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_fault_inside_an_atomic_the_compiler_did_not_inline_is_named_at_the_kernels_line(check):
+    """GPUSorting's OneSweep adds to a histogram's row past its end with atomicAdd, the kernel's last
+    call: GCC made it a jump to the runner's atomicAdd, called out of line, and the fault was named
+    at no line. The call stays a call, and the kernel's line is found on the thread's stack."""
+    code = '''extern "C" __global__ void bins(volatile unsigned int* histogram, volatile unsigned int* ticket)
+{
+    __shared__ unsigned int counts[512];
+    counts[threadIdx.x] = 0;
+    if (threadIdx.x == 0)
+        counts[511] = atomicAdd((unsigned int*)&ticket[0], 1);
+    __syncthreads();
+    const unsigned int partition = counts[511];
+    if (threadIdx.x < 256) {
+        atomicAdd((unsigned int*)&histogram[threadIdx.x + (partition + 1) * 256], 1u);
+    }
+}
+'''
+    with pytest.raises(KernelError, match=r"^bins: an invalid memory access.* in thread \(0, 0, 0\) of block "
+                                          r"\(0, 0, 0\) at \(RawModule code\):10\b"):
+        RawModule(code=code, check=check).get_function("bins")((1,), (256,), (np.zeros(256, np.uint32),
+                                                                              np.zeros(1, np.uint32)))

@@ -65,8 +65,12 @@ DEVICE_MACROS = ("-D__CUDACC__", "-D__CUDA_ARCH__=800", *VERSION_MACROS)
 # -g1: line tables only, so that a fault is reported at its kernel's file:line (runner.source_at);
 # DWARF 4, whose line tables name the file of a #line directive where binutils 2.40 reads DWARF 5's
 # as the generated .cpp.
+# -fno-optimize-sibling-calls: a call a function ends with stays a call, so that a fault in a function
+# of the runner's that a kernel calls last (an atomicAdd through an index past the end) leaves the
+# kernel's line on the stack, where the launcher finds it (runner.LoadedKernels._caller_at).
 BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_FORTIFY_SOURCE",
-              "-Wno-unknown-pragmas", "-fstack-clash-protection", "-fno-strict-aliasing", "-Wno-narrowing")
+              "-Wno-unknown-pragmas", "-fstack-clash-protection", "-fno-strict-aliasing", "-Wno-narrowing",
+              "-fno-optimize-sibling-calls")
 # -Wno-narrowing: a constant narrowed in braces (`int y[2] = {0.0, 1.5}`, SHOC's NeuralNet) is an error
 # of GCC's and clang's by default, a warning of NVRTC's and nvcc's (#2361-D), which build it.
 # -fno-strict-aliasing: CUDA code moves floats as int4 or float4 (`*reinterpret_cast<int4*>(&b[4 * v]) =
@@ -79,7 +83,9 @@ BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_F
 # -fno-gnu-unique makes them ordinary weak symbols, each library's own (clang never makes them unique).
 # -fno-var-tracking-assignments: GCC tracks variables' locations at -O2 whenever -g is on, which line
 # tables do not use (0.1 of the 1.2 s a build of an empty kernel takes on the 2-core machine).
-GCC_ONLY_FLAGS = ("-fno-gnu-unique", "-fno-var-tracking-assignments")
+# -fno-ipa-icf: GCC at -O2 folds functions of identical code into one, so that a fault in the second
+# of two kernels with the same body was named at the first one's lines (at the second's header).
+GCC_ONLY_FLAGS = ("-fno-gnu-unique", "-fno-var-tracking-assignments", "-fno-ipa-icf")
 # Floating point (docs/kernels.md, "Floating point: what differs from a GPU"). By default nothing is
 # contracted, on every host and compiler (clang would contract within an expression), so a host
 # gives the same bits whatever its compiler. NN_CUDA_CPU_FMA=1 fuses a * b + c into one FMA as
@@ -129,7 +135,12 @@ WORKER_FLAGS = ("-DNN_CUDA_CPU_WORKERS", "-pthread", "-ftls-model=local-dynamic"
 # kernel `step`) bound, in a shared library, to the C library's definition, loaded first, so that the
 # C library's function ran in the kernel's place (`error` ended the process). -Bsymbolic binds the
 # library's references to its own definitions. (Mach-O's two-level names never had that problem.)
-LINK_FLAGS = () if sys.platform == "darwin" else ("-Wl,-Bsymbolic",)
+# The kernels' malloc, free, new and delete reach the runtime's record of the device heap first
+# (runtime.cpp, "the device heap", which the macro turns on), then the C library's and libstdc++'s.
+_DEVICE_HEAP_WRAPS = ("malloc", "free", "_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm")
+DEVICE_HEAP_FLAGS = () if sys.platform == "darwin" else ("-DNN_CUDA_CPU_DEVICE_HEAP",)
+LINK_FLAGS = () if sys.platform == "darwin" else (
+    "-Wl,-Bsymbolic", "-Wl," + ",".join(f"--wrap={name}" for name in _DEVICE_HEAP_WRAPS))
 
 
 
@@ -404,7 +415,8 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool,
     gcc = is_gcc(compiler)
     if gcc and check:
         unit = gcc_unroll_pragmas(unit)
-    own = [*BASE_FLAGS, *DEVICE_MACROS, *(GCC_ONLY_FLAGS if gcc else ()), *floating_point_flags(compiler, gcc),
+    own = [*BASE_FLAGS, *DEVICE_MACROS, *DEVICE_HEAP_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()),
+           *floating_point_flags(compiler, gcc),
            *(check_flags(compiler) if check else WORKER_FLAGS if workers and threads_from_environment() > 1
              else ())]
     flags = [*own, *extra_flags, *LINK_FLAGS, f"-isystem{INCLUDE_DIR}"]

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import host_compiler
 from ..errors import KernelFailure
-from . import device_memory, fiber_stacks
+from . import device_heap, device_memory, fiber_stacks
 from .build import demangled, threads_from_environment
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
@@ -79,7 +79,9 @@ _SIGNALS = {
     4: ("an index outside an array of fixed size (__shared__, __constant__, __device__ or local; trapped by "
         "-fsanitize=bounds, which checks every index against its own dimension: `s[0][i]` of a `float s[4][8]` "
         "with i up to 31, as MAGMA's symv kernels index a 2-D array as one block, stays within the array and "
-        "runs on a GPU; write it `(&s[0][0])[i]` to have the checking mode check it)"),  # SIGILL
+        "runs on a GPU; write it `(&s[0][0])[i]` to have the checking mode check it; and it stops where code only "
+        "takes the address of an element past the end, `float* p = &s[i]` for every thread where only some read "
+        "through p, which a GPU runs: write `s + i` there)"),  # SIGILL
     7: "a misaligned or invalid memory access",  # SIGBUS
     8: "an arithmetic fault (an integer division by zero, or INT_MIN / -1, which overflows; a GPU gives a value "
        "for both)",  # SIGFPE
@@ -139,6 +141,10 @@ def elements_that_differ(before: np.ndarray, now: np.ndarray, c_type: str, round
 WATCHDOG_VARIABLE = "NN_CUDA_CPU_WATCHDOG"
 DEFAULT_WATCHDOG_SECONDS = 60.0
 _MESSAGE_BYTES = 2048
+
+
+#: what assert_no_address_kept calls memory the kernels allocated
+_ALLOCATED = "memory a kernel allocated with malloc or new"
 
 
 class KernelError(KernelFailure):
@@ -218,6 +224,7 @@ class LoadedKernels:
         self._told_reordered: set[str] = set()  # kernels whose results came in another order (atomic slots)
         self._reached: list[tuple[np.ndarray, np.ndarray]] = []  # (device array, its bytes before the launch)
         self._first_variables: list[bytes] | None = None  # the code's variables after a checked first run
+        self._runs_before_launch = 0  # the runtime's runs of launches before the last launch (device_heap)
         self._variables: _GlobalVariables | None = None  # found when first needed (_code_variables)
         # what every launch passes, made once: the instances' signatures, the fault record, the message
         self._signatures = [self.signature(index) for index in range(self.count())]
@@ -266,6 +273,12 @@ class LoadedKernels:
         holders += [(name, array.ctypes.data, array.nbytes) for name, array in outputs
                     if (array.dtype.kind in "iu" and array.itemsize == 8 or array.dtype.kind == "V")
                     and array.flags.c_contiguous and array.ctypes.data % 8 == 0]
+        # and what this launch allocated with new or malloc (the ray tracer's list of spheres, given an
+        # argument's address); not what earlier launches did, which may hold what was their own copy
+        allocated = device_heap.allocations(self._lib)
+        allocated = allocated[allocated[:, device_heap.RUN] > self._runs_before_launch]
+        holders += [(_ALLOCATED, int(row[device_heap.ADDRESS]), int(row[device_heap.SIZE]) // 8 * 8)
+                    for row in allocated if row[device_heap.ADDRESS] % 8 == 0]
         for holder, address, size in holders:  # read in place: this runs after every launch
             if size < 8:
                 continue
@@ -282,8 +295,8 @@ class LoadedKernels:
                            "cupy.asarray copies it to a GPU, and the copy is freed when the launch ends: pass "
                            "the array as device memory (nn_cuda.cuda_cpu.device_memory.to_device(array)), which "
                            "keeps its address between launches as a CuPy array does")
-                    if holder not in dict(outputs):  # a variable's symbol, demangled only now: this runs often
-                        holder = f"the variable `{demangled([holder])[0]}`"
+                    if holder not in dict(outputs) and holder != _ALLOCATED:  # a variable's symbol, demangled
+                        holder = f"the variable `{demangled([holder])[0]}`"    # only now: this runs often
                     raise KernelError(
                         f"{kernel}: {holder} (its bytes {where} to {where + 7}) holds an address within {argument} "
                         f"as this launch passed it, which a later launch reading through it would find gone: {how}")
@@ -341,6 +354,7 @@ class LoadedKernels:
         """Run instance `index` with `launch` (kernel, grid, block, args, signature, write_only:
         a kernel_launch.KernelLaunch or alike, its arguments already checked); `names` name its
         parameters in messages. KernelError when it faults or breaks a barrier."""
+        self._runs_before_launch = device_heap.last_run(self._lib)
         # the bytes of extern __shared__ (RawModule's shared_mem; the project's kernels use none)
         self._lib.nn_cuda_cpu_set_dynamic_shared(ctypes.c_size_t(getattr(launch, "shared_mem", 0)))
         self._lib.nn_cuda_cpu_set_watchdog(ctypes.c_double(self.watchdog))
@@ -368,8 +382,9 @@ class LoadedKernels:
         from the first one's results. Device memory (device_memory.empty's arrays, as a CuPy array's
         pointer would be) that such a pointer reaches is put back before each run and compared."""
         self._first_variables = None  # set once this launch's first run has left them
+        self._variables.heap = None
         variables = self._variables.save()
-        with _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers), \
+        with self._frees_deferred(), _CheckedBuffers(launch, names) as buffers, self._atomics_watched_before(buffers), \
                 self._device_memory_reached(launch, names, variables) as (held, reached):
             buffers.held = held
             start = buffers.snapshot()
@@ -393,6 +408,7 @@ class LoadedKernels:
                     "thread writes?") from None
             self._assert_no_atomic_before(buffers)
             buffers.assert_nothing_written_before()
+            buffers.heap = self._variables.heap = device_heap.after_first_run(self._lib)
             beginning = (start, variables, seed)
             if reached is not None:  # nothing held, or device memory only: put back and compared
                 first = buffers.snapshot()
@@ -422,6 +438,16 @@ class LoadedKernels:
                                         outputs=[(names[i], launch.args[i]) for i in sorted(buffers.outputs)])
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._nan_without_fills(index, launch, buffers, beginning))
+
+    @contextlib.contextmanager
+    def _frees_deferred(self):
+        """While a launch runs again, memory it frees that an earlier run or launch allocated with malloc or
+        new is freed after its last run: once, not once a run (device_heap.py)."""
+        self._lib.nn_cuda_cpu_heap_defer_frees(1)
+        try:
+            yield
+        finally:
+            self._lib.nn_cuda_cpu_heap_defer_frees(0)
 
     @contextlib.contextmanager
     def _atomics_watched_before(self, buffers):
@@ -793,7 +819,8 @@ class LoadedKernels:
             raise KernelError(message.value.decode())
         if status == 2:
             number, address, tx, ty, tz, bx, by, bz, pc = list(fault)
-            where = f" in thread ({tx}, {ty}, {tz}) of block ({bx}, {by}, {bz}){self.source_at(pc)}"
+            line = self.source_at(pc) or self._caller_at()
+            where = f" in thread ({tx}, {ty}, {tz}) of block ({bx}, {by}, {bz}){line}"
             if number == signal.SIGINT:
                 raise KeyboardInterrupt
             if number == signal.SIGTERM:
@@ -853,6 +880,19 @@ class LoadedKernels:
         if outer[0] == inner[0]:
             return f" at {inner[0]}:{inner[1]}"
         return f" at {inner[0]}:{inner[1]}, called from {outer[0]}:{outer[1]}"
+
+    def _caller_at(self) -> str:
+        """' at FILE:LINE' of the kernel code that called the function of the runner's in which the last
+        launch faulted, where the compiler did not inline it (an atomicAdd through an index past the
+        end, GPUSorting's histogram): the first return address into the code among the words on the
+        faulting thread's stack. '' where none is found."""
+        words = (ctypes.c_size_t * 16)()
+        self._lib.nn_cuda_cpu_fault_stack.restype = ctypes.c_size_t
+        for word in words[:self._lib.nn_cuda_cpu_fault_stack(words, ctypes.c_size_t(16))]:
+            found = self.source_at(word - 1)  # within the call instruction: its line
+            if found:
+                return found
+        return ""
 
     def _load_address(self, symbols: dict) -> int:
         """Where the library is loaded: an exported function's address less its symbol's value."""
@@ -1118,6 +1158,7 @@ class _GlobalVariables:
 
     def __init__(self, regions: list[tuple[int, int, str]]):
         self.regions = regions
+        self.heap: device_heap.RunAddresses | None = None  # a checked launch's first run's allocations
 
     def first_difference(self, saved: list[bytes], rounding: bool = False) -> tuple | None:
         """(symbol, byte offset, 4 bytes in `saved`, 4 bytes now) of the first 32-bit word of a
@@ -1131,6 +1172,10 @@ class _GlobalVariables:
                 continue
             if rounding and any(_within_rounding(before, now, dtype) for dtype in (np.float32, np.float64)):
                 continue
+            if size % 8 == 0 and not device_heap.same_words(
+                    np.frombuffer(before, np.uint64), np.frombuffer(now, np.uint64),
+                    np.frombuffer(before, np.uint64) != np.frombuffer(now, np.uint64), self.heap).any():
+                continue  # addresses of allocations made alike (`__device__ Node* head = new Node`)
             offset = next(i for i in range(size) if before[i] != now[i]) // 4 * 4
             return symbol, offset, before[offset:offset + 4], now[offset:offset + 4]
         return None
@@ -1378,6 +1423,7 @@ class _CheckedBuffers:
         self.views: dict[int, np.ndarray] = {}  # argument position -> its part of the copy, as the argument
         self.poisoned: list[int] = []
         self.held: list[tuple[str, np.ndarray]] = []  # what holds pointers to device memory (_held_pointers)
+        self.heap: device_heap.RunAddresses | None = None  # the first run's allocations (malloc, new)
 
     def __enter__(self):
         launch, names = self.launch, self.names
@@ -1465,6 +1511,7 @@ class _CheckedBuffers:
             if now.size == 0:  # an empty array (a kernel's tail of length 0): nothing to differ
                 continue
             differs = elements_that_differ(before, now, self.launch.signature[i], rounding, atomic_magnitude)
+            differs = device_heap.same_words(before, now, differs, self.heap)
             if differs.any():
                 index = tuple(int(v) for v in np.unravel_index(int(np.argmax(differs)), now.shape))
                 return i, index, _value_text(before[index]), _value_text(now[index])

@@ -33,10 +33,14 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #pragma GCC visibility push(hidden)
@@ -281,6 +285,14 @@ static NN_CUDA_CPU_PER_WORKER void* volatile fault_address = nullptr;
 // The instruction the thread was at when the signal came: the launcher turns it into the kernel's
 // file:line (the build keeps line tables, -g1). 0 where the platform is not known here.
 static NN_CUDA_CPU_PER_WORKER volatile uintptr_t fault_pc = 0;
+// The words on the faulting thread's stack from its stack pointer up (within its fiber stack): where
+// the fault is in a function of the runner's that the compiler did not inline (an atomicAdd through
+// an index past the end), the launcher finds the kernel's line that called it among them.
+constexpr size_t kFaultStackWords = 16;
+static NN_CUDA_CPU_PER_WORKER uintptr_t fault_stack[kFaultStackWords];
+static NN_CUDA_CPU_PER_WORKER size_t fault_stack_count = 0;
+static uintptr_t reported_fault_stack[kFaultStackWords];  // the launch's reported fault's (launch_kernel)
+static size_t reported_fault_stack_count = 0;
 
 uintptr_t program_counter(void* context)
 {
@@ -289,6 +301,19 @@ uintptr_t program_counter(void* context)
     return static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RIP]);
 #elif defined(__aarch64__)
     return static_cast<uintptr_t>(registers->uc_mcontext.pc);
+#else
+    (void)registers;
+    return 0;
+#endif
+}
+
+uintptr_t stack_pointer(void* context)
+{
+    const ucontext_t* registers = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+    return static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+    return static_cast<uintptr_t>(registers->uc_mcontext.sp);
 #else
     (void)registers;
     return 0;
@@ -309,6 +334,14 @@ void on_fault(int signal_number, siginfo_t* info, void* context)
     fault_pc = program_counter(context);
     const char* address = static_cast<const char*>(info->si_addr);
     const size_t span = kStackBytes + stacks.page;
+    fault_stack_count = 0;
+    const char* sp = reinterpret_cast<const char*>(stack_pointer(context));
+    if (stacks.base != nullptr && sp >= stacks.base && sp < stacks.base + stacks.count * span &&
+        static_cast<size_t>(sp - stacks.base) % span >= stacks.page) {  // on a fiber's stack, below its top
+        const char* top = stacks.base + (static_cast<size_t>(sp - stacks.base) / span + 1) * span;
+        fault_stack_count = std::min(kFaultStackWords, static_cast<size_t>(top - sp) / sizeof(uintptr_t));
+        memcpy(fault_stack, sp, fault_stack_count * sizeof(uintptr_t));
+    }
     if ((signal_number == SIGSEGV || signal_number == SIGBUS) && stacks.base != nullptr && address >= stacks.base &&
         address < stacks.base + stacks.count * span && static_cast<size_t>(address - stacks.base) % span < stacks.page) {
         fault_signal = kStackOverflow;
@@ -1391,6 +1424,8 @@ bool run_interleaved(const std::vector<size_t>& grid_order, size_t threads, Rand
 struct Outcome {
     int status = 0;  // 0: its blocks ran; 1: a report (launch.message); 2: a fault or a stop (info)
     long long info[9] = {};  // as fault[] below
+    uintptr_t stack[kFaultStackWords] = {};  // a fault's fault_stack
+    size_t stack_count = 0;
     unsigned long long ticket = ~0ull;  // the order of the failures: the first one is the launch's
 };
 
@@ -1493,6 +1528,8 @@ void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int ch
                                    thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z,
                                    static_cast<long long>(fault_pc)};
         memcpy(out.info, info, sizeof(info));
+        out.stack_count = fault_signal == SIGSEGV || fault_signal == SIGBUS ? fault_stack_count : 0;
+        memcpy(out.stack, fault_stack, out.stack_count * sizeof(uintptr_t));
         status = 2;
     }
     }
@@ -1515,6 +1552,192 @@ void worker_main(Outcome* out, size_t slot, size_t threads, size_t blocks)
     sigaltstack(&previous, nullptr);
 }
 
+// ---- the device heap: what kernel code allocates with malloc and new, recorded -------------------
+//
+// Kernel code's malloc, free, new and delete are the C library's and libstdc++'s (a GPU's device heap
+// too hands out addresses no launch can foresee), reached through the linker's --wrap
+// (build.LINK_FLAGS), so that each allocation a CUDA thread makes is recorded with who made it: the
+// block, the thread, and how many of that size the thread made before in the same run. The checking
+// mode runs a launch twice and compares what each run left: a kernel that stores what it allocates
+// (`*list = new sphere(...)`, the ray tracer of "Ray Tracing in One Weekend in CUDA") leaves other
+// addresses in each run, which the Python side compares as allocations (runner.py,
+// _HeapAllocations). After every launch the live allocations are searched for an argument's address
+// that the launch's copy gives and takes back (LoadedKernels.assert_no_address_kept). While a checked
+// launch runs again, memory it frees that an earlier run or launch allocated is freed once, after
+// its last run (a second `delete` of one object would end the process).
+
+struct HeapAllocation {
+    uint64_t size, run, block, thread, nth;
+};
+
+static uint64_t heap_run = 0;  // the launches' runs so far (launch_kernel counts them)
+static std::mutex heap_mutex;
+static std::map<uintptr_t, HeapAllocation> heap;  // the live allocations of CUDA threads, by address
+static std::map<std::tuple<uint64_t, uint64_t, uint64_t>, uint64_t> heap_counts;  // of this run: (block, thread, size) -> made
+static std::atomic<size_t> heap_live{0};
+static std::vector<uintptr_t> heap_frees_deferred;
+static bool heap_deferring = false;  // a checked launch runs: frees of what it did not allocate wait
+static uint64_t heap_counted_run = 0;
+static NN_CUDA_CPU_PER_WORKER bool heap_busy = false;  // inside the recording itself (its map allocates)
+
+void heap_record(void* pointer, size_t size)
+{
+    if (pointer == nullptr || current == nullptr || heap_busy) {
+        return;
+    }
+    heap_busy = true;
+    {
+        std::lock_guard<std::mutex> lock(heap_mutex);
+        if (heap_counted_run != heap_run) {
+            heap_counts.clear();
+            heap_counted_run = heap_run;
+        }
+        const uint64_t block = block_idx.x + grid_dim.x * (block_idx.y + static_cast<uint64_t>(grid_dim.y) * block_idx.z);
+        const uint64_t nth = heap_counts[{block, current->tid, size}]++;
+        heap[reinterpret_cast<uintptr_t>(pointer)] = HeapAllocation{size, heap_run, block, current->tid, nth};
+        heap_live.store(heap.size(), std::memory_order_relaxed);
+    }
+    heap_busy = false;
+}
+
+// Whether the memory at `pointer` is to be freed now (else after the checked launch's last run).
+bool heap_forget(void* pointer)
+{
+    if (pointer == nullptr || heap_busy || heap_live.load(std::memory_order_relaxed) == 0) {
+        return true;
+    }
+    heap_busy = true;
+    bool now = true;
+    {
+        std::lock_guard<std::mutex> lock(heap_mutex);
+        const auto found = heap.find(reinterpret_cast<uintptr_t>(pointer));
+        if (found != heap.end()) {
+            if (heap_deferring && current != nullptr && found->second.run != heap_run) {
+                if (std::find(heap_frees_deferred.begin(), heap_frees_deferred.end(), found->first) ==
+                    heap_frees_deferred.end()) {
+                    heap_frees_deferred.push_back(found->first);
+                }
+                now = false;
+            } else {
+                heap.erase(found);
+                heap_live.store(heap.size(), std::memory_order_relaxed);
+            }
+        }
+    }
+    heap_busy = false;
+    return now;
+}
+
+}  // namespace nn_cuda_cpu
+
+#if defined(NN_CUDA_CPU_DEVICE_HEAP)  // with the linker's --wrap of these names (build.LINK_FLAGS)
+extern "C" {
+// the C library's and libstdc++'s, which the linker names so (declared outside the hidden ones)
+#pragma GCC visibility push(default)
+void* __real_malloc(size_t);
+void __real_free(void*);
+void* __real__Znwm(size_t);
+void* __real__Znam(size_t);
+void __real__ZdlPv(void*);
+void __real__ZdaPv(void*);
+void __real__ZdlPvm(void*, size_t);
+void __real__ZdaPvm(void*, size_t);
+#pragma GCC visibility pop
+
+void* __wrap_malloc(size_t size)
+{
+    void* pointer = __real_malloc(size);
+    nn_cuda_cpu::heap_record(pointer, size);
+    return pointer;
+}
+void __wrap_free(void* pointer)
+{
+    if (nn_cuda_cpu::heap_forget(pointer)) {
+        __real_free(pointer);
+    }
+}
+void* __wrap__Znwm(size_t size)  // operator new
+{
+    void* pointer = __real__Znwm(size);
+    nn_cuda_cpu::heap_record(pointer, size);
+    return pointer;
+}
+void* __wrap__Znam(size_t size)  // operator new[]
+{
+    void* pointer = __real__Znam(size);
+    nn_cuda_cpu::heap_record(pointer, size);
+    return pointer;
+}
+void __wrap__ZdlPv(void* pointer)  // operator delete
+{
+    if (nn_cuda_cpu::heap_forget(pointer)) {
+        __real__ZdlPv(pointer);
+    }
+}
+void __wrap__ZdaPv(void* pointer)  // operator delete[]
+{
+    if (nn_cuda_cpu::heap_forget(pointer)) {
+        __real__ZdaPv(pointer);
+    }
+}
+void __wrap__ZdlPvm(void* pointer, size_t size)  // sized operator delete
+{
+    if (nn_cuda_cpu::heap_forget(pointer)) {
+        __real__ZdlPvm(pointer, size);
+    }
+}
+void __wrap__ZdaPvm(void* pointer, size_t size)  // sized operator delete[]
+{
+    if (nn_cuda_cpu::heap_forget(pointer)) {
+        __real__ZdaPvm(pointer, size);
+    }
+}
+}
+#endif
+
+namespace nn_cuda_cpu {
+
+// The live allocations of the CUDA threads, `of_run` only unless it is 0: (address, size, run, block,
+// thread, nth) each into `out`, at most `capacity`; returns how many there are.
+size_t heap_allocations(uint64_t of_run, uint64_t* out, size_t capacity)
+{
+    std::lock_guard<std::mutex> lock(heap_mutex);
+    size_t count = 0;
+    for (const auto& [address, a] : heap) {
+        if (of_run == 0 || a.run == of_run) {
+            if (count < capacity) {
+                const uint64_t row[6] = {address, a.size, a.run, a.block, a.thread, a.nth};
+                memcpy(out + 6 * count, row, sizeof(row));
+            }
+            ++count;
+        }
+    }
+    return count;
+}
+
+// A checked launch begins (on != 0) or has made its last run: the frees deferred are made then.
+void heap_defer_frees(int on)
+{
+    std::vector<uintptr_t> due;
+    heap_busy = true;  // the map's nodes freed below are no CUDA thread's
+    {
+        std::lock_guard<std::mutex> lock(heap_mutex);
+        heap_deferring = on != 0;
+        if (!heap_deferring) {
+            due.swap(heap_frees_deferred);
+            for (const uintptr_t address : due) {
+                heap.erase(address);
+            }
+            heap_live.store(heap.size(), std::memory_order_relaxed);
+        }
+    }
+    heap_busy = false;
+    for (const uintptr_t address : due) {
+        free(reinterpret_cast<void*>(address));  // malloc and new are the C library's alike
+    }
+}
+
+
 // Returns 0 when the launch ran to its end, 3 when it did so and a shuffle read a lane with no value
 // (undefined_lane_read says which), 1 with a message, 2 on a fault: fault[0..8] then holds the
 // signal, address, the thread's x, y, z, the block's x, y, z, and the program counter.
@@ -1529,6 +1752,7 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     launch.message_size = message_size;
     launch.message_written.store(false);
     counted_clock = check != 0;
+    ++heap_run;
     const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
     // a GPU's limits (every architecture since sm_30): a launch beyond them fails there
     if (threads == 0 || threads > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[0] == 0 ||
@@ -1666,6 +1890,8 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     }
     if (first->status == 2) {
         memcpy(fault, first->info, sizeof(first->info));
+        reported_fault_stack_count = first->stack_count;
+        memcpy(reported_fault_stack, first->stack, sizeof(first->stack));
     }
     return first->status;
 }
@@ -1733,6 +1959,19 @@ extern "C" void nn_cuda_cpu_set_undefined_lane_fill(int fill) { nn_cuda_cpu::und
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
 extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }
+extern "C" unsigned long long nn_cuda_cpu_heap_run() { return nn_cuda_cpu::heap_run; }
+// The words on the stack of the last launch's faulting thread (fault_stack), at most `capacity`.
+extern "C" size_t nn_cuda_cpu_fault_stack(uintptr_t* out, size_t capacity)
+{
+    const size_t count = std::min(capacity, nn_cuda_cpu::reported_fault_stack_count);
+    memcpy(out, nn_cuda_cpu::reported_fault_stack, count * sizeof(uintptr_t));
+    return count;
+}
+extern "C" size_t nn_cuda_cpu_heap_allocations(unsigned long long of_run, uint64_t* out, size_t capacity)
+{
+    return nn_cuda_cpu::heap_allocations(of_run, out, capacity);
+}
+extern "C" void nn_cuda_cpu_heap_defer_frees(int on) { nn_cuda_cpu::heap_defer_frees(on); }
 extern "C" void nn_cuda_cpu_shared_section(uintptr_t* bounds) { nn_cuda_cpu::shared_section(bounds); }
 
 extern "C" void nn_cuda_cpu_stack_layout(size_t* layout)
