@@ -280,3 +280,13 @@ def test_a_fault_inside_an_atomic_the_compiler_did_not_inline_is_named_at_the_ke
                                           r"\(0, 0, 0\) at \(RawModule code\):10\b"):
         RawModule(code=code, check=check).get_function("bins")((1,), (256,), (np.zeros(256, np.uint32),
                                                                               np.zeros(1, np.uint32)))
+
+
+def test_an_access_past_a_byte_array_given_for_wider_elements_is_counted_in_bytes():
+    """An image of bytes given for a uchar4* (CS344's RGBA images): the count was of the array's
+    elements, bytes, and said "element(s)"."""
+    code = 'extern "C" __global__ void grey(const uchar4* rgba, unsigned char* out) { out[0] = rgba[4].x; }'
+    with pytest.raises(KernelError, match=r"^grey: an invalid memory access: an access 1 byte\(s\) past the end of "
+                                          r"args\[0\]"):
+        RawModule(code=code, check=True).get_function("grey")((1,), (1,), (np.zeros(16, np.uint8),
+                                                                          np.zeros(1, np.uint8)))

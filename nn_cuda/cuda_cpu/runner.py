@@ -1302,10 +1302,12 @@ class _GuardedCopy:
         size = self.array.itemsize
         if self.start <= address < self.end:
             return f": a write to the input {name}" if self.read_only else None
+        # a byte array may be given for a pointer to a larger type (uchar4*): its count is of bytes
+        unit = "byte(s)" if size == 1 else "element(s)"
         if self.end <= address < self.end + self.guard:
-            return f": an access {(address - self.end) // size + 1} element(s) past the end of {name}"
+            return f": an access {(address - self.end) // size + 1} {unit} past the end of {name}"
         if self.base <= address < self.start:
-            return f": an access {(self.start - address - 1) // size + 1} element(s) before the start of {name}"
+            return f": an access {(self.start - address - 1) // size + 1} {unit} before the start of {name}"
         return None
 
 
