@@ -182,13 +182,14 @@ def test_options_nvrtc_and_nvcc_take_are_taken(tmp_path):
     assert out.tolist() == [0, 7, 14]
 
 
-def test_include_paths_of_the_cuda_toolkits_headers_leave_the_runners_in_place(tmp_path):
+def test_include_paths_of_the_cuda_toolkits_headers_leave_the_runners_in_place(tmp_path, capfd):
     """cuda-python's examples pass the toolkit's include folder and CCCL's; the compiler then found
     the toolkit's cooperative_groups.h, cuda_fp16.h, <cuda/barrier>, ... before the runner's, and the
     build stopped with thousands of its errors. A stand-in toolkit here, whose headers cannot build."""
     toolkit, cccl = tmp_path / "include", tmp_path / "include" / "cccl"
-    for folder, names in ((toolkit, ("cuda_runtime_api.h", "cooperative_groups.h", "cuda_fp16.h")),
-                          (cccl, ("cuda/std/version", "cuda/barrier"))):
+    for folder, names in ((toolkit, ("cuda_runtime_api.h", "driver_types.h", "cuda_device_runtime_api.h",
+                                     "cooperative_groups.h", "cuda_fp16.h")),
+                          (cccl, ("cuda/std/version", "cuda/std/detail/__config", "cuda/barrier"))):
         for name in names:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text('#error "the toolkit\'s own header"\n')
@@ -200,6 +201,20 @@ def test_include_paths_of_the_cuda_toolkits_headers_leave_the_runners_in_place(t
     RawModule(code=code, options=(f"--include-path={toolkit}", f"--include-path={cccl}")).get_function("k")(
         (1,), (4,), (y,))
     assert y.tolist() == [1.5] * 4
+    assert f"the include path {toolkit} holds the CUDA toolkit's headers (or CCCL's): left out" in \
+        capfd.readouterr().err
+
+
+def test_a_folder_of_the_codes_own_headers_beside_a_stand_in_of_a_cuda_header_is_searched(tmp_path):
+    """A project that ships its own cuda_runtime_api.h for NVRTC (which has none) beside its headers:
+    that one file made the runner take the folder for the toolkit's and leave it out, and every other
+    header of it was "No such file or directory"; NVRTC searches it."""
+    (tmp_path / "params.h").write_text("#define VALUE 3\n")
+    (tmp_path / "cuda_runtime_api.h").write_text("// a stand-in for NVRTC builds\n")
+    code = '#include "params.h"\nextern "C" __global__ void k(int* a) { a[0] = VALUE; }\n'
+    a = np.zeros(1, np.int32)
+    RawModule(code=code, options=(f"-I{tmp_path}",)).get_function("k")((1,), (1,), (a,))
+    assert a[0] == 3
 
 
 def test_the_tensor_memory_accelerator_stops_the_build_in_one_line():
@@ -609,3 +624,32 @@ def test_a_pointer_to_an_enum_takes_integers_of_its_size_signed_or_not(check):
     with pytest.raises(TypeError, match=r"argument 0 \(const enum of 4 bytes\*\) takes an array of 4-byte "
                                         r"integers, signed or not .* got an array of int64"):
         kernel((1,), (4,), (np.array([0, 1, 2, 1]), out))
+
+
+@MODES
+def test_an_integer_address_of_device_memory_is_taken_for_a_pointer_as_cupy_takes_data_ptr(check):
+    """CuPy passes a Python int as 8 bytes, which a pointer parameter reads as the address: code that
+    passes `x.data.ptr` (PyCUDA's demo_struct passes `numpy.uintp(a.gpudata)`) ran on a GPU and was
+    refused here. An address within an array of device memory is that array from there (a view of
+    the whole, so the checking mode guards the whole array); 0 is NULL; any other number is refused."""
+    from nn_cuda.cuda_cpu.device_memory import to_device
+    code = r"""
+    extern "C" __global__ void twice(float* y, const float* bias, int n)
+    {
+        int i = threadIdx.x;
+        if (i < n) y[i] = 2.0f * y[i] + (bias ? bias[i] : 0.0f);
+    }
+    """
+    kernel = RawKernel(code, "twice", check=check)
+    y = to_device(np.arange(8, dtype=np.float32))
+    kernel((1,), (4,), (np.uintp(y.ctypes.data + 4 * 4), 0, np.int32(4)))  # y[4:], no bias
+    assert y.tolist() == [0, 1, 2, 3, 8, 10, 12, 14]
+    bias = to_device(np.full(4, 0.5, np.float32))
+    kernel((1,), (2,), (y.ctypes.data, bias.ctypes.data, np.int32(2)))
+    assert y.tolist() == [0.5, 2.5, 2, 3, 8, 10, 12, 14]
+    if check:  # a read past the array an address lies in is caught as any other
+        with pytest.raises(KernelError, match=r"past the end of args\[0\]"):
+            kernel((1,), (8,), (y.ctypes.data + 4 * 4, 0, np.int32(8)))
+    with pytest.raises(TypeError, match=r"argument 1 \(const float\*\) takes a NumPy array, or the address of an "
+                                        r"element of device memory"):
+        kernel((1,), (4,), (y, np.arange(4, dtype=np.float32).ctypes.data, np.int32(4)))

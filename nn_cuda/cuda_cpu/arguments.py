@@ -38,6 +38,8 @@ import re
 
 import numpy as np
 
+from . import device_memory
+
 from .runner import NARROW_FLOATS, SCALAR_CTYPES, STRUCT_TYPE, pointers_to_pointers
 #: runtime.h's names of plain char (signed on x86-64, unsigned on ARM): whose signedness code does not
 #: choose, so a char* takes int8 or uint8 (text's bytes are uint8), as CuPy passes any array's pointer
@@ -171,6 +173,14 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
     if value is None:
         return None  # NULL: kernels test optional pointers against it
     pointee = c_type.replace("const ", "").rstrip("*")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if value == 0:
+            return None  # NULL, as CuPy passes 0
+        address, value = int(value), device_memory.array_at(int(value))
+        if value is None:
+            raise TypeError(f"{where} takes a NumPy array, or the address of an element of device memory "
+                            f"(nn_cuda.cuda_cpu.device_memory.to_device's arrays, as CuPy takes x.data.ptr), got "
+                            f"{address:#x}, which is in no such array: pass the array")
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where} takes a NumPy array, got {_given(value)}")
     if pointers_to_pointers(c_type):  # what its addresses point to is no business of the argument's

@@ -271,12 +271,27 @@ def floating_point_flags(compiler: str, gcc: bool) -> tuple:
     return flags
 
 
+#: files that together tell the CUDA toolkit's include folder, CCCL's, CUB's and Thrust's: one of them
+#: alone may be a project's own stand-in (DualSPHysics-like code ships a cuda_runtime_api.h for NVRTC)
+_TOOLKIT_SIGNS = (("cuda_runtime_api.h", "driver_types.h", "cuda_device_runtime_api.h"),
+                  ("cuda/std/version", "cuda/std/detail/__config"), ("cub/cub.cuh", "cub/version.cuh"),
+                  ("thrust/version.h", "thrust/detail/config.h"))
+#: the toolkit's folders already said to be left out (once a process)
+_TOLD_TOOLKIT: set[Path] = set()
+
+
 def _cuda_toolkit_headers(folder: Path) -> bool:
     """Whether `folder` holds the CUDA toolkit's own headers or CCCL's (cuda-python's examples pass
     both as include paths): the runner has its own of those, which a GPU's build finds there; the
-    toolkit's, found first, stopped the build with thousands of the compiler's errors until 2026-11-27."""
-    return any((folder / name).is_file() for name in ("cuda_runtime_api.h", "cuda/std/version", "cub/cub.cuh",
-                                                       "thrust/version.h"))
+    toolkit's, found first, stopped the build with thousands of the compiler's errors until 2026-11-27.
+    Until the night of 2026-11-27 one file told it, and a project's folder holding its own
+    cuda_runtime_api.h was left out whole, its other headers "No such file or directory"."""
+    toolkit = any(all((folder / name).is_file() for name in sign) for sign in _TOOLKIT_SIGNS)
+    if toolkit and folder not in _TOLD_TOOLKIT:
+        _TOLD_TOOLKIT.add(folder)
+        print(f"nn_cuda: the include path {folder} holds the CUDA toolkit's headers (or CCCL's): left out, the "
+              "CPU runner has its own", file=sys.stderr)
+    return toolkit
 
 
 def _values_joined(options) -> list[str]:

@@ -104,6 +104,17 @@ def arrays_holding(addresses) -> list[np.ndarray] | None:
     return list(found.values())
 
 
+def array_at(address: int) -> np.ndarray | None:
+    """The array of empty() that holds the element at `address`, from that element to its end (flat,
+    a view of the whole array), as CuPy takes an integer address (`x.data.ptr + 4 * k`, PyCUDA's
+    `numpy.uintp(a.gpudata)`) for a pointer; None where no array holds an element there."""
+    for memory, (start, offset, count, dtype) in list(_ARRAYS.items()):
+        skipped, within = divmod(address - start, dtype.itemsize)
+        if 0 <= skipped < count and within == 0:
+            return np.frombuffer(memory, dtype=dtype, count=count, offset=offset)[skipped:]
+    return None
+
+
 def beside_an_array(address: int) -> tuple[str, int, int] | None:
     """Where `address` lies in the inaccessible pages around an array of empty(), which a fault there
     comes from: ("1 element(s) past the end", the array's first byte, its bytes), or "... before the
