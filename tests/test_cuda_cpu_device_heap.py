@@ -121,3 +121,33 @@ def test_a_variable_holding_an_allocation_is_compared_as_one():
     out = np.zeros(1, np.int32)
     module.get_function("top")((1,), (1,), (out,))
     assert out[0] == 4
+
+
+def test_a_launch_that_reaches_the_heap_through_a_variable_is_checked_twice(capfd):
+    """A `__device__` pointer to what kernels allocated made the checking mode run every later launch
+    once, unchecked ("a pointer to memory that is no argument"): the device heap is now put back
+    between the two runs and compared after them, so a race on an object there is reported."""
+    code = r"""
+    struct Node { int value; Node* next; };
+    __device__ Node* head;
+    extern "C" __global__ void push(int value) { head = new Node{value, head}; }
+    extern "C" __global__ void sum(int* out)
+    {
+        int s = 0;
+        for (Node* n = head; n; n = n->next) s += n->value;
+        out[0] = s;
+    }
+    // two threads store into the head's value without an atomic: the last one's stays
+    extern "C" __global__ void bump() { if (threadIdx.x < 2) head->value = threadIdx.x; }
+    """
+    module = RawModule(code=code, check=True)
+    for value in (4, 5):
+        module.get_function("push")((1,), (1,), (np.int32(value),))
+    out = np.zeros(1, np.int32)
+    module.get_function("sum")((1,), (1,), (out,))
+    assert out[0] == 9 and "no argument" not in capfd.readouterr().err
+    with pytest.raises(KernelError, match=r"^bump: the result depends on the order in which the threads of a block "
+                                          r"run between barriers \(bytes 0 to 7 of memory a kernel allocated with "
+                                          r"malloc or new, which the variable `head` \(its bytes 0 to 7\) reaches, "
+                                          r"hold 0x[0-9a-f]+ in one order and 0x[0-9a-f]+ in another\)"):
+        module.get_function("bump")((1,), (32,), ())

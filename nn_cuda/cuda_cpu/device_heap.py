@@ -38,6 +38,20 @@ def last_run(lib) -> int:
     return lib.nn_cuda_cpu_heap_run()
 
 
+def live_memory(lib) -> list[np.ndarray]:
+    """The bytes of every live allocation of kernel code, as writable arrays over them (no copies):
+    what the checking mode puts back between its runs and compares after them, where a held pointer
+    reaches the heap (a `__device__` list head, an array of the objects' addresses)."""
+    return [np.ctypeslib.as_array((ctypes.c_uint8 * int(row[SIZE])).from_address(int(row[ADDRESS])))
+            for row in allocations(lib)]
+
+
+def holds_all(lib, addresses: np.ndarray) -> bool:
+    """Whether every one of `addresses` lies within a live allocation of kernel code (up to one past
+    its end)."""
+    return bool(_places(np.asarray(addresses, np.uint64), allocations(lib))[0].all())
+
+
 def _places(words: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(whether each 64-bit word points into one of `rows`' allocations, up to one past its end; the
     place as (size, block, thread, nth, offset) rows)."""

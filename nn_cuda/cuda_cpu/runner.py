@@ -530,7 +530,12 @@ class LoadedKernels:
         reaches other memory) for the launch; while it runs, _run_again puts those arrays back as they
         were before it."""
         held = _held_pointers(launch, names, self._variables.named(variables))
-        reached = device_memory.arrays_holding(np.concatenate([addresses for _, addresses in held])) if held else []
+        addresses = np.concatenate([addresses for _, addresses in held]) if held else np.zeros(0, np.uint64)
+        reached = device_memory.arrays_holding(addresses)
+        if reached is None:  # and the device heap (a list a kernel built with new, its head in a variable)
+            devices = np.array([device_memory.arrays_holding([a]) is not None for a in addresses], bool)
+            if device_heap.holds_all(self._lib, addresses[~devices]):
+                reached = [*device_memory.arrays_holding(addresses[devices]), *device_heap.live_memory(self._lib)]
         self._reached = [] if reached is None else [(array, _bytes_copy(array)) for array in reached]
         try:
             yield held, reached
@@ -548,19 +553,32 @@ class LoadedKernels:
         for bit, or, for floats where the kernel used atomics, beyond what their order rounds (as
         _assert_same_results compares the arguments)."""
         atomics, magnitude = bool(self._lib.nn_cuda_cpu_atomics_used()), self._atomic_magnitude(first_magnitude)
+        heap = self._variables.heap
         for array, before in zip(reached, first_reached):
-            differs = elements_that_differ(before, array, "", atomics, magnitude)
+            allocated = not device_memory.holds(array)  # memory of the device heap, whose words may be addresses
+            if allocated and array.nbytes % 8 == 0 and array.ctypes.data % 8 == 0:
+                array, before = array.view(np.uint64), before.view(np.uint64)
+            differs = device_heap.same_words(before, array, elements_that_differ(before, array, "", atomics, magnitude),
+                                             heap)
             if differs.any():
                 element = int(np.argmax(differs))
                 start = array.ctypes.data  # the holders of a pointer into this array (ArrayFire passes 2-4 structs)
                 holders = _holders_of(held, start, array.nbytes) or [what for what, _ in held]
                 reach = "reaches" if len(holders) == 1 else "reach"
+                if allocated:  # of no known type: its bytes, in hexadecimal
+                    size = array.itemsize
+                    place = (f"bytes {element * size} to {element * size + size - 1} of {_ALLOCATED}, which "
+                             f"{' and '.join(holders)} {reach}, hold {int(before[element]):#x}")
+                    now = f"{int(array[element]):#x}"
+                else:
+                    place = (f"element {element} of the device memory that {' and '.join(holders)} {reach} is "
+                             f"{_value_text(before[element])}")
+                    now = _value_text(array[element])
                 raise KernelError(
                     f"{launch.kernel}: the result depends on the order in which {_who_takes_turns(launch.grid)} run "
-                    f"between barriers (element {element} of the device memory that "
-                    f"{' and '.join(holders)} {reach} is {_value_text(before[element])} in one order "
-                    f"and {_value_text(array[element])} in another): threads race on __shared__ or global memory, "
-                    "e.g. a __syncthreads() is missing, or blocks share global memory that one of them writes")
+                    f"between barriers ({place} in one order and {now} in another): threads race on __shared__ or "
+                    "global memory, e.g. a __syncthreads() is missing, or blocks share global memory that one of "
+                    "them writes")
 
     def _run_again(self, index, launch, buffers, beginning, mirrored=False) -> None:
         """The checked launch once more from `beginning` (its arguments, the code's global variables

@@ -1560,8 +1560,8 @@ void worker_main(Outcome* out, size_t slot, size_t threads, size_t blocks)
 // block, the thread, and how many of that size the thread made before in the same run. The checking
 // mode runs a launch twice and compares what each run left: a kernel that stores what it allocates
 // (`*list = new sphere(...)`, the ray tracer of "Ray Tracing in One Weekend in CUDA") leaves other
-// addresses in each run, which the Python side compares as allocations (runner.py,
-// _HeapAllocations). After every launch the live allocations are searched for an argument's address
+// addresses in each run, which the Python side compares as allocations (device_heap.py), and it
+// puts the heap back between the runs where a held pointer reaches it. After every launch the live allocations are searched for an argument's address
 // that the launch's copy gives and takes back (LoadedKernels.assert_no_address_kept). While a checked
 // launch runs again, memory it frees that an earlier run or launch allocated is freed once, after
 // its last run (a second `delete` of one object would end the process).
@@ -1573,7 +1573,8 @@ struct HeapAllocation {
 static uint64_t heap_run = 0;  // the launches' runs so far (launch_kernel counts them)
 static std::mutex heap_mutex;
 static std::map<uintptr_t, HeapAllocation> heap;  // the live allocations of CUDA threads, by address
-static std::map<std::tuple<uint64_t, uint64_t, uint64_t>, uint64_t> heap_counts;  // of this run: (block, thread, size) -> made
+// of this run: (block, thread, size) -> how many the thread made
+static std::map<std::tuple<uint64_t, uint64_t, uint64_t>, uint64_t> heap_counts;
 static std::atomic<size_t> heap_live{0};
 static std::vector<uintptr_t> heap_frees_deferred;
 static bool heap_deferring = false;  // a checked launch runs: frees of what it did not allocate wait
@@ -1592,7 +1593,8 @@ void heap_record(void* pointer, size_t size)
             heap_counts.clear();
             heap_counted_run = heap_run;
         }
-        const uint64_t block = block_idx.x + grid_dim.x * (block_idx.y + static_cast<uint64_t>(grid_dim.y) * block_idx.z);
+        const uint64_t block =
+            block_idx.x + grid_dim.x * (block_idx.y + static_cast<uint64_t>(grid_dim.y) * block_idx.z);
         const uint64_t nth = heap_counts[{block, current->tid, size}]++;
         heap[reinterpret_cast<uintptr_t>(pointer)] = HeapAllocation{size, heap_run, block, current->tid, nth};
         heap_live.store(heap.size(), std::memory_order_relaxed);
