@@ -1561,10 +1561,11 @@ void worker_main(Outcome* out, size_t slot, size_t threads, size_t blocks)
 // mode runs a launch twice and compares what each run left: a kernel that stores what it allocates
 // (`*list = new sphere(...)`, the ray tracer of "Ray Tracing in One Weekend in CUDA") leaves other
 // addresses in each run, which the Python side compares as allocations (device_heap.py), and it
-// puts the heap back between the runs where a held pointer reaches it. After every launch the live allocations are searched for an argument's address
-// that the launch's copy gives and takes back (LoadedKernels.assert_no_address_kept). While a checked
-// launch runs again, memory it frees that an earlier run or launch allocated is freed once, after
-// its last run (a second `delete` of one object would end the process).
+// puts the heap back between the runs where a held pointer reaches it. After every launch the live
+// allocations are searched for an argument's address that the launch's copy gives and takes back
+// (LoadedKernels.assert_no_address_kept). While a checked launch runs again, memory it frees that an
+// earlier run or launch allocated is freed once, after its last run (a second `delete` of one object
+// would end the process).
 
 struct HeapAllocation {
     uint64_t size, run, block, thread, nth;
