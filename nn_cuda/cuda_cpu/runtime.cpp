@@ -294,29 +294,22 @@ static NN_CUDA_CPU_PER_WORKER size_t fault_stack_count = 0;
 static uintptr_t reported_fault_stack[kFaultStackWords];  // the launch's reported fault's (launch_kernel)
 static size_t reported_fault_stack_count = 0;
 
-uintptr_t program_counter(void* context)
-{
-    const ucontext_t* registers = static_cast<const ucontext_t*>(context);
-#if defined(__x86_64__)
-    return static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-    return static_cast<uintptr_t>(registers->uc_mcontext.pc);
-#else
-    (void)registers;
-    return 0;
-#endif
-}
+// The program counter and the stack pointer the signal interrupted (0 where the platform is not known).
+struct Interrupted {
+    uintptr_t pc = 0, sp = 0;
+};
 
-uintptr_t stack_pointer(void* context)
+Interrupted interrupted_at(void* context)
 {
     const ucontext_t* registers = static_cast<const ucontext_t*>(context);
 #if defined(__x86_64__)
-    return static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RSP]);
+    return {static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RIP]),
+            static_cast<uintptr_t>(registers->uc_mcontext.gregs[REG_RSP])};
 #elif defined(__aarch64__)
-    return static_cast<uintptr_t>(registers->uc_mcontext.sp);
+    return {static_cast<uintptr_t>(registers->uc_mcontext.pc), static_cast<uintptr_t>(registers->uc_mcontext.sp)};
 #else
     (void)registers;
-    return 0;
+    return {};
 #endif
 }
 
@@ -331,11 +324,12 @@ void on_fault(int signal_number, siginfo_t* info, void* context)
 {
     fault_signal = signal_number;
     fault_address = info->si_addr;
-    fault_pc = program_counter(context);
+    const Interrupted at = interrupted_at(context);
+    fault_pc = at.pc;
     const char* address = static_cast<const char*>(info->si_addr);
     const size_t span = kStackBytes + stacks.page;
     fault_stack_count = 0;
-    const char* sp = reinterpret_cast<const char*>(stack_pointer(context));
+    const char* sp = reinterpret_cast<const char*>(at.sp);
     if (stacks.base != nullptr && sp >= stacks.base && sp < stacks.base + stacks.count * span &&
         static_cast<size_t>(sp - stacks.base) % span >= stacks.page) {  // on a fiber's stack, below its top
         const char* top = stacks.base + (static_cast<size_t>(sp - stacks.base) / span + 1) * span;
@@ -375,7 +369,7 @@ void on_stop(int signal_number, siginfo_t*, void* context)
     }
     fault_signal = signal_number;
     fault_address = nullptr;
-    fault_pc = program_counter(context);  // where a kernel that never ends was spinning
+    fault_pc = interrupted_at(context).pc;  // where a kernel that never ends was spinning
     siglongjmp(worker.fault_exit, 1);
 }
 
