@@ -380,7 +380,8 @@ class LoadedKernels:
         order. Not when a struct argument holds a pointer to memory that is no argument and no device
         memory: it is neither guarded nor put back between the runs, and a second run would start
         from the first one's results. Device memory (device_memory.empty's arrays, as a CuPy array's
-        pointer would be) that such a pointer reaches is put back before each run and compared."""
+        pointer would be) that such a pointer reaches is put back before each run and compared, and so
+        is the device heap, where such a pointer reaches it (device_heap.py)."""
         self._first_variables = None  # set once this launch's first run has left them
         self._variables.heap = None
         variables = self._variables.save()
@@ -526,9 +527,9 @@ class LoadedKernels:
     @contextlib.contextmanager
     def _device_memory_reached(self, launch, names: list[str], variables: list[bytes]):
         """(what holds a pointer to memory that is no argument (_held_pointers: an argument, or one of
-        the code's `variables` as saved), the device arrays those pointers reach, or None where one
-        reaches other memory) for the launch; while it runs, _run_again puts those arrays back as they
-        were before it."""
+        the code's `variables` as saved), the device arrays those pointers reach, with every live
+        allocation of the device heap where one reaches that, or None where one reaches other memory)
+        for the launch; while it runs, _run_again puts those arrays back as they were before it."""
         held = _held_pointers(launch, names, self._variables.named(variables))
         addresses = np.concatenate([addresses for _, addresses in held]) if held else np.zeros(0, np.uint64)
         reached = device_memory.arrays_holding(addresses)
