@@ -551,6 +551,19 @@ def test_a_function_body_is_told_from_other_braces_after_any_run_of_spaces(head,
     assert unread_templates._is_function_body(text, len(text) - 1) is is_body
 
 
+def test_a_constexpr_constructor_that_reads_a_volatile_is_refused_saying_why():
+    """nvFuser's complex_number.cu: `constexpr complex(const volatile complex<float>& other)`, which NVRTC
+    builds for every fusion and GCC refuses ("lvalue-to-rvalue conversion of a volatile lvalue"),
+    a message that did not say what to change."""
+    code = ("struct C {\n    float re;\n    constexpr C(float r = 0.f) : re(r) {}\n"
+            "    constexpr C(const volatile C& o) : re(o.re) {}\n    constexpr C(const C& o) : re(o.re) {}\n};\n"
+            'extern "C" __global__ void k(float* out) { C c(2.f); C d(c); out[0] = d.re; }\n')
+    with pytest.raises(KernelBuildError, match=r"NVRTC takes a constexpr function that reads a volatile, .* GCC, "
+                                               r"which builds the code for the CPU, refuses it: leave `constexpr` out "
+                                               r"of that function\)$"):
+        RawModule(code=code).get_function("k")
+
+
 def test_a_constexpr_function_that_calls_a_cuda_conversion_is_refused_saying_why():
     """ArrayFire's half.hpp, which NVRTC builds: constexpr conversions that call __half2float, which
     is no constexpr function; GCC refuses them, and its message alone did not say what to change."""

@@ -285,6 +285,30 @@ def test_counting_barriers_count_the_block(check):
     assert out.tolist() == expected
 
 
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_a_named_barrier_of_the_whole_block_is_a_barrier_and_one_of_part_of_it_is_refused(check):
+    """nvFuser's block_sync_default.cu waits at `__barrier_sync(0)` (CUDA declares it for NVRTC):
+    "'__barrier_sync' was not declared" stopped every nvFuser kernel. A named barrier of the whole
+    block is __syncthreads(); one of part of the block ends the launch, naming it."""
+    code = r"""
+    extern "C" __global__ void mirror(int* out, int count)
+    {
+        __shared__ int s[64];
+        s[threadIdx.x] = threadIdx.x;
+        if (count) __barrier_sync_count(1, count); else __barrier_sync(0);
+        out[threadIdx.x] = s[63 - threadIdx.x];
+    }
+    """
+    kernel = RawModule(code=code, check=check).get_function("mirror")
+    for count in (0, 64):
+        out = np.full(64, -1, np.int32)
+        kernel((1,), (64,), (out, np.int32(count)))
+        assert out.tolist() == list(range(63, -1, -1))
+    with pytest.raises(KernelError, match=r"mirror: __barrier_sync_count\(1, 32\) in thread .* the CPU runner does not "
+                                          r"support a named barrier of part of a block \(64 threads\)"):
+        kernel((1,), (64,), (np.zeros(64, np.int32), np.int32(32)))
+
+
 def test_device_printf_is_written_by_the_end_of_the_launch(features, capfd):
     capfd.readouterr()
     features.get_function("hello")((3,), (4,), (np.int32(3),))

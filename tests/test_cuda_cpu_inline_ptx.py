@@ -196,3 +196,20 @@ def test_a_trap_in_inline_ptx_ends_the_launch_as_trap_does():
     assert out.tolist() == [1.0, 1.0]
     with pytest.raises(KernelError, match=r"enforce: .*in thread \(1, 0, 0\) of block \(0, 0, 0\)"):
         kernel((1,), (2,), (np.array([0, 5], np.int32), np.int32(2), out))
+
+
+@MODES
+def test_code_that_declares_its_own_uint64_t_translates_its_inline_ptx(check):
+    """nvFuser's generated kernels declare `using uint64_t = unsigned long long int;` (NVRTC has no
+    <cstdint>): the name is then a macro for the code's own type, which the runtime's translations of
+    inline PTX saw ("'nn_cuda_cpu_code_uint64_t' was not declared"), and every nvFuser kernel stopped."""
+    code = r"""
+    namespace nvf {
+    using uint64_t = unsigned long long int;
+    __device__ unsigned lane() { unsigned r; asm("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
+    }
+    extern "C" __global__ void lanes(unsigned* out) { out[threadIdx.x] = nvf::lane(); }
+    """
+    out = np.zeros(32, np.uint32)
+    RawModule(code=code, check=check).get_function("lanes")((1,), (32,), (out,))
+    assert out.tolist() == list(range(32))

@@ -779,6 +779,12 @@ def _hint(log: str, unit: str, instantiated: bool = False) -> str:
         return ("\n(NVRTC takes a constexpr function that calls a function which is not one, such as CUDA's "
                 "__half2float, where nothing evaluates it at compile time; GCC, which builds the code for the CPU, "
                 "refuses it: leave `constexpr` out of that function)")
+    if re.search(r"error: lvalue-to-rvalue conversion of a volatile lvalue", log) and re.search(r"[‘'`]constexpr ",
+                                                                                                  log):
+        # nvFuser's complex_number.cu: `constexpr complex(const volatile complex<float>& other)`
+        return ("\n(NVRTC takes a constexpr function that reads a volatile, where nothing evaluates it at compile "
+                "time (C++17 asks for no diagnostic there); GCC, which builds the code for the CPU, refuses it: "
+                "leave `constexpr` out of that function)")
     if _errors_in_template_bodies_only(log, unit):  # and they could not be left out of the build
         return ("\n(every error is in the body of a function template: NVRTC, CuPy's compiler, reads such a body only "
                 "where a kernel instantiates the template, so where none does CuPy builds this code on a GPU; the "

@@ -672,6 +672,27 @@ inline long long clock64()
 inline void __nanosleep(unsigned) { nn_cuda_cpu::yield_thread(); }
 inline void __prof_trigger(int) {}  // a profiler's counter, which changes no result
 
+// ---- named barriers (bar.sync id): every thread of the block, as __syncthreads() ------------------
+
+// __barrier_sync(id) (CUDA's crt/sm_30_intrinsics.h; nvFuser's block_sync_default.cu waits so) is a
+// __syncthreads() on barrier `id`; __barrier_sync_count(id, n) waits for n threads, and only a count
+// of the whole block is one here: a barrier of part of the block ends the launch, naming it.
+inline void __barrier_sync(unsigned) { __syncthreads(); }
+inline void __barrier_sync_count(unsigned id, unsigned count)
+{
+    const size_t threads = nn_cuda_cpu::threads_in_block();  // a GPU counts a partial last warp whole
+    if (count != threads && count != (threads + 31) / 32 * 32) {
+        const uint3 thread = nn_cuda_cpu::current->thread_idx;
+        nn_cuda_cpu::report("%s: __barrier_sync_count(%u, %u) in thread (%u, %u, %u) of block (%u, %u, %u): the CPU "
+                            "runner does not support a named barrier of part of a block (%zu threads); a count of the "
+                            "whole block is __syncthreads()", nn_cuda_cpu::launch.kernel, id, count, thread.x, thread.y,
+                            thread.z, nn_cuda_cpu::block_idx.x, nn_cuda_cpu::block_idx.y, nn_cuda_cpu::block_idx.z,
+                            threads);
+        nn_cuda_cpu::end_launch_reported();
+    }
+    __syncthreads();
+}
+
 // ---- barriers that count ---------------------------------------------------------------------------
 
 inline int __syncthreads_count(int predicate) { return nn_cuda_cpu::barrier_count(predicate != 0); }

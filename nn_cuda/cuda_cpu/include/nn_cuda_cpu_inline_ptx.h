@@ -4,6 +4,11 @@
 
 #include "nn_cuda_cpu_narrow_float.h"
 
+// The host's uint64_t, also after code that declares its own under NVRTC (nvrtc_headers.own_integer_types:
+// nvFuser's generated kernels write `using uint64_t = unsigned long long int;`)
+#pragma push_macro("uint64_t")
+#undef uint64_t
+
 namespace nn_cuda_cpu {
 
 // mov.u32 %0, %laneid; and the lane masks %lanemask_lt, _le, _eq, _ge, _gt of the calling lane
@@ -136,3 +141,5 @@ inline unsigned ptx_shf_r_clamp(unsigned a, unsigned b, unsigned c)
 }
 
 }  // namespace nn_cuda_cpu
+
+#pragma pop_macro("uint64_t")
