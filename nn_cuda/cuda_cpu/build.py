@@ -351,6 +351,10 @@ _UNROLL_PRAGMA = re.compile(r"^(?P<indent>[ \t]*)#[ \t]*pragma[ \t]+unroll\b(?P<
 #: count too. 16 unrolls a thread's register tile (c[16]) completely; 64 made the checking build of
 #: Tongkaio's SGEMM kernel 5 (loops of run-time counts, nested) take 63 s, 11 s with 16 (2026-11-27)
 FULL_UNROLL = 16
+#: beyond this many unroll pragmas in a unit, the checking build leaves them to GCC's own unrolling:
+#: candle's quantized.cu (85, in nested loops of template counts) took 344 s to build checked, 7 s
+#: plain; a prefix of it 45 s with the pragmas translated, 10 s without (2026-11-27)
+MOST_UNROLL_PRAGMAS = 32
 
 
 def gcc_unroll_pragmas(code: str) -> str:
@@ -363,11 +367,14 @@ def gcc_unroll_pragmas(code: str) -> str:
     same pragmas gained nothing), and a count-less pragma on a loop whose count is only known at run
     time would be unrolled FULL_UNROLL times where CUDA leaves it rolled. A count that is not a
     number (a macro, a template parameter) unrolls by FULL_UNROLL; the pragma changes speed, never
-    results. Each line stays a line, so the compiler's line numbers still match the file's."""
+    results. Each line stays a line, so the compiler's line numbers still match the file's. Code of
+    more than MOST_UNROLL_PRAGMAS of them is left as it is: its build would take minutes."""
     def gcc(match):
         count = match["count"].split("//")[0].strip().strip("()").strip()
         factor = count if count.isdigit() else FULL_UNROLL
         return f"{match['indent']}#pragma GCC unroll {factor}"
+    if len(_UNROLL_PRAGMA.findall(code)) > MOST_UNROLL_PRAGMAS:
+        return code
     return _UNROLL_PRAGMA.sub(gcc, code)
 
 
