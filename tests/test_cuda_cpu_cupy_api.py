@@ -666,3 +666,10 @@ def test_an_integer_address_of_device_memory_is_taken_for_a_pointer_as_cupy_take
     with pytest.raises(TypeError, match=r"argument 1 \(const float\*\) takes a NumPy array, or the address of an "
                                         r"element of device memory"):
         kernel((1,), (4,), (y, np.arange(4, dtype=np.float32).ctypes.data, np.int32(4)))
+    # an address off the elements, of another type: the bytes from there as the kernel's type, as a GPU
+    # reads them (MegEngine sums a uint32_t* one byte off with byte loads)
+    raw = to_device(np.arange(4, dtype=np.float32).view(np.uint8))
+    bytes_off = to_device(np.zeros(8, np.float32))
+    bytes_off.view(np.uint8)[1:17] = raw
+    kernel((1,), (4,), (y, bytes_off.ctypes.data + 1, np.int32(4)))
+    assert y.tolist() == [1, 6, 6, 9, 8, 10, 12, 14]

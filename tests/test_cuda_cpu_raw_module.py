@@ -321,7 +321,7 @@ def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_p
                                         r"passes a Python int as a long long"):
         kernel((1,), (4,), (y, x, 3, 4))
     with pytest.raises(TypeError, match=r"argument 0 \(float\*\) takes a NumPy array, or the address of an element "
-                                        r"of device memory .*, got 0x3039, which is in no such array: pass the array"):
+                                        r"of device memory .*, got 0x3039, which lies in no such array: pass the array"):
         kernel((1,), (4,), (12345, x, 1.0, 4))
     assert not y.any()  # nothing ran
     # a parameter of a type no argument can be passed to is refused when the kernel is asked for

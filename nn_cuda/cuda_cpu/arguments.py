@@ -176,11 +176,14 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if value == 0:
             return None  # NULL, as CuPy passes 0
-        address, value = int(value), device_memory.array_at(int(value))
+        # the kernel's type, whatever the array holds, as CuPy passes the number alone
+        typed = (np.uint64 if pointers_to_pointers(c_type) else
+                 scalar_dtype(pointee) if pointee in SCALAR_CTYPES else None)
+        address, value = int(value), device_memory.array_at(int(value), typed)
         if value is None:
             raise TypeError(f"{where} takes a NumPy array, or the address of an element of device memory "
                             f"(nn_cuda.cuda_cpu.device_memory.to_device's arrays, as CuPy takes x.data.ptr), got "
-                            f"{address:#x}, which is in no such array: pass the array")
+                            f"{address:#x}, which lies in no such array: pass the array")
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where} takes a NumPy array, got {_given(value)}")
     if pointers_to_pointers(c_type):  # what its addresses point to is no business of the argument's

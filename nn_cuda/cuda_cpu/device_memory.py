@@ -104,14 +104,17 @@ def arrays_holding(addresses) -> list[np.ndarray] | None:
     return list(found.values())
 
 
-def array_at(address: int) -> np.ndarray | None:
-    """The array of empty() that holds the element at `address`, from that element to its end (flat,
-    a view of the whole array), as CuPy takes an integer address (`x.data.ptr + 4 * k`, PyCUDA's
-    `numpy.uintp(a.gpudata)`) for a pointer; None where no array holds an element there."""
-    for memory, (start, offset, count, dtype) in list(_ARRAYS.items()):
-        skipped, within = divmod(address - start, dtype.itemsize)
-        if 0 <= skipped < count and within == 0:
-            return np.frombuffer(memory, dtype=dtype, count=count, offset=offset)[skipped:]
+def array_at(address: int, dtype=None) -> np.ndarray | None:
+    """The memory of the array of empty() that holds the byte at `address`, from there to its end, as
+    elements of `dtype` (the array's own where None; a view of the whole array, flat), as CuPy takes
+    an integer address (`x.data.ptr + 4 * k`, PyCUDA's `numpy.uintp(a.gpudata)`, MegEngine's checksum
+    of a uint32_t* one byte off) for a pointer; None where no array holds a byte there."""
+    for memory, (start, offset, count, own) in list(_ARRAYS.items()):
+        if 0 <= address - start < count * own.itemsize:
+            whole = np.frombuffer(memory, dtype=own, count=count, offset=offset)
+            rest = whole.view(np.uint8)[address - start:]
+            dtype = own if dtype is None else np.dtype(dtype)
+            return rest[:len(rest) // dtype.itemsize * dtype.itemsize].view(dtype)
     return None
 
 
