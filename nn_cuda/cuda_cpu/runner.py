@@ -907,8 +907,12 @@ class LoadedKernels:
         faulting thread's stack. '' where none is found."""
         words = (ctypes.c_size_t * 16)()
         self._lib.nn_cuda_cpu_fault_stack.restype = ctypes.c_size_t
+        if shutil.which("nm") is None:
+            return ""
+        start = self._load_address(_symbol_table(self.tool_path, "a fault's file:line"))
+        end = start + os.path.getsize(self.tool_path)
         for word in words[:self._lib.nn_cuda_cpu_fault_stack(words, ctypes.c_size_t(16))]:
-            found = self.source_at(word - 1)  # within the call instruction: its line
+            found = self.source_at(word - 1) if start < word <= end else ""  # within the call: its line
             if found:
                 return found
         return ""
@@ -1191,10 +1195,10 @@ class _GlobalVariables:
                 continue
             if rounding and any(_within_rounding(before, now, dtype) for dtype in (np.float32, np.float64)):
                 continue
-            if size % 8 == 0 and not device_heap.same_words(
-                    np.frombuffer(before, np.uint64), np.frombuffer(now, np.uint64),
-                    np.frombuffer(before, np.uint64) != np.frombuffer(now, np.uint64), self.heap).any():
-                continue  # addresses of allocations made alike (`__device__ Node* head = new Node`)
+            if size % 8 == 0:
+                words_before, words_now = np.frombuffer(before, np.uint64), np.frombuffer(now, np.uint64)
+                if not device_heap.same_words(words_before, words_now, words_before != words_now, self.heap).any():
+                    continue  # addresses of allocations made alike (`__device__ Node* head = new Node`)
             offset = next(i for i in range(size) if before[i] != now[i]) // 4 * 4
             return symbol, offset, before[offset:offset + 4], now[offset:offset + 4]
         return None
