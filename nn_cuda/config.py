@@ -32,6 +32,8 @@ EMULATED_EVAL_LIMIT = 100
 ENVIRONMENT = (
     ("NN_CUDA_KERNEL_DIR=DIR", "a copy of kernels/ to compile and run instead (cupy, cuda-cpu)"),
     ("NN_CUDA_CPU_CHECK=1", "cuda-cpu: the checking mode (races, out-of-bounds accesses, poisoned memory)"),
+    ("NN_CUDA_CPU_RACECHECK=1", "cuda-cpu: the checking mode, and every load and store looked at for races "
+     "(GCC; slower)"),
     ("NN_CUDA_CPU_SEED=N", "cuda-cpu: the seed of the checking mode's thread and block orders"),
     ("NN_CUDA_CPU_THREADS=N", "cuda-cpu: host threads that run a launch's blocks (default: the cores; 1: in order)"),
     ("NN_CUDA_CPU_FMA=1", "cuda-cpu: fuse a * b + c into FMA as NVRTC does (the GPU's float32 bits; slower)"),

@@ -80,8 +80,8 @@ def write_json(path, payload) -> None:
 
 #: backend -> the environment variables that change what a run on it computes or how
 RUN_VARIABLES = {
-    "cuda-cpu": ("NN_CUDA_CPU_CHECK", "NN_CUDA_CPU_SEED", "NN_CUDA_CPU_FMA", "NN_CUDA_CPU_THREADS",
-                 "NN_CUDA_KERNEL_DIR"),
+    "cuda-cpu": ("NN_CUDA_CPU_CHECK", "NN_CUDA_CPU_RACECHECK", "NN_CUDA_CPU_SEED", "NN_CUDA_CPU_FMA",
+                 "NN_CUDA_CPU_THREADS", "NN_CUDA_KERNEL_DIR"),
     "cupy": ("NN_CUDA_KERNEL_DIR",),
     "numba": ("NUMBA_ENABLE_CUDASIM",),
 }

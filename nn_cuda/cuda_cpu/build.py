@@ -113,6 +113,14 @@ CAST_CHECK_FLAGS = ("-fsanitize=bounds,float-cast-overflow,shift-exponent",
                     "-fno-sanitize-recover=bounds,shift-exponent", "-fsanitize-recover=float-cast-overflow",
                     "-DNN_CUDA_CPU_CAST_CHECK")
 
+# The race check (NN_CUDA_CPU_RACECHECK=1, runtime.cpp "races"): GCC's ThreadSanitizer instrumentation of
+# the code's loads and stores, whose calls the runtime answers itself. -static-libtsan with -shared links
+# no libtsan at all (GCC's link spec adds it to a shared library only as a shared one), which could not
+# be loaded into Python after its start; the runtime's object is compiled without the instrumentation.
+RACE_CHECK_FLAGS = ("-fsanitize=thread", "-static-libtsan", "--param=tsan-instrument-func-entry-exit=0",
+                    "-DNN_CUDA_CPU_RACE_CHECK")
+_INSTRUMENTATION_FLAGS = RACE_CHECK_FLAGS[:3]
+
 
 def is_gcc(compiler: str) -> bool:
     """Whether the host compiler is GCC (not clang, which answers to g++ on macOS)."""
@@ -442,7 +450,11 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool,
            *(check_flags(compiler) if check else WORKER_FLAGS if workers and threads_from_environment() > 1
              else ())]
     flags = [*own, *extra_flags, *LINK_FLAGS, f"-isystem{INCLUDE_DIR}"]
-    runner = _Runner(version, (*own, *(flag for flag in extra_flags if flag.startswith(("-std=", *_RUNNER_MACROS))),
+    if RACE_CHECK_FLAGS[0] in extra_flags and not gcc:
+        raise KernelBuildError(f"{what}: the race check (NN_CUDA_CPU_RACECHECK=1) needs GCC as the host compiler, "
+                               f"which instruments every load and store; {compiler} is not GCC (set CXX=g++)")
+    runner = _Runner(version, (*own, *(flag for flag in extra_flags if flag.startswith(("-std=", *_RUNNER_MACROS))
+                                       or flag in _INSTRUMENTATION_FLAGS),
                                f"-isystem{INCLUDE_DIR}"), WORKER_FLAGS[0] in flags, gcc)
     manifest = _manifest(stem, unit, compiler, version, " ".join(flags))
     return _Plan(compiler, flags, unit, manifest, stem, what, table, runner=runner)
@@ -512,7 +524,8 @@ def _object(source: Path, compiler: str, version: str, flags, what: str) -> tupl
     """(the cached object of one of the runner's sources for these flags, the files it was built from),
     built (and verified) first if missing."""
     unit = f'#include "{source.as_posix()}"\n'
-    flags = [*(flag for flag in flags if not flag.startswith(("-I", "-Wl,"))), "-c"]
+    flags = [*(flag for flag in flags if not flag.startswith(("-I", "-Wl,")) and flag not in _INSTRUMENTATION_FLAGS),
+             "-c"]
     plan = _Plan(compiler, flags, unit, _manifest(source.stem, unit, compiler, version, " ".join(flags)),
                  source.stem, what, source.name, suffix=".o")
     descriptor, target = _verified_build(plan)

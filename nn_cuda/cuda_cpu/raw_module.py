@@ -49,7 +49,8 @@ import numpy as np
 
 from . import arguments, build, device_memory, inline_ptx, nvrtc_headers, shared_headers, source_text
 from .runner import (STATIC_SHARED_LIMIT, KernelError, LoadedKernels, check_mode_from_environment, demangled,
-                     function_shared_statics, static_shared_by_function, static_shared_over_limit)
+                     function_shared_statics, race_check_from_environment, static_shared_by_function,
+                     static_shared_over_limit)
 
 _MAX_DIMENSION = 2**31 - 1
 #: a block's dynamic shared memory on a GPU unless the kernel's attribute raises it, to at most what
@@ -90,10 +91,14 @@ class RawModule:
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions or ())
         self.check = check_mode_from_environment() if check is None else bool(check)
+        #: every load and store of a checked launch looked at (NN_CUDA_CPU_RACECHECK=1; runtime.cpp "races")
+        self.race_check = self.check and race_check_from_environment()
         #: its kernels are launched cooperatively, as CuPy's (grid_group::sync)
         self.enable_cooperative_groups = bool(enable_cooperative_groups)
         self.name = name
         self._flags = build.host_flags(self.options, backend)  # a wrong option fails here, not at the build
+        if self.race_check:
+            self._flags += build.RACE_CHECK_FLAGS
         # extern __shared__ arrays as references to the runtime's region, and __shared__ variables
         # at file scope marked, in the code and in the headers it includes
         headers = shared_headers.reachable(code, self._flags)

@@ -147,6 +147,10 @@ _MESSAGE_BYTES = 2048
 _ALLOCATED = "memory a kernel allocated with malloc or new"
 
 
+#: the race check's variable
+RACE_CHECK_VARIABLE = "NN_CUDA_CPU_RACECHECK"
+
+
 class KernelError(KernelFailure):
     """A kernel faulted, broke a barrier, or (checking mode) read poisoned memory."""
 
@@ -156,7 +160,13 @@ class KernelTimeout(KernelError):
 
 
 def check_mode_from_environment() -> bool:
-    return os.environ.get("NN_CUDA_CPU_CHECK", "0") not in ("", "0")
+    """NN_CUDA_CPU_CHECK=1, or the race check (which runs in the checking mode)."""
+    return os.environ.get("NN_CUDA_CPU_CHECK", "0") not in ("", "0") or race_check_from_environment()
+
+
+def race_check_from_environment() -> bool:
+    """NN_CUDA_CPU_RACECHECK=1: the checking mode, and in it every load and store looked at (runtime.cpp, "races")."""
+    return os.environ.get(RACE_CHECK_VARIABLE, "0") not in ("", "0")
 
 
 def watchdog_from_environment() -> float:
@@ -217,6 +227,9 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_atomic_sum_magnitude.restype = ctypes.c_double
         self._lib.nn_cuda_cpu_atomic_before_address.restype = ctypes.c_size_t
         self._lib.nn_cuda_cpu_atomic_before_thread.restype = ctypes.c_char_p
+        #: built for the race check (build.RACE_CHECK_FLAGS): its first run of each checked launch looks at
+        #: every load and store
+        self.race_check = hasattr(self._lib, "nn_cuda_cpu_race_found")
         self._seeds = itertools.count(_seed_from_environment() * 1_000_003)
         self.watchdog = watchdog_from_environment()
         self.threads = 1 if check or cooperative else threads_from_environment()
@@ -391,10 +404,14 @@ class LoadedKernels:
             start = buffers.snapshot()
             seed = next(self._seeds)
             try:
-                self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
+                with self._races_watched(buffers):
+                    self._call(index, launch, buffers.pointers(), buffers.describe_fault, seed)
             except KernelTimeout:
                 raise
             except KernelError as error:
+                race = self._race_found(launch, buffers)
+                if race:
+                    raise KernelError(race) from None
                 # a write past extern __shared__ memory is found by the fill it changed: with zeros there a
                 # write of zeros shows no more, which is no read of the fill (HOOMD's FIRE partial sums)
                 found_by_its_fill = _PAST_DYNAMIC_SHARED in str(error)
@@ -439,6 +456,72 @@ class LoadedKernels:
                                         outputs=[(names[i], launch.args[i]) for i in sorted(buffers.outputs)])
             buffers.assert_no_poison_left(lambda: self._shared_read_unwritten(index, launch, buffers, beginning),
                                           lambda: self._nan_without_fills(index, launch, buffers, beginning))
+
+    @contextlib.contextmanager
+    def _races_watched(self, buffers):
+        """The race check's run: every load and store of the arguments' copies and of __shared__ memory
+        looked at (nothing where the library is not built for it)."""
+        if not self.race_check:
+            yield
+            return
+        # an input's copy is read-only (a write to it faults), so its reads race with nothing
+        spans = [value for copy in set(buffers.copies.values()) if not copy.read_only
+                 for value in (copy.start, copy.end)]
+        spans += [value for address, size, _ in self._code_variables().regions for value in (address, address + size)]
+        self._lib.nn_cuda_cpu_set_race_spans((ctypes.c_size_t * max(1, len(spans)))(*spans),
+                                             ctypes.c_size_t(len(spans) // 2))
+        self._lib.nn_cuda_cpu_set_race_tracking(1)
+        try:
+            yield
+        finally:
+            self._lib.nn_cuda_cpu_set_race_tracking(0)
+            self._lib.nn_cuda_cpu_set_race_spans(None, ctypes.c_size_t(0))
+
+    def _race_found(self, launch, buffers) -> str | None:
+        """The race check's report of the race the last run ended at, or None."""
+        if not self.race_check:
+            return None
+        found = (ctypes.c_ulonglong * 12)()
+        kind = self._lib.nn_cuda_cpu_race_found(found)
+        if kind == 0:
+            return None
+        address, earlier_site, later_site, *threads = list(found)
+        earlier, later, block = (tuple(threads[i:i + 3]) for i in (0, 3, 6))
+        argument = buffers.word_at(address) or self._variable_word_at(address)
+        what = argument or self._shared_word_at(address)
+        earlier_at = self.source_at(earlier_site - 1) or " at a line not known"
+        later_at = self.source_at(later_site - 1) or " at a line not known"
+        warp = ("" if _linear(earlier, launch.block) // 32 != _linear(later, launch.block) // 32
+                else " nor a __syncwarp() (they are lanes of one warp)")
+        if kind == 1:
+            order = (f"thread {earlier} of block {block} wrote it{earlier_at}, and thread {later} read it{later_at}, "
+                     f"with no __syncthreads(){warp} between: on a GPU the read may come before the write "
+                     "(a read-after-write hazard)")
+        else:
+            order = (f"thread {earlier} of block {block} read it{earlier_at}, and thread {later} wrote it{later_at}, "
+                     f"with no __syncthreads(){warp} between: on a GPU the write may come before the read "
+                     "(a write-after-read hazard)")
+        sanitizer = ("compute-sanitizer's racecheck looks at __shared__ memory only, so a GPU reports this one "
+                     "nowhere" if argument else "compute-sanitizer's racecheck reports this one on a GPU")
+        return (f"{launch.kernel}: a race on {what} ({RACE_CHECK_VARIABLE}=1): {order}. Threads that add to one place "
+                "(s += x) need atomicAdd or a reduction; a thread that reads what another wrote needs a barrier "
+                f"between ({sanitizer})")
+
+    def _variable_word_at(self, address: int) -> str | None:
+        """How a race report names a word of a __device__ variable of the code, or None."""
+        for start, size, symbol in self._code_variables().regions:
+            if start <= address < start + size:
+                return f"the variable `{demangled([symbol])[0]}`, its bytes {address - start} to {address - start + 3}"
+        return None
+
+    def _shared_word_at(self, address: int) -> str:
+        """How a race report names a word of __shared__ memory (its byte within the array)."""
+        for (start, size, _), name in zip(self._shared, _demangled(n for _, _, n in self._shared)):
+            if start <= address < start + size:
+                return f"{name}, its bytes {address - start} to {address - start + 3}"
+        dynamic = ctypes.c_size_t()
+        self._lib.nn_cuda_cpu_dynamic_shared_at(ctypes.byref(dynamic))
+        return f"extern __shared__ memory, its bytes {address - dynamic.value} to {address - dynamic.value + 3}"
 
     @contextlib.contextmanager
     def _frees_deferred(self):
@@ -1340,6 +1423,11 @@ STRUCT_TYPE = re.compile(r"struct of (\d+) bytes?")
 UNSUPPORTED = "?"
 
 
+def _linear(thread: tuple, block: tuple) -> int:
+    """threadIdx as one number, x fastest, as CUDA numbers the threads into warps."""
+    return thread[0] + block[0] * (thread[1] + block[1] * thread[2])
+
+
 def _dynamic_shared_name(launch) -> str:
     """How a report names extern __shared__ memory that a kernel read where nothing was written: within
     the launch's shared_mem, or past it (a read past it is no read of written memory either)."""
@@ -1634,6 +1722,15 @@ class _CheckedBuffers:
                 return (f": an access {where} of the device memory that {' and '.join(holders)} "
                         f"reach{'es' if len(holders) == 1 else ''}")
         return f" at address {address:#x}, outside every buffer passed to the kernel"
+
+    def word_at(self, address: int) -> str | None:
+        """How a race report names the 4-byte word at `address` of an argument's copy: its element."""
+        for copy in set(self.copies.values()):
+            if copy.start <= address < copy.end:
+                element = (address - copy.start) // copy.array.itemsize
+                index = np.unravel_index(element, copy.array.shape) if copy.array.ndim > 1 else element
+                return f"{' / '.join(copy.names)}[{', '.join(map(str, np.atleast_1d(index)))}]"
+        return None
 
     def copy_spans(self) -> list[tuple[int, int, str]]:
         """(first, end, names) of each guarded copy's memory, its guards included."""

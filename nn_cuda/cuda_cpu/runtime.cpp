@@ -140,6 +140,11 @@ struct PhaseCounts {
 };
 static NN_CUDA_CPU_PER_WORKER PhaseCounts phase;
 
+// The race check's clock of synchronisation (below, "races"): it moves on at the end of every phase of
+// any block, at every yield, and at every atomic operation and fence, so that two accesses made at one
+// value of it had nothing between them that could order them.
+static unsigned long long race_epoch = 1;
+
 // The threads still to run in the current phase, in their order: a thread that stops (at a
 // barrier, a warp sync, a yield or its end) switches straight to the next one, and the last one
 // back to the block's scheduler, one switch per thread instead of two. External linkage, as for
@@ -553,6 +558,7 @@ extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_barrier_stop(
 // in a spin loop) would otherwise spin alone, since the threads take turns.
 extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_yield_stop(const void* site)
 {
+    ++race_epoch;
     return stop_in(State::yielded, phase.yielded, site);
 }
 
@@ -926,6 +932,7 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
     }
     for (size_t t : released) {
         --warp_head(fibers[t]).warp_waiting;
+        ++warp_head(fibers[t]).warp_epoch;
         fibers[t].state = State::ready;
         fibers[t].source_slots = slots[t / kWarpSize];
         // a sync's values go to the other of two slots next time; __activemask() hands nothing over
@@ -933,6 +940,173 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
     }
     return released.size();
 }
+
+// ---- races: the accesses of a block's threads, one by one (the race check) --------------------------
+//
+// The checking mode compares two orders of the threads, which cannot show a race whose every order
+// gives the same result here: `s[0] += x` by every thread of a phase runs one thread's read and write
+// after another's, so the sum comes out right, where a GPU's threads read together and lose updates.
+// The race check's build (build.py, RACE_CHECK_FLAGS; NN_CUDA_CPU_RACECHECK=1) has GCC's
+// ThreadSanitizer instrumentation call a function before every load and store of the kernel code
+// (__tsan_read4, __tsan_write8, ...): this file defines them, in place of libtsan's. For the memory the
+// Python side names (the launch's arrays; the code's __shared__ arrays and extern __shared__ memory are
+// added here) a shadow keeps, per 4-byte word, the last write and the first read of the current phase:
+// the thread, the code's address, the race epoch and the epoch of the thread's warp. A read of a word that
+// another thread of the block wrote at the same race epoch, with no warp sync between them where both
+// are of one warp, is a read-after-write hazard; a write of a word another thread read so, a
+// write-after-read hazard (compute-sanitizer's racecheck reports both on a GPU, for __shared__ memory).
+// The first one ends the launch, and the Python side names the memory and both lines. Writes after
+// writes are not reported (threads storing one flag is common and harmless); the check is between the
+// threads of one block (its blocks' accesses of one global word are not compared), and any atomic
+// operation, fence or yield counts as ordering everything before it (a lock in __shared__ memory, a
+// flag set after a __threadfence()), so a race beside atomics of the same phase is not seen.
+#if defined(NN_CUDA_CPU_RACE_CHECK)
+// An access as the shadow keeps it, in 16 bytes. race_epoch also moves on whenever a block takes its
+// turn, and never goes back, so that one value of it is one phase of one block, and a word's record
+// from an earlier phase, block or launch never matches: the shadow is cleared only where the epoch's
+// 32 bits kept here would wrap (race_spans_for_launch), otherwise reused.
+struct RaceAccess {
+    unsigned epoch = 0;  // race_epoch at the access (0: none)
+    int site = 0;  // the instrumentation call's return address, in the kernel's code, from race_access's
+    unsigned short tid = 0;  // threadIdx as one number
+    unsigned char bytes = 0;  // the bytes of the word it touched, a bit each
+    unsigned warp_epoch = 0;  // its warp's (Fiber::warp_epoch)
+};
+struct WordAccesses {
+    RaceAccess write, read;
+};
+struct RaceSpan {
+    uintptr_t first, end;
+    WordAccesses* words;  // from first rounded down to a word
+};
+static std::vector<RaceSpan> race_spans;  // the arguments' (nn_cuda_cpu_set_race_spans), then the shared memory's
+static std::vector<std::vector<WordAccesses>> race_shadows;  // the spans' words, kept from launch to launch
+static size_t race_argument_spans = 0;  // of race_spans, the Python side's
+static uintptr_t race_low = 0, race_high = 0;  // the span of all of them
+static bool race_tracking = false;  // this run of a checked launch looks at every access
+static bool race_asked = false;  // the first run of each checked launch does (nn_cuda_cpu_set_race_tracking)
+struct RaceFound {
+    int kind = 0;  // 0: none, 1: a read after another thread's write, 2: a write after another's read
+    uintptr_t address = 0;  // the word's first byte
+    RaceAccess earlier, later;
+    uint3 earlier_thread{}, later_thread{}, block{};
+};
+static RaceFound race_found;
+
+// Span number `n` of race_spans, its shadow reused (and grown where too small).
+RaceSpan race_span(size_t n, uintptr_t first, uintptr_t end)
+{
+    if (race_shadows.size() <= n) {
+        race_shadows.resize(n + 1);
+    }
+    std::vector<WordAccesses>& shadow = race_shadows[n];
+    shadow.resize(std::max(shadow.size(), static_cast<size_t>((end - (first & ~uintptr_t{3}) + 3) / 4)));
+    return RaceSpan{first, end, shadow.data()};
+}
+
+// The spans of this launch's run: the arguments' kept, the shared memory's made again (the extern
+// __shared__ memory's size is the launch's).
+void race_spans_for_launch()
+{
+    if (race_epoch >= (1ull << 31)) {  // half way to a wrap of the shadow's epochs: a fresh shadow
+        for (std::vector<WordAccesses>& shadow : race_shadows) {
+            std::fill(shadow.begin(), shadow.end(), WordAccesses{});
+        }
+        race_epoch = 1;
+    }
+    race_spans.resize(race_argument_spans);
+    race_low = UINTPTR_MAX;
+    race_high = 0;
+    if (!race_tracking) {
+        return;  // no access calls race_access
+    }
+    for (const SharedRegion& region : shared_regions) {
+        const uintptr_t at = reinterpret_cast<uintptr_t>(region.address);
+        race_spans.push_back(race_span(race_spans.size(), at, at + region.bytes));
+    }
+    if (dynamic_shared_bytes > 0) {
+        const uintptr_t at = reinterpret_cast<uintptr_t>(dynamic_shared);
+        race_spans.push_back(race_span(race_spans.size(), at, at + dynamic_shared_bytes));
+    }
+    for (const RaceSpan& span : race_spans) {
+        race_low = std::min(race_low, span.first);
+        race_high = std::max(race_high, span.end);
+    }
+}
+
+uint3 thread_of(unsigned tid)
+{
+    return uint3{tid % block_dim.x, (tid / block_dim.x) % block_dim.y, tid / (block_dim.x * block_dim.y)};
+}
+
+void race_access(uintptr_t address, size_t size, bool write, const void* site);
+
+uintptr_t race_site(int site) { return reinterpret_cast<uintptr_t>(&race_access) + site; }
+
+[[noreturn]] void report_race(int kind, uintptr_t word, const RaceAccess& earlier, const RaceAccess& later)
+{
+    race_found = RaceFound{kind, word, earlier, later, thread_of(earlier.tid), thread_of(later.tid), block_idx};
+    report("%s: a race between threads (%u, %u, %u) and (%u, %u, %u) of block (%u, %u, %u)", launch.kernel,
+           race_found.earlier_thread.x, race_found.earlier_thread.y, race_found.earlier_thread.z,
+           race_found.later_thread.x, race_found.later_thread.y, race_found.later_thread.z, block_idx.x, block_idx.y,
+           block_idx.z);
+    end_launch_reported();
+}
+
+// Whether `earlier` and `now`, by two threads, have nothing between them that orders them.
+inline bool unordered(const RaceAccess& earlier, const RaceAccess& now)
+{
+    return earlier.epoch == now.epoch && earlier.tid != now.tid && (earlier.bytes & now.bytes) != 0 &&
+           (earlier.tid / kWarpSize != now.tid / kWarpSize || earlier.warp_epoch == now.warp_epoch);
+}
+
+__attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool write, const void* site)
+{
+    if (!race_tracking || current == nullptr) {
+        return;
+    }
+    const uintptr_t end = address + size;
+    for (const RaceSpan& span : race_spans) {
+        if (end <= span.first || address >= span.end) {
+            continue;
+        }
+        const uintptr_t from = std::max(address, span.first), to = std::min(end, span.end);
+        const uintptr_t base = span.first & ~uintptr_t{3};
+        for (uintptr_t word = from & ~uintptr_t{3}; word < to; word += 4) {
+            const unsigned low = static_cast<unsigned>(std::max(from, word) - word);
+            const unsigned high = static_cast<unsigned>(std::min(to, word + 4) - word);
+            const RaceAccess now{static_cast<unsigned>(race_epoch),
+                                 static_cast<int>(reinterpret_cast<uintptr_t>(site) -
+                                                  reinterpret_cast<uintptr_t>(&race_access)),
+                                 static_cast<unsigned short>(current->tid),
+                                 static_cast<unsigned char>(((1u << high) - 1u) & ~((1u << low) - 1u)),
+                                 warp_head(*current).warp_epoch};
+            WordAccesses& accesses = span.words[(word - base) / 4];
+            if (write) {
+                if (unordered(accesses.read, now)) {
+                    report_race(2, word, accesses.read, now);
+                }
+                accesses.write = now;
+            } else {
+                if (unordered(accesses.write, now)) {
+                    report_race(1, word, accesses.write, now);
+                }
+                if (accesses.read.epoch != now.epoch) {
+                    accesses.read = now;  // the phase's first reader
+                }
+            }
+        }
+    }
+}
+
+inline void race_check(const void* address, size_t size, bool write, const void* site)
+{
+    const uintptr_t at = reinterpret_cast<uintptr_t>(address);
+    if (at < race_high && at + size > race_low) {  // the usual case, a local or the runner's own: no call
+        race_access(at, size, write, site);
+    }
+}
+#endif
 
 // ---- blocks that take turns (checking mode) ------------------------------------------------------
 
@@ -960,11 +1134,16 @@ static void* launcher_sp = nullptr;  // the launcher's stack while a resident bl
 // The resident block that runs. External linkage on purpose, as for `current`.
 size_t running = 0;
 
+// What the block's threads did so far is ordered before what they do next (runtime.h): a
+// cuda::barrier's arrival, as the race check takes it.
+void race_order() { ++race_epoch; }
+
 // Where a block's scheduler stands between two phases: in the checking mode, hand back to the
 // launcher, which may run other blocks' phases before this one's next; `yielded` when threads of the
 // block wait for other blocks.
 void end_of_phase(bool yielded = false)
 {
+    ++race_epoch;
     if (interleaving) {
         residents[running].yielded = yielded;
         nn_cuda_cpu_switch(&residents[running].sp, launcher_sp);
@@ -1117,6 +1296,7 @@ Release release_completed_warp_sync()
         ++fiber.warp_syncs;
         --fibers[base].warp_waiting;
     }
+    ++fibers[base].warp_epoch;
     const bool running_first = released[0] == running.tid;
     const size_t queued = count - (running_first ? 1 : 0);
     size_t* const front = const_cast<size_t*>(queue.next) - queued;
@@ -1153,10 +1333,12 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.warp_returned = 0;
         fiber.syncs_passed = 0;
         fiber.shared_atomic_turn_at = ~0u;
+        fiber.warp_epoch = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
     vote_totals[0] = vote_totals[1] = vote_totals[2] = 0;
+    ++race_epoch;  // a block's first phase (the race check's)
     for (;;) {
         size_t* first = order.data();
         queue_room = nullptr;
@@ -1394,6 +1576,7 @@ bool run_interleaved(const std::vector<size_t>& grid_order, size_t threads, Rand
         running = slot;
         block_idx = block_index(block.linear);
         fibers = fiber_pool.data() + slot * threads;
+        ++race_epoch;  // a block's turn: none of its accesses is of another's phase (the race check's)
         nn_cuda_cpu_switch(&launcher_sp, block.sp);
         if (!block.live) {
             --live;
@@ -1750,6 +1933,11 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
     launch.message_written.store(false);
     counted_clock = check != 0;
     ++heap_run;
+#if defined(NN_CUDA_CPU_RACE_CHECK)
+    race_found = RaceFound{};
+    race_tracking = race_asked && check == 1;
+    race_spans_for_launch();
+#endif
     const size_t threads = static_cast<size_t>(block[0]) * block[1] * block[2];
     // a GPU's limits (every architecture since sm_30): a launch beyond them fails there
     if (threads == 0 || threads > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[0] == 0 ||
@@ -1988,3 +2176,137 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
     }
     nn_cuda_cpu::dynamic_shared_fill = static_cast<unsigned char>(dynamic_fill);
 }
+
+#if defined(NN_CUDA_CPU_RACE_CHECK)
+// ---- the race check's side of GCC's ThreadSanitizer instrumentation (above, "races") ----------------
+// Every load and store of the kernel code, of 1 to 16 bytes, aligned or not, volatile or not, and of
+// ranges (a struct's copy); atomics and fences, which are done and move the race epoch on (loads
+// excepted); function entries and exits and the module's start, which need nothing.
+#define NN_CUDA_CPU_TSAN_ACCESS(bytes)                                                                        \
+    void __tsan_read##bytes(void* a) { nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); } \
+    void __tsan_write##bytes(void* a) { nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); } \
+    void __tsan_unaligned_read##bytes(void* a) {                                                              \
+        nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); }                              \
+    void __tsan_unaligned_write##bytes(void* a) {                                                             \
+        nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); }                               \
+    void __tsan_volatile_read##bytes(void* a) {                                                               \
+        nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); }                              \
+    void __tsan_volatile_write##bytes(void* a) {                                                              \
+        nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); }                               \
+    void __tsan_unaligned_volatile_read##bytes(void* a) {                                                     \
+        nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); }                              \
+    void __tsan_unaligned_volatile_write##bytes(void* a) {                                                    \
+        nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); }
+#define NN_CUDA_CPU_TSAN_ATOMICS(bits, T)                                                                     \
+    T __tsan_atomic##bits##_load(const volatile T* a, int) { return __atomic_load_n(a, __ATOMIC_SEQ_CST); }   \
+    void __tsan_atomic##bits##_store(volatile T* a, T v, int) {                                               \
+        ++nn_cuda_cpu::race_epoch; __atomic_store_n(a, v, __ATOMIC_SEQ_CST); }                               \
+    T __tsan_atomic##bits##_exchange(volatile T* a, T v, int) {                                               \
+        ++nn_cuda_cpu::race_epoch; return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }                     \
+    T __tsan_atomic##bits##_fetch_add(volatile T* a, T v, int) {                                              \
+        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }                      \
+    T __tsan_atomic##bits##_fetch_sub(volatile T* a, T v, int) {                                              \
+        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }                      \
+    T __tsan_atomic##bits##_fetch_and(volatile T* a, T v, int) {                                              \
+        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }                      \
+    T __tsan_atomic##bits##_fetch_or(volatile T* a, T v, int) {                                               \
+        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }                       \
+    T __tsan_atomic##bits##_fetch_xor(volatile T* a, T v, int) {                                              \
+        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }                      \
+    T __tsan_atomic##bits##_fetch_nand(volatile T* a, T v, int) {                                             \
+        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST); }                     \
+    int __tsan_atomic##bits##_compare_exchange_strong(volatile T* a, T* expected, T v, int, int) {            \
+        ++nn_cuda_cpu::race_epoch;                                                                            \
+        return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); }      \
+    int __tsan_atomic##bits##_compare_exchange_weak(volatile T* a, T* expected, T v, int, int) {              \
+        ++nn_cuda_cpu::race_epoch;                                                                            \
+        return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); }      \
+    T __tsan_atomic##bits##_compare_exchange_val(volatile T* a, T expected, T v, int, int) {                  \
+        ++nn_cuda_cpu::race_epoch;                                                                            \
+        __atomic_compare_exchange_n(a, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);             \
+        return expected; }
+#pragma GCC visibility push(hidden)
+extern "C" {
+void __tsan_init() {}
+void __tsan_func_entry(void*) {}
+void __tsan_func_exit() {}
+void __tsan_vptr_update(void**, void*) {}
+void __tsan_vptr_read(void**) {}
+NN_CUDA_CPU_TSAN_ACCESS(1)
+NN_CUDA_CPU_TSAN_ACCESS(2)
+NN_CUDA_CPU_TSAN_ACCESS(4)
+NN_CUDA_CPU_TSAN_ACCESS(8)
+NN_CUDA_CPU_TSAN_ACCESS(16)
+void __tsan_read_range(void* a, unsigned long size) {
+    nn_cuda_cpu::race_check(a, size, false, __builtin_return_address(0)); }
+void __tsan_write_range(void* a, unsigned long size) {
+    nn_cuda_cpu::race_check(a, size, true, __builtin_return_address(0)); }
+NN_CUDA_CPU_TSAN_ATOMICS(8, char)
+NN_CUDA_CPU_TSAN_ATOMICS(16, short)
+NN_CUDA_CPU_TSAN_ATOMICS(32, int)
+NN_CUDA_CPU_TSAN_ATOMICS(64, long)
+// 16 bytes in plain loads and stores: the race check's launches run on one host thread, and x86-64
+// has no 16-byte atomics without -mcx16 (GCC would call libatomic)
+using Int128 = __int128;
+Int128 __tsan_atomic128_load(const volatile Int128* a, int) { return *a; }
+void __tsan_atomic128_store(volatile Int128* a, Int128 v, int) { ++nn_cuda_cpu::race_epoch; *a = v; }
+Int128 __tsan_atomic128_exchange(volatile Int128* a, Int128 v, int)
+{
+    ++nn_cuda_cpu::race_epoch;
+    const Int128 old = *a;
+    *a = v;
+    return old;
+}
+int __tsan_atomic128_compare_exchange_strong(volatile Int128* a, Int128* expected, Int128 v, int, int)
+{
+    ++nn_cuda_cpu::race_epoch;
+    const Int128 old = *a;
+    if (old == *expected) {
+        *a = v;
+        return 1;
+    }
+    *expected = old;
+    return 0;
+}
+int __tsan_atomic128_compare_exchange_weak(volatile Int128* a, Int128* expected, Int128 v, int mo, int fail)
+{
+    return __tsan_atomic128_compare_exchange_strong(a, expected, v, mo, fail);
+}
+Int128 __tsan_atomic128_compare_exchange_val(volatile Int128* a, Int128 expected, Int128 v, int mo, int fail)
+{
+    __tsan_atomic128_compare_exchange_strong(a, &expected, v, mo, fail);
+    return expected;
+}
+void __tsan_atomic_thread_fence(int) { ++nn_cuda_cpu::race_epoch; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_signal_fence(int) {}
+}
+#pragma GCC visibility pop
+
+extern "C" {
+
+// The arguments' spans, as [first, end) pairs, which the race check watches from the next launch on.
+void nn_cuda_cpu_set_race_spans(const uintptr_t* spans, size_t count)
+{
+    nn_cuda_cpu::race_spans.clear();
+    for (size_t i = 0; i < count; ++i) {
+        nn_cuda_cpu::race_spans.push_back(nn_cuda_cpu::race_span(i, spans[2 * i], spans[2 * i + 1]));
+    }
+    nn_cuda_cpu::race_argument_spans = count;
+}
+void nn_cuda_cpu_set_race_tracking(int on) { nn_cuda_cpu::race_asked = on != 0; }
+void nn_cuda_cpu_dynamic_shared_at(size_t* out) { *out = reinterpret_cast<uintptr_t>(nn_cuda_cpu::dynamic_shared); }
+// The race the last launch ended at: 0 where none, else its kind (1: a read after another thread's
+// write, 2: a write after another's read), and in `out` the word's address, the earlier and the later
+// access's code address, their threads' x, y, z, and the block's x, y, z.
+int nn_cuda_cpu_race_found(unsigned long long* out)
+{
+    const nn_cuda_cpu::RaceFound& found = nn_cuda_cpu::race_found;
+    const unsigned long long values[] = {
+        found.address, nn_cuda_cpu::race_site(found.earlier.site), nn_cuda_cpu::race_site(found.later.site),
+        found.earlier_thread.x, found.earlier_thread.y, found.earlier_thread.z, found.later_thread.x,
+        found.later_thread.y, found.later_thread.z, found.block.x, found.block.y, found.block.z};
+    std::copy(std::begin(values), std::end(values), out);
+    return found.kind;
+}
+}
+#endif

@@ -159,6 +159,9 @@ struct Fiber {
     // threads run at an atomic on __shared__ memory (the checking mode: lanes_take_turns_at_shared_atomics)
     unsigned syncs_passed = 0;
     unsigned shared_atomic_turn_at = ~0u;
+    // on a warp's first lane: how many times lanes of the warp went on from a warp sync (the race
+    // check's order within a warp, runtime.cpp "races")
+    unsigned warp_epoch = 0;
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------
@@ -262,7 +265,17 @@ inline unsigned lanes_of(size_t warp, size_t threads)
     return count == kWarpSize ? 0xFFFFFFFFu : (1u << count) - 1u;
 }
 
+// The runner's own synchronisation in __shared__ memory (cuda::barrier's counters): left out of the race
+// check's instrumentation, each arrival moving its epoch on (race_order), as a barrier orders what came
+// before it (runtime.cpp, "races").
+#if defined(NN_CUDA_CPU_RACE_CHECK)
+#define NN_CUDA_CPU_SYNCHRONIZATION __attribute__((no_sanitize_thread))
+#else
+#define NN_CUDA_CPU_SYNCHRONIZATION
+#endif
+
 // The runner's side of the built-ins (runtime.cpp).
+void race_order();  // what the block's threads did so far is ordered before what they do next
 void barrier();  // __syncthreads()
 void yield_thread();  // lets the other threads run first (__nanosleep, a cuda::barrier wait)
 bool lanes_take_turns_at_shared_atomics(const void* address);  // the checking mode, at a __shared__ address

@@ -1,0 +1,291 @@
+"""The race check (NN_CUDA_CPU_RACECHECK=1): every load and store of a checked launch looked at, so that
+races whose every order of the threads gives the same result on the CPU are reported as a GPU would show
+them: lost updates (`total += x` by many threads of a phase), warps that share memory across a
+__syncwarp() only, lanes of a warp without one. And no report where the code orders its accesses: a
+barrier, a __syncwarp() between the lanes of a warp, a lock taken with atomicCAS, cuda::barrier, blocks
+that take turns at one address of __shared__ memory, the project's GEMMs. The kernels are written here;
+each result is compared with NumPy's (exact: integers, or floats whose sums are exact)."""
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule, build
+from nn_cuda.cuda_cpu.build import KernelBuildError
+
+pytestmark = pytest.mark.slow  # each module is a build with every load and store instrumented (seconds)
+
+RACES = r"""
+#include <cuda/barrier>
+
+// Each thread adds its element to its column's total. Threads of one column read the same total and
+// store their own sums on a GPU, losing each other's updates; here they run one after another, and the
+// totals come out right in every order.
+extern "C" __global__ void column_sums(const float* x, float* totals, int rows, int cols)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows * cols) {
+        totals[i % cols] += x[i];
+    }
+}
+
+// The same with atomicAdd: right on a GPU.
+extern "C" __global__ void column_sums_atomic(const float* x, float* totals, int rows, int cols)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows * cols) {
+        atomicAdd(&totals[i % cols], x[i]);
+    }
+}
+
+// One __shared__ total that every thread of the block adds to between two barriers.
+extern "C" __global__ void block_total(const int* x, int* out)
+{
+    __shared__ int total;
+    if (threadIdx.x == 0) {
+        total = 0;
+    }
+    __syncthreads();
+    total += x[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        out[blockIdx.x] = total;
+    }
+}
+
+// The same under a lock in __shared__ memory, taken with atomicCAS and given back with atomicExch: right
+// on a GPU (each lane loops until it has added, so lanes spinning together never wait for each other).
+extern "C" __global__ void locked_total(const int* x, int* out)
+{
+    __shared__ int lock;
+    __shared__ int total;
+    if (threadIdx.x == 0) {
+        lock = 0;
+        total = 0;
+    }
+    __syncthreads();
+    bool added = false;
+    while (!added) {
+        if (atomicCAS(&lock, 0, 1) == 0) {
+            total += x[blockIdx.x * blockDim.x + threadIdx.x];
+            __threadfence_block();
+            atomicExch(&lock, 0);
+            added = true;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        out[blockIdx.x] = total;
+    }
+}
+
+// Each lane stores its warp's number in a slot that every warp of the block shares, syncs its own warp
+// and reads its neighbour's slot: a __syncwarp() orders the lanes of one warp, not two warps.
+extern "C" __global__ void shared_slots(int* out)
+{
+    __shared__ int slots[32];
+    const int lane = threadIdx.x % 32;
+    slots[lane] = threadIdx.x / 32;
+    __syncwarp();
+    out[threadIdx.x] = slots[(lane + 1) % 32];
+}
+
+// The same with a row of slots per warp: right.
+extern "C" __global__ void slot_rows(int* out)
+{
+    __shared__ int slots[4][32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    slots[warp][lane] = warp;
+    __syncwarp();
+    out[threadIdx.x] = slots[warp][(lane + 1) % 32];
+}
+
+// Each warp sums its 32 values in __shared__ memory by halves. With `synced`, a __syncwarp() between
+// each read and the write after it (right); without, legacy warp-synchronous code (a race on a GPU
+// whose lanes do not run in lockstep, every GPU since Volta).
+extern "C" __global__ void warp_halves(const int* x, int* out, int synced)
+{
+    __shared__ int s[64];
+    const int lane = threadIdx.x % 32, first = threadIdx.x - lane;
+    s[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncwarp();
+    for (int half = 16; half > 0; half /= 2) {
+        int v = 0;
+        if (lane < half) {
+            v = s[first + lane + half];
+        }
+        if (synced) {
+            __syncwarp();
+        }
+        if (lane < half) {
+            s[first + lane] += v;
+        }
+        if (synced) {
+            __syncwarp();
+        }
+    }
+    if (lane == 0) {
+        out[blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32] = s[first];
+    }
+}
+
+// Each block sums its 32 values by pairs at doubling strides, a barrier before each step, in the same
+// __shared__ array, whose address is every block's here, as blocks take turns: no race.
+extern "C" __global__ void tree_sums(const int* x, int* out)
+{
+    __shared__ int s[32];
+    const int t = threadIdx.x;
+    s[t] = x[blockIdx.x * 32 + t];
+    for (int stride = 1; stride < 32; stride *= 2) {
+        __syncthreads();
+        if (t % (2 * stride) == 0) {
+            s[t] += s[t + stride];
+        }
+    }
+    if (t == 0) {
+        out[blockIdx.x] = s[0];
+    }
+}
+
+// A block's threads stage their values through __shared__ memory with a cuda::barrier: each thread
+// stores, arrives and waits, then reads its neighbour's. Right on a GPU.
+extern "C" __global__ void staged_neighbours(const int* x, int* out)
+{
+    __shared__ int s[64];
+    __shared__ cuda::barrier<cuda::thread_scope_block> ready;
+    if (threadIdx.x == 0) {
+        init(&ready, blockDim.x);
+    }
+    __syncthreads();
+    s[threadIdx.x] = x[threadIdx.x];
+    ready.arrive_and_wait();
+    out[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def races():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NN_CUDA_CPU_RACECHECK", "1")
+        module = RawModule(code=RACES)
+    assert module.check and module.race_check
+    return module
+
+
+def test_a_lost_update_in_global_memory_is_reported_with_both_lines(races):
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    line = RACES.splitlines().index("        totals[i % cols] += x[i];") + 1
+    with pytest.raises(KernelError, match=rf"column_sums: a race on args\[1\]\[\d\] \(NN_CUDA_CPU_RACECHECK=1\): "
+                                          rf"thread \(\d+, 0, 0\) of block \(0, 0, 0\) wrote it at \(RawModule code\):"
+                                          rf"{line}, and thread \(\d+, 0, 0\) read it at \(RawModule code\):{line}, "
+                                          r"with no __syncthreads\(\).* \(a read-after-write hazard\). Threads that "
+                                          r"add to one place \(s \+= x\) need atomicAdd .*a GPU reports this one "
+                                          r"nowhere"):
+        races.get_function("column_sums")((1,), (64,), (x, np.zeros(8, np.float32), np.int32(8), np.int32(8)))
+
+
+def test_the_checking_mode_alone_passes_that_lost_update(monkeypatch):
+    # every order of the threads gives the right totals here: the reason for the race check
+    monkeypatch.delenv("NN_CUDA_CPU_RACECHECK", raising=False)
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    totals = np.zeros(8, np.float32)
+    RawModule(code=RACES, check=True).get_function("column_sums")((1,), (64,), (x, totals, np.int32(8), np.int32(8)))
+    np.testing.assert_array_equal(totals, x.sum(axis=0))
+
+
+def test_the_same_sums_made_with_atomic_add_pass(races):
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)  # sums of small integers: exact in any order
+    totals = np.zeros(8, np.float32)
+    races.get_function("column_sums_atomic")((2,), (32,), (x, totals, np.int32(8), np.int32(8)))
+    np.testing.assert_array_equal(totals, x.sum(axis=0))
+
+
+def test_a_lost_update_of_a_shared_variable_is_named(races):
+    x = np.arange(128, dtype=np.int32)
+    with pytest.raises(KernelError, match=r"block_total: a race on __shared__ `total` \(in block_total\), its bytes "
+                                          r"0 to 3 .*compute-sanitizer's racecheck reports this one on a GPU"):
+        races.get_function("block_total")((2,), (64,), (x, np.full(2, -1, np.int32)))
+
+
+def test_a_total_under_a_lock_taken_with_atomic_cas_passes(races):
+    x = np.arange(128, dtype=np.int32)
+    out = np.full(2, -1, np.int32)
+    races.get_function("locked_total")((2,), (64,), (x, out))
+    np.testing.assert_array_equal(out, x.reshape(2, 64).sum(axis=1))
+
+
+def test_warps_sharing_slots_across_a_syncwarp_only_are_reported_and_rows_of_their_own_pass(races):
+    # between two warps, the message names no __syncwarp(): it would not help
+    with pytest.raises(KernelError, match=r"shared_slots: a race on __shared__ `slots` \(in shared_slots\).*"
+                                          r"with no __syncthreads\(\) between: on a GPU"):
+        races.get_function("shared_slots")((1,), (128,), (np.full(128, -1, np.int32),))
+    out = np.full(128, -1, np.int32)
+    races.get_function("slot_rows")((1,), (128,), (out,))
+    np.testing.assert_array_equal(out, np.arange(128) // 32)
+
+
+def test_lanes_without_a_syncwarp_are_reported_and_with_one_pass(races):
+    x = np.arange(128, dtype=np.int32)
+    with pytest.raises(KernelError, match=r"warp_halves: a race on __shared__ `s` \(in warp_halves\).* with no "
+                                          r"__syncthreads\(\) nor a __syncwarp\(\) \(they are lanes of one warp\) "
+                                          r"between"):
+        races.get_function("warp_halves")((2,), (64,), (x, np.full(4, -1, np.int32), np.int32(0)))
+    out = np.full(4, -1, np.int32)
+    races.get_function("warp_halves")((2,), (64,), (x, out, np.int32(1)))
+    np.testing.assert_array_equal(out, x.reshape(4, 32).sum(axis=1))
+
+
+def test_blocks_taking_turns_at_one_shared_address_are_no_race(races):
+    # six blocks, four resident at a time, each ending in a phase with no barrier after it: the block that
+    # resumes after it reads and writes the same addresses (a false report until the race check's epoch
+    # moved on at every block's turn)
+    x = np.arange(6 * 32, dtype=np.int32)
+    out = np.full(6, -1, np.int32)
+    races.get_function("tree_sums")((6,), (32,), (x, out))
+    np.testing.assert_array_equal(out, x.reshape(6, 32).sum(axis=1))
+
+
+def test_a_cuda_barrier_orders_the_accesses_it_separates(races):
+    x = np.arange(64, dtype=np.int32)
+    out = np.full(64, -1, np.int32)
+    races.get_function("staged_neighbours")((1,), (64,), (x, out))
+    np.testing.assert_array_equal(out, np.roll(x, -1))
+
+
+@pytest.mark.parametrize("algo", ["naive", "tiled", "regblock"])
+def test_the_projects_gemms_pass_the_race_check(algo, monkeypatch):
+    from nn_cuda.backends.cuda_cpu_backend import CudaCpuBackend
+
+    monkeypatch.setenv("NN_CUDA_CPU_RACECHECK", "1")
+    backend = CudaCpuBackend(gemm=algo)
+    assert backend.check
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((70, 40)), rng.standard_normal((40, 33))  # partial tiles in every dimension
+    C = np.full((70, 33), np.nan)
+    backend.gemm(A, B, C)
+    assert np.linalg.norm(C - A @ B) / np.linalg.norm(A @ B) < 1e-14  # float64: a few ulps of K = 40 terms
+
+
+def test_the_race_check_needs_gcc(monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CPU_RACECHECK", "1")
+    monkeypatch.setattr(build, "is_gcc", lambda compiler: False)
+    with pytest.raises(KernelBuildError, match=r"the race check \(NN_CUDA_CPU_RACECHECK=1\) needs GCC as the host "
+                                               r"compiler"):
+        RawModule(code="extern \"C\" __global__ void k(int* x) { x[0] = 1; }").get_function("k")
+
+
+def test_a_lost_update_of_a_device_variable_is_named():
+    code = r"""
+__device__ int visits;
+// Every thread counts itself in a __device__ variable without an atomic.
+extern "C" __global__ void count_visits(int* out)
+{
+    visits += 1;
+    out[threadIdx.x] = 0;
+}
+"""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NN_CUDA_CPU_RACECHECK", "1")
+        module = RawModule(code=code)
+    with pytest.raises(KernelError, match=r"count_visits: a race on the variable `visits`, its bytes 0 to 3 "):
+        module.get_function("count_visits")((1,), (32,), (np.full(32, -1, np.int32),))
