@@ -236,3 +236,20 @@ def test_an_address_taken_past_a_fixed_size_array_is_named_as_such_with_the_spel
     out[:] = 0
     RawModule(code=ADDRESS_PAST_THE_END, options=("-DPOINTER",), check=True).get_function("slots")((1,), (32,), (out,))
     assert out[:8].tolist() == [14.0] * 8
+
+
+def test_a_recursive_forceinline_function_builds_as_nvcc_builds_it():
+    # sputnik's Log2: GCC's always_inline failed it ("recursive inlining"); __forceinline__ is a hint
+    code = r"""
+__host__ __device__ __forceinline__ int Log2(int x)
+{
+    if (x >>= 1) {
+        return Log2(x) + 1;
+    }
+    return 0;
+}
+extern "C" __global__ void log2s(int* out) { out[threadIdx.x] = Log2(threadIdx.x + 1); }
+"""
+    out = np.full(40, -1, np.int32)
+    RawModule(code=code).get_function("log2s")((1,), (40,), (out,))
+    np.testing.assert_array_equal(out, np.floor(np.log2(np.arange(1, 41))).astype(np.int32))

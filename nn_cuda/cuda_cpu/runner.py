@@ -505,7 +505,8 @@ class LoadedKernels:
                      "nowhere" if argument else "compute-sanitizer's racecheck reports this one on a GPU")
         return (f"{launch.kernel}: a race on {what} ({RACE_CHECK_VARIABLE}=1): {order}. Threads that add to one place "
                 "(s += x) need atomicAdd or a reduction; a thread that reads what another wrote needs a barrier "
-                f"between ({sanitizer})")
+                "between, and in a loop also between one pass's last access and the next pass's first (a thread "
+                f"that runs ahead into the next pass overwrites what a slower one still reads) ({sanitizer})")
 
     def _variable_word_at(self, address: int) -> str | None:
         """How a race report names a word of a __device__ variable of the code, or None."""

@@ -140,10 +140,20 @@ struct PhaseCounts {
 };
 static NN_CUDA_CPU_PER_WORKER PhaseCounts phase;
 
-// The race check's clock of synchronisation (below, "races"): it moves on at the end of every phase of
-// any block, at every yield, and at every atomic operation and fence, so that two accesses made at one
-// value of it had nothing between them that could order them.
+// The race check's counts (below, "races"): the epoch moves on at the end of every phase of any block, at
+// every turn of a block and at every yield, so that two accesses made at one value of it are of one
+// phase of one block with no thread waiting between; the clock at every atomic operation, fence, yield
+// and cuda::barrier arrival, each of which the thread that makes it notes (Fiber::race_synced).
 static unsigned long long race_epoch = 1;
+static unsigned long long race_clock = 1;
+
+// The running thread's atomic, fence, yield or arrival (the race check's).
+inline void race_synchronized()
+{
+    if (current != nullptr) {
+        current->race_synced = static_cast<unsigned>(++race_clock);
+    }
+}
 
 // The threads still to run in the current phase, in their order: a thread that stops (at a
 // barrier, a warp sync, a yield or its end) switches straight to the next one, and the last one
@@ -558,8 +568,10 @@ extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_barrier_stop(
 // in a spin loop) would otherwise spin alone, since the threads take turns.
 extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_yield_stop(const void* site)
 {
-    ++race_epoch;
-    return stop_in(State::yielded, phase.yielded, site);
+    ++race_epoch;  // a thread that waits for another (a spin on a volatile flag): what came before is ordered
+    const void* const previous = stop_in(State::yielded, phase.yielded, site);
+    race_synchronized();  // what it waited for has happened
+    return previous;
 }
 
 extern "C" const void* nn_cuda_cpu_warp_sync_stop(unsigned mask, const void* site);  // under "warps"
@@ -951,22 +963,24 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 // (__tsan_read4, __tsan_write8, ...): this file defines them, in place of libtsan's. For the memory the
 // Python side names (the launch's arrays; the code's __shared__ arrays and extern __shared__ memory are
 // added here) a shadow keeps, per 4-byte word, the last write and the first read of the current phase:
-// the thread, the code's address, the race epoch and the epoch of the thread's warp. A read of a word that
-// another thread of the block wrote at the same race epoch, with no warp sync between them where both
-// are of one warp, is a read-after-write hazard; a write of a word another thread read so, a
-// write-after-read hazard (compute-sanitizer's racecheck reports both on a GPU, for __shared__ memory).
-// The first one ends the launch, and the Python side names the memory and both lines. Writes after
-// writes are not reported (threads storing one flag is common and harmless); the check is between the
-// threads of one block (its blocks' accesses of one global word are not compared), and any atomic
-// operation, fence or yield counts as ordering everything before it (a lock in __shared__ memory, a
-// flag set after a __threadfence()), so a race beside atomics of the same phase is not seen.
+// the thread, the code's address, the race epoch and clock and the epoch of the thread's warp. A read of
+// a word that another thread of the block wrote at the same race epoch, with no warp sync between them
+// where both are of one warp, and not both threads synchronised since (an atomic, fence, yield or
+// arrival each: a lock in __shared__ memory, a flag set after a __threadfence()), is a read-after-write
+// hazard; a write of a word another thread read so, a write-after-read hazard (compute-sanitizer's
+// racecheck reports both on a GPU, for __shared__ memory). The first one ends the launch, and the
+// Python side names the memory and both lines. Writes after writes are not reported (threads storing
+// one flag is common and harmless), nor accesses of two blocks (their order is no phase's); an atomic
+// of the thread that made the earlier access and one of the later access's thread, both after it, are
+// taken as ordering the two, though they may have been of other addresses.
 #if defined(NN_CUDA_CPU_RACE_CHECK)
-// An access as the shadow keeps it, in 16 bytes. race_epoch also moves on whenever a block takes its
-// turn, and never goes back, so that one value of it is one phase of one block, and a word's record
-// from an earlier phase, block or launch never matches: the shadow is cleared only where the epoch's
-// 32 bits kept here would wrap (race_spans_for_launch), otherwise reused.
+// An access as the shadow keeps it, in 20 bytes. race_epoch never goes back, so that one value of it is
+// one phase of one block, and a word's record from an earlier phase, block or launch never matches: the
+// shadow is cleared only where the counts' 32 bits kept here would wrap (race_spans_for_launch),
+// otherwise reused.
 struct RaceAccess {
     unsigned epoch = 0;  // race_epoch at the access (0: none)
+    unsigned clock = 0;  // race_clock at the access
     int site = 0;  // the instrumentation call's return address, in the kernel's code, from race_access's
     unsigned short tid = 0;  // threadIdx as one number
     unsigned char bytes = 0;  // the bytes of the word it touched, a bit each
@@ -1008,11 +1022,11 @@ RaceSpan race_span(size_t n, uintptr_t first, uintptr_t end)
 // __shared__ memory's size is the launch's).
 void race_spans_for_launch()
 {
-    if (race_epoch >= (1ull << 31)) {  // half way to a wrap of the shadow's epochs: a fresh shadow
+    if (race_epoch >= (1ull << 31) || race_clock >= (1ull << 31)) {  // half way to a wrap: a fresh shadow
         for (std::vector<WordAccesses>& shadow : race_shadows) {
             std::fill(shadow.begin(), shadow.end(), WordAccesses{});
         }
-        race_epoch = 1;
+        race_epoch = race_clock = 1;
     }
     race_spans.resize(race_argument_spans);
     race_low = UINTPTR_MAX;
@@ -1053,11 +1067,13 @@ uintptr_t race_site(int site) { return reinterpret_cast<uintptr_t>(&race_access)
     end_launch_reported();
 }
 
-// Whether `earlier` and `now`, by two threads, have nothing between them that orders them.
+// Whether `earlier` and `now` (the running thread's), by two threads, have nothing between them that
+// orders them.
 inline bool unordered(const RaceAccess& earlier, const RaceAccess& now)
 {
     return earlier.epoch == now.epoch && earlier.tid != now.tid && (earlier.bytes & now.bytes) != 0 &&
-           (earlier.tid / kWarpSize != now.tid / kWarpSize || earlier.warp_epoch == now.warp_epoch);
+           (earlier.tid / kWarpSize != now.tid / kWarpSize || earlier.warp_epoch == now.warp_epoch) &&
+           !(fibers[earlier.tid].race_synced > earlier.clock && current->race_synced > earlier.clock);
 }
 
 __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool write, const void* site)
@@ -1075,7 +1091,7 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
         for (uintptr_t word = from & ~uintptr_t{3}; word < to; word += 4) {
             const unsigned low = static_cast<unsigned>(std::max(from, word) - word);
             const unsigned high = static_cast<unsigned>(std::min(to, word + 4) - word);
-            const RaceAccess now{static_cast<unsigned>(race_epoch),
+            const RaceAccess now{static_cast<unsigned>(race_epoch), static_cast<unsigned>(race_clock),
                                  static_cast<int>(reinterpret_cast<uintptr_t>(site) -
                                                   reinterpret_cast<uintptr_t>(&race_access)),
                                  static_cast<unsigned short>(current->tid),
@@ -1134,9 +1150,8 @@ static void* launcher_sp = nullptr;  // the launcher's stack while a resident bl
 // The resident block that runs. External linkage on purpose, as for `current`.
 size_t running = 0;
 
-// What the block's threads did so far is ordered before what they do next (runtime.h): a
-// cuda::barrier's arrival, as the race check takes it.
-void race_order() { ++race_epoch; }
+// The running thread synchronises (runtime.h): a cuda::barrier's arrival, as the race check takes it.
+void race_order() { race_synchronized(); }
 
 // Where a block's scheduler stands between two phases: in the checking mode, hand back to the
 // launcher, which may run other blocks' phases before this one's next; `yielded` when threads of the
@@ -1334,6 +1349,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.syncs_passed = 0;
         fiber.shared_atomic_turn_at = ~0u;
         fiber.warp_epoch = 0;
+        fiber.race_synced = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
@@ -2180,8 +2196,8 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
 #if defined(NN_CUDA_CPU_RACE_CHECK)
 // ---- the race check's side of GCC's ThreadSanitizer instrumentation (above, "races") ----------------
 // Every load and store of the kernel code, of 1 to 16 bytes, aligned or not, volatile or not, and of
-// ranges (a struct's copy); atomics and fences, which are done and move the race epoch on (loads
-// excepted); function entries and exits and the module's start, which need nothing.
+// ranges (a struct's copy); atomics and fences, which are done and count as the thread's
+// synchronisation; function entries and exits and the module's start, which need nothing.
 #define NN_CUDA_CPU_TSAN_ACCESS(bytes)                                                                        \
     void __tsan_read##bytes(void* a) { nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); } \
     void __tsan_write##bytes(void* a) { nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); } \
@@ -2197,34 +2213,68 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
         nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); }                              \
     void __tsan_unaligned_volatile_write##bytes(void* a) {                                                    \
         nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); }
-#define NN_CUDA_CPU_TSAN_ATOMICS(bits, T)                                                                     \
-    T __tsan_atomic##bits##_load(const volatile T* a, int) { return __atomic_load_n(a, __ATOMIC_SEQ_CST); }   \
-    void __tsan_atomic##bits##_store(volatile T* a, T v, int) {                                               \
-        ++nn_cuda_cpu::race_epoch; __atomic_store_n(a, v, __ATOMIC_SEQ_CST); }                               \
-    T __tsan_atomic##bits##_exchange(volatile T* a, T v, int) {                                               \
-        ++nn_cuda_cpu::race_epoch; return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }                     \
-    T __tsan_atomic##bits##_fetch_add(volatile T* a, T v, int) {                                              \
-        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }                      \
-    T __tsan_atomic##bits##_fetch_sub(volatile T* a, T v, int) {                                              \
-        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }                      \
-    T __tsan_atomic##bits##_fetch_and(volatile T* a, T v, int) {                                              \
-        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }                      \
-    T __tsan_atomic##bits##_fetch_or(volatile T* a, T v, int) {                                               \
-        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }                       \
-    T __tsan_atomic##bits##_fetch_xor(volatile T* a, T v, int) {                                              \
-        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }                      \
-    T __tsan_atomic##bits##_fetch_nand(volatile T* a, T v, int) {                                             \
-        ++nn_cuda_cpu::race_epoch; return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST); }                     \
-    int __tsan_atomic##bits##_compare_exchange_strong(volatile T* a, T* expected, T v, int, int) {            \
-        ++nn_cuda_cpu::race_epoch;                                                                            \
-        return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); }      \
-    int __tsan_atomic##bits##_compare_exchange_weak(volatile T* a, T* expected, T v, int, int) {              \
-        ++nn_cuda_cpu::race_epoch;                                                                            \
-        return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); }      \
-    T __tsan_atomic##bits##_compare_exchange_val(volatile T* a, T expected, T v, int, int) {                  \
-        ++nn_cuda_cpu::race_epoch;                                                                            \
-        __atomic_compare_exchange_n(a, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);             \
-        return expected; }
+#define NN_CUDA_CPU_TSAN_ATOMICS(bits, T)                                                              \
+    T __tsan_atomic##bits##_load(const volatile T* a, int)                                             \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                   \
+    }                                                                                                  \
+    void __tsan_atomic##bits##_store(volatile T* a, T v, int)                                          \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                      \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_exchange(volatile T* a, T v, int)                                          \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                            \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_fetch_add(volatile T* a, T v, int)                                         \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                             \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_fetch_sub(volatile T* a, T v, int)                                         \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                             \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_fetch_and(volatile T* a, T v, int)                                         \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                             \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_fetch_or(volatile T* a, T v, int)                                          \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                              \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_fetch_xor(volatile T* a, T v, int)                                         \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                             \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_fetch_nand(volatile T* a, T v, int)                                        \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                            \
+    }                                                                                                  \
+    int __tsan_atomic##bits##_compare_exchange_strong(volatile T* a, T* expected, T v, int, int)       \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    }                                                                                                  \
+    int __tsan_atomic##bits##_compare_exchange_weak(volatile T* a, T* expected, T v, int, int)         \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    }                                                                                                  \
+    T __tsan_atomic##bits##_compare_exchange_val(volatile T* a, T expected, T v, int, int)             \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        __atomic_compare_exchange_n(a, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
+        return expected;                                                                               \
+    }
 #pragma GCC visibility push(hidden)
 extern "C" {
 void __tsan_init() {}
@@ -2248,18 +2298,26 @@ NN_CUDA_CPU_TSAN_ATOMICS(64, long)
 // 16 bytes in plain loads and stores: the race check's launches run on one host thread, and x86-64
 // has no 16-byte atomics without -mcx16 (GCC would call libatomic)
 using Int128 = __int128;
-Int128 __tsan_atomic128_load(const volatile Int128* a, int) { return *a; }
-void __tsan_atomic128_store(volatile Int128* a, Int128 v, int) { ++nn_cuda_cpu::race_epoch; *a = v; }
+Int128 __tsan_atomic128_load(const volatile Int128* a, int)
+{
+    nn_cuda_cpu::race_synchronized();
+    return *a;
+}
+void __tsan_atomic128_store(volatile Int128* a, Int128 v, int)
+{
+    nn_cuda_cpu::race_synchronized();
+    *a = v;
+}
 Int128 __tsan_atomic128_exchange(volatile Int128* a, Int128 v, int)
 {
-    ++nn_cuda_cpu::race_epoch;
+    nn_cuda_cpu::race_synchronized();
     const Int128 old = *a;
     *a = v;
     return old;
 }
 int __tsan_atomic128_compare_exchange_strong(volatile Int128* a, Int128* expected, Int128 v, int, int)
 {
-    ++nn_cuda_cpu::race_epoch;
+    nn_cuda_cpu::race_synchronized();
     const Int128 old = *a;
     if (old == *expected) {
         *a = v;
@@ -2277,7 +2335,11 @@ Int128 __tsan_atomic128_compare_exchange_val(volatile Int128* a, Int128 expected
     __tsan_atomic128_compare_exchange_strong(a, &expected, v, mo, fail);
     return expected;
 }
-void __tsan_atomic_thread_fence(int) { ++nn_cuda_cpu::race_epoch; __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_thread_fence(int)
+{
+    nn_cuda_cpu::race_synchronized();
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 void __tsan_atomic_signal_fence(int) {}
 }
 #pragma GCC visibility pop

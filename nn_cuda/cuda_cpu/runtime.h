@@ -52,7 +52,10 @@
 #define __global__
 #define __device__
 #define __host__
-#define __forceinline__ inline __attribute__((always_inline))
+// A hint, as nvcc takes it where it cannot inline: GCC's always_inline fails the build of a recursive
+// function (sputnik's `__forceinline__ Log2`, "recursive inlining") since calls in tail position stay
+// calls (build.py, -fno-optimize-sibling-calls). The project's GEMMs trained as fast without it.
+#define __forceinline__ inline
 // Hints to inline or not, which change no result: empty, where CUDA's headers make __noinline__ GCC's
 // attribute, since a host header included after this one may write __attribute__((__noinline__)).
 #define __noinline__
@@ -162,6 +165,7 @@ struct Fiber {
     // on a warp's first lane: how many times lanes of the warp went on from a warp sync (the race
     // check's order within a warp, runtime.cpp "races")
     unsigned warp_epoch = 0;
+    unsigned race_synced = 0;  // the race check's clock at its last atomic, fence, yield or arrival
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------
@@ -266,8 +270,8 @@ inline unsigned lanes_of(size_t warp, size_t threads)
 }
 
 // The runner's own synchronisation in __shared__ memory (cuda::barrier's counters): left out of the race
-// check's instrumentation, each arrival moving its epoch on (race_order), as a barrier orders what came
-// before it (runtime.cpp, "races").
+// check's instrumentation, each arrival counting as the thread's synchronisation (race_order), as an
+// atomic does (runtime.cpp, "races").
 #if defined(NN_CUDA_CPU_RACE_CHECK)
 #define NN_CUDA_CPU_SYNCHRONIZATION __attribute__((no_sanitize_thread))
 #else
@@ -275,7 +279,7 @@ inline unsigned lanes_of(size_t warp, size_t threads)
 #endif
 
 // The runner's side of the built-ins (runtime.cpp).
-void race_order();  // what the block's threads did so far is ordered before what they do next
+void race_order();  // the running thread synchronises (an arrival at a cuda::barrier), for the race check
 void barrier();  // __syncthreads()
 void yield_thread();  // lets the other threads run first (__nanosleep, a cuda::barrier wait)
 bool lanes_take_turns_at_shared_atomics(const void* address);  // the checking mode, at a __shared__ address
