@@ -149,8 +149,9 @@ extern "C" __global__ void tree_sums(const int* x, int* out)
     }
 }
 
-// A block's threads stage their values through __shared__ memory with a cuda::barrier: each thread
-// stores, arrives and waits, then reads its neighbour's. Right on a GPU.
+// A block's threads stage their values through __shared__ memory with a cuda::barrier: the second warp
+// stores and arrives without waiting, the first stores, arrives and waits, then reads its neighbour's.
+// Right on a GPU (the barrier's own counters, which every arrival updates, are no race of the kernel's).
 extern "C" __global__ void staged_neighbours(const int* x, int* out)
 {
     __shared__ int s[64];
@@ -160,8 +161,12 @@ extern "C" __global__ void staged_neighbours(const int* x, int* out)
     }
     __syncthreads();
     s[threadIdx.x] = x[threadIdx.x];
+    if (threadIdx.x >= 32) {
+        (void)ready.arrive();
+        return;
+    }
     ready.arrive_and_wait();
-    out[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+    out[threadIdx.x] = s[threadIdx.x + 1];
 }
 
 // The Cooperative Groups blog's reduce_sum on a tile of 32 threads, by halves through `temp`; each
@@ -293,9 +298,9 @@ def test_blocks_taking_turns_at_one_shared_address_are_no_race(races):
 
 def test_a_cuda_barrier_orders_the_accesses_it_separates(races):
     x = np.arange(64, dtype=np.int32)
-    out = np.full(64, -1, np.int32)
+    out = np.full(32, -1, np.int32)
     races.get_function("staged_neighbours")((1,), (64,), (x, out))
-    np.testing.assert_array_equal(out, np.roll(x, -1))
+    np.testing.assert_array_equal(out, x[1:33])
 
 
 @pytest.mark.parametrize("algo", ["naive", "tiled", "regblock"])

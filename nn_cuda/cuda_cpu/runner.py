@@ -481,18 +481,17 @@ class LoadedKernels:
         """The race check's report of the race the last run ended at, or None."""
         if not self.race_check:
             return None
-        found = (ctypes.c_ulonglong * 12)()
+        found = (ctypes.c_ulonglong * 14)()
         kind = self._lib.nn_cuda_cpu_race_found(found)
         if kind == 0:
             return None
-        address, earlier_site, later_site, *threads = list(found)
+        address, earlier_site, later_site, earlier_tid, later_tid, *threads = list(found)
         earlier, later, block = (tuple(threads[i:i + 3]) for i in (0, 3, 6))
-        argument = buffers.word_at(address) or self._variable_word_at(address)
-        what = argument or self._shared_word_at(address)
+        global_word = buffers.word_at(address) or self._variable_word_at(address)
+        what = global_word or self._shared_word_at(address)
         earlier_at = self.source_at(earlier_site - 1) or " at a line not known"
         later_at = self.source_at(later_site - 1) or " at a line not known"
-        warp = ("" if _linear(earlier, launch.block) // 32 != _linear(later, launch.block) // 32
-                else " nor a __syncwarp() (they are lanes of one warp)")
+        warp = "" if earlier_tid // 32 != later_tid // 32 else " nor a __syncwarp() (they are lanes of one warp)"
         if kind == 1:
             order = (f"thread {earlier} of block {block} wrote it{earlier_at}, and thread {later} read it{later_at}, "
                      f"with no __syncthreads(){warp} between: on a GPU the read may come before the write "
@@ -502,7 +501,7 @@ class LoadedKernels:
                      f"with no __syncthreads(){warp} between: on a GPU the write may come before the read "
                      "(a write-after-read hazard)")
         sanitizer = ("compute-sanitizer's racecheck looks at __shared__ memory only, so a GPU reports this one "
-                     "nowhere" if argument else "compute-sanitizer's racecheck reports this one on a GPU")
+                     "nowhere" if global_word else "compute-sanitizer's racecheck reports this one on a GPU")
         return (f"{launch.kernel}: a race on {what} ({RACE_CHECK_VARIABLE}=1): {order}. Threads that add to one place "
                 "(s += x) need atomicAdd or a reduction; a thread that reads what another wrote needs a barrier "
                 "between, and in a loop also between one pass's last access and the next pass's first (a thread "
@@ -1422,11 +1421,6 @@ class _GuardedCopy:
 STRUCT_TYPE = re.compile(r"struct of (\d+) bytes?")
 #: runtime.h's name of a type it cannot name (a reference or a pointer to one is named, and refused)
 UNSUPPORTED = "?"
-
-
-def _linear(thread: tuple, block: tuple) -> int:
-    """threadIdx as one number, x fastest, as CUDA numbers the threads into warps."""
-    return thread[0] + block[0] * (thread[1] + block[1] * thread[2])
 
 
 def _dynamic_shared_name(launch) -> str:

@@ -1048,18 +1048,13 @@ void race_spans_for_launch()
     }
 }
 
-uint3 thread_of(unsigned tid)
-{
-    return uint3{tid % block_dim.x, (tid / block_dim.x) % block_dim.y, tid / (block_dim.x * block_dim.y)};
-}
-
 void race_access(uintptr_t address, size_t size, bool write, const void* site);
 
 uintptr_t race_site(int site) { return reinterpret_cast<uintptr_t>(&race_access) + site; }
 
 [[noreturn]] void report_race(int kind, uintptr_t word, const RaceAccess& earlier, const RaceAccess& later)
 {
-    race_found = RaceFound{kind, word, earlier, later, thread_of(earlier.tid), thread_of(later.tid), block_idx};
+    race_found = RaceFound{kind, word, earlier, later, fibers[earlier.tid].thread_idx, current->thread_idx, block_idx};
     report("%s: a race between threads (%u, %u, %u) and (%u, %u, %u) of block (%u, %u, %u)", launch.kernel,
            race_found.earlier_thread.x, race_found.earlier_thread.y, race_found.earlier_thread.z,
            race_found.later_thread.x, race_found.later_thread.y, race_found.later_thread.z, block_idx.x, block_idx.y,
@@ -2359,14 +2354,14 @@ void nn_cuda_cpu_set_race_tracking(int on) { nn_cuda_cpu::race_asked = on != 0; 
 void nn_cuda_cpu_dynamic_shared_at(size_t* out) { *out = reinterpret_cast<uintptr_t>(nn_cuda_cpu::dynamic_shared); }
 // The race the last launch ended at: 0 where none, else its kind (1: a read after another thread's
 // write, 2: a write after another's read), and in `out` the word's address, the earlier and the later
-// access's code address, their threads' x, y, z, and the block's x, y, z.
+// access's code address and thread (as one number), their threads' x, y, z, and the block's x, y, z.
 int nn_cuda_cpu_race_found(unsigned long long* out)
 {
     const nn_cuda_cpu::RaceFound& found = nn_cuda_cpu::race_found;
     const unsigned long long values[] = {
         found.address, nn_cuda_cpu::race_site(found.earlier.site), nn_cuda_cpu::race_site(found.later.site),
-        found.earlier_thread.x, found.earlier_thread.y, found.earlier_thread.z, found.later_thread.x,
-        found.later_thread.y, found.later_thread.z, found.block.x, found.block.y, found.block.z};
+        found.earlier.tid, found.later.tid, found.earlier_thread.x, found.earlier_thread.y, found.earlier_thread.z,
+        found.later_thread.x, found.later_thread.y, found.later_thread.z, found.block.x, found.block.y, found.block.z};
     std::copy(std::begin(values), std::end(values), out);
     return found.kind;
 }
