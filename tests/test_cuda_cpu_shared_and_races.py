@@ -293,7 +293,8 @@ def test_an_argument_address_kept_for_a_later_launch_is_named_where_its_memory_e
     # the later launch read 0 (plain) or -1 (checking mode), with no report, until 2026-11-27
     module = RawModule(code=KEPT_ADDRESS, check=check)
     values, out = np.zeros(4, np.int32), np.zeros(1, np.int32)
-    remedy = "run it without NN_CUDA_CPU_CHECK" if check else r"pass the array as device memory"
+    remedy = (r"run it outside the checking mode \(without NN_CUDA_CPU_CHECK, NN_CUDA_CPU_RACECHECK and "
+              r"check=True\)") if check else r"pass the array as device memory"
     with pytest.raises(KernelError, match=rf"^keep: the variable `kept` \(its bytes 0 to 7\) holds an address within "
                                           rf"args\[0\] as this launch passed it, .*{remedy}"):
         module.get_function("keep")((1,), (1,), (values,))
@@ -333,7 +334,8 @@ def test_an_argument_address_kept_in_an_output_for_a_later_launch_is_named(check
     # only the code's __device__ variables were looked at
     module = RawModule(code=KEPT_IN_AN_OUTPUT, check=check)
     values = np.arange(1, 9, dtype=np.float32)
-    remedy = "run it without NN_CUDA_CPU_CHECK" if check else r"pass the array as device memory"
+    remedy = (r"run it outside the checking mode \(without NN_CUDA_CPU_CHECK, NN_CUDA_CPU_RACECHECK and "
+              r"check=True\)") if check else r"pass the array as device memory"
     with pytest.raises(KernelError, match=rf"^{kernel}: {held} holds an address within args\[0\] as this launch "
                                           rf"passed it, .*{remedy}"):
         module.get_function(kernel)((1,), (1,), (values, output.copy()))

@@ -302,7 +302,8 @@ class LoadedKernels:
                     where = 8 * int(inside[0])
                     how = ("the checking mode runs every launch on guarded copies of its arrays, device memory "
                            "too, freed when it ends, so code that keeps an address for a later launch cannot be "
-                           "checked: run it without NN_CUDA_CPU_CHECK, its arrays in device memory"
+                           "checked: run it outside the checking mode (without NN_CUDA_CPU_CHECK, "
+                           f"{RACE_CHECK_VARIABLE} and check=True), its arrays in device memory"
                            if checking else
                            "a NumPy array is copied to the runner's device memory for each launch, as "
                            "cupy.asarray copies it to a GPU, and the copy is freed when the launch ends: pass "
@@ -985,16 +986,17 @@ class LoadedKernels:
 
     def _caller_at(self) -> str:
         """' at FILE:LINE' of the kernel code that called the function of the runner's in which the last
-        launch faulted, where the compiler did not inline it (an atomicAdd through an index past the
-        end, GPUSorting's histogram): the first return address into the code among the words on the
-        faulting thread's stack. '' where none is found."""
-        words = (ctypes.c_size_t * 16)()
+        launch faulted or the watchdog stopped it, where the compiler did not inline it (an atomicAdd
+        through an index past the end, GPUSorting's histogram; the race check's handler of a load in a
+        spin): the first return address into the code among the words on the thread's stack. '' where
+        none is found."""
+        words = (ctypes.c_size_t * 64)()  # room for all the runtime keeps (kFaultStackWords)
         self._lib.nn_cuda_cpu_fault_stack.restype = ctypes.c_size_t
         if shutil.which("nm") is None:
             return ""
         start = self._load_address(_symbol_table(self.tool_path, "a fault's file:line"))
         end = start + os.path.getsize(self.tool_path)
-        for word in words[:self._lib.nn_cuda_cpu_fault_stack(words, ctypes.c_size_t(16))]:
+        for word in words[:self._lib.nn_cuda_cpu_fault_stack(words, ctypes.c_size_t(len(words)))]:
             found = self.source_at(word - 1) if start < word <= end else ""  # within the call: its line
             if found:
                 return found

@@ -302,8 +302,9 @@ static NN_CUDA_CPU_PER_WORKER void* volatile fault_address = nullptr;
 static NN_CUDA_CPU_PER_WORKER volatile uintptr_t fault_pc = 0;
 // The words on the faulting thread's stack from its stack pointer up (within its fiber stack): where
 // the fault is in a function of the runner's that the compiler did not inline (an atomicAdd through
-// an index past the end), the launcher finds the kernel's line that called it among them.
-constexpr size_t kFaultStackWords = 16;
+// an index past the end), or the watchdog stopped the thread in one (the race check's handler of a
+// load, in a spin), the launcher finds the kernel's line that called it among them.
+constexpr size_t kFaultStackWords = 32;  // the race check's handler of a load takes up to about 20
 static NN_CUDA_CPU_PER_WORKER uintptr_t fault_stack[kFaultStackWords];
 static NN_CUDA_CPU_PER_WORKER size_t fault_stack_count = 0;
 static uintptr_t reported_fault_stack[kFaultStackWords];  // the launch's reported fault's (launch_kernel)
@@ -335,13 +336,11 @@ constexpr int kStackOverflow = 1000;
 // x86-64 a vector load or store (float4, double2) at an address that is no multiple of its size.
 constexpr int kGeneralProtection = 1001;
 
-void on_fault(int signal_number, siginfo_t* info, void* context)
+// The interrupted program counter, and the words at the top of the interrupted fiber's stack (the
+// kernel's line that called a function of the runner's, where the signal came in that function).
+void keep_fault_place(const Interrupted& at)
 {
-    fault_signal = signal_number;
-    fault_address = info->si_addr;
-    const Interrupted at = interrupted_at(context);
     fault_pc = at.pc;
-    const char* address = static_cast<const char*>(info->si_addr);
     const size_t span = kStackBytes + stacks.page;
     fault_stack_count = 0;
     const char* sp = reinterpret_cast<const char*>(at.sp);
@@ -351,6 +350,15 @@ void on_fault(int signal_number, siginfo_t* info, void* context)
         fault_stack_count = std::min(kFaultStackWords, static_cast<size_t>(top - sp) / sizeof(uintptr_t));
         memcpy(fault_stack, sp, fault_stack_count * sizeof(uintptr_t));
     }
+}
+
+void on_fault(int signal_number, siginfo_t* info, void* context)
+{
+    fault_signal = signal_number;
+    fault_address = info->si_addr;
+    keep_fault_place(interrupted_at(context));
+    const char* address = static_cast<const char*>(info->si_addr);
+    const size_t span = kStackBytes + stacks.page;
     if ((signal_number == SIGSEGV || signal_number == SIGBUS) && stacks.base != nullptr && address >= stacks.base &&
         address < stacks.base + stacks.count * span && static_cast<size_t>(address - stacks.base) % span < stacks.page) {
         fault_signal = kStackOverflow;
@@ -384,7 +392,7 @@ void on_stop(int signal_number, siginfo_t*, void* context)
     }
     fault_signal = signal_number;
     fault_address = nullptr;
-    fault_pc = interrupted_at(context).pc;  // where a kernel that never ends was spinning
+    keep_fault_place(interrupted_at(context));  // where a kernel that never ends was spinning
     siglongjmp(worker.fault_exit, 1);
 }
 
@@ -1716,7 +1724,8 @@ void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int ch
                                    thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z,
                                    static_cast<long long>(fault_pc)};
         memcpy(out.info, info, sizeof(info));
-        out.stack_count = fault_signal == SIGSEGV || fault_signal == SIGBUS ? fault_stack_count : 0;
+        out.stack_count =
+            fault_signal == SIGSEGV || fault_signal == SIGBUS || fault_signal == SIGALRM ? fault_stack_count : 0;
         memcpy(out.stack, fault_stack, out.stack_count * sizeof(uintptr_t));
         status = 2;
     }
