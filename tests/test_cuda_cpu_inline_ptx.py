@@ -11,8 +11,9 @@ from nn_cuda.cuda_cpu import KernelError, RawModule
 MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
 
 LANES_AND_HALVES = r"""
-// the lane's id through a macro continued on a second line, as warp code writes it
-#define LANE_OF(x) asm volatile("mov.u32 %0, %%laneid;" \
+// the lane's id through a macro continued on a second line, as warp code writes it, as a signed value
+// (RAFT's laneId(): ptxas takes .s32 as .u32 here; the runner refused it until 2026-11-28)
+#define LANE_OF(x) asm volatile("mov.s32 %0, %%laneid;" \
                                 : "=r"(x))
 
 // OpenMM's real_shfl of a double: its two halves shuffled, then put together again
@@ -35,7 +36,7 @@ extern "C" __global__ void lanes_and_halves(const double* x, double* from_next, 
     asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
     asm("mov.u32 %0, %%lanemask_le;" : "=r"(le));
     asm("mov.u32 %0, %%lanemask_eq;" : "=r"(eq));
-    asm("mov.u32 %0, %%lanemask_ge;" : "=r"(ge));
+    asm("mov.s32 %0, %%lanemask_ge;" : "=r"(ge));
     asm("mov.u32 %0, %%lanemask_gt;" : "=r"(gt));
     unsigned* mine = masks + 5 * threadIdx.x;
     mine[0] = lt, mine[1] = le, mine[2] = eq, mine[3] = ge, mine[4] = gt;

@@ -1,7 +1,7 @@
 """Inline PTX the CPU runner translates: the single instructions that code writes in asm() where CUDA C
 has no function for them, each rewritten as a call of runtime.h's (nn_cuda_cpu::ptx_*).
 
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));                 lane = nn_cuda_cpu::ptx_lane_id()
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));                 lane = nn_cuda_cpu::ptx_lane_id() (.b32, .s32 too)
     asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));            (le, eq, ge, gt alike)
     asm volatile("mov.b64 %0, {%1,%2};" : "=l"(x) : "r"(lo), "r"(hi));   two 32-bit halves into 64 bits
     asm volatile("mov.b64 {%0,%1}, %2;" : "=r"(lo), "=r"(hi) : "d"(x));  and back (OpenMM's shuffle of a double)
@@ -113,9 +113,9 @@ def _call(instruction: str, operands: list[str]) -> str | None:
                 return None
             inputs = ", ".join(value(token) for token in found.groups()[1:])
             return f"{operand(found[1])} = nn_cuda_cpu::{_INTEGER[mnemonic]}({inputs})"
-        if found := re.fullmatch(r"mov\.[ub]32 %(\d+),%laneid", instruction):
+        if found := re.fullmatch(r"mov\.[ubs]32 %(\d+),%laneid", instruction):
             return f"{operand(found[1])} = nn_cuda_cpu::ptx_lane_id()"
-        if (found := re.fullmatch(r"mov\.[ub]32 %(\d+),%lanemask_(\w+)", instruction)) and found[2] in _SPECIAL_MASKS:
+        if (found := re.fullmatch(r"mov\.[ubs]32 %(\d+),%lanemask_(\w+)", instruction)) and found[2] in _SPECIAL_MASKS:
             return f"{operand(found[1])} = nn_cuda_cpu::ptx_lane_mask_{found[2]}()"
         if found := re.fullmatch(r"mov\.b64 %(\d+),\{%(\d+),%(\d+)\}", instruction):
             return f"nn_cuda_cpu::ptx_pack64({operand(found[1])}, {operand(found[2])}, {operand(found[3])})"
