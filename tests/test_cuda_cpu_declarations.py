@@ -253,3 +253,33 @@ extern "C" __global__ void log2s(int* out) { out[threadIdx.x] = Log2(threadIdx.x
     out = np.full(40, -1, np.int32)
     RawModule(code=code).get_function("log2s")((1,), (40,), (out,))
     np.testing.assert_array_equal(out, np.floor(np.log2(np.arange(1, 41))).astype(np.int32))
+
+
+LAMBDA_OVER_EXTERN_SHARED = r"""
+// RAFT's histograms count in extern __shared__ memory through a [=] __device__ lambda: a __shared__
+// array has static storage on a GPU, so the lambda does not capture it
+extern "C" __global__ void bins(const int* values, int* counts, int n_bins)
+{
+    extern __shared__ unsigned bin_counts[];
+    auto count = [=] __device__ (int bin) { atomicAdd(bin_counts + bin, 1u); };
+    for (int b = threadIdx.x; b < n_bins; b += blockDim.x) {
+        bin_counts[b] = 0;
+    }
+    __syncthreads();
+    count(values[threadIdx.x]);
+    __syncthreads();
+    for (int b = threadIdx.x; b < n_bins; b += blockDim.x) {
+        counts[b] = bin_counts[b];
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_copying_lambda_that_uses_extern_shared_memory_builds_in_every_mode(check):
+    # the checking build failed until 2026-11-28: "capture by copy of incomplete type 'unsigned int []'"
+    values = np.random.default_rng(0).integers(0, 5, 64).astype(np.int32)
+    counts = np.full(5, -1, np.int32)
+    bins = RawModule(code=LAMBDA_OVER_EXTERN_SHARED, check=check).get_function("bins")
+    bins((1,), (64,), (values, counts, np.int32(5)), shared_mem=5 * 4)
+    np.testing.assert_array_equal(counts, np.bincount(values, minlength=5))

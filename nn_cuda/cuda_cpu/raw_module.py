@@ -572,9 +572,11 @@ def dynamic_shared_as_references(code: str) -> str:
         # the same lines, continued where they were (a declaration inside a macro's definition)
         lines = "".join("\\\n" if code[k - 1] == "\\" else "\n" for k in range(start + len(leading), end)
                         if code[k] == "\n")
-        # each host thread has its own region (runtime.h): a reference at file scope is one per thread too
+        # each host thread has its own region (runtime.h): a reference at file scope is one per thread too;
+        # static, as a GPU's __shared__ memory is: a [=] lambda does not capture it (RAFT's histograms)
         dims = "".join(declaration["dims"].split())
-        pieces += [code[done:start], f"{leading}NN_CUDA_CPU_PER_WORKER {element} (&{declaration['name']})[]{dims} = "
+        reference = f"static NN_CUDA_CPU_PER_WORKER {element} (&{declaration['name']})[]{dims}"
+        pieces += [code[done:start], f"{leading}{reference} = "
                    f"*reinterpret_cast<{element} (*)[]{dims}>(::nn_cuda_cpu::dynamic_shared){'' if in_macro else ';'}"
                    f"{lines}"]
         done = end
