@@ -42,7 +42,7 @@ import numpy as np
 from .. import host_compiler
 from ..errors import KernelFailure
 from . import device_heap, device_memory, fiber_stacks
-from .build import demangled, threads_from_environment
+from .build import demangled, runner_function_names, threads_from_environment
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
@@ -216,7 +216,8 @@ def _nothing_to_describe(address: int) -> str:
 class LoadedKernels:
     """The instances of one loaded library, launched by their index in its instance table."""
 
-    def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool, cooperative: bool = False):
+    def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool, cooperative: bool = False,
+                 runner_objects: tuple = ()):
         self.check = check
         self.cooperative = cooperative  # every launch keeps its grid resident (grid_group::sync)
         self._lib = library
@@ -249,6 +250,35 @@ class LoadedKernels:
                                          ctypes.c_size_t(layout[1]))
         if check or cooperative:  # blocks that take turns copy their __shared__ arrays in and out
             self._set_shared_regions(poisoned=check)
+        ranges = self._code_functions(runner_objects) if runner_objects else np.zeros((0, 2), np.uintp)
+        #: a thread that runs on without stopping is made to yield (runtime.cpp, "preemption"; x86-64 Linux)
+        self.preempts = bool(self._lib.nn_cuda_cpu_set_preemptible(ranges.ctypes.data_as(ctypes.c_void_p),
+                                                                   ctypes.c_size_t(len(ranges))))
+
+    def preemptions(self) -> int:
+        """How many times a thread of this process's launches of the library was made to yield, having
+        run on without stopping (runtime.cpp, "preemption")."""
+        self._lib.nn_cuda_cpu_preemptions.restype = ctypes.c_ulonglong
+        return self._lib.nn_cuda_cpu_preemptions()
+
+    def _code_functions(self, runner_objects: tuple) -> np.ndarray:
+        """The address ranges [first, end) of the code's own functions in the loaded library, in order,
+        where a thread that runs on without stopping may be made to yield (runtime.cpp, "preemption"):
+        its functions less those of the runner's objects. None (no preemption) without nm."""
+        runner = runner_function_names(runner_objects)
+        if not runner:
+            return np.zeros((0, 2), np.uintp)
+        symbols = _symbol_table(self.tool_path, "the code's functions are found")
+        start = self._load_address(symbols)
+        ranges = sorted((start + value, start + value + size) for name, (_, value, size, kind, section) in symbols.items()
+                        if kind == "FUNC" and size > 0 and section == ".text" and name not in runner)
+        merged: list[list[int]] = []
+        for first, end in ranges:
+            if merged and first <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([first, end])
+        return np.array(merged, np.uintp).reshape(-1, 2)
 
     def count(self) -> int:
         """How many instances the library holds."""
@@ -932,14 +962,15 @@ class LoadedKernels:
             if number == signal.SIGALRM:
                 at_once = "up to 4 of them, in a random order" if self.check or self.cooperative else \
                     f"{self.threads} at a time, in order"
+                threads = ("a thread that waits for another is made to let it run after a while" if self.preempts else
+                           "a thread that waits for another must let it run, with __nanosleep() in its loop or by "
+                           "spinning on an atomic (a few atomics in a row that find one value let the others run)")
                 raise KernelTimeout(
                     f"{launch.kernel}: still running after {self.watchdog:g} s ({WATCHDOG_VARIABLE}){where}: a loop that "
                     "never ends, a thread that waits for another one, or a launch too large for the CPU (set "
                     f"{WATCHDOG_VARIABLE}=SECONDS higher, or 0 for no limit). On the CPU the threads of a block take "
-                    f"turns, and so do its blocks ({at_once}): a thread that waits for another must let it run, "
-                    "with __nanosleep() in its loop or by spinning on an atomic (a few atomics in a row that find "
-                    "one value let the others run), and a block can wait only for one that started before it "
-                    "(number the blocks by an atomicAdd ticket, not by blockIdx)")
+                    f"turns, and so do its blocks ({at_once}): {threads}, and a block can wait only for one that "
+                    "started before it (number the blocks by an atomicAdd ticket, not by blockIdx)")
             what = _SIGNALS.get(number, f"signal {number}")
             bounds = self._lib.nn_cuda_cpu_bounds_detail().decode() if number == 4 else ""
             if bounds:  # the checking build's handler saw the index and the array's type

@@ -125,6 +125,9 @@ struct Worker {
     void* scheduler_sp = nullptr;  // the block scheduler's stack while a fiber runs
     sigjmp_buf fault_exit;
     volatile sig_atomic_t active = 0;  // inside its blocks: a stop signal jumps to fault_exit
+    // the thread that ran at the last tick of the preemption timer, and its stops then ("preemption")
+    Fiber* ticked = nullptr;
+    unsigned ticked_stops = 0;
 };
 static NN_CUDA_CPU_PER_WORKER Worker worker;
 
@@ -185,6 +188,7 @@ inline const void* hand_over(const void* site)
     Fiber** running = &current;
     __asm__("" : "+r"(running));
     Fiber* const stopping = *running;
+    ++stopping->stops;
 #if defined(NN_CUDA_CPU_DYNAMIC_SHARED)
     watch_past_dynamic_shared(*stopping);
 #endif
@@ -396,6 +400,92 @@ void on_stop(int signal_number, siginfo_t*, void* context)
     siglongjmp(worker.fault_exit, 1);
 }
 
+// ---- preemption: a thread that runs on without stopping lets the others run --------------------------
+//
+// The threads of a block take turns, each running until it stops (a barrier, a warp sync, a yield, its
+// end). A thread that waits for another without stopping (`while (flag == 0) {}` on a volatile flag
+// that another thread, or another resident block, sets) would spin alone for ever, where a GPU runs
+// both. So a timer (SIGVTALRM, every kPreemptionTickMicroseconds of the process's CPU time) looks at
+// each host thread's running thread: where it is the one of the tick before, with no stop between, it
+// yields right where it is, as __nanosleep() would. The handler makes the interrupted thread call
+// nn_cuda_cpu_preempted, which saves every register the code may hold, yields, puts them back and
+// returns where the thread was. Only in the code's own functions, whose address ranges the Python side
+// gives (runner.py, preemptible_ranges): never in the runner's (the bookkeeping of a phase), nor in
+// the C library's (a lock held in printf). On x86-64 Linux only; elsewhere a spin still meets the
+// watchdog.
+constexpr long kPreemptionTickMicroseconds = 10000;
+// The fiber stack a preemption needs below the interrupted frame: its registers, the yield's frames.
+constexpr size_t kPreemptionStackBytes = 8192;
+static std::vector<uintptr_t> preemptible;  // [first, end) pairs, in order: the code's functions
+static std::atomic<unsigned long long> preemptions{0};  // in this process (nn_cuda_cpu_preemptions)
+
+#if defined(__x86_64__) && defined(__ELF__)
+constexpr bool kPreemption = true;
+extern "C" void nn_cuda_cpu_preempted();
+
+// Entered as if the interrupted instruction had called it (its address pushed 128 bytes below the
+// stack pointer, past the red zone, which the code may use): saves the flags, the registers a call may
+// change and the x87/SSE state, yields, restores them, and returns, taking the 128 bytes back.
+__asm__(".text\n.p2align 4\n.hidden nn_cuda_cpu_preempted\n.type nn_cuda_cpu_preempted, @function\n"
+        "nn_cuda_cpu_preempted:\n"
+        "    pushfq\n"
+        "    pushq %rax\n    pushq %rcx\n    pushq %rdx\n    pushq %rsi\n    pushq %rdi\n"
+        "    pushq %r8\n    pushq %r9\n    pushq %r10\n    pushq %r11\n    pushq %rbp\n"
+        "    movq %rsp, %rbp\n"
+        "    andq $-16, %rsp\n"
+        "    subq $512, %rsp\n"
+        "    fxsave64 (%rsp)\n"
+        "    cld\n"
+        "    call nn_cuda_cpu_preempted_stop\n"
+        "    fxrstor64 (%rsp)\n"
+        "    movq %rbp, %rsp\n"
+        "    popq %rbp\n    popq %r11\n    popq %r10\n    popq %r9\n    popq %r8\n"
+        "    popq %rdi\n    popq %rsi\n    popq %rdx\n    popq %rcx\n    popq %rax\n"
+        "    popfq\n"
+        "    ret $128\n"
+        ".size nn_cuda_cpu_preempted, .-nn_cuda_cpu_preempted\n");
+#else
+constexpr bool kPreemption = false;
+#endif
+
+// Whether `pc` is in one of the code's functions.
+bool preemptible_at(uintptr_t pc)
+{
+    const auto after = std::upper_bound(preemptible.begin(), preemptible.end(), pc);
+    return (after - preemptible.begin()) % 2 == 1;  // past a range's first address, before its end
+}
+
+void on_tick(int, siginfo_t*, void* context)
+{
+#if defined(__x86_64__) && defined(__ELF__)
+    if (!worker.active || current == nullptr) {
+        return;
+    }
+    if (worker.ticked != current || worker.ticked_stops != current->stops) {
+        worker.ticked = current;  // it stopped since the tick before, or another one runs: looked at next tick
+        worker.ticked_stops = current->stops;
+        return;
+    }
+    greg_t* registers = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
+    const uintptr_t pc = static_cast<uintptr_t>(registers[REG_RIP]);
+    const char* sp = reinterpret_cast<const char*>(registers[REG_RSP]);
+    const size_t span = kStackBytes + stacks.page;
+    if (!preemptible_at(pc) || stacks.base == nullptr || sp < stacks.base ||
+        sp >= stacks.base + stacks.count * span ||
+        static_cast<size_t>(sp - stacks.base) % span < stacks.page + kPreemptionStackBytes) {
+        return;  // not in the code's own functions (tried again next tick), or too near its stack's end
+    }
+    worker.ticked = nullptr;
+    preemptions.fetch_add(1, std::memory_order_relaxed);
+    uintptr_t* const pushed = reinterpret_cast<uintptr_t*>(registers[REG_RSP] - 128 - 8);
+    *pushed = pc;
+    registers[REG_RSP] = reinterpret_cast<greg_t>(pushed);
+    registers[REG_RIP] = reinterpret_cast<greg_t>(&nn_cuda_cpu_preempted);
+#else
+    (void)context;
+#endif
+}
+
 // The signal handlers run on a stack of the host thread's own (a fault may be a stack overflow).
 void use_signal_stack(stack_t* previous)
 {
@@ -406,16 +496,25 @@ void use_signal_stack(stack_t* previous)
 }
 
 struct FaultHandlers {
-    static constexpr int kSignals[7] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGINT, SIGTERM, SIGALRM};
-    struct sigaction previous[7];
+    static constexpr int kSignals[8] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGINT, SIGTERM, SIGALRM, SIGVTALRM};
+    struct sigaction previous[8];
     stack_t previous_stack;
     struct itimerval previous_timer{};
+    struct itimerval previous_tick{};
+    bool ticking = false;
 
     void install()
     {
         use_signal_stack(&previous_stack);
         handle(0, 4, on_fault);  // the faults
         handle(4, 7, on_stop);  // Ctrl-C, SIGTERM and the watchdog
+        if (kPreemption && !preemptible.empty()) {  // the preemption timer ("preemption")
+            handle(7, 8, on_tick);
+            struct itimerval tick{};
+            tick.it_interval.tv_usec = tick.it_value.tv_usec = kPreemptionTickMicroseconds;
+            setitimer(ITIMER_VIRTUAL, &tick, &previous_tick);
+            ticking = true;
+        }
     }
 
     // kSignals[first..last) go to `handler`, on the signal stack; their previous actions are kept.
@@ -423,7 +522,8 @@ struct FaultHandlers {
     {
         struct sigaction action{};
         action.sa_sigaction = handler;
-        action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+        // the timer's: a call it interrupts (a worker's join) goes on
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | (kSignals[first] == SIGVTALRM ? SA_RESTART : 0);
         sigemptyset(&action.sa_mask);
         for (int i = first; i < last; ++i) {
             sigaction(kSignals[i], &action, &previous[i]);
@@ -443,10 +543,16 @@ struct FaultHandlers {
     {
         struct itimerval off{};
         setitimer(ITIMER_REAL, &off, nullptr);
-        for (int i = 0; i < 7; ++i) {
+        if (ticking) {
+            setitimer(ITIMER_VIRTUAL, &off, nullptr);
+        }
+        for (int i = 0; i < (ticking ? 8 : 7); ++i) {
             sigaction(kSignals[i], &previous[i], nullptr);
         }
         setitimer(ITIMER_REAL, &previous_timer, nullptr);
+        if (ticking) {
+            setitimer(ITIMER_VIRTUAL, &previous_tick, nullptr);
+        }
         sigaltstack(&previous_stack, nullptr);
     }
 };
@@ -580,6 +686,13 @@ extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_yield_stop(co
     const void* const previous = stop_in(State::yielded, phase.yielded, site);
     race_synchronized();  // what it waited for has happened
     return previous;
+}
+
+// A thread that the preemption timer stopped ("preemption"), in nn_cuda_cpu_preempted: it yields, as
+// nn_cuda_cpu_yield_stop, but orders nothing for the race check (it waited for no other thread).
+extern "C" __attribute__((noinline, used)) void nn_cuda_cpu_preempted_stop()
+{
+    stop_in(State::yielded, phase.yielded, nullptr);
 }
 
 extern "C" const void* nn_cuda_cpu_warp_sync_stop(unsigned mask, const void* site);  // under "warps"
@@ -2162,6 +2275,17 @@ extern "C" int nn_cuda_cpu_declares_dynamic_shared()
 }
 extern "C" void nn_cuda_cpu_set_undefined_lane_fill(int fill) { nn_cuda_cpu::undefined_lane_fill_asked = fill; }
 extern "C" void nn_cuda_cpu_set_watchdog(double seconds) { nn_cuda_cpu::watchdog_seconds = seconds; }
+
+// The code's own functions, as [first, end) address pairs in order, where a thread may be preempted
+// ("preemption"); none: no preemption. Whether its threads will be.
+extern "C" int nn_cuda_cpu_set_preemptible(const uintptr_t* ranges, size_t pairs)
+{
+    nn_cuda_cpu::preemptible.assign(ranges, ranges + 2 * pairs);
+    return nn_cuda_cpu::kPreemption && pairs > 0;
+}
+
+// How many times a thread of this library's launches was preempted, in this process.
+extern "C" unsigned long long nn_cuda_cpu_preemptions() { return nn_cuda_cpu::preemptions.load(); }
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
 extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }
 extern "C" unsigned long long nn_cuda_cpu_heap_run() { return nn_cuda_cpu::heap_run; }

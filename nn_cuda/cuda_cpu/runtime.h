@@ -166,6 +166,7 @@ struct Fiber {
     // check's order within a warp, runtime.cpp "races")
     unsigned warp_epoch = 0;
     unsigned race_synced = 0;  // the race check's clock at its last atomic, fence, yield or arrival
+    unsigned stops = 0;  // how many times it stopped (runtime.cpp, "preemption")
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------

@@ -1,0 +1,126 @@
+"""A thread that runs on without stopping is made to yield (runtime.cpp, "preemption"), as a GPU runs
+the threads of a block, and its resident blocks, at once: a thread that waits on a flag that another
+thread or block sets now ends, where it spun until the watchdog; a thread preempted in the middle of
+its arithmetic keeps every register; and a spin that nothing ends still meets the watchdog."""
+
+import time
+
+import numpy as np
+import pytest
+
+from nn_cuda.cuda_cpu import KernelError, RawModule
+
+pytestmark = pytest.mark.slow  # builds, and launches that run for a tenth of a second each
+
+CODE = r"""
+// Thread 0 waits on a volatile flag that thread 1 sets. On a GPU the two run at once; here thread 0
+// runs first, and only its preemption lets thread 1 set the flag.
+extern "C" __global__ void wait_for_thread(volatile int* flag, int* seen)
+{
+    if (threadIdx.x == 0) {
+        while (flag[0] == 0) {
+        }
+        seen[0] = flag[0];
+    } else if (threadIdx.x == 1) {
+        flag[0] = 7;
+    }
+}
+
+// Kaldi's _strided_reduction_fused_kernel waits so: the blocks of rows y > 0 wait on a volatile flag
+// that block (x, 0) sets. The checking mode starts the resident blocks (up to 4, as many as a grid
+// this size has on a GPU) in a random order, and a block of row 1 that ran first spun until the
+// watchdog.
+extern "C" __global__ void wait_for_block(volatile unsigned* flag, unsigned* seen)
+{
+    if (blockIdx.y == 0 && threadIdx.x == 0) {
+        flag[blockIdx.x] = gridDim.y;
+    }
+    if (threadIdx.x == 0) {
+        while (flag[blockIdx.x] < gridDim.y) {
+        }
+        seen[blockIdx.y * gridDim.x + blockIdx.x] = flag[blockIdx.x];
+    }
+}
+
+// A long loop of integer and floating-point arithmetic per thread, its state in registers when the
+// thread is preempted. The sums are exact: integers, and doubles that stay far below 2^53.
+extern "C" __global__ void long_sums(const int* x, unsigned long long* weighted, double* sums, int n)
+{
+    unsigned long long total = 0;
+    double plain = 0.0, halves = 0.0, low_bits = 0.0;
+    for (int i = 0; i < n; ++i) {
+        const int v = x[(i + threadIdx.x) & 15];
+        total += static_cast<unsigned long long>(v) * static_cast<unsigned long long>(i);
+        plain += v;
+        halves += 0.5 * v;
+        low_bits += static_cast<double>(i & 1023);
+    }
+    weighted[threadIdx.x] = total;
+    sums[3 * threadIdx.x] = plain;
+    sums[3 * threadIdx.x + 1] = halves;
+    sums[3 * threadIdx.x + 2] = low_bits;
+}
+
+// A spin that nothing ends: one thread waits for a flag no one sets.
+extern "C" __global__ void wait_for_ever(volatile int* flag)
+{
+    while (flag[0] == 0) {
+    }
+}
+"""
+
+MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+
+
+@MODES
+def test_a_thread_that_waits_on_another_threads_volatile_flag_ends(monkeypatch, check):
+    # the watchdog stopped it until 2026-11-28 (cuGraph's tree summarisation, Gunrock's async BFS)
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "30")
+    kernel = RawModule(code=CODE, check=check).get_function("wait_for_thread")
+    for _ in range(3):  # the checking mode: three seeds, three orders of the threads
+        seen = np.zeros(1, np.int32)
+        kernel((1,), (64,), (np.zeros(1, np.int32), seen))
+        assert seen[0] == 7
+    if not check:  # the threads in order: thread 0 spun first, and was preempted
+        assert kernel._module._kernels.preemptions() > 0
+
+
+@MODES
+def test_blocks_that_wait_on_a_flag_of_a_block_of_their_column_end(monkeypatch, check):
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "30")
+    kernel = RawModule(code=CODE, check=check).get_function("wait_for_block")
+    for _ in range(4):  # the checking mode: four orders of the four blocks
+        seen = np.zeros(4, np.uint32)
+        kernel((1, 4), (32,), (np.zeros(1, np.uint32), seen))
+        np.testing.assert_array_equal(seen, 4)
+
+
+@MODES
+def test_a_preempted_thread_keeps_its_integer_and_floating_point_registers(check):
+    module = RawModule(code=CODE, check=check)
+    kernel = module.get_function("long_sums")
+    x = np.random.default_rng(0).integers(-100, 100, 16).astype(np.int32)
+    threads, n = 4, 16 * 1_250_000  # about 20 ms a thread: preempted in every run
+    weighted, sums = np.zeros(threads, np.uint64), np.full(3 * threads, np.nan)
+    before = module._kernels.preemptions()
+    kernel((1,), (threads,), (x, weighted, sums, np.int32(n)))
+    assert module._kernels.preemptions() > before
+    rounds = n // 16  # i = 16 k + r takes x[(r + t) & 15], and the i of one r sum to 16 k + r over k
+    for t in range(threads):
+        values = [int(x[(r + t) & 15]) for r in range(16)]
+        expected = sum(v * (rounds * r + 16 * rounds * (rounds - 1) // 2) for r, v in enumerate(values))
+        assert int(weighted[t]) == expected % 2**64
+        total = rounds * sum(values)
+        low_bits = (n // 1024) * (1023 * 1024 // 2) + (n % 1024) * (n % 1024 - 1) // 2
+        assert sums[3 * t:3 * t + 3].tolist() == [total, 0.5 * total, low_bits]
+
+
+@MODES
+def test_a_spin_that_nothing_ends_still_meets_the_watchdog(monkeypatch, check):
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1.5")
+    kernel = RawModule(code=CODE, check=check).get_function("wait_for_ever")
+    started = time.monotonic()
+    with pytest.raises(KernelError, match=r"wait_for_ever: still running after 1.5 s \(NN_CUDA_CPU_WATCHDOG\) in "
+                                          r"thread \(\d+, 0, 0\) of block \(0, 0, 0\)"):
+        kernel((1,), (4,), (np.zeros(1, np.int32),))
+    assert time.monotonic() - started < 10
