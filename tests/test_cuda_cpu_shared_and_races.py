@@ -971,6 +971,36 @@ def test_an_atomic_sum_that_cancels_is_compared_by_its_partial_sums_rounding(dty
             (4,), (128,), (x, np.zeros(1, dtype), np.int32(512)))
 
 
+INFINITY_BESIDE_ATOMICS = r"""
+// Each thread adds its value to sums[0] with atomicAdd, whose order rounds the sum; sums[1] holds an
+// infinity no thread writes (a shortest path's distance to a vertex not reached). With RACE defined,
+// every thread also stores its index in sums[2]: a race whatever the rounding.
+extern "C" __global__ void add(float* sums, const float* x)
+{
+    atomicAdd(&sums[0], x[threadIdx.x]);
+#ifdef RACE
+    sums[2] = threadIdx.x;
+#endif
+}
+"""
+
+
+@pytest.mark.parametrize("race", [False, True])
+def test_an_infinity_beside_atomics_is_equal_to_itself_and_hides_no_race(race):
+    # until 2026-11-28 an infinity made the rounding's scale infinite: it failed itself ("is inf in one
+    # order and inf in another", Gunrock's SSSP) and let every finite element pass (the race went unseen)
+    x = np.random.default_rng(3).normal(0, 1, 256).astype(np.float32)
+    sums = np.array([0.0, np.inf, 0.0], np.float32)
+    add = RawModule(code=INFINITY_BESIDE_ATOMICS, options=("-DRACE",) if race else (), check=True).get_function("add")
+    if race:
+        with pytest.raises(KernelError, match=r"the result depends on the order .* \(args\[0\]\[2\] is"):
+            add((1,), (256,), (sums, x))
+        return
+    add((1,), (256,), (sums, x))
+    # 256 additions, each rounding by at most half an ulp of a partial sum below 32 (2**-19): < 5e-4
+    assert abs(sums[0] - x.astype(np.float64).sum()) < 5e-4 and sums[1] == np.inf
+
+
 def test_an_atomic_sums_rounding_magnified_by_the_kernel_is_reported_naming_that_cause():
     """AutoDock-GPU's float gradients: a sum by atomics whose order's rounding a later step magnifies
     differs from run to run on a GPU too; the report's list of causes did not name it."""

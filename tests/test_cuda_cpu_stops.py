@@ -292,3 +292,17 @@ def test_an_access_past_a_byte_array_given_for_wider_elements_is_counted_in_byte
                                           r"args\[0\]"):
         RawModule(code=code, check=True).get_function("grey")((1,), (1,), (np.zeros(16, np.uint8),
                                                                           np.zeros(1, np.uint8)))
+
+
+def test_a_place_in_the_runners_code_with_a_library_function_inlined_there_is_no_kernel_line():
+    # addr2line -i's answer for an address in the race check's handler of a load, where the watchdog
+    # stopped a spin: the message named the C++ library's line until 2026-11-28, not the kernel's
+    from nn_cuda.cuda_cpu.runner import _kernel_place
+    handler = ["/usr/include/c++/12/bits/stl_iterator.h:1073", "/usr/include/c++/12/bits/stl_vector.h:889",
+               "/repo/nn_cuda/cuda_cpu/runtime.cpp:1107 (discriminator 2)"]
+    assert _kernel_place(handler) == ""
+    # a header's function inlined into a kernel that is inlined into runtime.h's run_thread: the kernel's
+    kernel = ["/cache/include/cub/block/block_reduce.cuh:40", "/cache/(RawModule code):12 (discriminator 1)",
+              "/repo/nn_cuda/cuda_cpu/runtime.h:524", "/repo/nn_cuda/cuda_cpu/runtime.h:539"]
+    assert _kernel_place(kernel) == " at /cache/include/cub/block/block_reduce.cuh:40, called from (RawModule code):12"
+    assert _kernel_place(["??:0"]) == ""

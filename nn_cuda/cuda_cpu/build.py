@@ -662,27 +662,13 @@ def live_shared_statics(code: str, flags, instances, check: bool, name: str | No
 
 
 def load_code(code: str, flags, instances, check: bool, name: str | None = None,
-              workers: bool = True) -> tuple[ctypes.CDLL, str, tuple]:
-    """(the loaded library of code_library, a name under which another process reads it, the runner's
-    objects linked into it: what of the library is not the code's).
+              workers: bool = True) -> tuple[ctypes.CDLL, str]:
+    """(the loaded library of code_library, a name under which another process reads it).
 
     A cached library that is not what was built (build_cache.open_verified) is never loaded: it is
     built again, and one line on stderr says why.
     """
-    plan = _code_plan(code, flags, instances, check, name, workers)
-    library, tool_path = _load(plan)
-    parts = _runner_parts(plan)
-    return library, tool_path, tuple(map(str, (*parts.before, *parts.after)))
-
-
-def runner_function_names(objects: tuple) -> frozenset:
-    """The names of the functions that the runner's `objects` (load_code's third item) define."""
-    return _defined_names(objects) if shutil.which("nm") else frozenset()
-
-
-@functools.cache
-def _defined_names(objects: tuple) -> frozenset:
-    return frozenset(_nm_names("--defined-only", *objects))
+    return _load(_code_plan(code, flags, instances, check, name, workers))
 
 
 def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:

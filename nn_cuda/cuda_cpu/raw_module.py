@@ -171,9 +171,8 @@ class RawModule:
         preprocessed = _preprocessed(self.code, self._flags)  # once: the extern "C" kernels and the bounds read it
         instances = self._instances(preprocessed)
         cooperative = self.enable_cooperative_groups
-        library, tool_path, runner_objects = build.load_code(self._cpu_code, self._flags, instances, self.check,
-                                                             self.name, workers=not cooperative)
-        kernels = LoadedKernels(library, tool_path, self.check, cooperative, runner_objects)
+        kernels = LoadedKernels(*build.load_code(self._cpu_code, self._flags, instances, self.check, self.name,
+                                                 workers=not cooperative), self.check, cooperative)
         if kernels.count() != len(instances):
             raise KernelError(f"the CPU build of the RawModule code does not hold {len(instances)} instances")
         self._shared_statics = self._arrays_reached(kernels.tool_path, instances)

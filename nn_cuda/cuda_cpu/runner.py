@@ -42,7 +42,7 @@ import numpy as np
 from .. import host_compiler
 from ..errors import KernelFailure
 from . import device_heap, device_memory, fiber_stacks
-from .build import demangled, runner_function_names, threads_from_environment
+from .build import demangled, threads_from_environment
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
@@ -122,15 +122,19 @@ def elements_that_differ(before: np.ndarray, now: np.ndarray, c_type: str, round
                          atomic_magnitude: float) -> np.ndarray:
     """A flat mask of the elements of `now` that differ from `before` in their bits; with `rounding`
     (the kernel used atomics, so its floating-point sums may come in another order), floats may differ
-    by what summing in another order rounds: ROUNDING_RTOL of the array's largest magnitude, or of the
-    largest an atomicAdd of floats found or added (`atomic_magnitude`), whichever is larger. `c_type`
+    by what summing in another order rounds: ROUNDING_RTOL of the array's largest finite magnitude, or
+    of the largest an atomicAdd of floats found or added (`atomic_magnitude`), whichever is larger
+    (an infinity, a shortest path's distance to a vertex not reached, is equal only to itself: it was
+    the scale until 2026-11-28, which passed every finite element and failed the infinity). `c_type`
     (the parameter's) tells the 16-bit floats."""
     values_before, format_name = float_values(before, c_type)
     if rounding and format_name is not None:
         values_now = float_values(now, c_type)[0]
-        scale = max(float(np.nanmax(np.abs(values_before), initial=0.0)), atomic_magnitude)
+        finite = np.abs(values_before[np.isfinite(values_before)])
+        scale = max(float(finite.max(initial=0.0)), atomic_magnitude if math.isfinite(atomic_magnitude) else 0.0)
         with np.errstate(invalid="ignore"):
-            differs = ~((np.abs(values_before - values_now) <= ROUNDING_RTOL[format_name] * scale)
+            differs = ~((values_before == values_now)
+                        | (np.abs(values_before - values_now) <= ROUNDING_RTOL[format_name] * scale)
                         | (np.isnan(values_before) & np.isnan(values_now)))
         return differs.reshape(max(now.size, 1), -1).any(axis=1)  # a complex element's two parts: one
     return (before.reshape(-1).view(np.uint8) != now.reshape(-1).view(np.uint8)).reshape(max(now.size, 1), -1).any(
@@ -216,8 +220,7 @@ def _nothing_to_describe(address: int) -> str:
 class LoadedKernels:
     """The instances of one loaded library, launched by their index in its instance table."""
 
-    def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool, cooperative: bool = False,
-                 runner_objects: tuple = ()):
+    def __init__(self, library: ctypes.CDLL, tool_path: str, check: bool, cooperative: bool = False):
         self.check = check
         self.cooperative = cooperative  # every launch keeps its grid resident (grid_group::sync)
         self._lib = library
@@ -250,7 +253,7 @@ class LoadedKernels:
                                          ctypes.c_size_t(layout[1]))
         if check or cooperative:  # blocks that take turns copy their __shared__ arrays in and out
             self._set_shared_regions(poisoned=check)
-        ranges = self._code_functions(runner_objects) if runner_objects else np.zeros((0, 2), np.uintp)
+        ranges = self._code_functions()
         #: a thread that runs on without stopping is made to yield (runtime.cpp, "preemption"; x86-64 Linux)
         self.preempts = bool(self._lib.nn_cuda_cpu_set_preemptible(ranges.ctypes.data_as(ctypes.c_void_p),
                                                                    ctypes.c_size_t(len(ranges))))
@@ -261,17 +264,17 @@ class LoadedKernels:
         self._lib.nn_cuda_cpu_preemptions.restype = ctypes.c_ulonglong
         return self._lib.nn_cuda_cpu_preemptions()
 
-    def _code_functions(self, runner_objects: tuple) -> np.ndarray:
+    def _code_functions(self) -> np.ndarray:
         """The address ranges [first, end) of the code's own functions in the loaded library, in order,
         where a thread that runs on without stopping may be made to yield (runtime.cpp, "preemption"):
-        its functions less those of the runner's objects. None (no preemption) without nm."""
-        runner = runner_function_names(runner_objects)
-        if not runner:
+        its functions less the runner's (_runner_function); none (no preemption) without nm."""
+        if shutil.which("nm") is None:
             return np.zeros((0, 2), np.uintp)
         symbols = _symbol_table(self.tool_path, "the code's functions are found")
         start = self._load_address(symbols)
-        ranges = sorted((start + value, start + value + size) for name, (_, value, size, kind, section) in symbols.items()
-                        if kind == "FUNC" and size > 0 and section == ".text" and name not in runner)
+        ranges = sorted((start + value, start + value + size)
+                        for name, (_, value, size, kind, section) in symbols.items()
+                        if kind == "FUNC" and size > 0 and section == ".text" and not _runner_function(name))
         merged: list[list[int]] = []
         for first, end in ranges:
             if merged and first <= merged[-1][1]:
@@ -1004,16 +1007,7 @@ class LoadedKernels:
                                    text=True, timeout=30).stdout.splitlines()
         except (OSError, subprocess.SubprocessError):
             return ""
-        frames = [_source_frame(line) for line in found]
-        frames = [frame for frame in frames if frame is not None]
-        if not frames:
-            return ""
-        # the line that faulted, and the kernel file's line that led there when it is another file's
-        # (a header's function inlined into the kernel)
-        inner, outer = frames[0], frames[-1]
-        if outer[0] == inner[0]:
-            return f" at {inner[0]}:{inner[1]}"
-        return f" at {inner[0]}:{inner[1]}, called from {outer[0]}:{outer[1]}"
+        return _kernel_place(found)
 
     def _caller_at(self) -> str:
         """' at FILE:LINE' of the kernel code that called the function of the runner's in which the last
@@ -1144,6 +1138,35 @@ class LoadedKernels:
 
 #: the runner's own headers, which a fault's file:line skips to the kernel's code
 _RUNTIME_FILES = ("runtime.h", "runtime.cpp", "device_functions.h")
+
+
+#: the symbols of the runner's functions in a code's library: runtime.cpp's and runtime.h's (namespace
+#: nn_cuda_cpu, C names nn_cuda_cpu_*, the sanitizers' and the linker's __* and _GLOBAL__*) and the C++
+#: library's templates they instantiate (std::, __gnu_cxx::)
+_RUNNER_FUNCTION = re.compile(r"_ZN11nn_cuda_cpu|nn_cuda_cpu|__|_GLOBAL__|_ZN?K?St|_ZN?K?9__gnu_cxx")
+#: of those, the ones that call the kernel, into which the compiler may inline it
+_KERNEL_CALLER = re.compile(r"_ZN11nn_cuda_cpu(?:10run_thread|11call_kernel)")
+
+
+def _runner_function(name: str) -> bool:
+    """Whether `name` (a function's symbol in a code's library) is the runner's (_RUNNER_FUNCTION)."""
+    return _RUNNER_FUNCTION.match(name) is not None and _KERNEL_CALLER.match(name) is None
+
+
+def _kernel_place(frames: list[str]) -> str:
+    """' at FILE:LINE' of the kernel code from addr2line -i's answer for one address (the innermost
+    frame first), with ', called from FILE:LINE' where that is another file's line (a header's function
+    inlined into the kernel); '' where the address is in the runner's own code: none, or a function of
+    runtime.cpp's, also where a C++ library's function is inlined there (a watchdog that stopped the race
+    check's handler of a load named `stl_iterator.h:1073` until 2026-11-28). A kernel inlined into
+    runtime.h's run_thread is the kernel's line."""
+    found = [frame for frame in map(_source_frame, frames) if frame is not None]
+    if not found or Path(frames[-1].split(" (discriminator")[0].rpartition(":")[0]).name == "runtime.cpp":
+        return ""
+    inner, outer = found[0], found[-1]
+    if outer[0] == inner[0]:
+        return f" at {inner[0]}:{inner[1]}"
+    return f" at {inner[0]}:{inner[1]}, called from {outer[0]}:{outer[1]}"
 
 
 def _source_frame(line: str) -> tuple[str, str] | None:

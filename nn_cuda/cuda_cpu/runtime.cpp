@@ -405,15 +405,16 @@ void on_stop(int signal_number, siginfo_t*, void* context)
 // The threads of a block take turns, each running until it stops (a barrier, a warp sync, a yield, its
 // end). A thread that waits for another without stopping (`while (flag == 0) {}` on a volatile flag
 // that another thread, or another resident block, sets) would spin alone for ever, where a GPU runs
-// both. So a timer (SIGVTALRM, every kPreemptionTickMicroseconds of the process's CPU time) looks at
+// both. So a timer (SIGVTALRM, every kPreemptionTickMicroseconds of the process's CPU time, which Linux
+// rounds up to its scheduler's tick, 4 ms on many kernels) looks at
 // each host thread's running thread: where it is the one of the tick before, with no stop between, it
 // yields right where it is, as __nanosleep() would. The handler makes the interrupted thread call
 // nn_cuda_cpu_preempted, which saves every register the code may hold, yields, puts them back and
 // returns where the thread was. Only in the code's own functions, whose address ranges the Python side
-// gives (runner.py, preemptible_ranges): never in the runner's (the bookkeeping of a phase), nor in
+// gives (runner.py, LoadedKernels._code_functions): never in the runner's (the bookkeeping of a phase), nor in
 // the C library's (a lock held in printf). On x86-64 Linux only; elsewhere a spin still meets the
 // watchdog.
-constexpr long kPreemptionTickMicroseconds = 10000;
+constexpr long kPreemptionTickMicroseconds = 1000;
 // The fiber stack a preemption needs below the interrupted frame: its registers, the yield's frames.
 constexpr size_t kPreemptionStackBytes = 8192;
 static std::vector<uintptr_t> preemptible;  // [first, end) pairs, in order: the code's functions
@@ -522,8 +523,8 @@ struct FaultHandlers {
     {
         struct sigaction action{};
         action.sa_sigaction = handler;
-        // the timer's: a call it interrupts (a worker's join) goes on
-        action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | (kSignals[first] == SIGVTALRM ? SA_RESTART : 0);
+        // the preemption timer's: a call it interrupts (a worker's join, a printf's write) goes on
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK | (kSignals[first] == SIGVTALRM ? SA_RESTART : SA_NODEFER);
         sigemptyset(&action.sa_mask);
         for (int i = first; i < last; ++i) {
             sigaction(kSignals[i], &action, &previous[i]);
