@@ -1,6 +1,7 @@
 """The inline PTX the CPU runner translates (nn_cuda/cuda_cpu/inline_ptx.py): the lane's id and masks,
-64-bit values split into and made of 32-bit halves (OpenMM's shuffle of a double), and float <->
-binary16 conversions in each rounding (MXNet's half-inl.h), against NumPy, in both modes. Every
+64-bit values split into and made of 32-bit halves (OpenMM's shuffle of a double), float <->
+binary16 conversions in each rounding (MXNet's half-inl.h), and atomic adds that keep no old value
+(tiny-cuda-nn's red.add), against NumPy, in both modes. Every
 other asm statement still stops the build in one line (test_cuda_cpu_wrapper_code.py)."""
 
 import numpy as np
@@ -214,3 +215,51 @@ def test_code_that_declares_its_own_uint64_t_translates_its_inline_ptx(check):
     out = np.zeros(32, np.uint32)
     RawModule(code=code, check=check).get_function("lanes")((1,), (32,), (out,))
     assert out.tolist() == list(range(32))
+
+
+RED_ADD = r"""
+#include <cuda_fp16.h>
+
+// tiny-cuda-nn's vec.h adds gradients so on sm_70 and later: the float's bits as an "r" operand
+__device__ inline void add_f32(float* address, float value)
+{
+    int bits = *((int*)&value);
+    asm("red.relaxed.gpu.global.add.f32 [%0], %1;" ::"l"(address), "r"(bits));
+}
+__device__ inline void add_h2(__half2* address, __half2 value)
+{
+    int bits = *((int*)&value);
+    asm("red.relaxed.gpu.global.add.noftz.f16x2 [%0], %1;" ::"l"(address), "r"(bits));
+}
+
+// Each thread adds its value to a slot of its index: floats, half pairs (the value and 1), and a
+// count by an immediate
+extern "C" __global__ void scatter(const int* slots, const float* values, float* sums, __half2* pairs,
+                                   unsigned* counts, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        add_f32(sums + slots[i], values[i]);
+        add_h2(pairs + slots[i], __floats2half2_rn(values[i], 1.0f));
+        asm volatile("red.global.add.u32 [%0], 1;" ::"l"(counts + slots[i]));
+    }
+}
+"""
+
+
+@MODES
+def test_red_add_of_floats_half_pairs_and_integers_is_atomicadd(check):
+    # refused until 2026-11-28 ("does not support inline PTX"), which stopped every gradient scatter of
+    # tiny-cuda-nn; small integers as floats, so every order of the additions gives the exact sum
+    rng = np.random.default_rng(5)
+    n, m = 300, 7
+    slots = rng.integers(0, m, n).astype(np.int32)
+    values = rng.integers(-8, 9, n).astype(np.float32)
+    sums, pairs, counts = np.zeros(m, np.float32), np.zeros(2 * m, np.float16), np.zeros(m, np.uint32)
+    RawModule(code=RED_ADD, check=check).get_function("scatter")(
+        (3,), (128,), (slots, values, sums, pairs, counts, np.int32(n)))
+    expected = np.zeros(m)
+    np.add.at(expected, slots, values)
+    np.testing.assert_array_equal(sums, expected)
+    np.testing.assert_array_equal(pairs.reshape(m, 2), np.stack([expected, np.bincount(slots, minlength=m)], axis=1))
+    np.testing.assert_array_equal(counts, np.bincount(slots, minlength=m))

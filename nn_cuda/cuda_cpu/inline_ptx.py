@@ -12,6 +12,8 @@ has no function for them, each rewritten as a call of runtime.h's (nn_cuda_cpu::
     asm("bfe.u32 %0, %1, 8, 8;" : ...);                        a bit field (bfe.s32: sign-extended)
     asm("shf.l.wrap.b32 %0, %1, %2, %3;" : ...);               a funnel shift (l or r, wrap or clamp)
     asm("trap;");                                               __trap()
+    asm("red.relaxed.gpu.global.add.f32 [%0], %1;" :: "l"(p), "r"(bits));   atomicAdd, no old value kept
+                                                                (f64, u32, s32, u64, f16, f16x2: tiny-cuda-nn)
 
 Every other asm statement is left as it is, and the build then stops on it with the one-line message
 for inline PTX (build.py). The rewrite keeps the statement's lines, so that messages name the code's.
@@ -95,6 +97,14 @@ _INTEGER = {"prmt.b32": "ptx_prmt", "lop3.b32": "ptx_lop3", "bfe.u32": "ptx_bfe_
             "shf.l.clamp.b32": "ptx_shf_l_clamp", "shf.r.clamp.b32": "ptx_shf_r_clamp"}
 
 
+#: red[.sem][.scope][.global].add[.noftz].type [%a], b;: an atomic add that keeps no old value
+_RED_ADD = re.compile(r"red(?:\.relaxed|\.release)?(?:\.cta|\.cluster|\.gpu|\.sys)?(?:\.global)?\.add(?:\.noftz)?"
+                      r"\.(?P<type>\w+) \[%(?P<address>\d+)\]," + _OPERAND_TOKEN.replace("(", "(?P<value>", 1))
+#: its types -> the element type of CUDA C's atomicAdd
+_RED_ADD_TYPES = {"f32": "float", "f64": "double", "u32": "unsigned int", "s32": "int", "u64": "unsigned long long",
+                  "f16": "__half", "f16x2": "__half2"}
+
+
 def _call(instruction: str, operands: list[str]) -> str | None:
     """The C++ that does `instruction` with `operands` (their expressions, %0 first), or None."""
     def operand(index: str) -> str:
@@ -117,6 +127,11 @@ def _call(instruction: str, operands: list[str]) -> str | None:
             return f"{operand(found[1])} = nn_cuda_cpu::ptx_lane_id()"
         if (found := re.fullmatch(r"mov\.[ubs]32 %(\d+),%lanemask_(\w+)", instruction)) and found[2] in _SPECIAL_MASKS:
             return f"{operand(found[1])} = nn_cuda_cpu::ptx_lane_mask_{found[2]}()"
+        if (found := _RED_ADD.fullmatch(instruction)) and found["type"] in _RED_ADD_TYPES:
+            element = _RED_ADD_TYPES[found["type"]]
+            added = operand(found["value"][1:]) if found["value"].startswith("%") else \
+                f"static_cast<{element}>({found['value']})"
+            return f"nn_cuda_cpu::ptx_red_add<{element}>({operand(found['address'])}, {added})"
         if found := re.fullmatch(r"mov\.b64 %(\d+),\{%(\d+),%(\d+)\}", instruction):
             return f"nn_cuda_cpu::ptx_pack64({operand(found[1])}, {operand(found[2])}, {operand(found[3])})"
         if found := re.fullmatch(r"mov\.b64 \{%(\d+),%(\d+)\},%(\d+)", instruction):

@@ -462,7 +462,10 @@ void on_tick(int, siginfo_t*, void* context)
     if (!worker.active || current == nullptr) {
         return;
     }
-    if (worker.ticked != current || worker.ticked_stops != current->stops) {
+    // a thread preempted before, which has not stopped since, spins: preempted at once, not at the
+    // tick after (a round of 64 spinning threads took 64 to 128 ticks, now 64)
+    const bool spinning = current->stops == current->preempted_stops;
+    if (!spinning && (worker.ticked != current || worker.ticked_stops != current->stops)) {
         worker.ticked = current;  // it stopped since the tick before, or another one runs: looked at next tick
         worker.ticked_stops = current->stops;
         return;
@@ -477,6 +480,7 @@ void on_tick(int, siginfo_t*, void* context)
         return;  // not in the code's own functions (tried again next tick), or too near its stack's end
     }
     worker.ticked = nullptr;
+    current->preempted_stops = current->stops + 1;  // the yield it is made to make is a stop
     preemptions.fetch_add(1, std::memory_order_relaxed);
     uintptr_t* const pushed = reinterpret_cast<uintptr_t*>(registers[REG_RSP] - 128 - 8);
     *pushed = pc;
@@ -1467,6 +1471,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.shared_atomic_turn_at = ~0u;
         fiber.warp_epoch = 0;
         fiber.race_synced = 0;
+        fiber.preempted_stops = ~0u;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }

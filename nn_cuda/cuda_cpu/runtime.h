@@ -167,6 +167,7 @@ struct Fiber {
     unsigned warp_epoch = 0;
     unsigned race_synced = 0;  // the race check's clock at its last atomic, fence, yield or arrival
     unsigned stops = 0;  // how many times it stopped (runtime.cpp, "preemption")
+    unsigned preempted_stops = ~0u;  // its stops right after its last preemption (a spin: preempted again)
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------

@@ -140,6 +140,22 @@ inline unsigned ptx_shf_r_clamp(unsigned a, unsigned b, unsigned c)
     return c >= 32 ? b : ptx_shf_r_wrap(a, b, c);
 }
 
+// red[.sem][.scope][.global].add[.noftz].type [a], b; : an atomic add whose old value nothing keeps
+// (tiny-cuda-nn's gradient scatter), of the Element the instruction's type names; `value` holds its
+// bits (an "r" operand for a float, as the code passes one), `address` is a pointer or a 64-bit integer
+template <typename Element, typename Address, typename Value>
+inline void ptx_red_add(Address address, Value value)
+{
+    static_assert(sizeof(Value) == sizeof(Element), "red.add: an operand of the size of the instruction's type");
+    Element added;
+    memcpy(&added, &value, sizeof(Element));
+    if constexpr (std::is_pointer<Address>::value) {
+        atomicAdd(reinterpret_cast<Element*>(address), added);
+    } else {
+        atomicAdd(reinterpret_cast<Element*>(static_cast<uintptr_t>(address)), added);
+    }
+}
+
 }  // namespace nn_cuda_cpu
 
 #pragma pop_macro("uint64_t")
