@@ -462,8 +462,8 @@ void on_tick(int, siginfo_t*, void* context)
     if (!worker.active || current == nullptr) {
         return;
     }
-    // a thread preempted before, which has not stopped since, spins: preempted at once, not at the
-    // tick after (a round of 64 spinning threads took 64 to 128 ticks, now 64)
+    // a thread preempted before, which has not stopped since, spins: preempted at this tick, not at
+    // the one after (each spinning thread of a round took one to two ticks, now at most one)
     const bool spinning = current->stops == current->preempted_stops;
     if (!spinning && (worker.ticked != current || worker.ticked_stops != current->stops)) {
         worker.ticked = current;  // it stopped since the tick before, or another one runs: looked at next tick
