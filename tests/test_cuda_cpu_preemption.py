@@ -9,20 +9,25 @@ import numpy as np
 import pytest
 
 from nn_cuda.cuda_cpu import KernelError, RawModule
+from nn_cuda.cuda_cpu.runner import RACE_CHECK_VARIABLE
 
 pytestmark = pytest.mark.slow  # builds, and launches that run for a tenth of a second each
 
 CODE = r"""
-// Thread 0 waits on a volatile flag that thread 1 sets. On a GPU the two run at once; here thread 0
-// runs first, and only its preemption lets thread 1 set the flag.
-extern "C" __global__ void wait_for_thread(volatile int* flag, int* seen)
+// Thread 1 hands a value over to thread 0: the value, a fence, then a volatile flag; thread 0 waits
+// for the flag, then a fence, then reads the value (right on a GPU). On a GPU the two run at once;
+// here thread 0 runs first, and only its preemption lets thread 1 set the flag.
+extern "C" __global__ void hand_over(volatile int* flag, int* data, int* seen)
 {
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 1) {
+        data[0] = 42;
+        __threadfence();
+        flag[0] = 1;
+    } else if (threadIdx.x == 0) {
         while (flag[0] == 0) {
         }
-        seen[0] = flag[0];
-    } else if (threadIdx.x == 1) {
-        flag[0] = 7;
+        __threadfence();
+        seen[0] = data[0];
     }
 }
 
@@ -61,6 +66,33 @@ extern "C" __global__ void long_sums(const int* x, unsigned long long* weighted,
     sums[3 * threadIdx.x + 2] = low_bits;
 }
 
+// Two blocks of one warp meet through global memory, as a persistent kernel's warps do (Gunrock's
+// asynchronous queue): each raises its flag, then loops with a __syncwarp() in every pass until the
+// other's is up. The checking mode's block kept its turn through warp syncs: block 0 spun for ever.
+extern "C" __global__ void meet(volatile int* flags, int* passes)
+{
+    if (threadIdx.x == 0) {
+        flags[blockIdx.x] = 1;
+    }
+    int n = 0;
+    while (flags[1 - blockIdx.x] == 0) {
+        __syncwarp();
+        ++n;
+    }
+    passes[blockIdx.x * blockDim.x + threadIdx.x] = n > 0;
+}
+
+// A grid barrier of a persistent kernel: every block counts itself in, then waits for all of them.
+extern "C" __global__ void grid_barrier(volatile unsigned* count, unsigned* passed)
+{
+    if (threadIdx.x == 0) {
+        atomicAdd(const_cast<unsigned*>(count), 1u);
+        while (count[0] < gridDim.x) {
+        }
+        passed[blockIdx.x] = 1;
+    }
+}
+
 // A spin that nothing ends: one thread waits for a flag no one sets.
 extern "C" __global__ void wait_for_ever(volatile int* flag)
 {
@@ -72,16 +104,21 @@ extern "C" __global__ void wait_for_ever(volatile int* flag)
 MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
 
 
-@MODES
-def test_a_thread_that_waits_on_another_threads_volatile_flag_ends(monkeypatch, check):
-    # the watchdog stopped it until 2026-11-28 (cuGraph's tree summarisation, Gunrock's async BFS)
+@pytest.mark.parametrize("check, race_check", [(False, False), (True, False), (True, True)],
+                         ids=["plain", "checking", "race-check"])
+def test_a_thread_that_waits_on_another_threads_volatile_flag_ends(monkeypatch, check, race_check):
+    # the watchdog stopped it until 2026-11-28 (cuGraph's tree summarisation); under the race check a
+    # preemption now orders what came before, as __nanosleep() does (the flag handed over with fences
+    # on both sides was reported as a race), and a spin in the check's handler of a load is preempted
+    # at its next load (a tick never found it in the code's own functions: the watchdog stopped it)
     monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "30")
-    kernel = RawModule(code=CODE, check=check).get_function("wait_for_thread")
+    monkeypatch.setenv(RACE_CHECK_VARIABLE, str(int(race_check)))
+    kernel = RawModule(code=CODE, check=check).get_function("hand_over")
     for _ in range(3):  # the checking mode: three seeds, three orders of the threads
-        seen = np.zeros(1, np.int32)
-        kernel((1,), (64,), (np.zeros(1, np.int32), seen))
-        assert seen[0] == 7
-    if not check:  # the threads in order: thread 0 spun first, and was preempted
+        flag, data, seen = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+        kernel((1,), (64,), (flag, data, seen))
+        assert seen[0] == 42 and flag[0] == 1
+    if not check or race_check:  # the threads in order (the race check's first run): thread 0 spun first
         assert kernel._module._kernels.preemptions() > 0
 
 
@@ -93,6 +130,15 @@ def test_blocks_that_wait_on_a_flag_of_a_block_of_their_column_end(monkeypatch, 
         seen = np.zeros(4, np.uint32)
         kernel((1, 4), (32,), (np.zeros(1, np.uint32), seen))
         np.testing.assert_array_equal(seen, 4)
+
+
+def test_a_block_whose_warp_spins_through_syncwarp_hands_its_turn_on(monkeypatch):
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "30")
+    kernel = RawModule(code=CODE, check=True).get_function("meet")
+    for _ in range(3):  # three orders of the two blocks
+        flags, passes = np.zeros(2, np.int32), np.full(64, -1, np.int32)
+        kernel((2,), (32,), (flags, passes))
+        assert flags.tolist() == [1, 1] and set(passes.tolist()) <= {0, 1}
 
 
 @MODES
@@ -124,3 +170,19 @@ def test_a_spin_that_nothing_ends_still_meets_the_watchdog(monkeypatch, check):
                                           r"thread \(\d+, 0, 0\) of block \(0, 0, 0\)"):
         kernel((1,), (4,), (np.zeros(1, np.int32),))
     assert time.monotonic() - started < 10
+
+
+def test_a_grid_barrier_needs_as_many_host_threads_as_blocks_in_the_plain_mode_and_says_so(monkeypatch):
+    # the plain mode keeps as many blocks resident as host threads: a fourth block waits for a thread
+    # that three blocks spinning at the barrier never give up, and the message names the variable
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1.5")
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "3")
+    kernel = RawModule(code=CODE, check=False).get_function("grid_barrier")
+    with pytest.raises(KernelError, match=r"its blocks \(3 at a time, in order; NN_CUDA_CPU_THREADS=N keeps N "
+                                          r"resident, as a persistent kernel's blocks that wait for each other need\)"):
+        kernel((4,), (32,), (np.zeros(1, np.uint32), np.zeros(4, np.uint32)))
+    monkeypatch.setenv("NN_CUDA_CPU_THREADS", "4")
+    kernel = RawModule(code=CODE, check=False).get_function("grid_barrier")
+    passed = np.zeros(4, np.uint32)
+    kernel((4,), (32,), (np.zeros(1, np.uint32), passed))
+    assert passed.tolist() == [1, 1, 1, 1]

@@ -42,7 +42,7 @@ import numpy as np
 from .. import host_compiler
 from ..errors import KernelFailure
 from . import device_heap, device_memory, fiber_stacks
-from .build import demangled, threads_from_environment
+from .build import THREADS_VARIABLE, demangled, threads_from_environment
 
 #: runtime.h's name of each scalar parameter type -> how ctypes passes it
 SCALAR_CTYPES = {
@@ -964,7 +964,8 @@ class LoadedKernels:
                 raise KernelError(f"{launch.kernel}: stopped by SIGTERM{where}")
             if number == signal.SIGALRM:
                 at_once = "up to 4 of them, in a random order" if self.check or self.cooperative else \
-                    f"{self.threads} at a time, in order"
+                    f"{self.threads} at a time, in order; {THREADS_VARIABLE}=N keeps N resident, as a persistent " \
+                    "kernel's blocks that wait for each other need"
                 threads = ("a thread that waits for another is made to let it run after a while" if self.preempts else
                            "a thread that waits for another must let it run, with __nanosleep() in its loop or by "
                            "spinning on an atomic (a few atomics in a row that find one value let the others run)")

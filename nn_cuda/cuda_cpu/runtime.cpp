@@ -456,16 +456,20 @@ bool preemptible_at(uintptr_t pc)
     return (after - preemptible.begin()) % 2 == 1;  // past a range's first address, before its end
 }
 
+bool long_turn_at_tick();  // under "blocks that take turns"
+
 void on_tick(int, siginfo_t*, void* context)
 {
 #if defined(__x86_64__) && defined(__ELF__)
+    const bool long_turn = long_turn_at_tick();
     if (!worker.active || current == nullptr) {
         return;
     }
     // a thread preempted before, which has not stopped since, spins: preempted at this tick, not at
-    // the one after (each spinning thread of a round took one to two ticks, now at most one)
+    // the one after (each spinning thread of a round took one to two ticks, now at most one); and
+    // so is one of a block whose turn a whole tick has passed in
     const bool spinning = current->stops == current->preempted_stops;
-    if (!spinning && (worker.ticked != current || worker.ticked_stops != current->stops)) {
+    if (!spinning && !long_turn && (worker.ticked != current || worker.ticked_stops != current->stops)) {
         worker.ticked = current;  // it stopped since the tick before, or another one runs: looked at next tick
         worker.ticked_stops = current->stops;
         return;
@@ -477,8 +481,12 @@ void on_tick(int, siginfo_t*, void* context)
     if (!preemptible_at(pc) || stacks.base == nullptr || sp < stacks.base ||
         sp >= stacks.base + stacks.count * span ||
         static_cast<size_t>(sp - stacks.base) % span < stacks.page + kPreemptionStackBytes) {
-        return;  // not in the code's own functions (tried again next tick), or too near its stack's end
+        // not in the code's own functions (tried again next tick), or too near its stack's end; the race
+        // check's handler of a load, where a spin spends most of its time, yields at its next call
+        current->preempt_pending = true;
+        return;
     }
+    current->preempt_pending = false;
     worker.ticked = nullptr;
     current->preempted_stops = current->stops + 1;  // the yield it is made to make is a stop
     preemptions.fetch_add(1, std::memory_order_relaxed);
@@ -694,10 +702,12 @@ extern "C" __attribute__((noinline, used)) const void* nn_cuda_cpu_yield_stop(co
 }
 
 // A thread that the preemption timer stopped ("preemption"), in nn_cuda_cpu_preempted: it yields, as
-// nn_cuda_cpu_yield_stop, but orders nothing for the race check (it waited for no other thread).
+// nn_cuda_cpu_yield_stop does, and like it orders what came before for the race check: a thread that
+// ran a whole tick without stopping spins, waiting for another one, as one that calls __nanosleep() in
+// its loop does (a flag handed over with __threadfence() on both sides was reported as a race).
 extern "C" __attribute__((noinline, used)) void nn_cuda_cpu_preempted_stop()
 {
-    stop_in(State::yielded, phase.yielded, nullptr);
+    nn_cuda_cpu_yield_stop(nullptr);
 }
 
 extern "C" const void* nn_cuda_cpu_warp_sync_stop(unsigned mask, const void* site);  // under "warps"
@@ -1238,6 +1248,12 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
 
 inline void race_check(const void* address, size_t size, bool write, const void* site)
 {
+    if (current != nullptr && current->preempt_pending) {  // a tick found the thread in the runner ("preemption")
+        current->preempt_pending = false;
+        current->preempted_stops = current->stops + 1;
+        preemptions.fetch_add(1, std::memory_order_relaxed);
+        nn_cuda_cpu_preempted_stop();
+    }
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
     if (at < race_high && at + size > race_low) {  // the usual case, a local or the runner's own: no call
         race_access(at, size, write, site);
@@ -1273,6 +1289,25 @@ size_t running = 0;
 
 // The running thread synchronises (runtime.h): a cuda::barrier's arrival, as the race check takes it.
 void race_order() { race_synchronized(); }
+
+// A block keeps its turn while its threads go on through warp syncs (a completed one puts its lanes
+// back in the phase at once), so a persistent kernel's warp that spins through __syncwarp() until
+// another block has done its part (Gunrock's asynchronous queue) kept it for ever, each lane stopping
+// at every pass. The preemption timer ("preemption") asks whether the running block's turn has
+// lasted a whole tick: its running thread is then preempted, and once the phase's threads have all
+// stopped, the other resident blocks run, as for a block that waits for another.
+static size_t ticked_turn = 0;  // the turn (Resident::last_turn) of the running block at the last tick
+
+bool long_turn_at_tick()
+{
+    if (!interleaving || !worker.active) {
+        return false;
+    }
+    const size_t turn = residents[running].last_turn;
+    const bool same = turn == ticked_turn;
+    ticked_turn = turn;
+    return same;
+}
 
 // Where a block's scheduler stands between two phases: in the checking mode, hand back to the
 // launcher, which may run other blocks' phases before this one's next; `yielded` when threads of the
@@ -1472,6 +1507,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.warp_epoch = 0;
         fiber.race_synced = 0;
         fiber.preempted_stops = ~0u;
+        fiber.preempt_pending = false;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }

@@ -168,6 +168,7 @@ struct Fiber {
     unsigned race_synced = 0;  // the race check's clock at its last atomic, fence, yield or arrival
     unsigned stops = 0;  // how many times it stopped (runtime.cpp, "preemption")
     unsigned preempted_stops = ~0u;  // its stops right after its last preemption (a spin: preempted again)
+    volatile bool preempt_pending = false;  // a tick found it in the runner's code: it yields at a safe place
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------
