@@ -211,6 +211,29 @@ extern "C" __global__ void flag_handoff(int* value, int* flag, int* seen)
         seen[0] = value[0];
     }
 }
+
+// The same with a volatile flag in global memory, a fence on either side (HeCBench's sptrsv): PTX's
+// memory model takes volatile accesses as relaxed atomics, so no race; `shared` hands it over through
+// a volatile __shared__ flag instead, which compute-sanitizer's racecheck reports as a hazard.
+extern "C" __global__ void volatile_handoff(int* value, volatile int* flag, int* seen, int shared)
+{
+    __shared__ volatile int shared_flag;
+    volatile int* const raised = shared ? &shared_flag : flag;
+    if (threadIdx.x == 0) {
+        shared_flag = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        value[0] = 42;
+        __threadfence();
+        *raised = 1;
+    } else if (threadIdx.x == 1) {
+        while (*raised == 0) {
+        }
+        __threadfence();
+        seen[0] = value[0];
+    }
+}
 """
 
 
@@ -360,3 +383,15 @@ def test_a_value_handed_over_by_a_fence_and_an_atomic_flag_passes(races):
         value, flag, seen = np.zeros(1, np.int32), np.zeros(1, np.int32), np.full(1, -1, np.int32)
         races.get_function("flag_handoff")((1,), (2,), (value, flag, seen))
         assert seen[0] == 42 and flag[0] == 1
+
+
+def test_a_value_handed_over_by_a_volatile_global_flag_and_fences_passes_and_a_shared_one_is_reported(races):
+    # the global one was reported until 2026-11-28 (HeCBench's sptrsv, cuGraph's sort)
+    for _ in range(4):  # either thread first
+        value, flag, seen = np.zeros(1, np.int32), np.zeros(1, np.int32), np.full(1, -1, np.int32)
+        races.get_function("volatile_handoff")((1,), (2,), (value, flag, seen, np.int32(0)))
+        assert seen[0] == 42 and flag[0] == 1
+    with pytest.raises(KernelError, match=r"volatile_handoff: a race on __shared__ `shared_flag`"):
+        for _ in range(4):  # until thread 0 comes first, raising the flag before thread 1 reads it
+            races.get_function("volatile_handoff")((1,), (2,), (np.zeros(1, np.int32), np.zeros(1, np.int32),
+                                                                  np.full(1, -1, np.int32), np.int32(1)))

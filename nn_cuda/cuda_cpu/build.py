@@ -118,8 +118,8 @@ CAST_CHECK_FLAGS = ("-fsanitize=bounds,float-cast-overflow,shift-exponent",
 # no libtsan at all (GCC's link spec adds it to a shared library only as a shared one), which could not
 # be loaded into Python after its start; the runtime's object is compiled without the instrumentation.
 RACE_CHECK_FLAGS = ("-fsanitize=thread", "-static-libtsan", "--param=tsan-instrument-func-entry-exit=0",
-                    "-DNN_CUDA_CPU_RACE_CHECK")
-_INSTRUMENTATION_FLAGS = RACE_CHECK_FLAGS[:3]
+                    "--param=tsan-distinguish-volatile=1", "-DNN_CUDA_CPU_RACE_CHECK")  # GCC 11 and later
+_INSTRUMENTATION_FLAGS = RACE_CHECK_FLAGS[:4]
 
 
 def is_gcc(compiler: str) -> bool:

@@ -1120,6 +1120,7 @@ struct RaceAccess {
     int site = 0;  // the instrumentation call's return address, in the kernel's code, from race_access's
     unsigned short tid = 0;  // threadIdx as one number
     unsigned char bytes = 0;  // the bytes of the word it touched, a bit each
+    bool is_volatile = false;  // a volatile load or store
     unsigned warp_epoch = 0;  // its warp's (Fiber::warp_epoch)
 };
 struct WordAccesses {
@@ -1184,7 +1185,7 @@ void race_spans_for_launch()
     }
 }
 
-void race_access(uintptr_t address, size_t size, bool write, const void* site);
+void race_access(uintptr_t address, size_t size, bool write, bool is_volatile, const void* site);
 
 uintptr_t race_site(int site) { return reinterpret_cast<uintptr_t>(&race_access) + site; }
 
@@ -1199,21 +1200,27 @@ uintptr_t race_site(int site) { return reinterpret_cast<uintptr_t>(&race_access)
 }
 
 // Whether `earlier` and `now` (the running thread's), by two threads, have nothing between them that
-// orders them.
-inline bool unordered(const RaceAccess& earlier, const RaceAccess& now)
+// orders them. Two volatile accesses of global memory are no race: PTX's memory model takes volatile
+// accesses as relaxed atomics (a flag handed over with fences, HeCBench's sptrsv, cuGraph's sort); of
+// __shared__ memory they are, as compute-sanitizer's racecheck reports warp-synchronous code.
+inline bool unordered(const RaceAccess& earlier, const RaceAccess& now, bool global)
 {
     return earlier.epoch == now.epoch && earlier.tid != now.tid && (earlier.bytes & now.bytes) != 0 &&
+           !(global && earlier.is_volatile && now.is_volatile) &&
            (earlier.tid / kWarpSize != now.tid / kWarpSize || earlier.warp_epoch == now.warp_epoch) &&
            !(fibers[earlier.tid].race_synced > earlier.clock && current->race_synced > earlier.clock);
 }
 
-__attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool write, const void* site)
+__attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool write, bool is_volatile,
+                                           const void* site)
 {
     if (!race_tracking || current == nullptr) {
         return;
     }
     const uintptr_t end = address + size;
-    for (const RaceSpan& span : race_spans) {
+    for (size_t s = 0; s < race_spans.size(); ++s) {
+        const RaceSpan& span = race_spans[s];
+        const bool global = s < race_argument_spans;  // the arguments' and the __device__ variables'
         if (end <= span.first || address >= span.end) {
             continue;
         }
@@ -1227,15 +1234,15 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
                                                   reinterpret_cast<uintptr_t>(&race_access)),
                                  static_cast<unsigned short>(current->tid),
                                  static_cast<unsigned char>(((1u << high) - 1u) & ~((1u << low) - 1u)),
-                                 warp_head(*current).warp_epoch};
+                                 is_volatile, warp_head(*current).warp_epoch};
             WordAccesses& accesses = span.words[(word - base) / 4];
             if (write) {
-                if (unordered(accesses.read, now)) {
+                if (unordered(accesses.read, now, global)) {
                     report_race(2, word, accesses.read, now);
                 }
                 accesses.write = now;
             } else {
-                if (unordered(accesses.write, now)) {
+                if (unordered(accesses.write, now, global)) {
                     report_race(1, word, accesses.write, now);
                 }
                 if (accesses.read.epoch != now.epoch) {
@@ -1246,7 +1253,7 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
     }
 }
 
-inline void race_check(const void* address, size_t size, bool write, const void* site)
+inline void race_check(const void* address, size_t size, bool write, const void* site, bool is_volatile = false)
 {
     if (current != nullptr && current->preempt_pending) {  // a tick found the thread in the runner ("preemption")
         current->preempt_pending = false;
@@ -1256,7 +1263,7 @@ inline void race_check(const void* address, size_t size, bool write, const void*
     }
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
     if (at < race_high && at + size > race_low) {  // the usual case, a local or the runner's own: no call
-        race_access(at, size, write, site);
+        race_access(at, size, write, is_volatile, site);
     }
 }
 #endif
@@ -2365,8 +2372,8 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
 
 #if defined(NN_CUDA_CPU_RACE_CHECK)
 // ---- the race check's side of GCC's ThreadSanitizer instrumentation (above, "races") ----------------
-// Every load and store of the kernel code, of 1 to 16 bytes, aligned or not, volatile or not, and of
-// ranges (a struct's copy); atomics and fences, which are done and count as the thread's
+// Every load and store of the kernel code, of 1 to 16 bytes, aligned or not, volatile (noted) or not,
+// and of ranges (a struct's copy); atomics and fences, which are done and count as the thread's
 // synchronisation; function entries and exits and the module's start, which need nothing.
 #define NN_CUDA_CPU_TSAN_ACCESS(bytes)                                                                        \
     void __tsan_read##bytes(void* a) { nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); } \
@@ -2376,13 +2383,13 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
     void __tsan_unaligned_write##bytes(void* a) {                                                             \
         nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); }                               \
     void __tsan_volatile_read##bytes(void* a) {                                                               \
-        nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); }                              \
+        nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0), true); }                        \
     void __tsan_volatile_write##bytes(void* a) {                                                              \
-        nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); }                               \
+        nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0), true); }                         \
     void __tsan_unaligned_volatile_read##bytes(void* a) {                                                     \
-        nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0)); }                              \
+        nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0), true); }                        \
     void __tsan_unaligned_volatile_write##bytes(void* a) {                                                    \
-        nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0)); }
+        nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0), true); }
 #define NN_CUDA_CPU_TSAN_ATOMICS(bits, T)                                                              \
     T __tsan_atomic##bits##_load(const volatile T* a, int)                                             \
     {                                                                                                  \
