@@ -405,15 +405,14 @@ void on_stop(int signal_number, siginfo_t*, void* context)
 // The threads of a block take turns, each running until it stops (a barrier, a warp sync, a yield, its
 // end). A thread that waits for another without stopping (`while (flag == 0) {}` on a volatile flag
 // that another thread, or another resident block, sets) would spin alone for ever, where a GPU runs
-// both. So a timer (SIGVTALRM, every kPreemptionTickMicroseconds of the process's CPU time, which Linux
-// rounds up to its scheduler's tick, 4 ms on many kernels) looks at
-// each host thread's running thread: where it is the one of the tick before, with no stop between, it
-// yields right where it is, as __nanosleep() would. The handler makes the interrupted thread call
-// nn_cuda_cpu_preempted, which saves every register the code may hold, yields, puts them back and
-// returns where the thread was. Only in the code's own functions, whose address ranges the Python side
-// gives (runner.py, LoadedKernels._code_functions): never in the runner's (the bookkeeping of a phase), nor in
-// the C library's (a lock held in printf). On x86-64 Linux only; elsewhere a spin still meets the
-// watchdog.
+// both. So a timer (SIGVTALRM, every kPreemptionTickMicroseconds of the process's CPU time, which
+// Linux rounds up to its scheduler's tick, 4 ms on many kernels) looks at each host thread's running
+// thread: where it is the one of the tick before, with no stop between, it yields right where it is,
+// as __nanosleep() would. The handler makes the interrupted thread call nn_cuda_cpu_preempted, which
+// saves every register the code may hold, yields, puts them back and returns where the thread was.
+// Only in the code's own functions, whose address ranges the Python side gives (runner.py,
+// LoadedKernels._code_functions): never in the runner's (the bookkeeping of a phase), nor in the C
+// library's (a lock held in printf). On x86-64 Linux only; elsewhere a spin still meets the watchdog.
 constexpr long kPreemptionTickMicroseconds = 1000;
 // The fiber stack a preemption needs below the interrupted frame: its registers, the yield's frames.
 constexpr size_t kPreemptionStackBytes = 8192;
@@ -2335,6 +2334,7 @@ extern "C" int nn_cuda_cpu_set_preemptible(const uintptr_t* ranges, size_t pairs
 
 // How many times a thread of this library's launches was preempted, in this process.
 extern "C" unsigned long long nn_cuda_cpu_preemptions() { return nn_cuda_cpu::preemptions.load(); }
+
 extern "C" void nn_cuda_cpu_set_workers(size_t n) { nn_cuda_cpu::set_workers(n); }
 extern "C" void nn_cuda_cpu_set_cooperative(int on) { nn_cuda_cpu::cooperative = on != 0; }
 extern "C" unsigned long long nn_cuda_cpu_heap_run() { return nn_cuda_cpu::heap_run; }
