@@ -247,6 +247,7 @@ extern "C" __global__ void scatter(const int* slots, const float* values, float*
 """
 
 
+@pytest.mark.slow  # a build of cuda_fp16.h's code in each mode (seconds): the fast loop keeps the others
 @MODES
 def test_red_add_of_floats_half_pairs_and_integers_is_atomicadd(check):
     # refused until 2026-11-28 ("does not support inline PTX"), which stopped every gradient scatter of
