@@ -557,6 +557,11 @@ struct FaultHandlers {
         setitimer(ITIMER_REAL, &off, nullptr);
         if (ticking) {
             setitimer(ITIMER_VIRTUAL, &off, nullptr);
+            // a tick the timer raised before and no thread took yet is dropped (ignoring a signal drops
+            // it): put back to its default action, it would end the process
+            struct sigaction ignore{};
+            ignore.sa_handler = SIG_IGN;
+            sigaction(SIGVTALRM, &ignore, nullptr);
         }
         for (int i = 0; i < (ticking ? 8 : 7); ++i) {
             sigaction(kSignals[i], &previous[i], nullptr);
