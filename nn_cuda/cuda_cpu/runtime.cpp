@@ -2395,6 +2395,13 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
         nn_cuda_cpu::race_check(a, bytes, false, __builtin_return_address(0), true); }                        \
     void __tsan_unaligned_volatile_write##bytes(void* a) {                                                    \
         nn_cuda_cpu::race_check(a, bytes, true, __builtin_return_address(0), true); }
+// One read-modify-write (fetch_add, fetch_or, ...): done, and counted as synchronisation.
+#define NN_CUDA_CPU_TSAN_FETCH(bits, T, op)                                                            \
+    T __tsan_atomic##bits##_fetch_##op(volatile T* a, T v, int)                                        \
+    {                                                                                                  \
+        nn_cuda_cpu::race_synchronized();                                                              \
+        return __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                                            \
+    }
 #define NN_CUDA_CPU_TSAN_ATOMICS(bits, T)                                                              \
     T __tsan_atomic##bits##_load(const volatile T* a, int)                                             \
     {                                                                                                  \
@@ -2411,36 +2418,12 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
         nn_cuda_cpu::race_synchronized();                                                              \
         return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                            \
     }                                                                                                  \
-    T __tsan_atomic##bits##_fetch_add(volatile T* a, T v, int)                                         \
-    {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
-        return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                             \
-    }                                                                                                  \
-    T __tsan_atomic##bits##_fetch_sub(volatile T* a, T v, int)                                         \
-    {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
-        return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                             \
-    }                                                                                                  \
-    T __tsan_atomic##bits##_fetch_and(volatile T* a, T v, int)                                         \
-    {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
-        return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                             \
-    }                                                                                                  \
-    T __tsan_atomic##bits##_fetch_or(volatile T* a, T v, int)                                          \
-    {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
-        return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                              \
-    }                                                                                                  \
-    T __tsan_atomic##bits##_fetch_xor(volatile T* a, T v, int)                                         \
-    {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
-        return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                             \
-    }                                                                                                  \
-    T __tsan_atomic##bits##_fetch_nand(volatile T* a, T v, int)                                        \
-    {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
-        return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                            \
-    }                                                                                                  \
+    NN_CUDA_CPU_TSAN_FETCH(bits, T, add)                                                               \
+    NN_CUDA_CPU_TSAN_FETCH(bits, T, sub)                                                               \
+    NN_CUDA_CPU_TSAN_FETCH(bits, T, and)                                                               \
+    NN_CUDA_CPU_TSAN_FETCH(bits, T, or)                                                                \
+    NN_CUDA_CPU_TSAN_FETCH(bits, T, xor)                                                               \
+    NN_CUDA_CPU_TSAN_FETCH(bits, T, nand)                                                              \
     int __tsan_atomic##bits##_compare_exchange_strong(volatile T* a, T* expected, T v, int, int)       \
     {                                                                                                  \
         nn_cuda_cpu::race_synchronized();                                                              \
