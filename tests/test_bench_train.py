@@ -71,9 +71,17 @@ def test_a_simulated_benchmark_says_first_how_long_it_will_take(monkeypatch, cap
         pytest.skip("backend numba-sim needs NUMBA_ENABLE_CUDASIM=1 before Numba is imported")
     from nn_cuda import training
 
+    class TimingStarted(Exception):
+        pass
+
+    def first_timer(*args, **kwargs):  # the note must be out before the first step is timed
+        raise TimingStarted
+
     monkeypatch.setattr(training, "SIMULATED_THREADS_PER_SECOND", 1)
-    assert bench_train.main(["--backend", "numba-sim", "--hidden", "4", "--batch", "4", "--rounds", "1", "--steps",
-                             "1", "--warmup", "0", "--phase-steps", "0", "--no-torch"]) == 0
+    monkeypatch.setattr(bench_train, "StepTimer", first_timer)
+    with pytest.raises(TimingStarted):
+        bench_train.main(["--backend", "numba-sim", "--hidden", "4", "--batch", "4", "--rounds", "1", "--steps",
+                          "1", "--warmup", "0", "--phase-steps", "0", "--no-torch"])
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("NOTE: numba-sim runs every CUDA thread as a Python thread") and "hours in all" in first
     assert first.endswith("--hidden 8 --batch 16 --rounds 1 --steps 1 --warmup 1 --phase-steps 1 tries the "

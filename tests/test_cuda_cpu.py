@@ -45,6 +45,25 @@ def naive_library(check: bool):
     return kernel_module("gemm1_naive.cu", check).library_path()
 
 
+#: the runner's parts in a build cache: runtime.h precompiled, runtime.cpp's and shared_guard.cpp's objects
+RUNNER_PARTS = ("runtime-*", "runtime_header-*", "shared_guard-*")
+
+
+def cache_holding_the_runner(folder: Path) -> Path:
+    """Make `folder` a build cache that holds the session cache's parts of the runner (both modes),
+    copied, so that a test of how the kernels' libraries are cached does not compile the runner again:
+    a build finds them by their keys as it finds its own. Returns `folder`."""
+    for check in (False, True):  # built in the session cache unless already there
+        naive_library(check)
+    session = build_cache.folder()
+    target = folder / build_cache.FOLDER
+    target.mkdir(parents=True, mode=0o700)
+    for pattern in RUNNER_PARTS:
+        for part in session.glob(pattern):
+            shutil.copy2(part, target / part.name)
+    return folder
+
+
 def random_gemm(M, N, K, seed=0):
     rng = np.random.default_rng(seed)
     return rng.random((M, K)), rng.random((K, N))
@@ -285,7 +304,7 @@ def test_arguments_are_checked_against_the_c_signature():
 
 
 def test_a_library_is_built_once_then_loaded_from_the_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(cache_holding_the_runner(tmp_path / "cache")))
     first = naive_library(check=False)
     built_at = first.stat().st_mtime_ns
     assert naive_library(check=False) == first
@@ -318,7 +337,7 @@ def test_processes_that_need_the_same_library_build_it_once(tmp_path):
 def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch):
     # A header two levels down, named .h (not .cuh): its edit must change the library that is loaded,
     # for the CPU build and in the code the CuPy backend hands to CuPy's compile cache.
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(cache_holding_the_runner(tmp_path / "cache")))
     copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once", '#pragma once\n#include "scale.h"')
     (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
     before = naive_library(check=False)
@@ -338,7 +357,7 @@ def test_editing_a_header_that_a_header_includes_rebuilds(tmp_path, monkeypatch)
 def test_a_header_included_through_a_macro_is_part_of_the_key(tmp_path, monkeypatch):
     # `#include SCALE_HEADER`: no scan of #include lines finds it; the preprocessor's own list (-MD
     # for the CPU build, -M for the code given to CuPy) does, so editing it rebuilds both.
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(cache_holding_the_runner(tmp_path / "cache")))
     copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once",
                           '#pragma once\n#define SCALE_HEADER "macro_scale.h"\n#include SCALE_HEADER')
     (copy / "macro_scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
@@ -359,7 +378,7 @@ def test_a_header_included_through_a_macro_is_part_of_the_key(tmp_path, monkeypa
 
 
 def test_a_header_that_is_gone_or_a_damaged_manifest_builds_again(tmp_path, monkeypatch):
-    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NN_CUDA_CACHE_DIR", str(cache_holding_the_runner(tmp_path / "cache")))
     copy = edited_kernels(tmp_path, monkeypatch, "common.cuh", "#pragma once", '#pragma once\n#include "scale.h"')
     (copy / "scale.h").write_text("#define NN_CUDA_TEST_SCALE 1\n")
     first = naive_library(check=False)

@@ -4,6 +4,10 @@ tests/conftest.py turns Numba's simulator on only where it finds no GPU, so on a
 run with NUMBA_ENABLE_CUDASIM unset, and a test that asks for `--backend numba-sim` inside the pytest
 process was refused (exit 2). Running the tests with NUMBA_ENABLE_CUDASIM=0 reproduces that
 environment on any machine: the tests that choose the simulator must still pass.
+
+It runs in the GPU install (pip install -e '.[mpi,dev,gpu]'), as on a GPU machine and in .ci/run's
+second stage; in the README's CPU install these tests already run in the simulator, and running them
+again here would repeat them.
 """
 
 import os
@@ -11,6 +15,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cupy", reason="Numba starting as on a GPU machine is checked in the GPU install "
+                                   "(pip install -e '.[gpu]'), as .ci/run's second stage does")
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
