@@ -93,6 +93,19 @@ extern "C" __global__ void grid_barrier(volatile unsigned* count, unsigned* pass
     }
 }
 
+// A chain of waits (HeCBench's sptrsv solves row after row so): thread i waits until thread i + 1 has
+// written its value. The threads run in order, so each round of preemptions ends one wait.
+extern "C" __global__ void chain(volatile int* values, int n)
+{
+    const int i = threadIdx.x;
+    if (i < n - 1) {
+        while (values[i + 1] == 0) {
+        }
+    }
+    __threadfence();
+    values[i] = i + 1;
+}
+
 // A spin that nothing ends: one thread waits for a flag no one sets.
 extern "C" __global__ void wait_for_ever(volatile int* flag)
 {
@@ -102,6 +115,17 @@ extern "C" __global__ void wait_for_ever(volatile int* flag)
 """
 
 MODES = pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+
+
+@MODES
+def test_a_chain_of_64_waits_ends_well_before_a_5_second_watchdog(monkeypatch, check):
+    # each wait costs a tick: 4-ms ticks of the process's CPU time made the chain take 8.3 s (plain) and
+    # 14.5 s (checking); a launch whose threads spin now ticks every 250 us: 0.5 s and 0.9 s measured on
+    # the 2-core machine, so the watchdog leaves room for a loaded one
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "5")
+    values = np.zeros(64, np.int32)
+    RawModule(code=CODE, check=check).get_function("chain")((1,), (64,), (values, np.int32(64)))
+    assert values.tolist() == list(range(1, 65))
 
 
 @pytest.mark.parametrize("check, race_check", [(False, False), (True, False), (True, True)],

@@ -172,6 +172,36 @@ def test_ctrl_c_and_sigterm_stop_a_launch_in_progress(signal_number, returncode,
     assert said in out and "Traceback" not in err
 
 
+BYSTANDER = """
+import signal, sys, threading, time
+import numpy as np
+from nn_cuda.cuda_cpu import RawModule
+kernel = RawModule(code=sys.argv[1], check=sys.argv[2] == "checking").get_function("spin")
+idle = threading.Event()
+bystander = threading.Thread(target=idle.wait)
+bystander.start()
+# Ctrl-C, sent to the process, may come to any of its threads: here it comes to one that runs no block
+threading.Timer(1.0, signal.pthread_kill, (bystander.ident, signal.SIGINT)).start()
+try:
+    kernel((1,), (2,), (np.zeros(1, np.int32),))
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+idle.set()
+"""
+
+
+@pytest.mark.parametrize("mode", ["plain", "checking"])
+def test_a_stop_signal_that_comes_to_a_thread_outside_the_launch_stops_the_launch_it_does_not_enter(mode):
+    # where the blocks run on the caller's thread alone (one host thread, or the checking mode), a stop
+    # signal that came to another thread of the process took the launch's state for that thread's own and
+    # jumped into the caller's frames: the process crashed (the watchdog's SIGALRM, so delivered once the
+    # preemption ticks kept the kernel from picking the busy caller, ended it as "Alarm clock")
+    env = {**os.environ, "NN_CUDA_CPU_WATCHDOG": "0", "NN_CUDA_CPU_THREADS": "1"}
+    job = subprocess.run([sys.executable, "-c", BYSTANDER, CODE, mode], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert job.returncode == 0 and job.stdout == "interrupted\n", (job.returncode, job.stdout, job.stderr)
+
+
 # Numba's simulator runs a kernel's threads as Python threads. Before, Ctrl-C reached the main thread
 # but Python's exit then waited for the spinning thread for ever.
 NUMBA_SPINNER = """

@@ -27,7 +27,9 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -378,6 +380,20 @@ static pthread_t launch_thread_ids[kResidentBlocks];
 static std::atomic<int> launch_thread_count{0};
 static std::atomic<int> stop_signal{0};
 
+bool preemptible_at(uintptr_t pc);  // under "preemption"
+
+// Whether the calling host thread is one of the running launch's.
+bool in_launch()
+{
+    const int count = launch_thread_count.load();
+    for (int i = 0; i < count; ++i) {
+        if (pthread_equal(launch_thread_ids[i], pthread_self())) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
 // Python side then raises KeyboardInterrupt, lets SIGTERM take its course, or reports the timeout.
 void on_stop(int signal_number, siginfo_t*, void* context)
@@ -391,12 +407,24 @@ void on_stop(int signal_number, siginfo_t*, void* context)
             }
         }
     }
-    if (!worker.active) {
-        return;  // not in a block: it sees stop_signal before its next block, or the launcher after it
+    // Not in a block: it sees stop_signal before its next block, or the launcher after it. Nor a thread
+    // of the launch: a signal sent to the process may come to any of its threads (a BLAS worker's, one
+    // of Python's), and where the blocks run on the caller's thread alone `worker` is the process's, so
+    // that such a thread took the launch's state for its own and jumped into the caller's frames (seen
+    // as a crash, or the process ended by SIGALRM, once the caller's preemption ticks kept the kernel
+    // from picking the caller for the watchdog's signal). It was passed on to the launch's threads above.
+    if (!worker.active || !in_launch()) {
+        return;
     }
     fault_signal = signal_number;
     fault_address = nullptr;
     keep_fault_place(interrupted_at(context));  // where a kernel that never ends was spinning
+    if (current != nullptr && current->stops == current->preempted_stops && !preemptible_at(fault_pc)) {
+        // in the runner, on a thread that spins and is preempted at each tick (in the preemption's
+        // yield, the launcher's turn between two phases): where the spin was when last preempted
+        fault_pc = current->preempted_at;
+        fault_stack_count = 0;
+    }
     siglongjmp(worker.fault_exit, 1);
 }
 
@@ -405,23 +433,80 @@ void on_stop(int signal_number, siginfo_t*, void* context)
 // The threads of a block take turns, each running until it stops (a barrier, a warp sync, a yield, its
 // end). A thread that waits for another without stopping (`while (flag == 0) {}` on a volatile flag
 // that another thread, or another resident block, sets) would spin alone for ever, where a GPU runs
-// both. So a timer (SIGVTALRM, every kPreemptionTickMicroseconds of the process's CPU time, which
-// Linux rounds up to its scheduler's tick, 4 ms on many kernels) looks at each host thread's running
-// thread: where it is the one of the tick before, with no stop between, it yields right where it is,
-// as __nanosleep() would. The handler makes the interrupted thread call nn_cuda_cpu_preempted, which
+// both. So each host thread of a launch has a timer of its own (SIGVTALRM sent to that thread, on
+// CLOCK_MONOTONIC, a high-resolution clock: a timer of CPU time, such as ITIMER_VIRTUAL, is counted in
+// the scheduler's ticks, 4 ms on many kernels; every kPreemptionTickMicroseconds, and every
+// kSpinTickMicroseconds once it has preempted a thread) that looks at the thread's running GPU thread:
+// where it is the one of the tick before, with no stop between, it yields right where it is, as
+// __nanosleep() would. The handler makes the interrupted thread call nn_cuda_cpu_preempted, which
 // saves every register the code may hold, yields, puts them back and returns where the thread was.
 // Only in the code's own functions, whose address ranges the Python side gives (runner.py,
 // LoadedKernels._code_functions): never in the runner's (the bookkeeping of a phase), nor in the C
 // library's (a lock held in printf). On x86-64 Linux only; elsewhere a spin still meets the watchdog.
-constexpr long kPreemptionTickMicroseconds = 1000;
+constexpr long kPreemptionTickMicroseconds = 4000;
+// The tick of a host thread once one of its launch's threads has been preempted: a chain of threads that
+// each wait for the next costs a tick a wait (64 threads: 8.3 s with 4-ms ticks, 0.5 s with these). A
+// tick costs the thread about 3 us whatever it does, so a launch whose threads never wait keeps the slow
+// one (one epoch of training on the tiled GEMM: 0.83 s with 4-ms ticks, 0.93 s at 250 us throughout).
+constexpr long kSpinTickMicroseconds = 250;
 // The fiber stack a preemption needs below the interrupted frame: its registers, the yield's frames.
 constexpr size_t kPreemptionStackBytes = 8192;
 static std::vector<uintptr_t> preemptible;  // [first, end) pairs, in order: the code's functions
 static std::atomic<unsigned long long> preemptions{0};  // in this process (nn_cuda_cpu_preemptions)
 
-#if defined(__x86_64__) && defined(__ELF__)
+#if defined(__x86_64__) && defined(__linux__)
 constexpr bool kPreemption = true;
 extern "C" void nn_cuda_cpu_preempted();
+
+// The calling host thread's timer (its ticks go to it alone), by the system calls themselves, so that
+// no library (librt, before glibc 2.34) is needed; and whether it ticks at the spin's rate.
+static NN_CUDA_CPU_PER_WORKER int tick_timer = -1;
+static NN_CUDA_CPU_PER_WORKER bool ticking_fast = false;
+
+void set_tick(long microseconds)
+{
+    struct itimerspec tick{};
+    tick.it_interval.tv_sec = tick.it_value.tv_sec = microseconds / 1000000;
+    tick.it_interval.tv_nsec = tick.it_value.tv_nsec = microseconds % 1000000 * 1000;
+    syscall(SYS_timer_settime, tick_timer, 0, &tick, nullptr);
+}
+
+void start_ticks()
+{
+    struct sigevent event{};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = SIGVTALRM;
+#if defined(sigev_notify_thread_id)
+    event.sigev_notify_thread_id = static_cast<pid_t>(syscall(SYS_gettid));
+#else
+    event._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));
+#endif
+    int created = -1;
+    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &event, &created) != 0) {
+        return;  // no timer: a spin of this thread meets the watchdog, as without preemption
+    }
+    tick_timer = created;
+    ticking_fast = false;
+    set_tick(kPreemptionTickMicroseconds);
+}
+
+// A thread of this host thread's launch was preempted: its threads wait for each other, and each wait
+// costs up to a tick, so the ticks come at the spin's rate until the launch ends.
+void tick_faster()
+{
+    if (!ticking_fast && tick_timer >= 0) {
+        ticking_fast = true;
+        set_tick(kSpinTickMicroseconds);
+    }
+}
+
+void stop_ticks()
+{
+    if (tick_timer >= 0) {
+        syscall(SYS_timer_delete, tick_timer);
+        tick_timer = -1;
+    }
+}
 
 // Entered as if the interrupted instruction had called it (its address pushed 128 bytes below the
 // stack pointer, past the red zone, which the code may use): saves the flags, the registers a call may
@@ -446,6 +531,9 @@ __asm__(".text\n.p2align 4\n.hidden nn_cuda_cpu_preempted\n.type nn_cuda_cpu_pre
         ".size nn_cuda_cpu_preempted, .-nn_cuda_cpu_preempted\n");
 #else
 constexpr bool kPreemption = false;
+void start_ticks() {}
+void tick_faster() {}
+void stop_ticks() {}
 #endif
 
 // Whether `pc` is in one of the code's functions.
@@ -459,9 +547,9 @@ bool long_turn_at_tick();  // under "blocks that take turns"
 
 void on_tick(int, siginfo_t*, void* context)
 {
-#if defined(__x86_64__) && defined(__ELF__)
+#if defined(__x86_64__) && defined(__linux__)
     const bool long_turn = long_turn_at_tick();
-    if (!worker.active || current == nullptr) {
+    if (!worker.active || current == nullptr || !in_launch()) {  // not a tick of its timer (on_stop)
         return;
     }
     // a thread preempted before, which has not stopped since, spins: preempted at this tick, not at
@@ -488,6 +576,8 @@ void on_tick(int, siginfo_t*, void* context)
     current->preempt_pending = false;
     worker.ticked = nullptr;
     current->preempted_stops = current->stops + 1;  // the yield it is made to make is a stop
+    current->preempted_at = pc;
+    tick_faster();
     preemptions.fetch_add(1, std::memory_order_relaxed);
     uintptr_t* const pushed = reinterpret_cast<uintptr_t*>(registers[REG_RSP] - 128 - 8);
     *pushed = pc;
@@ -512,7 +602,6 @@ struct FaultHandlers {
     struct sigaction previous[8];
     stack_t previous_stack;
     struct itimerval previous_timer{};
-    struct itimerval previous_tick{};
     bool ticking = false;
 
     void install()
@@ -520,11 +609,8 @@ struct FaultHandlers {
         use_signal_stack(&previous_stack);
         handle(0, 4, on_fault);  // the faults
         handle(4, 7, on_stop);  // Ctrl-C, SIGTERM and the watchdog
-        if (kPreemption && !preemptible.empty()) {  // the preemption timer ("preemption")
+        if (kPreemption && !preemptible.empty()) {  // the preemption timers' ticks ("preemption")
             handle(7, 8, on_tick);
-            struct itimerval tick{};
-            tick.it_interval.tv_usec = tick.it_value.tv_usec = kPreemptionTickMicroseconds;
-            setitimer(ITIMER_VIRTUAL, &tick, &previous_tick);
             ticking = true;
         }
     }
@@ -556,9 +642,8 @@ struct FaultHandlers {
         struct itimerval off{};
         setitimer(ITIMER_REAL, &off, nullptr);
         if (ticking) {
-            setitimer(ITIMER_VIRTUAL, &off, nullptr);
-            // a tick the timer raised before and no thread took yet is dropped (ignoring a signal drops
-            // it): put back to its default action, it would end the process
+            // a tick a timer raised before it was deleted, and not taken yet, is dropped (ignoring a
+            // signal drops it): put back to its default action, it would end the process
             struct sigaction ignore{};
             ignore.sa_handler = SIG_IGN;
             sigaction(SIGVTALRM, &ignore, nullptr);
@@ -567,9 +652,6 @@ struct FaultHandlers {
             sigaction(kSignals[i], &previous[i], nullptr);
         }
         setitimer(ITIMER_REAL, &previous_timer, nullptr);
-        if (ticking) {
-            setitimer(ITIMER_VIRTUAL, &previous_tick, nullptr);
-        }
         sigaltstack(&previous_stack, nullptr);
     }
 };
@@ -1262,6 +1344,8 @@ inline void race_check(const void* address, size_t size, bool write, const void*
     if (current != nullptr && current->preempt_pending) {  // a tick found the thread in the runner ("preemption")
         current->preempt_pending = false;
         current->preempted_stops = current->stops + 1;
+        current->preempted_at = reinterpret_cast<uintptr_t>(site);
+        tick_faster();
         preemptions.fetch_add(1, std::memory_order_relaxed);
         nn_cuda_cpu_preempted_stop();
     }
@@ -1519,6 +1603,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.race_synced = 0;
         fiber.preempted_stops = ~0u;
         fiber.preempt_pending = false;
+        fiber.preempted_at = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);
         order[t] = t;
     }
@@ -1847,6 +1932,9 @@ void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int ch
     }
     fibers = fiber_pool.data();
     volatile int status = 0;
+    if (kPreemption && !preemptible.empty()) {
+        start_ticks();
+    }
     switch (sigsetjmp(worker.fault_exit, 1)) {
     case 0:
         worker.active = 1;
@@ -1896,6 +1984,7 @@ void run_blocks(Outcome& out, size_t slot, size_t threads, size_t blocks, int ch
         status = 2;
     }
     }
+    stop_ticks();
     worker.active = 0;
     current = nullptr;
     out.status = status;

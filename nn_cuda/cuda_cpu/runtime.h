@@ -169,6 +169,7 @@ struct Fiber {
     unsigned stops = 0;  // how many times it stopped (runtime.cpp, "preemption")
     unsigned preempted_stops = ~0u;  // its stops right after its last preemption (a spin: preempted again)
     volatile bool preempt_pending = false;  // a tick found it in the runner's code: it yields at a safe place
+    uintptr_t preempted_at = 0;  // the code's address where it was last preempted (the watchdog's place)
 };
 
 // ---- the state of the running launch (one launch at a time per process) -------------------------
