@@ -256,6 +256,70 @@ def test_the_lanes_a_branch_leaves_active_stop_the_build_naming_them():
         RawModule(code=template, name_expressions=("sizes<float>",)).get_function("sizes<float>")
 
 
+OWN_NAMES = r"""
+#include <cooperative_groups.h>
+using namespace cooperative_groups;
+
+// A sum over a group through shared memory, a functor and a scan of the code's own, named as CUDA
+// names its collectives: <cooperative_groups.h> alone declares none of these (OLCF's training hw9).
+__device__ int reduce(thread_group g, int* x, int val)
+{
+    int lane = g.thread_rank();
+    for (int i = g.size() / 2; i > 0; i /= 2) {
+        x[lane] = val;
+        g.sync();
+        if (lane < i) {
+            val += x[lane + i];
+        }
+        g.sync();
+    }
+    return val;
+}
+
+template <typename T>
+struct plus {
+    __device__ T operator()(T a, T b) const { return a + b; }
+};
+
+template <typename G>
+__device__ int inclusive_scan(const G& g, int v)
+{
+    for (int o = 1; o < g.size(); o <<= 1) {
+        int t = g.shfl_up(v, o);
+        if (g.thread_rank() >= o) {
+            v = plus<int>()(v, t);
+        }
+    }
+    return v;
+}
+
+extern "C" __global__ void own_names(const int* in, int* sums, int* scans)
+{
+    __shared__ int x[64];
+    thread_block_tile<16> tile = tiled_partition<16>(this_thread_block());
+    int* mine = x + 16 * (threadIdx.x / 16);
+    int sum = reduce(tile, mine, in[threadIdx.x]);
+    if (tile.thread_rank() == 0) {
+        sums[threadIdx.x / 16] = sum;
+    }
+    scans[threadIdx.x] = inclusive_scan(tile, in[threadIdx.x]);
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["plain", "checking"])
+def test_code_may_name_its_own_reduce_plus_and_scan_beside_cooperative_groups_h(check):
+    # the runner's <cooperative_groups.h> declared cg::reduce, the scans and cg::plus itself: the
+    # code's own reduce lost the overload to it and the build stopped inside the runner's header
+    # ("'op' cannot be used as a function"), its plus was ambiguous; NVRTC builds this
+    values = np.random.default_rng(3).integers(-50, 50, 64).astype(np.int32)
+    sums, scans = np.full(4, -1, np.int32), np.full(64, -1, np.int32)
+    RawModule(code=OWN_NAMES, check=check).get_function("own_names")((1,), (64,), (values, sums, scans))
+    tiles = values.reshape(4, 16).astype(np.int64)
+    assert sums.tolist() == tiles.sum(axis=1).tolist()
+    assert scans.tolist() == np.cumsum(tiles, axis=1).ravel().tolist()
+
+
 # ---- a cooperative launch: grid_group::sync -------------------------------------------------------
 
 GRID = r"""

@@ -1,7 +1,9 @@
 // CUDA's cooperative groups on the CPU runner: the thread block, its tiles of 1 to 32 lanes (as
 // thread_block_tile<N> or, sized at run time, as a thread_group), the grid's ranks, the partitions
-// of a tile, and the collectives cg::reduce (over a tile or a partition), cg::inclusive_scan and
-// cg::exclusive_scan (over a tile).
+// of a tile; the collectives are in cooperative_groups/reduce.h (cg::reduce, over a tile or a
+// partition) and cooperative_groups/scan.h (cg::inclusive_scan and cg::exclusive_scan, over a tile),
+// as in CUDA, which declares them, and their operators (cg::plus, ...), only there: code that
+// includes this header alone may name its own `reduce` or `plus`.
 //
 // Built on runtime.h, which every CPU build includes first: a block's sync is __syncthreads(), a
 // tile's is __syncwarp over the tile's lanes, and a tile's shuffles and votes are the *_sync ones
@@ -346,70 +348,6 @@ coalesced_group coalesced_threads()
     return coalesced_group(0);
 }
 
-// ---- the operators of the collectives ---------------------------------------------------------------
-
-template <typename T>
-struct plus {
-    T operator()(T a, T b) const { return a + b; }
-};
-template <typename T>
-struct less {
-    T operator()(T a, T b) const { return b < a ? b : a; }  // the smaller, as CUDA's cg::less
-};
-template <typename T>
-struct greater {
-    T operator()(T a, T b) const { return a < b ? b : a; }  // the larger
-};
-template <typename T>
-struct bit_and {
-    T operator()(T a, T b) const { return a & b; }
-};
-template <typename T>
-struct bit_or {
-    T operator()(T a, T b) const { return a | b; }
-};
-template <typename T>
-struct bit_xor {
-    T operator()(T a, T b) const { return a ^ b; }
-};
-
-// ---- collectives over a tile ------------------------------------------------------------------------
-
-// Every lane of the tile gets op applied over the tile's values (a butterfly of shfl_xor, so each
-// lane combines the values in the same tree, as a GPU's does).
-template <unsigned Size, typename Parent, typename T, typename Op>
-T reduce(const thread_block_tile<Size, Parent>& tile, T value, Op op)
-{
-    for (unsigned offset = Size / 2; offset > 0; offset /= 2) {
-        value = op(value, tile.shfl_xor(value, offset));
-    }
-    return value;
-}
-
-// Every thread of the group gets op applied over the group's values, in the order of their ranks.
-template <typename T, typename Op>
-T reduce(const coalesced_group& group, T value, Op op)
-{
-    bool first = true;
-    T total = value;
-    nn_cuda_cpu::warp_gather(group.mask(), value, [&](unsigned, T other) {
-        total = first ? other : op(total, other);
-        first = false;
-    });
-    return total;
-}
-
-// The value of reduce, stored to *destination by the group's thread of rank 0 (CUDA 12's
-// reduce_store_async of a pointer: visible to the group after its next sync).
-template <typename Group, typename T, typename Op>
-void reduce_store_async(const Group& group, T* destination, T value, Op op)
-{
-    const T total = reduce(group, value, op);
-    if (group.thread_rank() == 0) {
-        *destination = total;
-    }
-}
-
 // ---- one thread of a tile or a partition calls (CUDA 12) ---------------------------------------------
 
 // The group's thread of rank 0 calls fn(args...), as a GPU before sm_90 picks it.
@@ -430,41 +368,6 @@ auto invoke_one_broadcast(const Group& group, Fn&& fn, Args&&... args)
         result = std::forward<Fn>(fn)(std::forward<Args>(args)...);
     }
     return group.shfl(result, 0);
-}
-
-// Lane r gets op over the values of lanes 0..r of its tile (Hillis-Steele, by shfl_up).
-template <unsigned Size, typename Parent, typename T, typename Op>
-T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op)
-{
-    const unsigned rank = static_cast<unsigned>(tile.thread_rank());
-    for (unsigned offset = 1; offset < Size; offset *= 2) {
-        const T below = tile.shfl_up(value, offset);
-        if (rank >= offset) {
-            value = op(below, value);
-        }
-    }
-    return value;
-}
-
-template <unsigned Size, typename Parent, typename T>
-T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T value)
-{
-    return inclusive_scan(tile, value, plus<T>());
-}
-
-// Lane r gets op over the values of lanes 0..r-1 (lane 0: T(), as CUDA's for plus).
-template <unsigned Size, typename Parent, typename T, typename Op>
-T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value, Op op)
-{
-    const T inclusive = inclusive_scan(tile, value, op);
-    const T previous = tile.shfl_up(inclusive, 1);
-    return tile.thread_rank() == 0 ? T() : previous;
-}
-
-template <unsigned Size, typename Parent, typename T>
-T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T value)
-{
-    return exclusive_scan(tile, value, plus<T>());
 }
 
 }  // namespace cooperative_groups
