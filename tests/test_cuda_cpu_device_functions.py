@@ -807,7 +807,7 @@ def test_a_missing_closing_brace_is_named_first_not_buried_under_the_instance_ta
     with pytest.raises(KernelBuildError) as raised:
         RawModule(code=code).get_function("k")
     first_line = str(raised.value).splitlines()[0]
-    assert first_line.startswith("the RawModule code does not compile for the CPU: a `}` is missing (the block "
+    assert first_line.startswith("the RawModule code does not compile for the CPU: a `}` is missing (the brace "
                                  "opened at (RawModule code):2, or one inside it, is never closed)"), first_line
 
 
@@ -819,6 +819,20 @@ def test_a_kernel_header_left_unfinished_is_named_first_not_buried_under_the_ins
     assert first_line.startswith("the RawModule code does not compile for the CPU: a `)` is missing (the "
                                  "parenthesis opened at (RawModule code):1 is never closed)"), first_line
 
+
+
+@pytest.mark.parametrize("cut", ["__device__ int table[] = {1,\n", "void launcher(\n"], ids=["initializer", "parameters"])
+def test_code_cut_inside_an_initializer_or_a_parameter_list_names_that_not_the_runners_table(cut):
+    # LeetCUDA's files, cut in a launcher or a table: no first line for an initializer's brace, and a last
+    # line that blamed name_expressions (none given) for `nn_cuda_cpu_instances`, a name of the runner's
+    code = 'extern "C" __global__ void k(float* y) { y[threadIdx.x] = 1.0f; }\n' + cut
+    with pytest.raises(KernelBuildError) as raised:
+        RawModule(code=code).get_function("k")
+    message = str(raised.value)
+    missing = "a `}` is missing (the brace" if cut.endswith("{1,\n") else "a `)` is missing (the parenthesis"
+    assert message.splitlines()[0].startswith(f"the RawModule code does not compile for the CPU: {missing} opened "
+                                              "at (RawModule code):2"), message
+    assert "name_expressions" not in message, message
 
 DIRECTED = r"""
 // Row r of out, for mode m = r / 7 (to nearest, toward zero, down, up) and operation r % 7: a + b,

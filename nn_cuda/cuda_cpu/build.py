@@ -727,6 +727,8 @@ def _verified_build(plan: _Plan) -> tuple[int, Path]:
 #: the compiler's note on the brace or parenthesis a missing `}` or `)` leaves open (GCC quotes it in
 #: Unicode or ASCII)
 _UNCLOSED = re.compile(r"^(?P<where>.+?:\d+):\d+: note: to match this [‘'`](?P<opener>[{(])[’']", re.M)
+#: the compiler's error where a `}` was due (the instance table, compiled inside an initializer's braces)
+_EXPECTED_BRACE = re.compile(r"expected [‘'`]\}[’']")
 
 
 def _missing_brace(log: str) -> str:
@@ -736,8 +738,8 @@ def _missing_brace(log: str) -> str:
     about the code."""
     opened = {opener: where for where, opener in _UNCLOSED.findall(log)
               if not where.startswith("(the instance table")} if "note: to match this" in log else {}
-    if "{" in opened and ("at end of input" in log or "expected '}'" in log):
-        return f": a `}}` is missing (the block opened at {opened['{']}, or one inside it, is never closed)"
+    if "{" in opened and ("at end of input" in log or _EXPECTED_BRACE.search(log)):
+        return f": a `}}` is missing (the brace opened at {opened['{']}, or one inside it, is never closed)"
     first_error = re.search(r"^.*\berror: ", log, re.M)
     if "(" in opened and first_error and first_error[0].startswith("(the instance table"):
         return f": a `)` is missing (the parenthesis opened at {opened['(']} is never closed)"
@@ -1286,14 +1288,18 @@ def _compile(plan: _Plan) -> Path:
                 # precompiled form names the file it was compiled from as the one that included it).
                 log = _without_pragma_once_warnings(_PRECOMPILED_SOURCE.sub(
                     f"({plan.table})", result.stderr.strip().replace(str(source), f"({plan.table})")))
+                # code left inside a brace or a parenthesis: the instance table's errors that follow are
+                # its consequence, not names the code lacks
+                missing = _missing_brace(log)
                 raise KernelBuildError(_option_macro_in_runner(log, plan.flags) or _unsupported_feature(log) or
                                        _missing_cub_name(log) or
                                        _instance_row(log, plan) or
                                        _legacy_warp_function(log) or _kernel_launch(log, plan.unit) or
                                        _runtime_api_call(log) or
                                        _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
-                    f"{what} does not compile for the CPU{_missing_brace(log)} ({Path(plan.compiler).name} "
-                    f"exited with status {result.returncode}):\n{log}" + _hint(log, plan.unit, instantiated)
+                    f"{what} does not compile for the CPU{missing} ({Path(plan.compiler).name} "
+                    f"exited with status {result.returncode}):\n{log}"
+                    + ("" if missing else _hint(log, plan.unit, instantiated))
                 ))
             taken = _runner_names_taken(parts.before, temporary)
             if taken:
