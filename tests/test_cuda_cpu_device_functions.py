@@ -821,7 +821,8 @@ def test_a_kernel_header_left_unfinished_is_named_first_not_buried_under_the_ins
 
 
 
-@pytest.mark.parametrize("cut", ["__device__ int table[] = {1,\n", "void launcher(\n"], ids=["initializer", "parameters"])
+@pytest.mark.parametrize("cut", ["__device__ int table[] = {1,\n", "void launcher(\n"],
+                         ids=["initializer", "parameters"])
 def test_code_cut_inside_an_initializer_or_a_parameter_list_names_that_not_the_runners_table(cut):
     # LeetCUDA's files, cut in a launcher or a table: no first line for an initializer's brace, and a last
     # line that blamed name_expressions (none given) for `nn_cuda_cpu_instances`, a name of the runner's
