@@ -202,6 +202,35 @@ def test_a_stop_signal_that_comes_to_a_thread_outside_the_launch_stops_the_launc
     assert job.returncode == 0 and job.stdout == "interrupted\n", (job.returncode, job.stdout, job.stderr)
 
 
+FAULTING_BYSTANDER = """
+import ctypes, sys, threading
+import numpy as np
+from nn_cuda.cuda_cpu import RawModule
+kernel = RawModule(code=sys.argv[1], check=sys.argv[2] == "checking").get_function("spin")
+
+def crash_outside_the_launch():
+    ctypes.string_at(0)  # a fault of this thread's own
+
+threading.Timer(1.0, crash_outside_the_launch).start()
+try:
+    kernel((1,), (2,), (np.zeros(1, np.int32),))
+except Exception as error:
+    print("the launch took it:", error, flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["plain", "checking"])
+def test_a_fault_of_a_thread_outside_the_launch_is_that_threads_not_the_launchs(mode):
+    # it jumped into the caller's frames and was reported as the kernel's fault, the faulting thread
+    # left in the launch's state; now it is handled as if no launch ran (here Python's faulthandler
+    # names that thread, and the process ends by SIGSEGV as it would without a launch)
+    env = {**os.environ, "NN_CUDA_CPU_WATCHDOG": "20", "NN_CUDA_CPU_THREADS": "1"}
+    job = subprocess.run([sys.executable, "-X", "faulthandler", "-c", FAULTING_BYSTANDER, CODE, mode],
+                         capture_output=True, text=True, env=env, timeout=60)  # it hung, deadlocked
+    assert job.returncode == -signal.SIGSEGV and "the launch took it" not in job.stdout, (job.stdout, job.stderr)
+    assert "Fatal Python error: Segmentation fault" in job.stderr and "crash_outside_the_launch" in job.stderr
+
+
 # Numba's simulator runs a kernel's threads as Python threads. Before, Ctrl-C reached the main thread
 # but Python's exit then waited for the spinning thread for ever.
 NUMBA_SPINNER = """

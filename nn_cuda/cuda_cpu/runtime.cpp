@@ -358,8 +358,25 @@ void keep_fault_place(const Interrupted& at)
     }
 }
 
+bool in_launch();  // under "the host threads of the running launch"
+// The signals a launch handles (FaultHandlers): the faults first, then the stops, then the ticks.
+constexpr int kHandledSignals[8] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGINT, SIGTERM, SIGALRM, SIGVTALRM};
+// The faults' actions before the launch's handlers (FaultHandlers::install), for a thread outside it.
+static struct sigaction fault_actions_before[4];
+
 void on_fault(int signal_number, siginfo_t* info, void* context)
 {
+    if (!in_launch()) {
+        // A thread the launch does not run on faulted: its own fault, which jumped into the launch's
+        // frames (where the blocks run on the caller's thread alone, the launch's state is the
+        // process's). Its action goes back to what it was, and the instruction faults again under it.
+        for (int i = 0; i < 4; ++i) {
+            if (kHandledSignals[i] == signal_number) {
+                sigaction(signal_number, &fault_actions_before[i], nullptr);
+            }
+        }
+        return;
+    }
     fault_signal = signal_number;
     fault_address = info->si_addr;
     keep_fault_place(interrupted_at(context));
@@ -598,7 +615,6 @@ void use_signal_stack(stack_t* previous)
 }
 
 struct FaultHandlers {
-    static constexpr int kSignals[8] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGINT, SIGTERM, SIGALRM, SIGVTALRM};
     struct sigaction previous[8];
     stack_t previous_stack;
     struct itimerval previous_timer{};
@@ -608,6 +624,7 @@ struct FaultHandlers {
     {
         use_signal_stack(&previous_stack);
         handle(0, 4, on_fault);  // the faults
+        memcpy(fault_actions_before, previous, sizeof(fault_actions_before));
         handle(4, 7, on_stop);  // Ctrl-C, SIGTERM and the watchdog
         if (kPreemption && !preemptible.empty()) {  // the preemption timers' ticks ("preemption")
             handle(7, 8, on_tick);
@@ -615,16 +632,16 @@ struct FaultHandlers {
         }
     }
 
-    // kSignals[first..last) go to `handler`, on the signal stack; their previous actions are kept.
+    // kHandledSignals[first..last) go to `handler`, on the signal stack; their previous actions are kept.
     void handle(int first, int last, void (*handler)(int, siginfo_t*, void*))
     {
         struct sigaction action{};
         action.sa_sigaction = handler;
         // the preemption timer's: a call it interrupts (a worker's join, a printf's write) goes on
-        action.sa_flags = SA_SIGINFO | SA_ONSTACK | (kSignals[first] == SIGVTALRM ? SA_RESTART : SA_NODEFER);
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK | (kHandledSignals[first] == SIGVTALRM ? SA_RESTART : SA_NODEFER);
         sigemptyset(&action.sa_mask);
         for (int i = first; i < last; ++i) {
-            sigaction(kSignals[i], &action, &previous[i]);
+            sigaction(kHandledSignals[i], &action, &previous[i]);
         }
     }
 
@@ -649,7 +666,7 @@ struct FaultHandlers {
             sigaction(SIGVTALRM, &ignore, nullptr);
         }
         for (int i = 0; i < (ticking ? 8 : 7); ++i) {
-            sigaction(kSignals[i], &previous[i], nullptr);
+            sigaction(kHandledSignals[i], &previous[i], nullptr);
         }
         setitimer(ITIMER_REAL, &previous_timer, nullptr);
         sigaltstack(&previous_stack, nullptr);
