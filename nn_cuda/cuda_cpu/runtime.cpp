@@ -399,16 +399,16 @@ static std::atomic<int> stop_signal{0};
 
 bool preemptible_at(uintptr_t pc);  // under "preemption"
 
-// Whether the calling host thread is one of the running launch's.
+// Whether the calling host thread runs the launch's blocks: where they run on several host threads,
+// `worker` is each one's own (a helper may fault before the launcher has written down its id); else the
+// caller runs them all.
 bool in_launch()
 {
-    const int count = launch_thread_count.load();
-    for (int i = 0; i < count; ++i) {
-        if (pthread_equal(launch_thread_ids[i], pthread_self())) {
-            return true;
-        }
-    }
-    return false;
+#if defined(NN_CUDA_CPU_WORKERS)
+    return worker.active != 0;
+#else
+    return launch_thread_count.load() > 0 && pthread_equal(launch_thread_ids[0], pthread_self());
+#endif
 }
 
 // Ctrl-C (SIGINT), SIGTERM and the watchdog (SIGALRM) end a launch that would not end by itself: the
