@@ -162,16 +162,75 @@ extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }
 
 
 @pytest.mark.parametrize("check", [False, True])
-def test_a_call_of_the_cuda_runtime_api_is_refused_in_one_line(check):
-    # it was the compiler's "'cudaEventCreate' was not declared in this scope" and more
+def test_a_call_of_the_cuda_runtime_api_is_refused_in_one_line_by_nvrtc_and_built_by_nvcc(check):
+    # it was the compiler's "'cudaEventCreate' was not declared in this scope" and more; NVRTC declares no
+    # host function of the runtime API, nvcc declares them all
     with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):6: `cudaEventCreate` is a function of the CUDA "
                                                r"runtime API, which the CPU runner does not have: .* leave the host "
                                                r"code that calls it out of the code"):
-        RawModule(code=TIMED_BESIDE_THE_KERNEL, backend="nvcc", check=check).get_function("twice")
+        RawModule(code=TIMED_BESIDE_THE_KERNEL, check=check).get_function("twice")
     x = np.ones(4, np.float32)
     RawModule(code=TIMED_BESIDE_THE_KERNEL.split("// A helper")[0] + TIMED_BESIDE_THE_KERNEL.split("};")[1],
-              backend="nvcc", check=check).get_function("twice")((1,), (4,), (x,))
+              check=check).get_function("twice")((1,), (4,), (x,))
     assert x.tolist() == [2.0] * 4
+
+
+HOST_HELPERS = r"""
+// GPU MODE's prelude (a CUDA_CHECK macro's helper, never called by a kernel), a timer of events, a host
+// function that allocates and copies: nvcc builds them beside the kernels (CuPy's nvcc backend, nvcc --cubin)
+#include <stdio.h>
+#include <stdlib.h>
+#define CUDA_CHECK(call) gpuAssert((call), __FILE__, __LINE__)
+inline void gpuAssert(cudaError_t code, const char* file, int line, bool abort = true)
+{
+    if (code != cudaSuccess) {
+        fprintf(stderr, "GPUassert: %s %s %d\n", cudaGetErrorString(code), file, line);
+        if (abort) exit(code);
+    }
+}
+struct Timer {
+    cudaEvent_t start, stop;
+    Timer() { cudaEventCreate(&start); cudaEventCreateWithFlags(&stop, cudaEventDefault); cudaEventRecord(start); }
+    float ms()
+    {
+        float t;
+        cudaEventRecord(stop, 0);
+        cudaEventSynchronize(stop);
+        cudaEventElapsedTime(&t, start, stop);
+        return t;
+    }
+};
+extern "C" __global__ void twice(float* x, int n);
+void twice_on_the_gpu(float* host, int n)
+{
+    float* device;
+    CUDA_CHECK(cudaMalloc(&device, n * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(device, host, n * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaFuncSetAttribute(twice, cudaFuncAttributeMaxDynamicSharedMemorySize, 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaFree(device));
+}
+extern "C" __global__ void twice(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }
+extern "C" __global__ void allocates(float* x) { float* d; cudaMalloc(&d, 4); x[0] = 1.0f; }
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_host_helpers_that_call_the_runtime_api_build_with_nvcc_and_a_kernel_that_calls_one_stops(check):
+    # refused in one line until 2026-11-28, where nvcc (CuPy's backend='nvcc') builds them: GPU MODE's lectures
+    module = RawModule(code=HOST_HELPERS, backend="nvcc", check=check)
+    x = np.arange(4, dtype=np.float32)
+    module.get_function("twice")((1,), (4,), (x, np.int32(3)))
+    assert x.tolist() == [0, 2, 4, 3]
+    with pytest.raises(KernelError, match=r"^allocates: thread \(0, 0, 0\) of block \(0, 0, 0\) calls cudaMalloc, a host "
+                                          r"function of the CUDA runtime API: nvcc refuses a call of it in device code"):
+        module.get_function("allocates")((1,), (1,), (x,))
+    # one nvcc declares and the runner does not: refused in one line, which says so
+    with pytest.raises(KernelBuildError, match=r"`cudaProfilerStart` is a function of the CUDA runtime API, .* "
+                                               r"with backend='nvcc' the runner declares the common ones, .* and not "
+                                               r"this one"):
+        RawModule(code="void profile() { cudaProfilerStart(); }\n" + HOST_HELPERS, backend="nvcc",
+                  check=check).get_function("twice")
 
 
 FLAT_2D = r"""

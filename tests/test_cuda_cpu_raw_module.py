@@ -131,6 +131,7 @@ OVERLOADED = ("template <typename T> __global__ void k(T* out, int n);\n"
               "template <typename T> __global__ void k(T* out, int n) { if (threadIdx.x < n) out[threadIdx.x] = 1; }\n"
               "template <typename T> __global__ void k(T* out, const T* in, int n) { out[threadIdx.x] = in[0]; }\n"
               "__global__ void k2(float* out) { out[0] = 2; }\n")
+PLAIN_OVERLOADS = "__global__ void f(int* p) { p[0] = 1; }\n__global__\nvoid f(float* p) { p[0] = 2; }\n"
 NESTED = "namespace a { namespace b {\ntemplate <typename T> __global__ void k(T* x) { x[0] = 1; }\n} }\n"
 ENUM = ("namespace a {\nenum class E { x, y };\nnamespace b {\n"
         "template <a::E e> __global__ void k(float* out) { out[0] = 1; }\n} }\n")
@@ -143,6 +144,10 @@ BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
     (OVERLOADED, "k<float>", r"^name_expressions names 'k<float>', but the code declares several kernels named `k` "
                              r"\(overloads\).*static_cast<void\(\*\)\(float\*, int\)>\(k<float>\)"),
     (OVERLOADED, "k2<float>", r"^name_expressions names 'k2<float>', but the kernel `k2` is no template: name it 'k2'"),
+    # CUDA by Example's book.h: two kernels float_to_color(unsigned char*, ...) and (uchar4*, ...); a name alone
+    # was taken for an extern "C" kernel that the C library's overloads make ambiguous ("rename it")
+    (PLAIN_OVERLOADS, "f", r"^name_expressions names 'f', but the code declares several kernels named `f` "
+                           r"\(overloads\): name one by its type, as `static_cast<void\(\*\)\(float\*, int\)>\(f\)`"),
     # FasterTransformer's kernels sit in nested namespaces: one left out named the runner's run_thread
     (NESTED, "a::k<float>", r"^name_expressions names 'a::k<float>', but no kernel template of the code is named "
                             r"`a::k` \(a namespace left out of the name"),
@@ -163,13 +168,28 @@ BOUNDED = ("struct Size { static constexpr int N = 64; };\n"
     # the code's own error comes first, as NVRTC reports it: a kernel whose template line was lost
     ("__global__ void k(T* out) { out[0] = T(1); }\n", "k<float>",
      r"(?s)does not compile for the CPU.*\n\(RawModule code\):1:\d+: error: [‘'`]T[’'] was not declared"),
-], ids=["overloads", "no-template", "namespace-left-out", "no-such-kernel", "no-such-enumerator", "enum-elsewhere",
+], ids=["overloads", "no-template", "plain-overloads",
+        "namespace-left-out", "no-such-kernel", "no-such-enumerator", "enum-elsewhere",
         "enum-elsewhere-in-a-cast", "unknown-type", "launch-bounds", "template-line-lost"])
 def test_a_name_expression_that_names_no_instance_says_why(code, expression, message):
     # until 2026-11-27 each said its template arguments "do not fit the template's parameters", named the
     # runner's own run_thread, or was the compiler's page about the runner's instance table
     with pytest.raises(KernelBuildError, match=message):
         RawModule(code=code, name_expressions=(expression,)).get_function(expression)
+
+
+def test_overloaded_kernels_of_a_header_named_alone_are_refused_in_one_line(tmp_path):
+    # the header's overloads were GCC's page about the runner's instance table
+    (tmp_path / "book.h").write_text(PLAIN_OVERLOADS)
+    module = RawModule(code='#include "book.h"\n', options=(f"-I{tmp_path}",), name_expressions=("f",))
+    with pytest.raises(KernelBuildError, match=r"^name_expressions names 'f', but the code declares several kernels "
+                                               r"named `f` \(overloads\): .*NVRTC refuses 'f' on a GPU too$"):
+        module.get_function("f")
+    chosen = "static_cast<void(*)(float*)>(f)"
+    out = np.zeros(1, np.float32)
+    RawModule(code='#include "book.h"\n', options=(f"-I{tmp_path}",), name_expressions=(chosen,)).get_function(
+        chosen)((1,), (1,), (out,))
+    assert out.tolist() == [2]
 
 
 def test_one_of_overloaded_kernel_templates_is_named_by_its_type():

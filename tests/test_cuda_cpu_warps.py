@@ -3,6 +3,8 @@ against NumPy, in the plain and the checking mode (shuffled thread orders must n
 result); a warp sync that a lane never reaches is a KernelError; legacy warp-synchronous code without
 __syncwarp is reported by the checking mode. The kernels are written here."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -175,6 +177,17 @@ extern "C" __global__ void shuffle_outside_the_mask(const float* x, float* out)
         for (int offset = 16; offset > 0; offset /= 2) {
             v += __shfl_down_sync(0xffu, v, offset);
         }
+    }
+    out[threadIdx.x] = v;
+}
+
+// The usual port of CUDA 8's mask-less shuffles, __shfl_xor_sync(__activemask(), ...), in a branch of 16
+// lanes: the butterfly by 16 reads the other half, which that mask leaves out (a planted bug).
+extern "C" __global__ void shuffle_with_the_active_mask(const float* x, float* out)
+{
+    float v = x[threadIdx.x];
+    if (threadIdx.x < 16) {
+        v += __shfl_xor_sync(__activemask(), v, 16);
     }
     out[threadIdx.x] = v;
 }
@@ -389,6 +402,23 @@ def test_a_shuffle_outside_its_mask_gives_an_undefined_value_the_checking_mode_f
     else:
         warps.get_function(kernel)((1,), (threads,), (x, out))
         assert np.isnan(out).any()
+
+
+def test_a_shuffle_outside_a_mask_of_activemask_says_what_that_mask_promises(warps, capfd):
+    # CUDA by Example's and Professional CUDA C's shuffles ported so: the report blamed a mask that the source
+    # shows nowhere (0x0000aaaa, where GCC had copied the call into two paths), with no word of __activemask()
+    x, out = np.ones(32, np.float32), np.zeros(32, np.float32)
+    said = (r"lane \d+ of its warp, shuffles with mask 0x0000ffff from lane (1[6-9]|2\d|3[01]), which is not in the "
+            r"mask \(the mask __activemask\(\) gave it: the lanes that run the call together, which CUDA does not "
+            r"promise are those the source shows together; NVIDIA's guide warns against __activemask\(\) as a "
+            r"shuffle's mask: .*__ballot_sync\(0xffffffff, condition\) before a branch\)")
+    if warps.check:
+        with pytest.raises(KernelError, match=said + ", whose value is undefined on a GPU"):
+            warps.get_function("shuffle_with_the_active_mask")((1,), (32,), (x, out))
+    else:
+        warps.get_function("shuffle_with_the_active_mask")((1,), (32,), (x, out))
+        assert np.isnan(out[:16]).all() and (out[16:] == 1).all()
+        assert re.search(said + ": a GPU gives an undefined value there", capfd.readouterr().err)
 
 
 def test_a_warp_sync_whose_mask_leaves_out_its_own_lane_is_a_kernel_error(warps):

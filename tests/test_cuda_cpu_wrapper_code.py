@@ -95,6 +95,23 @@ extern "C" __global__ void last_swap(int* winner)
     atomicExch(winner, blockIdx.x * blockDim.x + threadIdx.x);
 }
 
+// CUDA by Example's hash table, reduced: each thread pushes its index onto one list under a lock, a lane
+// at a time; the list holds every index once, in the order the threads took the lock
+extern "C" __global__ void push_locked(int* next, int* head, int* mutex)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int lane = 0; lane < 32; ++lane) {
+        if (threadIdx.x % 32 == lane) {
+            while (atomicCAS(mutex, 0, 1) != 0) {}
+            __threadfence();
+            next[i] = *head;
+            *head = i;
+            __threadfence();
+            atomicExch(mutex, 0);
+        }
+    }
+}
+
 extern "C" __global__ void copy_tail(float* out, const float* tail, int n)
 {
     if (threadIdx.x < n) out[threadIdx.x] = tail[threadIdx.x];
@@ -198,6 +215,22 @@ def test_atomic_exchanges_leave_a_last_writer_the_checking_mode_names(module):
     with pytest.raises(KernelError, match="the value an atomicExch or atomicCAS leaves, which the last thread "
                                           "to swap decides, on a GPU too"):
         module.get_function("last_swap")((2,), (32,), (winner,))
+
+
+def test_a_list_built_under_a_lock_holds_each_item_once_and_its_order_is_named(module):
+    # the checking mode's message named missing barriers only (CUDA by Example's hash table)
+    next_, head, mutex = np.full(64, -2, np.int32), np.full(1, -1, np.int32), np.zeros(1, np.int32)
+    if module.check:
+        with pytest.raises(KernelError, match=r"what threads write in turn under a lock taken with atomicCAS, in the "
+                                              r"order they took it .*, which varies from run to run on a GPU too"):
+            module.get_function("push_locked")((2,), (32,), (next_, head, mutex))
+        return
+    module.get_function("push_locked")((2,), (32,), (next_, head, mutex))
+    walked, item = [], head[0]
+    while item != -1 and len(walked) <= 64:
+        walked.append(item)
+        item = next_[item]
+    assert sorted(walked) == list(range(64)) and mutex[0] == 0
 
 
 def test_an_empty_array_is_passed(module):

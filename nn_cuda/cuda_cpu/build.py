@@ -233,6 +233,11 @@ def host_flags(options, backend: str = "nvrtc") -> list[str]:
     return flags
 
 
+#: what a build with backend="nvcc" reads first: the runtime API's common host functions, which nvcc declares
+#: in every file, so that a host helper that calls one builds (a call from a kernel is a KernelError)
+NVCC_HOST_API = "#include <nn_cuda_cpu_host_api.h>\n"
+
+
 def pre_included(options) -> str:
     """The --pre-include=<header> options (NVRTC's and nvcc's) as the #include lines a GPU build reads
     before the code (after the runtime, which the host compiler's own -include would come before)."""
@@ -867,8 +872,9 @@ def _runtime_api_call(log: str) -> str | None:
     name = found["gcc"] or found["dependent"] or found["clang"]
     return (f"{found['where']}: `{name}` is a function of the CUDA runtime API, which the CPU runner does not have: "
             "a RawModule holds device code, whose kernels Python launches; leave the host code that calls it out of "
-            "the code (nvcc compiles it, NVRTC refuses it; in a kernel it is dynamic parallelism, which the runner "
-            "does not support either)")
+            "the code (nvcc compiles it, NVRTC refuses it; with backend='nvcc' the runner declares the common ones, "
+            "cudaGetErrorString, cudaMalloc, cudaMemcpy, events and streams, and not this one; in a kernel it is "
+            "dynamic parallelism, which the runner does not support either)")
 
 
 #: the warp shuffles and votes of CUDA 8 and before, without a mask: GPUs of sm_70 and later (CUDA 9
@@ -1026,6 +1032,8 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
                     "takes a __global__ kernel (or a __device__ or __constant__ variable, for get_global), and NVRTC "
                     "refuses this one on a GPU too (\"Name expression cannot form address of a non-__global__ "
                     "function\")")
+        if expression == name and "no matches converting function" in log and _kernel_candidates(log, code) > 1:
+            return _overloads_named(expression, name)
         if kernel and expression == name and "no matches converting function" in log:
             directives = list(re.finditer(r'^#line 1 "(?P<file>(?:\\.|[^"\\])*)"\n', code[:kernel.start()], re.M))
             where = f"{directives[-1]['file']}:{code.count(chr(10), directives[-1].end(), kernel.start()) + 1}" \
@@ -1044,11 +1052,7 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
                         f"{guess}: a typo, or a header the code does not include (cuda_fp16.h for __half); NVRTC "
                         "refuses it on a GPU too")
             if "note: candidates are:" in log:  # the compiler's list of the overloads it could not choose from
-                return (f"name_expressions names {expression!r}, but the code declares several kernels named "
-                        f"`{name}` (overloads), which template arguments alone do not tell apart: name one by its "
-                        f"type, as `static_cast<void(*)(float*, int)>({expression})` names the one whose "
-                        "parameters are (float*, int) (CuPy takes such a name expression); NVRTC refuses "
-                        f"{expression!r} on a GPU too")
+                return _overloads_named(expression, name)
             if not re.search(rf"\btemplate\b[^;{{}}]*?\b__global__\b{declared}", code):
                 return (f"name_expressions names {expression!r}, but the kernel `{name}` is no template: name it "
                         f"{name!r}; NVRTC refuses {expression!r} on a GPU too")
@@ -1063,6 +1067,42 @@ def _instance_row(log: str, plan: _Plan) -> str | None:
                     "template's parameters (too few or too many, or a class template given without its own "
                     "arguments?); NVRTC refuses it on a GPU too")
     return None
+
+
+def _overloads_named(expression: str, name: str) -> str:
+    """The message for a name expression that names several kernels of the code (overloads) at once."""
+    alone = "" if expression == name else ", which template arguments alone do not tell apart"
+    return (f"name_expressions names {expression!r}, but the code declares several kernels named `{name}` "
+            f"(overloads){alone}: name one by its type, as `static_cast<void(*)(float*, int)>({expression})` names "
+            f"the one whose parameters are (float*, int) (CuPy takes such a name expression); NVRTC refuses "
+            f"{expression!r} on a GPU too")
+
+
+#: a function the compiler lists among the overloads it could not choose from: "FILE:LINE:COLUMN: note:
+#: candidates are: ‘void f(float*)’", then a "note:" line for each other one
+_CANDIDATE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):\d+: note:\s+(?:candidates? (?:are|is):\s+)?[‘'`][^’'\n]+[’']$", re.M)
+
+
+def _kernel_candidates(log: str, code: str) -> int:
+    """How many of the candidates in the compiler's `log` are __global__ kernels: declared on their line in
+    the code (`code`, the unit's text before the instance table, with its #line directives) or in a header
+    of it (read from its file). The C library's overloads of an extern "C" kernel's name (`index`) are none."""
+    count = 0
+    for candidate in _CANDIDATE.finditer(log):
+        directive = code.rfind(f"#line 1 {_quoted(candidate['file'])}\n")
+        if directive >= 0:
+            lines = code[code.index("\n", directive) + 1:].splitlines()
+        else:
+            try:
+                lines = Path(candidate["file"]).read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+        line = int(candidate["line"])
+        before = lines[line - 2] if 2 <= line <= len(lines) + 1 else ""  # `__global__` on a line of its own
+        count += line <= len(lines) and ("__global__" in lines[line - 1]
+                                         or "__global__" in before and not re.search(r"[;{}]", before))
+    return count
 
 
 #: GCC's and clang's error on an extern "C" function of the code that the C library declares too

@@ -106,6 +106,8 @@ class RawModule:
             self._flags.append(DYNAMIC_SHARED_FLAG)  # the checking mode watches the end of that memory
         self._cpu_code = shared_headers.rewritten(cpu_declarations(code), self._flags, cpu_declarations)
         pre_included = build.pre_included(self.options)  # nvcc's --pre-include too
+        if backend == "nvcc":  # the runtime API's host functions, which nvcc declares in every file
+            pre_included = build.NVCC_HOST_API + pre_included
         if any(inline_ptx.has_asm(text) for text in (code, *headers.values())):
             pre_included += inline_ptx.HELPERS  # the calls the translated inline PTX makes
         if backend == "nvrtc":  # the C library's macros as NVRTC shows them: none without a cuda/std header

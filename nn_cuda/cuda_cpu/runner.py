@@ -696,7 +696,7 @@ class LoadedKernels:
                     f"{launch.kernel}: the result depends on the order in which {_who_takes_turns(launch.grid)} run "
                     f"between barriers ({place} in one order and {now} in another): threads race on __shared__ or "
                     "global memory, e.g. a __syncthreads() is missing, or blocks share global memory that one of "
-                    "them writes")
+                    "them writes" + (ORDER_OF_ATOMICS if atomics else ""))
 
     def _run_again(self, index, launch, buffers, beginning, mirrored=False) -> None:
         """The checked launch once more from `beginning` (its arguments, the code's global variables
@@ -1367,7 +1367,7 @@ class _GlobalVariables:
             f"between barriers ({self.difference_text(found, 'after one order', 'after another')}"
             + (", beyond what the order of atomics rounds" if atomics else "")
             + "): threads race on __shared__ or global memory, e.g. a __syncthreads() is missing, or blocks "
-            "write one place of it (here blocks take turns, barrier to barrier)")
+            "write one place of it (here blocks take turns, barrier to barrier)" + (ORDER_OF_ATOMICS if atomics else ""))
 
     def save(self) -> list[bytes]:
         return [ctypes.string_at(address, size) for address, size, _ in self.regions]
@@ -1484,6 +1484,19 @@ def _dynamic_shared_name(launch) -> str:
     """How a report names extern __shared__ memory that a kernel read where nothing was written: within
     the launch's shared_mem, or past it (a read past it is no read of written memory either)."""
     return f"extern __shared__ memory (within its shared_mem = {getattr(launch, 'shared_mem', 0)} bytes, or past them)"
+
+
+#: what else makes a result depend on the threads' order where the kernel made atomic operations: an order
+#: that the atomics decide, on a GPU too (the checking mode's messages end with it)
+ORDER_OF_ATOMICS = (
+    "; or the value an atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU too, or "
+    "which thread comes first to an atomic counter (`if (atomicAdd(&found, 1) == 0)`: hashcat's cracked hashes), "
+    "which the threads' order decides there too (results placed at slots the threads took from an atomic counter, "
+    "slot = atomicAdd(&count, 1), pass when they are the same rows in another order: their order is the threads', "
+    "on a GPU too); or what threads write in turn under a lock taken with atomicCAS, in the order they took it (a "
+    "list that each pushes onto: CUDA by Example's hash table), which varies from run to run on a GPU too; or a "
+    "float sum by atomics, whose rounding depends on their order, magnified by what the kernel does with it (a "
+    "difference of two near sums), which varies from run to run on a GPU too")
 
 
 def _who_takes_turns(grid) -> str:
@@ -1730,14 +1743,7 @@ class _CheckedBuffers:
             "or threads add to one element with `+=` where an atomicAdd is needed (a scatter of gradients "
             "to repeated indices); or a thread uses a local variable it never set, whose value is whatever "
             "its stack held"
-            + ("; or the value an atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU "
-               "too, or which thread comes first to an atomic counter (`if (atomicAdd(&found, 1) == 0)`: hashcat's "
-               "cracked hashes), which the threads' order decides there too (results placed at slots the threads "
-               "took from an atomic counter, slot = atomicAdd(&count, 1), pass when they are the same rows in "
-               "another order: their order is the threads', on a GPU too); or "
-               "a float sum by atomics, whose rounding depends on their order, magnified by what the kernel does "
-               "with it (a difference of two near sums), which varies from run to run on a GPU too"
-               if atomics else "")
+            + (ORDER_OF_ATOMICS if atomics else "")
         )
 
     def pointers(self) -> list:

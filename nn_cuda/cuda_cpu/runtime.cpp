@@ -1095,6 +1095,7 @@ __attribute__((noinline)) unsigned active_lanes()
     current->warp_mask = 0;
     ++warp_head(*current).warp_waiting;
     stop_in(State::at_warp_sync, phase.at_warp_sync, nullptr);
+    current->active_lanes_given = current->warp_participants;
     return current->warp_participants;
 }
 
@@ -1608,6 +1609,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.tid = t;
         fiber.warp_syncs = 0;
         fiber.warp_participants = 0;
+        fiber.active_lanes_given = 0;
         fiber.source_slots = 0;
         fiber.atomic_address = nullptr;
         fiber.atomic_repeats = 0;
@@ -2318,6 +2320,11 @@ int launch_kernel(const Instance& instance, const unsigned* grid, const unsigned
         }
         launch_thread_ids[w] = helpers.back().native_handle();
         launch_thread_count = static_cast<int>(w + 1);
+        // A stop passed on before this thread was written down missed it, and the thread may already spin in
+        // its first block; on_stop sets stop_signal before it reads the count, so one of the two sees the other.
+        if (const int signal_number = stop_signal.load()) {
+            pthread_kill(launch_thread_ids[w], signal_number);
+        }
     }
     run_blocks(outcomes[0], 0, threads, blocks, check, random, block_order);
     for (std::thread& helper : helpers) {

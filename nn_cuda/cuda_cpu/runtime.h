@@ -146,6 +146,7 @@ struct Fiber {
     unsigned warp_mask = 0;  // at a warp sync: the lanes it waits for
     unsigned warp_participants = 0;  // after one: the lanes of its mask that took part (not returned)
     const void* active_site = nullptr;  // where it called __activemask() (its lanes are those there too)
+    unsigned active_lanes_given = 0;  // what its last __activemask() gave (a shuffle's mask may be it)
     unsigned warp_syncs = 0;  // how many warp syncs it has passed in this block
     // after one: the slot (0 or 1) each lane of its warp wrote its value to, one bit per lane
     unsigned source_slots = 0;
@@ -331,18 +332,26 @@ template <typename... Args>
 // first such read of a launch is described in undefined_lane_read (runtime.cpp resets both).
 inline unsigned char undefined_lane_fill = 0xFF;
 inline std::atomic<bool> undefined_lane_seen{false};
-inline char undefined_lane_read[320];
+inline char undefined_lane_read[768];
 
 inline void note_undefined_lane(unsigned mask, unsigned source, const char* why)
 {
     if (undefined_lane_seen.exchange(true)) {
         return;
     }
+    // a mask of __activemask() (the usual port of CUDA 8's mask-less shuffles): the lanes that happen to run
+    // the call together, here those at one call of the compiled code, where GCC may have copied the call into
+    // two paths the source joins
+    const bool active = mask == current->active_lanes_given && !((mask >> source) & 1u);
     snprintf(undefined_lane_read, sizeof undefined_lane_read,
              "thread (%u, %u, %u) of block (%u, %u, %u), lane %u of its warp, shuffles with mask 0x%08x from lane "
-             "%u, which %s",
+             "%u, which %s%s",
              current->thread_idx.x, current->thread_idx.y, current->thread_idx.z, block_idx.x, block_idx.y,
-             block_idx.z, lane_id(), mask, source, why);
+             block_idx.z, lane_id(), mask, source, why,
+             active ? " (the mask __activemask() gave it: the lanes that run the call together, which CUDA does not "
+                      "promise are those the source shows together; NVIDIA's guide warns against __activemask() as a "
+                      "shuffle's mask: name the lanes that take part, 0xffffffff where every lane gets there, or "
+                      "__ballot_sync(0xffffffff, condition) before a branch)" : "");
 }
 
 // A warp sync that also hands `value` over: returns the value of lane `source` of this warp.
