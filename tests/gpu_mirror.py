@@ -253,7 +253,7 @@ def _struct_holding_a_pointer(kernel, args) -> str | None:
     from types import SimpleNamespace
 
     from nn_cuda.cuda_cpu import arguments
-    from nn_cuda.cuda_cpu.runner import _held_pointers
+    from nn_cuda.cuda_cpu.runner import _held_pointers, _holders_of
 
     try:
         packed = arguments.pack(kernel.name, kernel.signature, args)
@@ -265,7 +265,7 @@ def _struct_holding_a_pointer(kernel, args) -> str | None:
         return " and ".join(addresses)
     launch = SimpleNamespace(args=packed, signature=kernel.signature)
     held = _held_pointers(launch, [f"args[{i}]" for i in range(len(packed))], [])
-    return " and ".join(what for what, _ in held) or None
+    return " and ".join(_holders_of(held)) or None
 
 
 def _is_buffer(argument, c_type: str) -> bool:

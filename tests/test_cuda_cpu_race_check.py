@@ -234,6 +234,26 @@ extern "C" __global__ void volatile_handoff(int* value, volatile int* flag, int*
         seen[0] = value[0];
     }
 }
+
+// __activemask() right after a barrier, in code every lane runs (CS149's exclusive scan takes its
+// __syncwarp() mask so), then work long enough that the preemption's ticks land in the next pass
+extern "C" __global__ void masks_after_a_barrier(const float* in, unsigned* masks, int passes, int work)
+{
+    __shared__ float s[1024];
+    float f = 0.0f;
+    for (int p = 0; p < passes; ++p) {
+        s[threadIdx.x] = in[threadIdx.x];
+        __syncthreads();
+        masks[(blockIdx.x * passes + p) * blockDim.x + threadIdx.x] = __activemask();
+        for (int k = 0; k < work; ++k) {
+            f = f * 0.5f + s[(threadIdx.x + k) % blockDim.x];
+        }
+        __syncthreads();
+    }
+    if (f < 0.0f) {
+        masks[0] = 0;
+    }
+}
 """
 
 
@@ -244,6 +264,18 @@ def races():
         module = RawModule(code=RACES)
     assert module.check and module.race_check
     return module
+
+
+def test_activemask_after_a_barrier_gives_the_whole_warp_though_a_tick_preempts_a_lane_on_its_way(races):
+    # a lane preempted between the barrier and the call was left out of its warp's mask (0xffff7fff), under
+    # the race check above all (its instrumented code is slow): CS149's scan then raced on its own
+    # __syncwarp() groups, and the checking mode found masks that differ between its runs (3 runs in 3 of
+    # this launch until 2026-11-28)
+    x = np.ones(1024, np.float32)
+    for _ in range(2):
+        masks = np.zeros(2 * 3 * 1024, np.uint32)
+        races.get_function("masks_after_a_barrier")((2,), (1024,), (x, masks, np.int32(3), np.int32(1000)))
+        assert (masks == 0xFFFFFFFF).all(), sorted({hex(m) for m in masks if m != 0xFFFFFFFF})[:4]
 
 
 def test_a_lost_update_in_global_memory_is_reported_with_both_lines(races):

@@ -763,6 +763,30 @@ extern "C" __global__ void increment()
     assert "increment: the variable `params` (its bytes 8 to 15) holds a pointer" in capfd.readouterr().err
 
 
+def test_a_race_in_memory_a_constant_struct_reaches_names_the_one_pointer_that_reaches_it():
+    # CS149's renderer reaches its image through one word of a __constant__ struct of five pointers: every
+    # word was named ("its bytes 8 to 15, 16 to 23, 24 to 31 and 2 more words") until 2026-11-28
+    code = r"""
+struct Scene {
+    float* a;
+    float* b;
+    float* c;
+};
+__constant__ Scene scene;
+extern "C" __global__ void racy()
+{
+    scene.c[0] = threadIdx.x;  // the race: every thread stores its own index in one place
+    scene.a[threadIdx.x] = scene.b[threadIdx.x];
+}
+"""
+    module = RawModule(code=code, check=True)
+    a, b, c = (device_memory.to_device(np.full(n, value, np.float32)) for n, value in ((32, 0), (32, 1), (4, 0)))
+    module.get_global("scene").view(np.uint64)[:] = [a.ctypes.data, b.ctypes.data, c.ctypes.data]
+    with pytest.raises(KernelError, match=r"^racy: the result depends on the order .* \(element 0 of the device "
+                                          r"memory that the variable `scene` \(its bytes 16 to 23\) reaches is "):
+        module.get_function("racy")((1,), (32,), ())
+
+
 NEIGHBOURS = r"""
 extern "C" __global__ void address_of(const int* in, unsigned long long* out) { out[0] = (unsigned long long)in; }
 // Each thread takes its left neighbour: `in` is a view one element into its array, as `d_in + 1`.

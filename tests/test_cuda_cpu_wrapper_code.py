@@ -131,7 +131,10 @@ TOOLKIT_CODE = r"""
 #include <device_atomic_functions.h>
 #include <sm_60_atomic_functions.h>
 #include <surface_functions.h>
+#include <driver_functions.h>  // CS149's kernel files include it (no such file until 2026-11-28)
 #include <cub/cub.cuh>
+
+cudaExtent volume(size_t side) { return make_cudaExtent(side, side, side); }  // host code beside the kernel
 
 __device__ __noinline__ float twice(float v) { return 2.0f * v; }
 __device__ __inline_hint__ float thrice(float v) { return 3.0f * v; }

@@ -479,7 +479,7 @@ class LoadedKernels:
                     self._assert_fills_unread(index, launch, buffers, beginning, first)
             elif launch.kernel not in self._told_once_only:
                 self._told_once_only.add(launch.kernel)
-                holders = [what for what, _ in held]
+                holders = _holders_of(held)
                 holds = "holds a pointer" if len(holders) == 1 else "each hold a pointer"
                 print(f"nn_cuda: checking mode: {launch.kernel}: {' and '.join(holders)} {holds} to memory that is "
                       "no argument: the checking mode neither guards it nor puts it back, so the kernel ran once, "
@@ -648,7 +648,7 @@ class LoadedKernels:
         allocation of the device heap where one reaches that, or None where one reaches other memory)
         for the launch; while it runs, _run_again puts those arrays back as they were before it."""
         held = _held_pointers(launch, names, self._variables.named(variables))
-        addresses = np.concatenate([addresses for _, addresses in held]) if held else np.zeros(0, np.uint64)
+        addresses = np.concatenate([addresses for *_, addresses in held]) if held else np.zeros(0, np.uint64)
         reached = device_memory.arrays_holding(addresses)
         if reached is None:  # and the device heap (a list a kernel built with new, its head in a variable)
             devices = np.array([device_memory.arrays_holding([a]) is not None for a in addresses], bool)
@@ -681,7 +681,7 @@ class LoadedKernels:
             if differs.any():
                 element = int(np.argmax(differs))
                 start = array.ctypes.data  # the holders of a pointer into this array (ArrayFire passes 2-4 structs)
-                holders = _holders_of(held, start, array.nbytes) or [what for what, _ in held]
+                holders = _holders_of(held, start, array.nbytes) or _holders_of(held)
                 reach = "reaches" if len(holders) == 1 else "reach"
                 if allocated:  # of no known type: its bytes, in hexadecimal
                     size = array.itemsize
@@ -1517,13 +1517,22 @@ def _bytes_copy(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1).view(np.uint8).copy().view(array.dtype).reshape(array.shape)
 
 
-def _holders_of(held: list[tuple[str, np.ndarray]], start: int, length: int) -> list[str]:
-    """Of _held_pointers' holders, those holding an address in [start, start + length)."""
-    return [what for what, addresses in held if ((addresses >= start) & (addresses < start + length)).any()]
+def _holders_of(held: list[tuple[str, str | None, np.ndarray]], start: int = 0, length: int | None = None) -> list[str]:
+    """Of _held_pointers' holders, those holding an address in [start, start + length) (all of them without
+    a `length`), each named with its words that do: "the variable `params` (its bytes 16 to 23)" where only
+    that word of the struct reaches the memory (CS149's renderer reaches its image so, beside four arrays
+    of the scene; every word was named until 2026-11-28)."""
+    reaching: dict[str, list[str]] = {}
+    for what, span, addresses in held:
+        if length is None or ((addresses >= start) & (addresses < start + length)).any():
+            reaching.setdefault(what, []).extend([span] if span else [])
+    return [f"{what} (its bytes {_spoken_list(spans)})" if spans else what for what, spans in reaching.items()]
 
 
-def _held_pointers(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[tuple[str, np.ndarray]]:
-    """(what, the addresses it holds) of each holder of a pointer to memory that is no argument:
+def _held_pointers(launch, names: list[str], variables: list[tuple[str, bytes]]) -> list[tuple[str, str | None,
+                                                                                            np.ndarray]]:
+    """(what, its bytes, the addresses they hold) of each word that holds a pointer to memory that is no
+    argument (the bytes None where the holder is an array of pointers; _holders_of names them so):
     "args[0] (an array of pointers)" for a
     pointer to pointers whose array holds an address (one of nulls only reaches no memory); "args[2]
     (its bytes 8 to 15)" for a struct argument passed by value
@@ -1538,7 +1547,7 @@ def _held_pointers(launch, names: list[str], variables: list[tuple[str, bytes]])
     arrays = [i for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
               if pointers_to_pointers(c_type) and isinstance(value, np.ndarray) and value.any()]
     if arrays:
-        return [(f"{names[i]} (an array of pointers)", launch.args[i][launch.args[i] != 0].reshape(-1))
+        return [(f"{names[i]} (an array of pointers)", None, launch.args[i][launch.args[i] != 0].reshape(-1))
                 for i in arrays]
     holders = [(names[i], bytes(value), None) for i, (value, c_type) in enumerate(zip(launch.args, launch.signature))
                if STRUCT_TYPE.fullmatch(c_type) and isinstance(value, ctypes.Array)]
@@ -1574,11 +1583,11 @@ def _held_pointers(launch, names: list[str], variables: list[tuple[str, bytes]])
             fields = inside.reshape(-1, element // 8)
             null = words.reshape(fields.shape) == 0
             inside = (fields | null).all(axis=0) & (2 * fields.sum(axis=0) >= len(fields))
-        if inside.any():
-            spans = [f"{8 * int(word)} to {8 * int(word) + 7}" for word in np.flatnonzero(inside)]
-            # the words of those fields in every element of an array of structs, or those words
-            held = words.reshape(-1, inside.size)[:, inside] if inside.size != words.size else words[inside]
-            found.append((f"{what} (its bytes {_spoken_list(spans)})", held[held != 0].reshape(-1)))
+        # each word (each field, in every element of an array of structs) with the addresses it holds
+        by_element = words.reshape(-1, inside.size)
+        for word in np.flatnonzero(inside):
+            held = by_element[:, word]
+            found.append((what, f"{8 * int(word)} to {8 * int(word) + 7}", held[held != 0]))
     return found
 
 
@@ -1600,7 +1609,7 @@ class _CheckedBuffers:
         self.offsets: dict[int, int] = {}  # argument position -> where it starts in that copy (bytes)
         self.views: dict[int, np.ndarray] = {}  # argument position -> its part of the copy, as the argument
         self.poisoned: list[int] = []
-        self.held: list[tuple[str, np.ndarray]] = []  # what holds pointers to device memory (_held_pointers)
+        self.held: list[tuple[str, str | None, np.ndarray]] = []  # what holds pointers to device memory (_held_pointers)
         self.heap: device_heap.RunAddresses | None = None  # the first run's allocations (malloc, new)
 
     def __enter__(self):

@@ -562,6 +562,18 @@ bool preemptible_at(uintptr_t pc)
 
 bool long_turn_at_tick();  // under "blocks that take turns"
 
+// What a preemption of the running thread at `at` notes: the yield it is made to make is a stop, and
+// whether it stopped since the one before (a spin has not).
+void note_preemption(uintptr_t at)
+{
+    current->preemptions_in_a_row = current->stops == current->preempted_stops ? current->preemptions_in_a_row + 1 : 1;
+    current->preempt_pending = false;
+    current->preempted_stops = current->stops + 1;
+    current->preempted_at = at;
+    tick_faster();
+    preemptions.fetch_add(1, std::memory_order_relaxed);
+}
+
 void on_tick(int, siginfo_t*, void* context)
 {
 #if defined(__x86_64__) && defined(__linux__)
@@ -590,12 +602,8 @@ void on_tick(int, siginfo_t*, void* context)
         current->preempt_pending = true;
         return;
     }
-    current->preempt_pending = false;
     worker.ticked = nullptr;
-    current->preempted_stops = current->stops + 1;  // the yield it is made to make is a stop
-    current->preempted_at = pc;
-    tick_faster();
-    preemptions.fetch_add(1, std::memory_order_relaxed);
+    note_preemption(pc);
     uintptr_t* const pushed = reinterpret_cast<uintptr_t*>(registers[REG_RSP] - 128 - 8);
     *pushed = pc;
     registers[REG_RSP] = reinterpret_cast<greg_t>(pushed);
@@ -1128,6 +1136,22 @@ unsigned awaited_lanes(const Fiber& fiber, size_t threads, unsigned returned)
     return fiber.warp_mask & lanes_of(fiber.tid / kWarpSize, threads) & ~returned;
 }
 
+// Whether a thread of [base, end) was preempted in the midst of its work, once since it last stopped: the
+// lanes of __activemask() are those at the call once every lane of the warp has stopped somewhere, and a
+// tick that lands between a __syncthreads() and the call (often under the race check) split a warp that a
+// GPU runs together (CS149's exclusive scan took a mask without a lane, and its lanes raced). A lane that
+// spins (preempted again without a stop, or yielding by __nanosleep()) is not waited for.
+bool lane_preempted_in_work(size_t base, size_t end)
+{
+    for (size_t u = base; u < end; ++u) {
+        const Fiber& lane = fibers[u];
+        if (lane.state == State::yielded && lane.stops == lane.preempted_stops && lane.preemptions_in_a_row == 1) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // Releases the threads at a warp sync whose awaited lanes have all arrived; how many.
 size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 {
@@ -1154,6 +1178,9 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
         }
         if (fiber.warp_mask == 0) {  // at __activemask(): its lanes are those of its warp at the same call
             const size_t base = t - t % kWarpSize;
+            if (lane_preempted_in_work(base, std::min(threads, base + kWarpSize))) {
+                continue;  // it may be on its way to the same call: the warp goes on when it has stopped
+            }
             unsigned together = 0;
             for (size_t u = base; u < std::min(threads, base + kWarpSize); ++u) {
                 const Fiber& other = fibers[u];
@@ -1360,11 +1387,7 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
 inline void race_check(const void* address, size_t size, bool write, const void* site, bool is_volatile = false)
 {
     if (current != nullptr && current->preempt_pending) {  // a tick found the thread in the runner ("preemption")
-        current->preempt_pending = false;
-        current->preempted_stops = current->stops + 1;
-        current->preempted_at = reinterpret_cast<uintptr_t>(site);
-        tick_faster();
-        preemptions.fetch_add(1, std::memory_order_relaxed);
+        note_preemption(reinterpret_cast<uintptr_t>(site));
         nn_cuda_cpu_preempted_stop();
     }
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
@@ -1621,6 +1644,7 @@ bool run_block(size_t threads, bool shuffle, size_t first_stack)
         fiber.warp_epoch = 0;
         fiber.race_synced = 0;
         fiber.preempted_stops = ~0u;
+        fiber.preemptions_in_a_row = 0;
         fiber.preempt_pending = false;
         fiber.preempted_at = 0;
         fiber.saved_sp = stacks.initial_sp(first_stack + t);

@@ -169,6 +169,7 @@ struct Fiber {
     unsigned race_synced = 0;  // the race check's clock at its last atomic, fence, yield or arrival
     unsigned stops = 0;  // how many times it stopped (runtime.cpp, "preemption")
     unsigned preempted_stops = ~0u;  // its stops right after its last preemption (a spin: preempted again)
+    unsigned preemptions_in_a_row = 0;  // with no stop between them: 1 in the midst of work, more in a spin
     volatile bool preempt_pending = false;  // a tick found it in the runner's code: it yields at a safe place
     uintptr_t preempted_at = 0;  // the code's address where it was last preempted (the watchdog's place)
 };

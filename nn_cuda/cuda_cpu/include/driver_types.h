@@ -47,3 +47,21 @@ enum cudaMemcpyKind {
 // Handles: pointers to structs no one defines, as in CUDA.
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
+
+// The descriptions of a 3-D copy (cudaMemcpy3D's), which driver_functions.h's make_* build.
+struct cudaPitchedPtr {
+    void* ptr;
+    size_t pitch;
+    size_t xsize;
+    size_t ysize;
+};
+struct cudaExtent {
+    size_t width;
+    size_t height;
+    size_t depth;
+};
+struct cudaPos {
+    size_t x;
+    size_t y;
+    size_t z;
+};
