@@ -72,6 +72,14 @@ def has_ubsan_runtime(compiler: str) -> bool:
     return result.returncode == 0 and os.path.isabs(found) and os.path.exists(found)
 
 
+@functools.lru_cache(maxsize=None)
+def accepts(compiler: str, flag: str) -> bool:
+    """True when the compiler takes `flag` (GCC 10 and clang 12 brought -fno-finite-loops, say)."""
+    result = subprocess.run([compiler, flag, "-fsyntax-only", "-x", "c++", os.devnull], capture_output=True,
+                            timeout=60)
+    return result.returncode == 0
+
+
 # A make rule: "target: first second \<newline> third", where a space inside a name is "\ ".
 _CONTINUATION = re.compile(r"\\\r?\n")
 _NAME = re.compile(r"(?:\\.|[^\s\\])+")

@@ -76,7 +76,7 @@ extern "C" __global__ void block_sums(const int* x, int* sums, int* minima)
 // Scans over tiles of 16, a tile of 8 carved from a tile of 16 (its sum and odd-value ballot), a
 // tile of 4 sized at run time, and the tile's shuffles.
 extern "C" __global__ void scans_and_tiles(const int* x, int* inclusive, int* exclusive, int* sum8,
-                                           unsigned* odd8, int* rank4, int* shuffled)
+                                           unsigned* odd8, int* rank4, int* shuffled, int* meta)
 {
     auto block = cg::this_thread_block();
     cg::thread_block_tile<16> t16 = cg::tiled_partition<16>(block);
@@ -86,6 +86,11 @@ extern "C" __global__ void scans_and_tiles(const int* x, int* inclusive, int* ex
     auto t8 = cg::tiled_partition<8>(t16);
     sum8[i] = cg::reduce(t8, v, cg::plus<int>());
     odd8[i] = t8.ballot(v % 2);
+    // which tile of its parent each is, and of how many: a tile of 8 of a tile of 16 in its parent (kept by
+    // the type without a parent), a tile of 16 in the block
+    const cg::thread_block_tile<8> t8_alone = t8;
+    meta[2 * i] = static_cast<int>(t8_alone.meta_group_rank() * 100 + t8_alone.meta_group_size());
+    meta[2 * i + 1] = static_cast<int>(t16.meta_group_rank() * 100 + t16.meta_group_size());
     cg::thread_group t4 = cg::tiled_partition(block, 4);
     t4.sync();
     rank4[i] = static_cast<int>(t4.thread_rank() * 100 + t4.size());
@@ -186,9 +191,11 @@ def test_scans_nested_tiles_and_shuffles_match_numpy(groups):
     n = 64
     x = np.random.default_rng(2).integers(0, 10, n).astype(np.int32)
     outputs = [np.full(n, -1, np.int32) for _ in range(3)] + [np.zeros(n, np.uint32), np.full(n, -1, np.int32),
-                                                             np.full(3 * n, -1, np.int32)]
+                                                             np.full(3 * n, -1, np.int32), np.full(2 * n, -1, np.int32)]
     groups.get_function("scans_and_tiles")((1,), (n,), (x, *outputs))
-    inclusive, exclusive, sum8, odd8, rank4, shuffled = outputs
+    inclusive, exclusive, sum8, odd8, rank4, shuffled, meta = outputs
+    # the tile of 8 counted in the block (rank i // 8 of 8) until 2026-11-28: Ansorge's cgwarp.cu
+    assert meta.reshape(n, 2).tolist() == [[(i % 16) // 8 * 100 + 2, i // 16 * 100 + 4] for i in range(n)]
     by16 = x.reshape(-1, 16)
     assert inclusive.tolist() == np.cumsum(by16, 1).ravel().tolist()
     assert exclusive.tolist() == (np.cumsum(by16, 1) - by16).ravel().tolist()

@@ -1216,3 +1216,13 @@ def test_a_libcuxx_header_the_runner_lacks_is_refused_in_one_line():
                                                r"libcu\+\+ \(it has <cuda/std/...> of algorithm, array, .*C\+\+20's span"):
         RawModule(code='#include <cuda/std/span>\nextern "C" __global__ void k(int* out) { out[0] = 1; }\n'
                   ).get_function("k")
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "nvcc"])
+def test_code_that_starts_with_a_byte_order_mark_builds(backend):
+    # six kernel files of Ansorge's "Programming in Parallel with CUDA" start with one (Visual Studio's): nvcc
+    # and g++ skip it at a file's start, and the runner's build refused it ("does not name a type") until 2026-11-28
+    code = '\ufeffextern "C" __global__ void fill(float* out) { out[threadIdx.x] = 2.0f; }\n'
+    out = np.zeros(4, np.float32)
+    RawModule(code=code, backend=backend).get_function("fill")((1,), (4,), (out,))
+    assert out.tolist() == [2.0] * 4

@@ -29,6 +29,14 @@ extern "C" __global__ void spin(volatile int* flag)
     }
 }
 
+// The same wait on a plain flag, which C++ lets a compiler take for a loop that ends (GCC deleted it)
+extern "C" __global__ void spin_on_a_plain_flag(const int* flag, int* out)
+{
+    while (flag[0] != 1) {
+    }
+    out[0] = 42;
+}
+
 // 160 KB of local variables per thread: more than a fiber's stack.
 extern "C" __global__ void big_local(float* out)
 {
@@ -64,6 +72,19 @@ def test_the_watchdog_stops_a_kernel_that_spins_for_ever(monkeypatch, race_check
     assert time.monotonic() - started < 10
     flag = np.ones(1, np.int32)  # already set: the same kernel ends at once, and the module goes on
     kernel((1,), (2,), (flag,))
+
+
+def test_a_wait_on_a_plain_flag_that_nothing_sets_spins_until_the_watchdog(monkeypatch):
+    # GCC at -O2 deleted the loop, and the kernel stored 42 at once, where a GPU waits for ever (Ansorge's
+    # deadlock.cu), until 2026-11-28
+    monkeypatch.setenv("NN_CUDA_CPU_WATCHDOG", "1.5")
+    kernel = RawModule(code=CODE).get_function("spin_on_a_plain_flag")
+    out = np.zeros(1, np.int32)
+    with pytest.raises(KernelError, match=r"spin_on_a_plain_flag: still running after 1.5 s \(NN_CUDA_CPU_WATCHDOG\)"):
+        kernel((1,), (1,), (np.zeros(1, np.int32), out))
+    assert out[0] == 0
+    kernel((1,), (1,), (np.ones(1, np.int32), out))
+    assert out[0] == 42
 
 
 def test_the_watchdog_stops_blocks_that_spin_on_every_host_thread(monkeypatch):

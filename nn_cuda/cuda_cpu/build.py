@@ -86,6 +86,11 @@ BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_F
 # -fno-ipa-icf: GCC at -O2 folds functions of identical code into one, so that a fault in the second
 # of two kernels with the same body was named at the first one's lines (at the second's header).
 GCC_ONLY_FLAGS = ("-fno-gnu-unique", "-fno-var-tracking-assignments", "-fno-ipa-icf")
+# -fno-finite-loops: C++ lets a compiler take a loop without side effects for one that ends, and GCC
+# at -O2 (10 and later) deletes it: `while (flag[0] != 1) {}` on a plain flag that nothing sets (Ansorge's
+# deadlock.cu, which deadlocks on the book's GPUs) returned at once. Kept, it spins until the watchdog
+# names it. Where the compiler lacks the option (GCC 9) it deletes no such loop either.
+KEPT_LOOPS_FLAG = "-fno-finite-loops"
 # Floating point (docs/kernels.md, "Floating point: what differs from a GPU"). By default nothing is
 # contracted, on every host and compiler (clang would contract within an expression), so a host
 # gives the same bits whatever its compiler. NN_CUDA_CPU_FMA=1 fuses a * b + c into one FMA as
@@ -451,6 +456,7 @@ def _plan(unit: str, extra_flags, stem: str, what: str, table: str, check: bool,
     if gcc and check:
         unit = gcc_unroll_pragmas(unit)
     own = [*BASE_FLAGS, *DEVICE_MACROS, *DEVICE_HEAP_FLAGS, *(GCC_ONLY_FLAGS if gcc else ()),
+           *((KEPT_LOOPS_FLAG,) if host_compiler.accepts(compiler, KEPT_LOOPS_FLAG) else ()),
            *floating_point_flags(compiler, gcc),
            *(check_flags(compiler) if check else WORKER_FLAGS if workers and threads_from_environment() > 1
              else ())]

@@ -86,6 +86,9 @@ class RawModule:
                           "retrieving the mangled names for the given name expressions): on a GPU, build with "
                           "the default backend, or ask get_function for the kernel's mangled name or an "
                           "extern \"C\" kernel's", stacklevel=2)
+        # a byte-order mark (an editor's, Visual Studio's): nvcc and g++ skip one at a file's start, where the
+        # CPU build puts the runner's lines before the code (refused, "does not name a type", until 2026-11-28)
+        code = code.removeprefix("\ufeff")
         self.code = code
         self.backend = backend
         self.options = tuple(options)

@@ -131,16 +131,28 @@ class thread_block_tile {
                                              "or 32 threads (thread_block_tile<N>)");
 
 public:
-    thread_block_tile() = default;
+    thread_block_tile() : thread_block_tile(nn_cuda_cpu::current->tid, nn_cuda_cpu::threads_in_block()) {}
+    // a tile of `parent_size` threads (the block, or a larger tile) in which the calling thread's rank is
+    // `parent_rank` (tiled_partition)
+    thread_block_tile(unsigned long long parent_rank, unsigned long long parent_size)
+        : meta_rank_(static_cast<unsigned>(parent_rank / Size)),
+          meta_size_(static_cast<unsigned>((parent_size + Size - 1) / Size))
+    {
+    }
     template <typename OtherParent>
-    thread_block_tile(const thread_block_tile<Size, OtherParent>&) {}
+    thread_block_tile(const thread_block_tile<Size, OtherParent>& other)
+        : meta_rank_(other.meta_group_rank()), meta_size_(other.meta_group_size())
+    {
+    }
 
     static constexpr unsigned long long num_threads() { return Size; }
     static constexpr unsigned long long size() { return Size; }
     unsigned thread_rank() const { return static_cast<unsigned>(nn_cuda_cpu::current->tid % Size); }
-    // which tile of the block this is, and how many tiles the block has
-    unsigned meta_group_rank() const { return static_cast<unsigned>(nn_cuda_cpu::current->tid / Size); }
-    unsigned meta_group_size() const { return static_cast<unsigned>((nn_cuda_cpu::threads_in_block() + Size - 1) / Size); }
+    // which tile of its parent this is, and how many tiles the parent has: of a tile cut from a tile of 32
+    // (tiled_partition<8>(tiled_partition<32>(block))), 0-3 and 4, not the block's (the runner gave the
+    // block's until 2026-11-28: Ansorge's cgwarp.cu)
+    unsigned meta_group_rank() const { return meta_rank_; }
+    unsigned meta_group_size() const { return meta_size_; }
     void sync() const { __syncwarp(details::tile_mask(Size)); }
     operator thread_group() const { return tiled_partition(thread_block(), Size); }
 
@@ -177,12 +189,13 @@ public:
 private:
     static unsigned shift() { return nn_cuda_cpu::lane_id() / Size * Size; }
     static unsigned low_lanes() { return details::tile_mask(Size) >> shift(); }
+    unsigned meta_rank_, meta_size_;
 };
 
 template <unsigned Size, typename Parent>
-thread_block_tile<Size, Parent> tiled_partition(const Parent&)
+thread_block_tile<Size, Parent> tiled_partition(const Parent& parent)
 {
-    return thread_block_tile<Size, Parent>();
+    return thread_block_tile<Size, Parent>(parent.thread_rank(), parent.size());
 }
 
 // The calling thread alone, as a tile of one.
