@@ -1266,6 +1266,26 @@ def test_a_fault_that_follows_an_unwritten_shared_index_names_the_array():
     assert "invalid memory access" in str(raised.value) and "it follows a read" not in str(raised.value)
 
 
+def test_a_write_before_an_array_through_an_unwritten_shared_index_names_the_array():
+    # CS267's particle binning without its barrier: the fill of a __shared__ int read as -1 made the kernel
+    # write before `bin_end`, reported as "a[i - 1] at i = 0?" with no word of the __shared__ array
+    code = r"""
+extern "C" __global__ void bin_ends(int* bin_end, const int* key, int n)
+{
+    __shared__ int previous[65];
+    const int i = threadIdx.x;
+    if (i < n) previous[i + 1] = key[i];
+    if (i > 0 && i < n && key[i] != previous[i]) bin_end[previous[i]] = i;
+}
+"""
+    key = np.repeat(np.arange(16, dtype=np.int32), 4)
+    with pytest.raises(KernelError, match=r"^bin_ends: a write before the start of args\[0\]: .*; it follows a read of "
+                                          r"__shared__ `previous` \(in bin_ends\) where no thread of the block had "
+                                          r"written it .*: a __syncthreads\(\) missing before that read"):
+        RawModule(code=code, check=True).get_function("bin_ends")((1,), (64,), (np.zeros(16, np.int32), key,
+                                                                               np.int32(64)))
+
+
 STENCIL = r"""
 // A 1-D stencil of radius 3 that expects `in` to point 3 elements into its array (OLCF's exercise):
 // given the array itself, block 0 reads in[-3..-1].
@@ -1348,6 +1368,27 @@ extern "C" __global__ void rotate(const float* x, float* y, int n)
                                           r".* or the thread that writes it returned before it did \(a thread that "
                                           r"returns early"):
         RawModule(code=code, check=True).get_function("rotate")((1,), (32,), (x, y, np.int32(20)))
+
+
+def test_a_halo_that_no_thread_loads_is_named_as_such():
+    # ENCCS's shared-memory heat equation loads the right halo and not the left one: the report named a
+    # missing barrier or an early return only, with the barrier there and no thread returning
+    code = r"""
+extern "C" __global__ void smooth(const float* in, float* out)
+{
+    __shared__ float s[34];
+    const int t = threadIdx.x;
+    s[t + 1] = in[t];
+    if (t == blockDim.x - 1) s[t + 2] = in[t];
+    __syncthreads();
+    out[t] = s[t] + s[t + 1] + s[t + 2];
+}
+"""
+    with pytest.raises(KernelError, match=r"smooth: 1 element\(s\) of args\[1\] hold NaN .* read __shared__ `s` .* or no "
+                                          r"thread of the block writes that element at all \(a tile's halo that no "
+                                          r"thread loads"):
+        RawModule(code=code, check=True).get_function("smooth")((1,), (32,), (np.ones(32, np.float32),
+                                                                             np.zeros(32, np.float32)))
 
 
 def test_thread_0_writing_alone_what_every_other_thread_overwrites_is_reported_at_every_launch():

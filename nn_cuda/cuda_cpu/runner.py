@@ -453,13 +453,16 @@ class LoadedKernels:
                     self._fault_after_unwritten_shared(index, launch, buffers, (start, variables, seed))
                 if not unwritten:
                     raise
-                raise KernelError(
-                    f"{error}; it follows a read of {' and '.join(unwritten)} where no thread of the block had "
-                    "written it (the checking mode fills __shared__ memory with 0xFF bytes; with zeros there the "
-                    "launch ends without it): a __syncthreads() missing before that read, or an element no "
-                    "thread writes?") from None
+                raise KernelError(_following_unwritten_shared(error, unwritten, "the launch ends without it")) from None
             self._assert_no_atomic_before(buffers)
-            buffers.assert_nothing_written_before()
+            try:
+                buffers.assert_nothing_written_before()
+            except KernelError as error:  # an index read from __shared__ memory no thread wrote: -1 in its fill
+                unwritten = self._write_before_after_unwritten_shared(index, launch, buffers, (start, variables, seed))
+                if not unwritten:
+                    raise
+                raise KernelError(_following_unwritten_shared(error, unwritten,
+                                                              "no byte before the array is written")) from None
             buffers.heap = self._variables.heap = device_heap.after_first_run(self._lib)
             beginning = (start, variables, seed)
             if reached is not None:  # nothing held, or device memory only: put back and compared
@@ -1097,6 +1100,21 @@ class LoadedKernels:
         return self._shared_fills_that(lambda: self._ends_in_error(index, launch, buffers, beginning),
                                        _dynamic_shared_name(launch))
 
+    def _write_before_after_unwritten_shared(self, index, launch, buffers, beginning) -> list[str]:
+        """The __shared__ arrays whose 0xFF fill makes the launch write before an array (an index read
+        where no thread wrote it, -1 as an int: a cell list's bin without its __syncthreads(), CS267's
+        particles), as _fault_after_unwritten_shared finds a fault's."""
+        if not self._shared and not self._dynamic_shared(launch):
+            return []
+
+        def shows() -> bool | None:
+            buffers.fill_before(0xFF)
+            if self._ends_in_error(index, launch, buffers, beginning) is not False:
+                return None
+            return buffers.written_before_any()
+
+        return self._shared_fills_that(shows, _dynamic_shared_name(launch))
+
     def _shared_fills_that(self, shows, dynamic_name: str, fill: int = POISON_FILL, others: int = 0) -> list[str]:
         """The __shared__ arrays, and extern __shared__ memory (`dynamic_name`), whose `fill` bytes
         alone show in a run of the launch (`shows()`: True, False, or None for no answer): first with
@@ -1517,6 +1535,13 @@ def _bytes_copy(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1).view(np.uint8).copy().view(array.dtype).reshape(array.shape)
 
 
+def _following_unwritten_shared(error: KernelError, unwritten: list[str], without: str) -> str:
+    """`error`'s message, with the __shared__ arrays (`unwritten`) whose unwritten bytes led to it."""
+    return (f"{error}; it follows a read of {' and '.join(unwritten)} where no thread of the block had written it "
+            f"(the checking mode fills __shared__ memory with 0xFF bytes; with zeros there {without}): a "
+            "__syncthreads() missing before that read, or an element no thread writes?")
+
+
 def _holders_of(held: list[tuple[str, str | None, np.ndarray]], start: int = 0, length: int | None = None) -> list[str]:
     """Of _held_pointers' holders, those holding an address in [start, start + length) (all of them without
     a `length`), each named with its words that do: "the variable `params` (its bytes 16 to 23)" where only
@@ -1759,6 +1784,9 @@ class _CheckedBuffers:
         return [self.copies[i].start + self.offsets[i] if i in self.copies else None
                 for i in range(len(self.launch.args))]
 
+    def written_before_any(self, fill: int = 0xFF) -> bool:
+        return any(copy.written_before(fill) is not None for copy in set(self.copies.values()))
+
     def assert_nothing_written_before(self, fill: int = 0xFF) -> None:
         """KernelError when the kernel wrote into the bytes right before an array (an index of -1:
         `a[i - 1]` at i = 0), which lie in the array's first page, before the guard can stop it: they
@@ -1876,6 +1904,7 @@ class _CheckedBuffers:
                 "a thread writes it before another reads it, a __syncthreads() between the two is missing (or, "
                 "between the lanes of a warp, a __syncwarp(): lanes do not run in lockstep here), or the thread "
                 "that writes it returned before it did (a thread that returns early, beyond the data, leaves its share "
-                "of a tile unwritten)")
+                "of a tile unwritten), or no thread of the block writes that element at all (a tile's halo that no "
+                "thread loads: ENCCS's shared-memory heat equation)")
 
 
