@@ -254,6 +254,47 @@ extern "C" __global__ void masks_after_a_barrier(const float* in, unsigned* mask
         masks[0] = 0;
     }
 }
+
+// Particles placed in their bins: each reads its bin's next slot with a plain load, then counts it with
+// atomicAdd (a CS267 student's draft), so two particles of a bin can read one slot (`racy`); or each
+// takes its slot with the atomic itself
+extern "C" __global__ void place(const int* bin, int* next_slot, int* ids, int racy)
+{
+    const int t = threadIdx.x;
+    if (racy) {
+        const int slot = next_slot[bin[t]];
+        ids[slot] = t;
+        atomicAdd(&next_slot[bin[t]], 1);
+    } else {
+        ids[atomicAdd(&next_slot[bin[t]], 1)] = t;
+    }
+}
+
+// Thread 0 clears a total that the others add to with atomicAdd, with no barrier between
+extern "C" __global__ void cleared_while_added(int* total)
+{
+    if (threadIdx.x == 0) {
+        total[0] = 0;
+    }
+    atomicAdd(total, 1);
+}
+
+// CUDA's atomicAdd of double by atomicCAS, as the programming guide writes it: a plain load as the first
+// guess, which each compare-and-swap checks
+__device__ double add_by_swaps(double* address, double value)
+{
+    unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
+    unsigned long long old = *bits, assumed;
+    do {
+        assumed = old;
+        old = atomicCAS(bits, assumed, __double_as_longlong(value + __longlong_as_double(assumed)));
+    } while (assumed != old);
+    return __longlong_as_double(old);
+}
+extern "C" __global__ void sum_by_swaps(const double* x, double* total)
+{
+    add_by_swaps(total, x[threadIdx.x]);
+}
 """
 
 
@@ -318,6 +359,31 @@ def test_a_total_under_a_lock_taken_with_atomic_cas_passes(races):
     out = np.full(2, -1, np.int32)
     races.get_function("locked_total")((2,), (64,), (x, out))
     np.testing.assert_array_equal(out, x.reshape(2, 64).sum(axis=1))
+
+
+def test_a_slot_read_with_a_plain_load_then_counted_by_an_atomic_is_reported(races):
+    # an atomic against a plain access of one word went unseen until 2026-11-28: two particles of a bin took
+    # one slot on a GPU, and every mode passed (the checking mode took the slots for an atomic counter's)
+    bins = (np.arange(64) % 4).astype(np.int32)
+    ids = np.full(64, -1, np.int32)
+    races.get_function("place")((1,), (64,), (bins, np.arange(0, 64, 16, dtype=np.int32), ids, np.int32(0)))
+    assert sorted(ids.tolist()) == list(range(64))
+    with pytest.raises(KernelError, match=r"place: a race on args\[1\]\[\d\] \(NN_CUDA_CPU_RACECHECK=1\): thread "
+                                          r"\(\d+, 0, 0\) of block \(0, 0, 0\) made an atomic operation on it at "
+                                          r"\(RawModule code\):\d+, and thread \(\d+, 0, 0\) read it at \(RawModule "
+                                          r"code\):\d+, .*the read may come before the atomic"):
+        races.get_function("place")((1,), (64,), (bins, np.arange(0, 64, 16, dtype=np.int32), ids, np.int32(1)))
+
+
+def test_a_plain_store_beside_other_threads_atomics_is_reported_and_swaps_checking_a_plain_guess_pass(races):
+    with pytest.raises(KernelError, match=r"cleared_while_added: a race on args\[0\]\[0\] .*: thread \(0, 0, 0\) of "
+                                          r"block \(0, 0, 0\) wrote it at .*, and thread \(\d+, 0, 0\) made an atomic "
+                                          r"operation on it at .*the atomic may come before the write"):
+        races.get_function("cleared_while_added")((1,), (64,), (np.full(1, 7, np.int32),))
+    x = np.arange(64, dtype=np.float64) / 8
+    total = np.zeros(1, np.float64)
+    races.get_function("sum_by_swaps")((1,), (64,), (x, total))
+    assert total[0] == x.sum()  # sums of eighths below 2^52: exact in any order
 
 
 def test_warps_sharing_slots_across_a_syncwarp_only_are_reported_and_rows_of_their_own_pass(races):

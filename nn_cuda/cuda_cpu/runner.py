@@ -529,14 +529,9 @@ class LoadedKernels:
         earlier_at = self.source_at(earlier_site - 1) or " at a line not known"
         later_at = self.source_at(later_site - 1) or " at a line not known"
         warp = "" if earlier_tid // 32 != later_tid // 32 else " nor a __syncwarp() (they are lanes of one warp)"
-        if kind == 1:
-            order = (f"thread {earlier} of block {block} wrote it{earlier_at}, and thread {later} read it{later_at}, "
-                     f"with no __syncthreads(){warp} between: on a GPU the read may come before the write "
-                     "(a read-after-write hazard)")
-        else:
-            order = (f"thread {earlier} of block {block} read it{earlier_at}, and thread {later} wrote it{later_at}, "
-                     f"with no __syncthreads(){warp} between: on a GPU the write may come before the read "
-                     "(a write-after-read hazard)")
+        first, then, hazard = _RACE_KINDS[kind]
+        order = (f"thread {earlier} of block {block} {first} it{earlier_at}, and thread {later} {then} it{later_at}, "
+                 f"with no __syncthreads(){warp} between: on a GPU the {hazard}")
         sanitizer = ("compute-sanitizer's racecheck looks at __shared__ memory only, so a GPU reports this one "
                      "nowhere" if global_word else "compute-sanitizer's racecheck reports this one on a GPU")
         return (f"{launch.kernel}: a race on {what} ({RACE_CHECK_VARIABLE}=1): {order}. Threads that add to one place "
@@ -1533,6 +1528,24 @@ def _bytes_copy(array: np.ndarray) -> np.ndarray:
     the padding between and after their fields (24-byte structs of two 8-byte integers and a float,
     xgboost's COO tuples), which the checked runs' bitwise comparison then found changed."""
     return array.reshape(-1).view(np.uint8).copy().view(array.dtype).reshape(array.shape)
+
+
+#: the race check's kinds of race (runtime.cpp, RaceFound): what the earlier thread did to the word, what the
+#: later one did, and what a GPU may do instead
+_RACE_KINDS = {
+    1: ("wrote", "read", "read may come before the write (a read-after-write hazard)"),
+    2: ("read", "wrote", "write may come before the read (a write-after-read hazard)"),
+    3: ("wrote", "made an atomic operation on", "atomic may come before the write, which a plain store then "
+        "overwrites (a plain access and an atomic of one word: make the store an atomicExch, or put a barrier "
+        "between)"),
+    4: ("read", "made an atomic operation on", "atomic may come before the read, so that two threads read one "
+        "value (a slot read with a plain load, then counted with atomicAdd, is taken twice: take it with the "
+        "atomic itself, slot = atomicAdd(&count, 1))"),
+    5: ("made an atomic operation on", "wrote", "write may come before the atomic, which then works on it (a "
+        "plain access and an atomic of one word: make the store an atomicExch, or put a barrier between)"),
+    6: ("made an atomic operation on", "read", "read may come before the atomic (a plain access and an atomic of "
+        "one word: read it with the atomic's result, or after a barrier)"),
+}
 
 
 def _following_unwritten_shared(error: KernelError, unwritten: list[str], without: str) -> str:

@@ -1245,17 +1245,24 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 // one phase of one block, and a word's record from an earlier phase, block or launch never matches: the
 // shadow is cleared only where the counts' 32 bits kept here would wrap (race_spans_for_launch),
 // otherwise reused.
+// What an access was: plain, an atomic that writes whatever the word holds (a read-modify-write, an
+// exchange, a store), or a compare-and-swap, which writes only where the word holds what the thread
+// expects (so a plain read before it is a guess that it checks: CUDA's atomicAdd of double by atomicCAS).
+enum RaceOp : unsigned char { kPlain, kAtomic, kSwap };
+
 struct RaceAccess {
     unsigned epoch = 0;  // race_epoch at the access (0: none)
     unsigned clock = 0;  // race_clock at the access
     int site = 0;  // the instrumentation call's return address, in the kernel's code, from race_access's
     unsigned short tid = 0;  // threadIdx as one number
     unsigned char bytes = 0;  // the bytes of the word it touched, a bit each
-    bool is_volatile = false;  // a volatile load or store
+    bool is_volatile = false;  // a volatile load or store (an atomic counts as one: PTX takes volatile as relaxed)
     unsigned warp_epoch = 0;  // its warp's (Fiber::warp_epoch)
+    unsigned char op = kPlain;  // RaceOp: a plain access, or an atomic
 };
 struct WordAccesses {
-    RaceAccess write, read;
+    RaceAccess write, read;  // the last plain write, the phase's first plain read
+    RaceAccess atomic;  // the last atomic
 };
 struct RaceSpan {
     uintptr_t first, end;
@@ -1268,7 +1275,10 @@ static uintptr_t race_low = 0, race_high = 0;  // the span of all of them
 static bool race_tracking = false;  // this run of a checked launch looks at every access
 static bool race_asked = false;  // the first run of each checked launch does (nn_cuda_cpu_set_race_tracking)
 struct RaceFound {
-    int kind = 0;  // 0: none, 1: a read after another thread's write, 2: a write after another's read
+    // 0: none, 1: a read after another thread's write, 2: a write after another's read, 3: an atomic after
+    // another's plain write, 4: an atomic after another's plain read, 5: a plain write after another's
+    // atomic, 6: a plain read after another's atomic
+    int kind = 0;
     uintptr_t address = 0;  // the word's first byte
     RaceAccess earlier, later;
     uint3 earlier_thread{}, later_thread{}, block{};
@@ -1316,7 +1326,7 @@ void race_spans_for_launch()
     }
 }
 
-void race_access(uintptr_t address, size_t size, bool write, bool is_volatile, const void* site);
+void race_access(uintptr_t address, size_t size, bool write, bool is_volatile, const void* site, RaceOp op = kPlain);
 
 uintptr_t race_site(int site) { return reinterpret_cast<uintptr_t>(&race_access) + site; }
 
@@ -1343,7 +1353,7 @@ inline bool unordered(const RaceAccess& earlier, const RaceAccess& now, bool glo
 }
 
 __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool write, bool is_volatile,
-                                           const void* site)
+                                           const void* site, RaceOp op)
 {
     if (!race_tracking || current == nullptr) {
         return;
@@ -1365,16 +1375,30 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
                                                   reinterpret_cast<uintptr_t>(&race_access)),
                                  static_cast<unsigned short>(current->tid),
                                  static_cast<unsigned char>(((1u << high) - 1u) & ~((1u << low) - 1u)),
-                                 is_volatile, warp_head(*current).warp_epoch};
+                                 is_volatile || op != kPlain, warp_head(*current).warp_epoch, op};
             WordAccesses& accesses = span.words[(word - base) / 4];
-            if (write) {
+            if (op != kPlain) {  // an atomic against the plain accesses of the word: two atomics never race
+                if (unordered(accesses.write, now, global)) {
+                    report_race(3, word, accesses.write, now);
+                }
+                if (op == kAtomic && unordered(accesses.read, now, global)) {  // a swap checks what was read
+                    report_race(4, word, accesses.read, now);
+                }
+                accesses.atomic = now;
+            } else if (write) {
                 if (unordered(accesses.read, now, global)) {
                     report_race(2, word, accesses.read, now);
+                }
+                if (unordered(accesses.atomic, now, global)) {
+                    report_race(5, word, accesses.atomic, now);
                 }
                 accesses.write = now;
             } else {
                 if (unordered(accesses.write, now, global)) {
                     report_race(1, word, accesses.write, now);
+                }
+                if (accesses.atomic.op == kAtomic && unordered(accesses.atomic, now, global)) {
+                    report_race(6, word, accesses.atomic, now);
                 }
                 if (accesses.read.epoch != now.epoch) {
                     accesses.read = now;  // the phase's first reader
@@ -1384,7 +1408,8 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
     }
 }
 
-inline void race_check(const void* address, size_t size, bool write, const void* site, bool is_volatile = false)
+inline void race_check(const void* address, size_t size, bool write, const void* site, bool is_volatile = false,
+                       RaceOp op = kPlain)
 {
     if (current != nullptr && current->preempt_pending) {  // a tick found the thread in the runner ("preemption")
         note_preemption(reinterpret_cast<uintptr_t>(site));
@@ -1392,8 +1417,16 @@ inline void race_check(const void* address, size_t size, bool write, const void*
     }
     const uintptr_t at = reinterpret_cast<uintptr_t>(address);
     if (at < race_high && at + size > race_low) {  // the usual case, a local or the runner's own: no call
-        race_access(at, size, write, is_volatile, site);
+        race_access(at, size, write, is_volatile, site, op);
     }
+}
+
+// An atomic operation at `address` (the race check's handlers of GCC's atomics): compared with the plain
+// accesses of the word, then counted as the thread's synchronisation.
+inline void race_atomic(volatile const void* address, size_t size, const void* site, RaceOp op)
+{
+    race_check(const_cast<const void*>(address), size, true, site, false, op);
+    race_synchronized();
 }
 #endif
 
@@ -2536,7 +2569,7 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
 #define NN_CUDA_CPU_TSAN_FETCH(bits, T, op)                                                            \
     T __tsan_atomic##bits##_fetch_##op(volatile T* a, T v, int)                                        \
     {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
+        nn_cuda_cpu::race_atomic(a, sizeof(T), __builtin_return_address(0), nn_cuda_cpu::kAtomic);     \
         return __atomic_fetch_##op(a, v, __ATOMIC_SEQ_CST);                                            \
     }
 #define NN_CUDA_CPU_TSAN_ATOMICS(bits, T)                                                              \
@@ -2547,12 +2580,12 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
     }                                                                                                  \
     void __tsan_atomic##bits##_store(volatile T* a, T v, int)                                          \
     {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
+        nn_cuda_cpu::race_atomic(a, sizeof(T), __builtin_return_address(0), nn_cuda_cpu::kAtomic);     \
         __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                      \
     }                                                                                                  \
     T __tsan_atomic##bits##_exchange(volatile T* a, T v, int)                                          \
     {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
+        nn_cuda_cpu::race_atomic(a, sizeof(T), __builtin_return_address(0), nn_cuda_cpu::kAtomic);     \
         return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                            \
     }                                                                                                  \
     NN_CUDA_CPU_TSAN_FETCH(bits, T, add)                                                               \
@@ -2563,17 +2596,17 @@ extern "C" void nn_cuda_cpu_set_shared_regions(void** addresses, const size_t* b
     NN_CUDA_CPU_TSAN_FETCH(bits, T, nand)                                                              \
     int __tsan_atomic##bits##_compare_exchange_strong(volatile T* a, T* expected, T v, int, int)       \
     {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
+        nn_cuda_cpu::race_atomic(a, sizeof(T), __builtin_return_address(0), nn_cuda_cpu::kSwap);       \
         return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
     }                                                                                                  \
     int __tsan_atomic##bits##_compare_exchange_weak(volatile T* a, T* expected, T v, int, int)         \
     {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
+        nn_cuda_cpu::race_atomic(a, sizeof(T), __builtin_return_address(0), nn_cuda_cpu::kSwap);       \
         return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
     }                                                                                                  \
     T __tsan_atomic##bits##_compare_exchange_val(volatile T* a, T expected, T v, int, int)             \
     {                                                                                                  \
-        nn_cuda_cpu::race_synchronized();                                                              \
+        nn_cuda_cpu::race_atomic(a, sizeof(T), __builtin_return_address(0), nn_cuda_cpu::kSwap);       \
         __atomic_compare_exchange_n(a, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
         return expected;                                                                               \
     }
