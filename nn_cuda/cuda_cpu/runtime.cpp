@@ -1236,20 +1236,23 @@ size_t release_warp_syncs(size_t threads, std::vector<size_t>& released)
 // arrival each: a lock in __shared__ memory, a flag set after a __threadfence()), is a read-after-write
 // hazard; a write of a word another thread read so, a write-after-read hazard (compute-sanitizer's
 // racecheck reports both on a GPU, for __shared__ memory). The first one ends the launch, and the
-// Python side names the memory and both lines. Writes after writes are not reported (threads storing
-// one flag is common and harmless), nor accesses of two blocks (their order is no phase's); an atomic
-// of the thread that made the earlier access and one of the later access's thread, both after it, are
-// taken as ordering the two, though they may have been of other addresses.
+// Python side names the memory and both lines. An atomic is compared with the plain accesses of its
+// word too (the shadow keeps the last one), as the memory model takes an atomic and a plain access of one
+// word: a plain write beside it, or a plain read beside one that is no compare-and-swap, is a race. Writes
+// after writes are not reported (threads storing one flag is common and harmless), nor accesses of two
+// blocks (their order is no phase's); an atomic of the thread that made the earlier access and one of the
+// later access's thread, both after it, are taken as ordering the two, though they may have been of other
+// addresses.
 #if defined(NN_CUDA_CPU_RACE_CHECK)
-// An access as the shadow keeps it, in 20 bytes. race_epoch never goes back, so that one value of it is
-// one phase of one block, and a word's record from an earlier phase, block or launch never matches: the
-// shadow is cleared only where the counts' 32 bits kept here would wrap (race_spans_for_launch),
-// otherwise reused.
 // What an access was: plain, an atomic that writes whatever the word holds (a read-modify-write, an
 // exchange, a store), or a compare-and-swap, which writes only where the word holds what the thread
 // expects (so a plain read before it is a guess that it checks: CUDA's atomicAdd of double by atomicCAS).
 enum RaceOp : unsigned char { kPlain, kAtomic, kSwap };
 
+// An access as the shadow keeps it, in 24 bytes. race_epoch never goes back, so that one value of it is
+// one phase of one block, and a word's record from an earlier phase, block or launch never matches: the
+// shadow is cleared only where the counts' 32 bits kept here would wrap (race_spans_for_launch),
+// otherwise reused.
 struct RaceAccess {
     unsigned epoch = 0;  // race_epoch at the access (0: none)
     unsigned clock = 0;  // race_clock at the access
