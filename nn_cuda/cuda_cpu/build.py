@@ -201,6 +201,10 @@ _VALUE_OPTIONS = ("-arch", "--gpu-architecture", "-maxrregcount", "--maxrregcoun
 _STANDARDS = {"c++03": "c++17", "c++11": "c++17", "c++14": "c++17", "c++17": "c++17", "c++20": "c++20"}
 
 
+#: the macro of an nvcc build (host_flags): nvcc defines it, NVRTC does not
+NVCC_MACRO = "-D__NVCC__"
+
+
 def host_flags(options, backend: str = "nvrtc") -> list[str]:
     """The host compiler's flags for NVRTC-style `options` (CuPy's RawModule options): -I<dir> and
     --include-path=<dir> (made absolute; a folder of the CUDA toolkit's or CCCL's headers left out:
@@ -212,7 +216,7 @@ def host_flags(options, backend: str = "nvrtc") -> list[str]:
     other raises ValueError naming it."""
     if isinstance(options, str) or not all(isinstance(option, str) for option in options):
         raise TypeError(f"options must be a tuple of strings, like NVRTC's, got {options!r}")
-    flags = ["-D__NVCC__"] if backend == "nvcc" else []  # nvcc defines it in both of its passes, NVRTC not
+    flags = [NVCC_MACRO] if backend == "nvcc" else []  # nvcc defines it in both of its passes, NVRTC not
     for given in _values_joined(options):
         option = _short_form(given)
         name, _, value = option.partition("=")
@@ -677,12 +681,55 @@ def load_code(code: str, flags, instances, check: bool, name: str | None = None,
     """(the loaded library of code_library, a name under which another process reads it).
 
     A cached library that is not what was built (build_cache.open_verified) is never loaded: it is
-    built again, and one line on stderr says why.
+    built again, and one line on stderr says why. In an nvcc build, a function the code declares and
+    never defines is given a stand-in (host_function_stubs) and the code built again.
     """
-    return _load(_code_plan(code, flags, instances, check, name, workers))
+    undefined: list[str] = []
+
+    def may_stand_in(symbol: str) -> bool:  # a host function's callee, as far as the code shows
+        return NVCC_MACRO in flags and len(undefined) < _MOST_STAND_INS and not _declared_on_the_device(code, symbol)
+
+    while True:
+        try:
+            return _load(_code_plan(code + host_function_stubs(undefined), flags, instances, check, name, workers),
+                         may_stand_in)
+        except _UndefinedFunction as missing:
+            undefined.append(missing.symbol)
 
 
-def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
+#: how many functions declared and never defined an nvcc build gives stand-ins before it gives up
+_MOST_STAND_INS = 16
+
+
+class _UndefinedFunction(Exception):
+    """A function the library calls that nothing defines (load_code gives it a stand-in and builds again)."""
+
+    def __init__(self, symbol: str):
+        super().__init__(symbol)
+        self.symbol = symbol
+
+
+def host_function_stubs(symbols: list[str]) -> str:
+    """For an nvcc build, a definition of each function of `symbols` (mangled names) that the code declares
+    and never defines: `nvcc --cubin` (CuPy's nvcc backend) compiles device code alone, so a host function
+    that calls one defined in another file of the project (a tutorial's launcher) builds there. The CPU
+    build compiles the host function too; its call would find no definition when the library is loaded.
+    The stand-in ends the launch with a KernelError naming the function, should a kernel call it (where
+    ptxas refuses the build on a GPU)."""
+    names = demangled(symbols) if symbols else []
+    return "".join(f'\nextern "C" [[noreturn]] void nn_cuda_cpu_stand_in_{i}() __asm__("{symbol}");\n'
+                   f'extern "C" void nn_cuda_cpu_stand_in_{i}() {{ nn_cuda_cpu::defined_nowhere({_quoted(name)}); }}'
+                   for i, (symbol, name) in enumerate(zip(symbols, names)))
+
+
+def _declared_on_the_device(code: str, symbol: str) -> bool:
+    """Whether the code declares the function of mangled name `symbol` as a __device__ one (a GPU build then
+    needs its definition: ptxas refuses the kernel that calls it)."""
+    function = demangled([symbol])[0].split("(")[0].split("<")[0].split()[-1].split("::")[-1]
+    return re.search(rf"\b__device__\b[^;{{}}]*\b{re.escape(function)}\s*[<(]", code) is not None
+
+
+def _load(plan: _Plan, may_stand_in=None) -> tuple[ctypes.CDLL, str]:
     descriptor, target = _verified_build(plan)
     # The descriptor stays open: the library is never unloaded, and nm reads it through it.
     try:
@@ -691,6 +738,9 @@ def _load(plan: _Plan) -> tuple[ctypes.CDLL, str]:
         missing = re.search(r"undefined symbol: (\S+)", str(error))
         if missing is None:
             raise
+        symbol = missing.group(1)
+        if may_stand_in and symbol.startswith("_Z") and "(" in demangled([symbol])[0] and may_stand_in(symbol):
+            raise _UndefinedFunction(symbol) from None
         if missing.group(1).startswith("__") and not missing.group(1).startswith("__Z"):
             # glibc's <math.h> declares an internal __name beside each function (__tanhf beside tanhf):
             # TensorRT-LLM defines its own __tanhf in a header a kernel file may forget

@@ -1,10 +1,12 @@
 // The CUDA runtime API's common host functions, for code built with backend="nvcc": nvcc declares them in
 // every file (through the cuda_runtime.h it includes first), so a host helper beside the kernels that
 // calls one builds there (a CUDA_CHECK macro's gpuAssert calling cudaGetErrorString, a timer class's
-// events), where NVRTC refuses it. A RawModule runs no host code: Python launches its kernels. So a call
-// of one here comes from a kernel, which nvcc refuses (a __host__ function called from device code), and
-// it ends the launch with a KernelError naming the function. Each function is inline: one no kernel
-// calls leaves nothing in the library. The runtime API's types and codes are in driver_types.h.
+// events), where NVRTC refuses it; and so does one that calls a function of another file of the project
+// (a tutorial's launcher), which the build gives a stand-in (defined_nowhere, below). A RawModule runs no
+// host code: Python launches its kernels. So a call of one here comes from a kernel, which nvcc refuses
+// (a __host__ function called from device code), and it ends the launch with a KernelError naming the
+// function. Each function is inline: one no kernel calls leaves nothing in the library. The runtime
+// API's types and codes are in driver_types.h.
 #pragma once
 
 #include "driver_types.h"
@@ -17,6 +19,18 @@ namespace nn_cuda_cpu {
            "refuses a call of it in device code (a __host__ function called from a __global__ one), and a RawModule "
            "runs no host code (Python launches its kernels): do in Python what it does, or leave it out of the kernel",
            launch.kernel, thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z, name);
+    end_launch_reported();
+}
+
+// The stand-in of a function the code declares and never defines (build.host_function_stubs), where a
+// kernel calls it.
+[[noreturn]] inline void defined_nowhere(const char* name)
+{
+    const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
+    report("%s: thread (%u, %u, %u) of block (%u, %u, %u) calls %s, which the code declares and never defines (an "
+           "nvcc build takes it where host code alone calls it; ptxas refuses a kernel that calls it, \"Unresolved "
+           "extern function\"): define it", launch.kernel, thread.x, thread.y, thread.z, block_idx.x, block_idx.y,
+           block_idx.z, name);
     end_launch_reported();
 }
 }  // namespace nn_cuda_cpu
