@@ -686,8 +686,8 @@ def load_code(code: str, flags, instances, check: bool, name: str | None = None,
     """
     undefined: list[str] = []
 
-    def may_stand_in(symbol: str) -> bool:  # a host function's callee, as far as the code shows
-        return NVCC_MACRO in flags and len(undefined) < _MOST_STAND_INS and not _declared_on_the_device(code, symbol)
+    def may_stand_in(function: str) -> bool:  # a host function's callee, as far as the code shows
+        return NVCC_MACRO in flags and len(undefined) < _MOST_STAND_INS and not _declared_on_the_device(code, function)
 
     while True:
         try:
@@ -722,11 +722,11 @@ def host_function_stubs(symbols: list[str]) -> str:
                    for i, (symbol, name) in enumerate(zip(symbols, names)))
 
 
-def _declared_on_the_device(code: str, symbol: str) -> bool:
-    """Whether the code declares the function of mangled name `symbol` as a __device__ one (a GPU build then
-    needs its definition: ptxas refuses the kernel that calls it)."""
-    function = demangled([symbol])[0].split("(")[0].split("<")[0].split()[-1].split("::")[-1]
-    return re.search(rf"\b__device__\b[^;{{}}]*\b{re.escape(function)}\s*[<(]", code) is not None
+def _declared_on_the_device(code: str, function: str) -> bool:
+    """Whether the code declares `function` (demangled: "float scale(int)") as a __device__ one (a GPU build
+    then needs its definition: ptxas refuses the kernel that calls it)."""
+    name = function.split("(")[0].split("<")[0].split()[-1].split("::")[-1]
+    return re.search(rf"\b__device__\b[^;{{}}]*\b{re.escape(name)}\s*[<(]", code) is not None
 
 
 def _load(plan: _Plan, may_stand_in=None) -> tuple[ctypes.CDLL, str]:
@@ -739,18 +739,19 @@ def _load(plan: _Plan, may_stand_in=None) -> tuple[ctypes.CDLL, str]:
         if missing is None:
             raise
         symbol = missing.group(1)
-        if may_stand_in and symbol.startswith("_Z") and "(" in demangled([symbol])[0] and may_stand_in(symbol):
+        function = demangled([symbol])[0]
+        if may_stand_in and symbol.startswith("_Z") and "(" in function and may_stand_in(function):
             raise _UndefinedFunction(symbol) from None
-        if missing.group(1).startswith("__") and not missing.group(1).startswith("__Z"):
+        if symbol.startswith("__") and not symbol.startswith("__Z"):
             # glibc's <math.h> declares an internal __name beside each function (__tanhf beside tanhf):
             # TensorRT-LLM defines its own __tanhf in a header a kernel file may forget
             raise KernelBuildError(
-                f"{plan.what}: `{missing.group(1)}` is called and defined nowhere: the host's C library declares "
-                f"that name (its own, beside {missing.group(1).lstrip('_')}), NVRTC does not (\"identifier "
-                f"\"{missing.group(1)}\" is undefined\"); define it in the code, or call CUDA's function") from None
+                f"{plan.what}: `{symbol}` is called and defined nowhere: the host's C library declares "
+                f"that name (its own, beside {symbol.lstrip('_')}), NVRTC does not (\"identifier "
+                f"\"{symbol}\" is undefined\"); define it in the code, or call CUDA's function") from None
         raise KernelBuildError(
-            f"{plan.what}: `{demangled([missing.group(1)])[0]}` is declared and called but never defined in the code "
-            f"(a GPU build fails too, ptxas: \"Unresolved extern function '{missing.group(1)}'\"); define it, or, for "
+            f"{plan.what}: `{function}` is declared and called but never defined in the code "
+            f"(a GPU build fails too, ptxas: \"Unresolved extern function '{symbol}'\"); define it, or, for "
             "a template, the instance the kernel calls") from None
     return library, build_cache.tool_path(descriptor, target)
 
