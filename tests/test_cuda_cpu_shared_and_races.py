@@ -272,6 +272,38 @@ def test_results_at_slots_from_an_atomic_counter_pass_when_they_are_the_same_row
             (4,), (64,), (x, np.int32(200), np.int32(chosen.size), np.zeros(1, np.int32), np.zeros(200, np.int32),
                           np.zeros(200, np.float32)))
 
+NEIGHBOUR_LISTS = r"""
+// A neighbour list (Fan's CUDA Programming, chapter 9): each atom j appends itself to the list of atom
+// j % rows at a slot from that row's counter, so that a row's order is the threads'. With fewer slots than
+// neighbours, a list runs on into the next row's, whose first slots then hold whichever atom came last
+extern "C" __global__ void find_neighbours(int* count, int* lists, int rows, int max_neighbours)
+{
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = j % rows;
+    lists[row * max_neighbours + atomicAdd(&count[row], 1)] = j;
+}
+"""
+
+
+def test_lists_filled_from_a_counter_of_each_row_pass_when_each_row_holds_the_same_values_in_another_order(capfd):
+    # the book's neighbour list as an (atoms, max neighbours) array: its rows stay in place and each row's
+    # values come in the threads' order; until 2026-11-28 only rows in another order passed, so that this
+    # was reported, and passed when the same memory came as one long row
+    find = RawModule(code=NEIGHBOUR_LISTS, check=True).get_function("find_neighbours")
+    count, lists = np.zeros(4, np.int32), np.full((4, 20), -1, np.int32)
+    find((2,), (32,), (count, lists, np.int32(4), np.int32(20)))
+    assert count.tolist() == [16] * 4
+    assert [sorted(row[:16]) for row in lists.tolist()] == [list(range(r, 64, 4)) for r in range(4)]
+    assert (lists[:, 16:] == -1).all()
+    assert ("find_neighbours: args[1] holds the same values in each row in another order after the two thread "
+            "orders") in capfd.readouterr().err
+    # lists of 12 slots for 16 neighbours: which atoms a row holds depends on the order, and is reported
+    with pytest.raises(KernelError, match=r"find_neighbours: the result depends on the order .* beyond what the "
+                                          r"order of its atomics rounds.* or the same values in each row where each "
+                                          r"row has a counter"):
+        find((2,), (32,), (np.zeros(4, np.int32), np.full((5, 12), -1, np.int32), np.int32(4), np.int32(12)))
+
+
 KEPT_ADDRESS = r"""
 // Altis's ray tracer keeps its argument's address in a __device__ object that the next kernel walks:
 // here `keep` saves it and `read_kept` reads through it

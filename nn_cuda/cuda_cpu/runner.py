@@ -616,8 +616,7 @@ class LoadedKernels:
             self._variables.assert_same_as(self._first_variables, buffers.launch, atomics)
             if reordered and buffers.launch.kernel not in self._told_reordered:
                 self._told_reordered.add(buffers.launch.kernel)
-                print(f"nn_cuda: checking mode: {buffers.launch.kernel}: {' and '.join(reordered)} "
-                      f"{'holds' if len(reordered) == 1 else 'hold'} the same rows in another order after the two "
+                print(f"nn_cuda: checking mode: {buffers.launch.kernel}: {'; '.join(reordered)} after the two "
                       "thread orders (results at slots the threads took by atomics, a counter's or a hash table's "
                       "atomicCAS, which go in the order the threads came, on a GPU too): compared as a set",
                       file=sys.stderr)
@@ -1505,9 +1504,10 @@ ORDER_OF_ATOMICS = (
     "; or the value an atomicExch or atomicCAS leaves, which the last thread to swap decides, on a GPU too, or "
     "which thread comes first to an atomic counter (`if (atomicAdd(&found, 1) == 0)`: hashcat's cracked hashes), "
     "which the threads' order decides there too (results placed at slots the threads took from an atomic counter, "
-    "slot = atomicAdd(&count, 1), pass when they are the same rows in another order: their order is the threads', "
-    "on a GPU too); or what threads write in turn under a lock taken with atomicCAS, in the order they took it (a "
-    "list that each pushes onto: CUDA by Example's hash table), which varies from run to run on a GPU too; or a "
+    "slot = atomicAdd(&count, 1), pass when they are the same rows in another order, or the same values in each row "
+    "where each row has a counter: their order is the threads', on a GPU too); or what threads write in turn under "
+    "a lock taken with atomicCAS, in the order they took it (a list that each pushes onto: CUDA by Example's hash "
+    "table), which varies from run to run on a GPU too; or a "
     "float sum by atomics, whose rounding depends on their order, magnified by what the kernel does with it (a "
     "difference of two near sums), which varies from run to run on a GPU too")
 
@@ -1743,13 +1743,14 @@ class _CheckedBuffers:
         return None
 
     def in_another_order(self, snapshot: dict, atomic_magnitude: float) -> list[str]:
-        """The names of the outputs that hold `snapshot`'s rows (along their first axis) in another
-        order, and nothing else differs: where a kernel places results at slots its threads took from
-        an atomic counter (`slot = atomicAdd(&count, 1); out[slot] = ...`: a stream compaction, a BFS
-        frontier, Kilosort's spike lists), the slots go in the order the threads came, on a GPU too,
-        and compute-sanitizer's racecheck sees no hazard. Outputs of one length are reordered as one
-        table (a spike's time, template and amplitude stay together). [] when any differing output
-        is not so."""
+        """What says that the outputs hold `snapshot`'s results in another order, and nothing else
+        differs, or [] where any differing output is not so: where a kernel places results at slots its
+        threads took from an atomic counter (`slot = atomicAdd(&count, 1); out[slot] = ...`: a stream
+        compaction, a BFS frontier, Kilosort's spike lists), the slots go in the order the threads came,
+        on a GPU too, and compute-sanitizer's racecheck sees no hazard. Outputs of one length are
+        reordered as one table (a spike's time, template and amplitude stay together): as rows along
+        their first axis, or, where each row has a counter (a neighbour list of N rows of MAX slots,
+        `list[n * MAX + atomicAdd(&count[n], 1)]`), as the values along the second axis of each row."""
         differing = {i: before for i, before in snapshot.items()
                      if self.first_difference({i: before}, rounding=True, atomic_magnitude=atomic_magnitude)}
         tables: dict[int, list[int]] = {}
@@ -1758,20 +1759,30 @@ class _CheckedBuffers:
                 return []
             tables.setdefault(before.shape[0], []).append(i)
 
-        def rows(arrays) -> np.ndarray:  # each row's bytes, the arrays' side by side, in sorted order
-            table = np.concatenate([np.ascontiguousarray(a).reshape(a.shape[0], -1).view(np.uint8)
-                                    for a in arrays], axis=1)
-            return np.sort(np.ascontiguousarray(table).view(f"V{table.shape[1]}").reshape(-1))
+        def records(arrays, axes: int) -> np.ndarray:  # the arrays side by side, a record per index of `axes`
+            arrays = [np.ascontiguousarray(a) for a in arrays]
+            shape = arrays[0].shape[:axes]
+            table = np.concatenate([a.reshape(*shape, -1).view(np.uint8) for a in arrays], axis=axes)
+            return np.ascontiguousarray(table).view(f"V{table.shape[-1]}").reshape(shape)
 
+        said = []
         for members in tables.values():
-            if not np.array_equal(rows(differing[i] for i in members), rows(self.views[i] for i in members)):
+            names = " and ".join(self.names[i] for i in members)
+            verb = "holds" if len(members) == 1 else "hold"
+            before, now = [differing[i] for i in members], [self.views[i] for i in members]
+            if np.array_equal(np.sort(records(before, 1)), np.sort(records(now, 1))):
+                said.append(f"{names} {verb} the same rows in another order")
+            elif (all(a.ndim >= 2 and a.shape[1] == before[0].shape[1] for a in before)
+                  and np.array_equal(np.sort(records(before, 2), axis=1), np.sort(records(now, 2), axis=1))):
+                said.append(f"{names} {verb} the same values in each row in another order")
+            else:
                 return []
-        return [self.names[i] for i in differing]
+        return said
 
     def assert_same_as(self, snapshot: dict, atomics: bool = False, atomic_magnitude: float = 0.0) -> list[str]:
         """KernelError unless every argument holds what it holds in `snapshot` (first_difference), up to
         rounding when the kernel used `atomics`, whose tickets may also place results in another order:
-        the names of the outputs that then hold their rows so (in_another_order)."""
+        what says which outputs then hold their results so (in_another_order)."""
         found = self.first_difference(snapshot, rounding=atomics, atomic_magnitude=atomic_magnitude)
         if found is None:
             return []
