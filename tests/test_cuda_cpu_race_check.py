@@ -6,6 +6,8 @@ barrier, a __syncwarp() between the lanes of a warp, a lock taken with atomicCAS
 that take turns at one address of __shared__ memory, the project's GEMMs. The kernels are written here;
 each result is compared with NumPy's (exact: integers, or floats whose sums are exact)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -53,6 +55,19 @@ extern "C" __global__ void block_total(const int* x, int* out)
     if (threadIdx.x == 0) {
         out[blockIdx.x] = total;
     }
+}
+
+// cuSignal's sosfilt, in short: each thread reads its left neighbour's double in extern __shared__ memory,
+// which that neighbour overwrites in the same phase.
+extern "C" __global__ void shift_doubles(double* out)
+{
+    extern __shared__ double carried[];
+    carried[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    const double left = threadIdx.x ? carried[threadIdx.x - 1] : 0.0;
+    carried[threadIdx.x] = left + 1.0;
+    __syncthreads();
+    out[threadIdx.x] = carried[threadIdx.x];
 }
 
 // The same under a lock in __shared__ memory, taken with atomicCAS and given back with atomicExch: right
@@ -352,6 +367,14 @@ def test_a_lost_update_of_a_shared_variable_is_named(races):
     with pytest.raises(KernelError, match=r"block_total: a race on __shared__ `total` \(in block_total\), its bytes "
                                           r"0 to 3 .*compute-sanitizer's racecheck reports this one on a GPU"):
         races.get_function("block_total")((2,), (64,), (x, np.full(2, -1, np.int32)))
+
+
+def test_a_race_on_a_double_names_its_eight_bytes(races):
+    # the race check keeps 4-byte words; until 2026-11-28 the report named half the double, "its bytes 0 to 3"
+    with pytest.raises(KernelError, match=r"shift_doubles: a race on extern __shared__ memory, its bytes") as raised:
+        races.get_function("shift_doubles")((1,), (8,), (np.zeros(8),), shared_mem=8 * 8)
+    first, last = map(int, re.search(r"its bytes (\d+) to (\d+) ", str(raised.value)).groups())
+    assert first % 8 == 0 and last == first + 7 < 64  # which neighbours race first depends on the threads' order
 
 
 def test_a_total_under_a_lock_taken_with_atomic_cas_passes(races):

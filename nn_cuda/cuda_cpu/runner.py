@@ -518,14 +518,14 @@ class LoadedKernels:
         """The race check's report of the race the last run ended at, or None."""
         if not self.race_check:
             return None
-        found = (ctypes.c_ulonglong * 14)()
+        found = (ctypes.c_ulonglong * 16)()
         kind = self._lib.nn_cuda_cpu_race_found(found)
         if kind == 0:
             return None
-        address, earlier_site, later_site, earlier_tid, later_tid, *threads = list(found)
+        address, earlier_site, later_site, earlier_tid, later_tid, *threads, first, end = list(found)
         earlier, later, block = (tuple(threads[i:i + 3]) for i in (0, 3, 6))
-        global_word = buffers.word_at(address) or self._variable_word_at(address)
-        what = global_word or self._shared_word_at(address)
+        global_word = buffers.word_at(address) or self._variable_word_at(first, end)
+        what = global_word or self._shared_word_at(first, end)
         earlier_at = self.source_at(earlier_site - 1) or " at a line not known"
         later_at = self.source_at(later_site - 1) or " at a line not known"
         warp = "" if earlier_tid // 32 != later_tid // 32 else " nor a __syncwarp() (they are lanes of one warp)"
@@ -539,21 +539,21 @@ class LoadedKernels:
                 "between, and in a loop also between one pass's last access and the next pass's first (a thread "
                 f"that runs ahead into the next pass overwrites what a slower one still reads) ({sanitizer})")
 
-    def _variable_word_at(self, address: int) -> str | None:
-        """How a race report names a word of a __device__ variable of the code, or None."""
+    def _variable_word_at(self, first: int, end: int) -> str | None:
+        """How a race report names the bytes [first, end) of a __device__ variable of the code, or None."""
         for start, size, symbol in self._code_variables().regions:
-            if start <= address < start + size:
-                return f"the variable `{demangled([symbol])[0]}`, its bytes {address - start} to {address - start + 3}"
+            if start <= first < start + size:
+                return f"the variable `{demangled([symbol])[0]}`, its bytes {first - start} to {end - 1 - start}"
         return None
 
-    def _shared_word_at(self, address: int) -> str:
-        """How a race report names a word of __shared__ memory (its byte within the array)."""
+    def _shared_word_at(self, first: int, end: int) -> str:
+        """How a race report names the bytes [first, end) of __shared__ memory (within the array)."""
         for (start, size, _), name in zip(self._shared, _demangled(n for _, _, n in self._shared)):
-            if start <= address < start + size:
-                return f"{name}, its bytes {address - start} to {address - start + 3}"
+            if start <= first < start + size:
+                return f"{name}, its bytes {first - start} to {end - 1 - start}"
         dynamic = ctypes.c_size_t()
         self._lib.nn_cuda_cpu_dynamic_shared_at(ctypes.byref(dynamic))
-        return f"extern __shared__ memory, its bytes {address - dynamic.value} to {address - dynamic.value + 3}"
+        return f"extern __shared__ memory, its bytes {first - dynamic.value} to {end - 1 - dynamic.value}"
 
     @contextlib.contextmanager
     def _frees_deferred(self):

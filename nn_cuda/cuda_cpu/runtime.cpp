@@ -1285,6 +1285,7 @@ struct RaceFound {
     uintptr_t address = 0;  // the word's first byte
     RaceAccess earlier, later;
     uint3 earlier_thread{}, later_thread{}, block{};
+    uintptr_t first = 0, end = 0;  // the bytes of the span that the later access touched (a double's 8)
 };
 static RaceFound race_found;
 
@@ -1333,9 +1334,11 @@ void race_access(uintptr_t address, size_t size, bool write, bool is_volatile, c
 
 uintptr_t race_site(int site) { return reinterpret_cast<uintptr_t>(&race_access) + site; }
 
-[[noreturn]] void report_race(int kind, uintptr_t word, const RaceAccess& earlier, const RaceAccess& later)
+[[noreturn]] void report_race(int kind, uintptr_t word, const RaceAccess& earlier, const RaceAccess& later,
+                              uintptr_t first, uintptr_t end)
 {
-    race_found = RaceFound{kind, word, earlier, later, fibers[earlier.tid].thread_idx, current->thread_idx, block_idx};
+    race_found = RaceFound{kind, word, earlier, later, fibers[earlier.tid].thread_idx, current->thread_idx, block_idx,
+                           first, end};
     report("%s: a race between threads (%u, %u, %u) and (%u, %u, %u) of block (%u, %u, %u)", launch.kernel,
            race_found.earlier_thread.x, race_found.earlier_thread.y, race_found.earlier_thread.z,
            race_found.later_thread.x, race_found.later_thread.y, race_found.later_thread.z, block_idx.x, block_idx.y,
@@ -1382,26 +1385,26 @@ __attribute__((noinline)) void race_access(uintptr_t address, size_t size, bool 
             WordAccesses& accesses = span.words[(word - base) / 4];
             if (op != kPlain) {  // an atomic against the plain accesses of the word: two atomics never race
                 if (unordered(accesses.write, now, global)) {
-                    report_race(3, word, accesses.write, now);
+                    report_race(3, word, accesses.write, now, from, to);
                 }
                 if (op == kAtomic && unordered(accesses.read, now, global)) {  // a swap checks what was read
-                    report_race(4, word, accesses.read, now);
+                    report_race(4, word, accesses.read, now, from, to);
                 }
                 accesses.atomic = now;
             } else if (write) {
                 if (unordered(accesses.read, now, global)) {
-                    report_race(2, word, accesses.read, now);
+                    report_race(2, word, accesses.read, now, from, to);
                 }
                 if (unordered(accesses.atomic, now, global)) {
-                    report_race(5, word, accesses.atomic, now);
+                    report_race(5, word, accesses.atomic, now, from, to);
                 }
                 accesses.write = now;
             } else {
                 if (unordered(accesses.write, now, global)) {
-                    report_race(1, word, accesses.write, now);
+                    report_race(1, word, accesses.write, now, from, to);
                 }
                 if (accesses.atomic.op == kAtomic && unordered(accesses.atomic, now, global)) {
-                    report_race(6, word, accesses.atomic, now);
+                    report_race(6, word, accesses.atomic, now, from, to);
                 }
                 if (accesses.read.epoch != now.epoch) {
                     accesses.read = now;  // the phase's first reader
@@ -2704,7 +2707,8 @@ int nn_cuda_cpu_race_found(unsigned long long* out)
     const unsigned long long values[] = {
         found.address, nn_cuda_cpu::race_site(found.earlier.site), nn_cuda_cpu::race_site(found.later.site),
         found.earlier.tid, found.later.tid, found.earlier_thread.x, found.earlier_thread.y, found.earlier_thread.z,
-        found.later_thread.x, found.later_thread.y, found.later_thread.z, found.block.x, found.block.y, found.block.z};
+        found.later_thread.x, found.later_thread.y, found.later_thread.z, found.block.x, found.block.y, found.block.z,
+        found.first, found.end};
     std::copy(std::begin(values), std::end(values), out);
     return found.kind;
 }
