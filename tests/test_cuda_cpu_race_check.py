@@ -57,6 +57,18 @@ extern "C" __global__ void block_total(const int* x, int* out)
     }
 }
 
+// A value handed from thread 0 to thread 1 through b[0] with no barrier, where a and b view one array
+// (MIT 6.S894's run-length compression passes parts of one workspace).
+extern "C" __global__ void hand_over(unsigned* a, unsigned* b)
+{
+    if (threadIdx.x == 0) {
+        b[0] = 7;
+    }
+    if (threadIdx.x == 1) {
+        a[1] = b[0];
+    }
+}
+
 // cuSignal's sosfilt, in short: each thread reads its left neighbour's double in extern __shared__ memory,
 // which that neighbour overwrites in the same phase.
 extern "C" __global__ void shift_doubles(double* out)
@@ -367,6 +379,20 @@ def test_a_lost_update_of_a_shared_variable_is_named(races):
     with pytest.raises(KernelError, match=r"block_total: a race on __shared__ `total` \(in block_total\), its bytes "
                                           r"0 to 3 .*compute-sanitizer's racecheck reports this one on a GPU"):
         races.get_function("block_total")((2,), (64,), (x, np.full(2, -1, np.int32)))
+
+
+def test_a_race_names_the_element_in_each_view_of_an_array_that_holds_it(races):
+    # until 2026-11-28 the index was the whole array's: "args[0] / args[1][8]" for args[0][4] = args[1][0]
+    workspace = np.zeros(16, np.uint32)
+    with pytest.raises(KernelError, match=r"hand_over: a race on args\[0\]\[4\] / args\[1\]\[0\] \(NN_CUDA"):
+        races.get_function("hand_over")((1,), (32,), (workspace[4:], workspace[8:]))
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    with pytest.raises(KernelError, match=r"column_sums: a race on args\[1\]\[[0-7]\] \(NN_CUDA"):
+        races.get_function("column_sums")((1,), (64,), (x, np.zeros(16, np.float32)[8:], np.int32(8), np.int32(8)))
+    # a view of one element, to which the kernel adds 8 columns: the others are the whole array's
+    with pytest.raises(KernelError, match=r"column_sums: a race on (args\[1\]\[0\]|the array that args\[1\] views, "
+                                          r"its element \[1[3-9]\], outside that view) \(NN_CUDA"):
+        races.get_function("column_sums")((1,), (64,), (x, np.zeros(24, np.float32)[12:13], np.int32(8), np.int32(8)))
 
 
 def test_a_race_on_a_double_names_its_eight_bytes(races):

@@ -1843,12 +1843,23 @@ class _CheckedBuffers:
         return f" at address {address:#x}, outside every buffer passed to the kernel"
 
     def word_at(self, address: int) -> str | None:
-        """How a race report names the 4-byte word at `address` of an argument's copy: its element."""
+        """How a race report names the 4-byte word at `address` of an argument's copy: its element in each
+        argument whose part of the array it is (two views of one array name it twice), or its element in
+        the whole array that the arguments view, where it lies outside their parts."""
+        def element(array: np.ndarray, offset: int) -> str:
+            at = offset // array.itemsize
+            return f"[{', '.join(map(str, np.unravel_index(at, array.shape)))}]" if array.ndim > 1 else f"[{at}]"
+
+        named = [self.names[i] + element(view, address - self.copies[i].start - self.offsets[i])
+                 for i, view in self.views.items()
+                 if 0 <= address - self.copies[i].start - self.offsets[i] < view.nbytes]
+        if named:
+            return " / ".join(named)
         for copy in set(self.copies.values()):
             if copy.start <= address < copy.end:
-                element = (address - copy.start) // copy.array.itemsize
-                index = np.unravel_index(element, copy.array.shape) if copy.array.ndim > 1 else element
-                return f"{' / '.join(copy.names)}[{', '.join(map(str, np.atleast_1d(index)))}]"
+                return (f"the array that {' and '.join(copy.names)} {'views' if len(copy.names) == 1 else 'view'}, "
+                        f"its element {element(copy.array, address - copy.start)}, outside "
+                        f"{'that view' if len(copy.names) == 1 else 'those views'}")
         return None
 
     def copy_spans(self) -> list[tuple[int, int, str]]:
