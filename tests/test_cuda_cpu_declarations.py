@@ -233,6 +233,46 @@ def test_host_helpers_that_call_the_runtime_api_build_with_nvcc_and_a_kernel_tha
                   check=check).get_function("twice")
 
 
+DRIVER_HELPERS = r"""
+// MIT 6.S894's tma-interface.cuh: a host helper that checks a CUresult of the driver API beside the kernels
+#include <cuda.h>
+#include <stdio.h>
+void cuda_check(CUresult code, const char* file, int line)
+{
+    if (code != CUDA_SUCCESS) {
+        const char* text;
+        cuGetErrorString(code, &text);
+        fprintf(stderr, "CUDA error at %s:%d: %s\n", file, line, text);
+    }
+}
+void load(CUmodule* module, CUfunction* function)
+{
+    cuda_check(cuModuleLoad(module, "kernels.cubin"), __FILE__, __LINE__);
+    cuda_check(cuModuleGetFunction(function, *module, "twice"), __FILE__, __LINE__);
+}
+extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }
+extern "C" __global__ void allocates(float* x) { CUdeviceptr d; cuMemAlloc(&d, 4); x[0] = 1.0f; }
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_host_helpers_that_call_the_driver_api_build_with_nvcc_and_a_kernel_that_calls_one_stops(check):
+    # the compiler's "'cuGetErrorString' was not declared in this scope; did you mean 'cudaGetErrorString'?"
+    # until 2026-11-28, where nvcc builds them
+    module = RawModule(code=DRIVER_HELPERS, backend="nvcc", check=check)
+    x = np.arange(4, dtype=np.float32)
+    module.get_function("twice")((1,), (4,), (x,))
+    assert x.tolist() == [0, 2, 4, 6]
+    with pytest.raises(KernelError, match=r"^allocates: thread \(0, 0, 0\) of block \(0, 0, 0\) calls cuMemAlloc, a "
+                                          r"host function of the CUDA driver API: nvcc refuses a call of it"):
+        module.get_function("allocates")((1,), (1,), (x,))
+    # one the runner's cuda.h does not declare: refused in one line, which says so
+    with pytest.raises(KernelBuildError, match=r"`cuTensorMapEncodeTiled` is a function of the CUDA driver API, .* "
+                                               r"the runner's cuda.h declares the common ones, cuGetErrorString, "):
+        RawModule(code=DRIVER_HELPERS + "void encode(CUtensorMap* map) { cuTensorMapEncodeTiled(map); }\n",
+                  backend="nvcc", check=check).get_function("twice")
+
+
 ELSEWHERE = r"""
 // A reduction tutorial's file: its launcher calls a host function of another file of the project
 unsigned int blocks_for(unsigned int n);

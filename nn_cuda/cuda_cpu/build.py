@@ -914,24 +914,33 @@ def _kernel_launch(log: str, unit: str) -> str | None:
             "RawModule, whose kernels Python launches: leave it out of the code")
 
 
-#: GCC's and clang's error on a call of the CUDA runtime API (cudaMemcpy, cudaEventCreate, ...), which
-#: host code beside the kernels makes (Rodinia's dwt2d times its kernels in a helper class of common.h)
+#: the functions of the CUDA runtime API (cudaMemcpy, ...) and of its driver API (cuMemAlloc, cuGetErrorString, ...)
+_API_FUNCTION = (r"cuda[A-Z]\w*|cu(?:Init|Driver|Device|Ctx|Mem|Module|Launch|Stream|Event|GetError|TensorMap|Func|"
+                 r"Graph|Link|Occupancy|Pointer|Array|Library|Kernel)\w*")
+#: GCC's and clang's error on a call of one, which host code beside the kernels makes (Rodinia's dwt2d times
+#: its kernels in a helper class of common.h; MIT 6.S894's tma-interface.cuh checks a CUresult)
 _RUNTIME_API_CALL = re.compile(
-    r"^(?P<where>.+?:\d+):\d+: error: (?:[‘'`](?P<gcc>cuda[A-Z]\w*)[’'] was not declared in this scope|there are no "
-    r"arguments to [‘'`](?P<dependent>cuda[A-Z]\w*)[’']|use of undeclared identifier '(?P<clang>cuda[A-Z]\w*)')", re.M)
+    rf"^(?P<where>.+?:\d+):\d+: error: (?:[‘'`](?P<gcc>{_API_FUNCTION})[’'] was not declared in this scope|there are "
+    rf"no arguments to [‘'`](?P<dependent>{_API_FUNCTION})[’']|use of undeclared identifier "
+    rf"'(?P<clang>{_API_FUNCTION})')", re.M)
 
 
 def _runtime_api_call(log: str) -> str | None:
-    """The one-line message for a call of the CUDA runtime API in the code, or None."""
+    """The one-line message for a call of the CUDA runtime or driver API in the code, or None."""
     found = _RUNTIME_API_CALL.search(log)
     if found is None:
         return None
     name = found["gcc"] or found["dependent"] or found["clang"]
-    return (f"{found['where']}: `{name}` is a function of the CUDA runtime API, which the CPU runner does not have: "
-            "a RawModule holds device code, whose kernels Python launches; leave the host code that calls it out of "
-            "the code (nvcc compiles it, NVRTC refuses it; with backend='nvcc' the runner declares the common ones, "
-            "cudaGetErrorString, cudaMalloc, cudaMemcpy, events and streams, and not this one; in a kernel it is "
-            "dynamic parallelism, which the runner does not support either)")
+    declared = ("nvcc compiles it, NVRTC refuses it; with backend='nvcc' the runner declares the common ones, "
+                "cudaGetErrorString, cudaMalloc, cudaMemcpy, events and streams, and not this one"
+                if name.startswith("cuda") else
+                "nvcc compiles it where the code includes cuda.h, NVRTC refuses it; with backend='nvcc' the runner's "
+                "cuda.h declares the common ones, cuGetErrorString, cuInit, cuMemAlloc, cuModuleGetFunction, "
+                "cuLaunchKernel and streams")
+    return (f"{found['where']}: `{name}` is a function of the CUDA {'runtime' if name.startswith('cuda') else 'driver'} "
+            "API, which the CPU runner does not have: a RawModule holds device code, whose kernels Python launches; "
+            f"leave the host code that calls it out of the code ({declared}; in a kernel it is dynamic parallelism, "
+            "which the runner does not support either)")
 
 
 #: the warp shuffles and votes of CUDA 8 and before, without a mask: GPUs of sm_70 and later (CUDA 9

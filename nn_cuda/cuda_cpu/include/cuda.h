@@ -1,7 +1,9 @@
 // CUDA's driver API header, which kernel files include for its types (CUdeviceptr, CUresult) or out
 // of habit: its types, with CUDA 12.9's values, and what it includes itself (<stdlib.h>,
-// <stdint.h>). No function of the driver API is here: a RawModule holds device code only. NVRTC
-// cannot compile CUDA's cuda.h (no <stdlib.h>), so a RawModule with backend="nvrtc" refuses the
+// <stdint.h>); and the driver API's common host functions, which a host helper beside the kernels calls
+// (MIT 6.S894's tma-interface.cuh checks a CUresult with cuGetErrorString). A RawModule runs no host
+// code: a kernel that calls one ends its launch with a KernelError naming it (nn_cuda_cpu_host_api.h).
+// NVRTC cannot compile CUDA's cuda.h (no <stdlib.h>), so a RawModule with backend="nvrtc" refuses the
 // #include before building (nvrtc_headers.py); this one serves backend="nvcc".
 #pragma once
 
@@ -44,6 +46,42 @@ typedef enum cudaError_enum {
     CUDA_ERROR_NOT_SUPPORTED = 801,
     CUDA_ERROR_UNKNOWN = 999,
 } CUresult;
+
+#ifdef NN_CUDA_CPU_HOST_API  // read first in every build with backend="nvcc"
+#define NN_CUDA_CPU_DRIVER_FUNCTION(name, parameters) \
+    inline CUresult name parameters { nn_cuda_cpu::host_api_called(#name, "driver"); }
+// errors, the driver, devices and contexts
+NN_CUDA_CPU_DRIVER_FUNCTION(cuGetErrorString, (CUresult, const char**))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuGetErrorName, (CUresult, const char**))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuInit, (unsigned int))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuDriverGetVersion, (int*))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuDeviceGet, (CUdevice*, int))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuDeviceGetCount, (int*))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuDeviceGetName, (char*, int, CUdevice))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuDevicePrimaryCtxRetain, (CUcontext*, CUdevice))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuCtxCreate, (CUcontext*, unsigned int, CUdevice))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuCtxDestroy, (CUcontext))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuCtxGetCurrent, (CUcontext*))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuCtxSetCurrent, (CUcontext))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuCtxSynchronize, ())
+// memory
+NN_CUDA_CPU_DRIVER_FUNCTION(cuMemAlloc, (CUdeviceptr*, size_t))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuMemFree, (CUdeviceptr))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuMemcpyHtoD, (CUdeviceptr, const void*, size_t))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuMemcpyDtoH, (void*, CUdeviceptr, size_t))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuMemsetD32, (CUdeviceptr, unsigned int, size_t))
+// modules, launches and streams
+NN_CUDA_CPU_DRIVER_FUNCTION(cuModuleLoad, (CUmodule*, const char*))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuModuleLoadData, (CUmodule*, const void*))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuModuleGetFunction, (CUfunction*, CUmodule, const char*))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuModuleUnload, (CUmodule))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuLaunchKernel, (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                                             unsigned int, unsigned int, unsigned int, CUstream, void**, void**))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuStreamCreate, (CUstream*, unsigned int))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuStreamSynchronize, (CUstream))
+NN_CUDA_CPU_DRIVER_FUNCTION(cuStreamDestroy, (CUstream))
+#undef NN_CUDA_CPU_DRIVER_FUNCTION
+#endif
 
 // <stdint.h>'s limits (INT32_MAX, SIZE_MAX, ...), which an nvcc build hides from code that includes
 // CUDA's headers only (nvrtc_headers.nvcc_prelude): CUDA's cuda.h includes <stdint.h>, so they are

@@ -6,19 +6,21 @@
 // host code: Python launches its kernels. So a call of one here comes from a kernel, which nvcc refuses
 // (a __host__ function called from device code), and it ends the launch with a KernelError naming the
 // function. Each function is inline: one no kernel calls leaves nothing in the library. The runtime
-// API's types and codes are in driver_types.h.
+// API's types and codes are in driver_types.h. The driver API's common functions are in cuda.h, which code
+// includes to call them, as with CUDA.
 #pragma once
+#define NN_CUDA_CPU_HOST_API
 
 #include "driver_types.h"
 
 namespace nn_cuda_cpu {
-[[noreturn]] inline void host_api_called(const char* name)
+[[noreturn]] inline void host_api_called(const char* name, const char* api = "runtime")
 {
     const uint3 thread = current != nullptr ? current->thread_idx : uint3{0, 0, 0};
-    report("%s: thread (%u, %u, %u) of block (%u, %u, %u) calls %s, a host function of the CUDA runtime API: nvcc "
+    report("%s: thread (%u, %u, %u) of block (%u, %u, %u) calls %s, a host function of the CUDA %s API: nvcc "
            "refuses a call of it in device code (a __host__ function called from a __global__ one), and a RawModule "
            "runs no host code (Python launches its kernels): do in Python what it does, or leave it out of the kernel",
-           launch.kernel, thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z, name);
+           launch.kernel, thread.x, thread.y, thread.z, block_idx.x, block_idx.y, block_idx.z, name, api);
     end_launch_reported();
 }
 
