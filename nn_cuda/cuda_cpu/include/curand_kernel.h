@@ -19,10 +19,8 @@
 // use, in a line that says so.
 #pragma once
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 
 #define EXTRA_FLAG_NORMAL 0x00000001
 #define EXTRA_FLAG_LOG_NORMAL 0x00000002
@@ -123,24 +121,18 @@ inline void build_xorwow_jumps(XorwowJumps& jumps)
     }
 }
 
-// At namespace scope: the runner takes a function's static variables for __shared__ arrays.
-// (Built under a mutex, not std::call_once, whose thread-local state the runner's libraries cannot
-// link.)
-inline XorwowJumps xorwow_jumps_table;
-inline std::atomic<bool> xorwow_jumps_built{false};
-inline std::mutex xorwow_jumps_building;
+// At namespace scope: the runner takes a function's static variables for __shared__ arrays. Built when
+// the library loads, outside every kernel's threads: built by the first thread that asks under a
+// mutex until 2026-11-28, a thread that the race check's instrumented code made let another run while
+// it held the mutex left that one waiting on it for ever, on the same host thread (the Oxford CUDA
+// course's curand_init in blocks of 64 threads).
+inline const XorwowJumps xorwow_jumps_table = [] {
+    XorwowJumps jumps;
+    build_xorwow_jumps(jumps);
+    return jumps;
+}();
 
-inline const XorwowJumps& xorwow_jumps()
-{
-    if (!xorwow_jumps_built.load(std::memory_order_acquire)) {  // whichever host thread comes first
-        std::lock_guard<std::mutex> lock(xorwow_jumps_building);
-        if (!xorwow_jumps_built.load(std::memory_order_relaxed)) {
-            build_xorwow_jumps(xorwow_jumps_table);
-            xorwow_jumps_built.store(true, std::memory_order_release);
-        }
-    }
-    return xorwow_jumps_table;
-}
+inline const XorwowJumps& xorwow_jumps() { return xorwow_jumps_table; }
 
 inline void xorwow_skip(const Gf2Matrix (&powers)[64], unsigned long long n, unsigned int v[5])
 {
