@@ -622,6 +622,34 @@ def test_integer_and_double_to_float_conversions_round_as_named():
     assert d[9].tolist() == b.astype(np.uint32).astype(float).tolist()
 
 
+SPLIT_DOUBLES = r"""
+// OpenMM's mixed precision (integrateVerletPart2): a position in doubles, and its float rounding error
+// kept in a float4 beside the float4 the forces are computed from
+extern "C" __global__ void split(const double4* positions, float4* high, float4* low)
+{
+    const double4 p = positions[threadIdx.x];
+    low[threadIdx.x] = make_float4(p.x - (float) p.x, p.y - (float) p.y, p.z - (float) p.z, 0.0f);
+    high[threadIdx.x] = make_float4((float) p.x, (float) p.y, (float) p.z, (float) p.w);
+}
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_doubles_float_rounding_error_is_kept(check):
+    # GCC 12.2's SLP vectorizer folded p.x - (float) p.x of neighbouring fields to 0 until 2026-11-28, so
+    # that OpenMM's mixed-precision integrators lost the low half of every position (2e-8 of it)
+    positions = np.random.default_rng(5).uniform(-3, 3, (8, 4))
+    high, low = np.full((8, 4), np.nan, np.float32), np.full((8, 4), np.nan, np.float32)
+    RawModule(code=SPLIT_DOUBLES, check=check).get_function("split")((1,), (8,), (positions, high, low))
+    np.testing.assert_array_equal(high, positions.astype(np.float32))
+    errors = (positions - positions.astype(np.float32)).astype(np.float32)
+    errors[:, 3] = 0
+    np.testing.assert_array_equal(low, errors)
+    assert np.all(low[:, :3] != 0)
+    sums = high[:, :3].astype(np.float64) + low[:, :3].astype(np.float64)
+    assert np.max(np.abs(sums - positions[:, :3])) <= 1e-14 * 3  # the two floats hold 48 bits of each
+
+
 def test_frsqrt_rn_is_rounded_once_and_a_doubles_halves_go_back_together():
     rng = np.random.default_rng(13)
     x = np.concatenate([[1.0, 2.0, 4.0, 0.25, 1e-45, 3.4e38, 1.5e-38], rng.uniform(0, 1, 100) * 10.0 **

@@ -85,7 +85,11 @@ BASE_FLAGS = ("-O2", "-g1", "-gdwarf-4", "-std=c++17", "-fPIC", "-shared", "-U_F
 # tables do not use (0.1 of the 1.2 s a build of an empty kernel takes on the 2-core machine).
 # -fno-ipa-icf: GCC at -O2 folds functions of identical code into one, so that a fault in the second
 # of two kernels with the same body was named at the first one's lines (at the second's header).
-GCC_ONLY_FLAGS = ("-fno-gnu-unique", "-fno-var-tracking-assignments", "-fno-ipa-icf")
+# -fno-tree-slp-vectorize: GCC 12.2's SLP vectorizer (on at -O2) folds (float)(x - (double)(float)x) of two
+# neighbouring doubles to 0, where the float rounding error of x is meant (OpenMM's mixed precision keeps
+# positions so: `posq.x - (float) posq.x` into a float4 correction); a two-line C++ function shows it, and
+# the tiled and register-blocked GEMMs' training epoch took the same time without it (1.17-1.21 s, 0.78-0.83 s).
+GCC_ONLY_FLAGS = ("-fno-gnu-unique", "-fno-var-tracking-assignments", "-fno-ipa-icf", "-fno-tree-slp-vectorize")
 # -fno-finite-loops: C++ lets a compiler take a loop without side effects for one that ends, and GCC
 # at -O2 (10 and later) deletes it: `while (flag[0] != 1) {}` on a plain flag that nothing sets (Ansorge's
 # deadlock.cu, which deadlocks on the book's GPUs) returned at once. Kept, it spins until the watchdog
