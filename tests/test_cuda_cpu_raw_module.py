@@ -310,6 +310,24 @@ def test_define_and_include_options_reach_the_code(tmp_path):
         RawModule(code=code, options=("-O3",))
 
 
+def test_an_array_whose_integers_differ_only_in_sign_is_told_how_to_pass_its_bytes():
+    # OpenMM passes one buffer as unsigned long long* to one kernel and long long* to the next: CuPy passes
+    # the pointer whatever the dtype; the runner checks the dtype, and says since 2026-11-28 how to pass it
+    code = r"""
+    extern "C" __global__ void halve(const long long* a, long long* out) { out[threadIdx.x] = a[threadIdx.x] / 2; }"""
+    halve = RawModule(code=code).get_function("halve")
+    grid = np.array([2**40, 6], np.uint64)
+    out = np.zeros(2, np.int64)
+    with pytest.raises(TypeError, match=r"argument 0 \(const long long\*\) takes an array of int64, got an array of "
+                                        r"uint64: pass x.view\(np.int64\) to give its bytes as int64$"):
+        halve((1,), (2,), (grid, out))
+    halve((1,), (2,), (grid.view(np.int64), out))
+    assert out.tolist() == [2**39, 3]
+    with pytest.raises(TypeError, match=r"argument 0 \(const long long\*\) takes an array of int64, got an array of "
+                                        r"float64$"):  # no view of other bytes is offered
+        halve((1,), (2,), (np.ones(2), out))
+
+
 def test_arguments_that_do_not_fit_the_signature_raise_a_type_error_naming_the_parameter():
     kernel = RawModule(code=SAXPY).get_function("saxpy")
     y, x = np.zeros(4, np.float32), np.ones(4, np.float32)

@@ -201,7 +201,12 @@ def _array(where: str, c_type: str, value) -> np.ndarray | None:
             raise TypeError(f"{where} takes an array of int8 or uint8 (plain char is signed or unsigned as the "
                             f"platform chooses), got {_given(value)}")
     elif pointee in SCALAR_CTYPES and value.dtype != scalar_dtype(pointee):  # void and structs: any dtype
-        raise TypeError(f"{where} takes an array of {scalar_dtype(pointee)}, got {_given(value)}")
+        wanted = scalar_dtype(pointee)
+        # CuPy passes any array's pointer: where only the sign differs (OpenMM passes one buffer as
+        # unsigned long long* to one kernel and long long* to the next), the view is the way to say so
+        same_size = value.dtype.kind in "iu" and wanted.kind in "iu" and value.dtype.itemsize == wanted.itemsize
+        raise TypeError(f"{where} takes an array of {wanted}, got {_given(value)}"
+                        + (f": pass x.view(np.{wanted}) to give its bytes as {wanted}" if same_size else ""))
     if not c_type.startswith("const ") and not value.flags.writeable:
         raise TypeError(f"{where} may be written by the kernel, and the array given is read-only")
     if value.flags.c_contiguous:
