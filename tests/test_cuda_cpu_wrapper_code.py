@@ -331,6 +331,18 @@ def test_a_build_that_cannot_be_is_refused_in_one_line(code, message):
         RawModule(code=code).get_function(re.search(r"void (\w+)\(", code)[1])
 
 
+@pytest.mark.parametrize("backend", ["nvrtc", "nvcc"])
+def test_a_launcher_in_a_header_the_code_includes_is_refused_in_one_line_naming_the_header(tmp_path, backend):
+    # AutoDock-GPU's kernels.cu includes kernel1.cu ... kernel4.cu, each with its launcher: the compiler's
+    # "expected primary-expression before '<' token" and 40 lines more until 2026-11-28
+    (tmp_path / "launcher.cuh").write_text('__global__ void k(float* x) { x[threadIdx.x] += 1.0f; }\n'
+                                           "void launch_k(float* x) { k<<<1, 32>>>(x); }\n")
+    with pytest.raises(KernelBuildError, match=rf"^{re.escape(str(tmp_path / 'launcher.cuh'))}:2: a kernel launch, "
+                                               r"kernel<<<...>>>\(...\): the CPU runner does not support one in "
+                                               r"device code \(dynamic parallelism\), and one in host code"):
+        RawModule(code='#include "launcher.cuh"\n', options=(f"-I{tmp_path}",), backend=backend).get_function("_Z1kPf")
+
+
 
 # CUB's examples: <cub/block/block_load.cuh> for the direct loads, cuda::maximum<>{} (CCCL 2.8),
 # dynamic shared memory aligned after its name; built with the -D names GEMM code gives its sizes.

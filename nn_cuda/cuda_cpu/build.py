@@ -910,7 +910,12 @@ _LAUNCH_SYNTAX = re.compile(r"^(?P<where>\S.*?:\d+):\d+: error: expected (?:prim
 def _kernel_launch(log: str, unit: str) -> str | None:
     """The one-line message for a kernel launch, kernel<<<...>>>(...), in the code, or None."""
     # `<<<` spelt with spaces too (`k << <grid, block >> > (x)`, as Visual Studio formats it: Gaussian splatting)
-    found = _LAUNCH_SYNTAX.search(log) if re.search(r"<\s*<\s*<.*>\s*>\s*>", unit) else None
+    launch = re.compile(r"<\s*<\s*<.*>\s*>\s*>")
+    errors = list(_LAUNCH_SYNTAX.finditer(log))
+    # the compiler shows the line of each error below it: a launch in a header the code includes
+    # (AutoDock-GPU's kernelN.cu, each with its launcher) is found there
+    found = next((error for error in errors if launch.search(log[error.end():].lstrip("\n").partition("\n")[0])),
+                 errors[0] if errors and launch.search(unit) else None)
     if found is None:
         return None
     return (f"{found['where']}: a kernel launch, kernel<<<...>>>(...): the CPU runner does not support one in device "
