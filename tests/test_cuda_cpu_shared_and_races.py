@@ -552,8 +552,10 @@ def test_a_race_report_prints_every_digit_of_a_double():
 
 
 @pytest.mark.parametrize("code, message", [
-    ('#include <mma.h>\nextern "C" __global__ void k(float* x) { x[0] = 1.0f; }\n',
-     "(RawModule code):1: the CPU runner does not support tensor core matrix operations (nvcuda::wmma; mma.h)"),
+    ('#include <mma.h>\nusing namespace nvcuda;\nextern "C" __global__ void k(float* x)\n{\n'
+     '    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;\n    wmma::fill_fragment(c, 0.0f);\n'
+     '    wmma::store_matrix_sync(x, c, 16, wmma::mem_row_major);\n}\n',
+     "(RawModule code):5: the CPU runner does not support tensor core matrix operations (nvcuda::wmma; mma.h)"),
     ('texture<float> heat;\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = tex1Dfetch(heat, 0); }\n',
      "(RawModule code):1: the CPU runner does not support texture references (texture<T>, which CUDA 12 removed; "
      "texture objects neither: read the array through a pointer)"),

@@ -1252,8 +1252,8 @@ def _nm_names(*arguments) -> set:
 
 #: libraries of headers a GPU build finds and the runner has not: the first folder of an #include
 #: path -> what it is (nvcc and NVRTC through CuPy find CCCL's CUB and Thrust, CuPy's own headers)
-MISSING_LIBRARIES = {"cub": "this part of CUB (it has CUB's block and warp reductions and scans, and its binary "
-                            "searches, only)",
+MISSING_LIBRARIES = {"cub": "this part of CUB (it has CUB's block and warp reductions and scans, its block loads "
+                            "and stores, and its binary searches, only)",
                      "thrust": "Thrust (CCCL)",
                      "cupy": "CuPy's headers (cupy/complex.cuh, cupy/carray.cuh, ...; it has "
                              "cupy/math_constants.h only)",

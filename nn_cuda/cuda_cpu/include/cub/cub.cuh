@@ -9,16 +9,19 @@
 //   cub/thread/thread_operators.cuh, cub/util_type.cuh: cub::Sum, Max, Min, Equality, Inequality,
 //                               ArgMax, ArgMin, KeyValuePair, NullType
 //   cub/thread/thread_search.cuh  cub::LowerBound, UpperBound
-// here: cub::CTA_SYNC, WARP_SYNC, LaneId, WarpId, RowMajorTid, CUB_MAX and CUB_MIN, and the direct
-// blocked and striped loads and stores.
-// What else CUB has that code names (BlockRadixSort, BlockLoad, ..., DeviceReduce, ...) is declared
+//   cub/block/block_load.cuh, block_store.cuh  cub::BlockLoad, BlockStore (every algorithm), and the
+//                               direct blocked and striped loads and stores
+// here: cub::CTA_SYNC, WARP_SYNC, LaneId, WarpId, RowMajorTid, CUB_MAX and CUB_MIN.
+// What else CUB has that code names (BlockRadixSort, BlockExchange, ..., DeviceReduce, ...) is declared
 // so that a use stops the build at its line: "the CPU runner does not support cub::BlockRadixSort
 // (...)". An #include of one of CUB's other headers names CUB as a library the runner lacks
 // (build.py, MISSING_LIBRARIES).
 #pragma once
 
+#include "block/block_load.cuh"
 #include "block/block_reduce.cuh"
 #include "block/block_scan.cuh"
+#include "block/block_store.cuh"
 #include "thread/thread_search.cuh"
 #include "warp/warp_reduce.cuh"
 #include "warp/warp_scan.cuh"
@@ -34,88 +37,9 @@ inline unsigned int WarpId()
 {
     return static_cast<unsigned int>(nn_cuda_cpu::current->tid / nn_cuda_cpu_detail::kWarpThreads);
 }
-// This thread's rank in a block of those dimensions, row-major (CCCL's block tests rank by it)
-inline int RowMajorTid(int block_dim_x, int block_dim_y, int block_dim_z)
-{
-    return (block_dim_z == 1 ? 0 : static_cast<int>(threadIdx.z) * block_dim_x * block_dim_y) +
-           (block_dim_y == 1 ? 0 : static_cast<int>(threadIdx.y) * block_dim_x) + static_cast<int>(threadIdx.x);
-}
-
-// Thread `linear_tid`'s ITEMS_PER_THREAD items: consecutive ones (blocked), or every BLOCK_THREADS-th
-// (striped); with valid_items, only those before it (and the others oob_default, when given).
-template <typename T, int ITEMS_PER_THREAD, typename InputIteratorT>
-void LoadDirectBlocked(int linear_tid, InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD])
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) items[i] = block_itr[linear_tid * ITEMS_PER_THREAD + i];
-}
-template <typename T, int ITEMS_PER_THREAD, typename InputIteratorT>
-void LoadDirectBlocked(int linear_tid, InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-        if (linear_tid * ITEMS_PER_THREAD + i < valid_items) items[i] = block_itr[linear_tid * ITEMS_PER_THREAD + i];
-    }
-}
-template <typename T, typename DefaultT, int ITEMS_PER_THREAD, typename InputIteratorT>
-void LoadDirectBlocked(int linear_tid, InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items,
-                       DefaultT oob_default)
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) items[i] = oob_default;
-    LoadDirectBlocked(linear_tid, block_itr, items, valid_items);
-}
-template <int BLOCK_THREADS, typename T, int ITEMS_PER_THREAD, typename InputIteratorT>
-void LoadDirectStriped(int linear_tid, InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD])
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) items[i] = block_itr[linear_tid + i * BLOCK_THREADS];
-}
-template <int BLOCK_THREADS, typename T, int ITEMS_PER_THREAD, typename InputIteratorT>
-void LoadDirectStriped(int linear_tid, InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-        if (linear_tid + i * BLOCK_THREADS < valid_items) items[i] = block_itr[linear_tid + i * BLOCK_THREADS];
-    }
-}
-template <int BLOCK_THREADS, typename T, typename DefaultT, int ITEMS_PER_THREAD, typename InputIteratorT>
-void LoadDirectStriped(int linear_tid, InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items,
-                       DefaultT oob_default)
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) items[i] = oob_default;
-    LoadDirectStriped<BLOCK_THREADS>(linear_tid, block_itr, items, valid_items);
-}
-template <typename T, int ITEMS_PER_THREAD, typename OutputIteratorT>
-void StoreDirectBlocked(int linear_tid, OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD])
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) block_itr[linear_tid * ITEMS_PER_THREAD + i] = items[i];
-}
-template <typename T, int ITEMS_PER_THREAD, typename OutputIteratorT>
-void StoreDirectBlocked(int linear_tid, OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-        if (linear_tid * ITEMS_PER_THREAD + i < valid_items) block_itr[linear_tid * ITEMS_PER_THREAD + i] = items[i];
-    }
-}
-template <int BLOCK_THREADS, typename T, int ITEMS_PER_THREAD, typename OutputIteratorT>
-void StoreDirectStriped(int linear_tid, OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD])
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) block_itr[linear_tid + i * BLOCK_THREADS] = items[i];
-}
-template <int BLOCK_THREADS, typename T, int ITEMS_PER_THREAD, typename OutputIteratorT>
-void StoreDirectStriped(int linear_tid, OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
-{
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-        if (linear_tid + i * BLOCK_THREADS < valid_items) block_itr[linear_tid + i * BLOCK_THREADS] = items[i];
-    }
-}
 
 // ---- what the runner refuses ------------------------------------------------------------------------
 // The algorithms' names, so that code that names one reaches the refusal of its primitive.
-enum BlockLoadAlgorithm {
-    BLOCK_LOAD_DIRECT, BLOCK_LOAD_STRIPED, BLOCK_LOAD_VECTORIZE, BLOCK_LOAD_TRANSPOSE, BLOCK_LOAD_WARP_TRANSPOSE,
-    BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED
-};
-enum BlockStoreAlgorithm {
-    BLOCK_STORE_DIRECT, BLOCK_STORE_STRIPED, BLOCK_STORE_VECTORIZE, BLOCK_STORE_TRANSPOSE, BLOCK_STORE_WARP_TRANSPOSE,
-    BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED
-};
 enum BlockHistogramAlgorithm { BLOCK_HISTO_SORT, BLOCK_HISTO_ATOMIC };
 enum WarpLoadAlgorithm { WARP_LOAD_DIRECT, WARP_LOAD_STRIPED, WARP_LOAD_VECTORIZE, WARP_LOAD_TRANSPOSE };
 enum WarpStoreAlgorithm { WARP_STORE_DIRECT, WARP_STORE_STRIPED, WARP_STORE_VECTORIZE, WARP_STORE_TRANSPOSE };
@@ -144,12 +68,6 @@ NN_CUDA_CPU_CUB_REFUSED(BlockRadixSort, "CUB's block radix sort", typename T, in
                         int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0)
 NN_CUDA_CPU_CUB_REFUSED(BlockMergeSort, "CUB's block merge sort", typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD,
                         typename ValueT = NullType, int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1)
-NN_CUDA_CPU_CUB_REFUSED(BlockLoad, "CUB's block loads; cub::LoadDirectBlocked and LoadDirectStriped are supported",
-                        typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, int ALGORITHM = BLOCK_LOAD_DIRECT,
-                        int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0)
-NN_CUDA_CPU_CUB_REFUSED(BlockStore, "CUB's block stores; cub::StoreDirectBlocked and StoreDirectStriped are supported",
-                        typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, int ALGORITHM = BLOCK_STORE_DIRECT,
-                        int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0)
 NN_CUDA_CPU_CUB_REFUSED(BlockExchange, "CUB's block exchanges", typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD,
                         int WARP_TIME_SLICING = 0, int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0)
 NN_CUDA_CPU_CUB_REFUSED(BlockHistogram, "CUB's block histograms", typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD,

@@ -18,6 +18,13 @@ namespace cub {
 // CUB's empty type, the default of what a template does not take
 struct NullType {};
 
+// This thread's rank in a block of those dimensions, row-major (CCCL's block tests rank by it)
+inline int RowMajorTid(int block_dim_x, int block_dim_y, int block_dim_z)
+{
+    return (block_dim_z == 1 ? 0 : static_cast<int>(threadIdx.z) * block_dim_x * block_dim_y) +
+           (block_dim_y == 1 ? 0 : static_cast<int>(threadIdx.y) * block_dim_x) + static_cast<int>(threadIdx.x);
+}
+
 namespace nn_cuda_cpu_detail {
 
 constexpr int kWarpThreads = 32;
@@ -139,6 +146,64 @@ template <typename nn_cuda_cpu_layout>
 struct raw_storage {
     alignas(nn_cuda_cpu_layout) unsigned char bytes[sizeof(nn_cuda_cpu_layout)];
     nn_cuda_cpu_layout& get() { return *reinterpret_cast<nn_cuda_cpu_layout*>(bytes); }
+};
+
+// The exchange of cub::BlockLoad's and BlockStore's transposing algorithms, through their TempStorage
+// (`layout`) as CUB's BlockExchange does: KIND 0 among the block's threads (BLOCK_*_TRANSPOSE), 1 among
+// each warp's (BLOCK_*_WARP_TRANSPOSE), -1 none (the direct algorithms, which need no storage). A
+// group's items are striped (its thread `lane` holds items lane, lane + group, ...) in memory order or
+// blocked (items lane * ITEMS_PER_THREAD, ...); the items of one group follow those of the one before.
+template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, int BLOCK_DIM_Y, int BLOCK_DIM_Z, int KIND>
+struct BlockExchangeOf {
+    static constexpr int kind = KIND;
+    static constexpr int threads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+    static_assert(KIND != 1 || threads % kWarpThreads == 0,
+                  "cub's warp-transposing block loads and stores take a block of whole warps, as in CUB");
+    static constexpr int group = KIND == 1 ? kWarpThreads : threads;
+    struct layout {
+        T items[KIND < 0 ? 1 : threads * ITEMS_PER_THREAD];
+    };
+
+    static int first_item(int rank) { return (rank - rank % group) * ITEMS_PER_THREAD; }
+    static void sync()
+    {
+        if (KIND == 1) {
+            __syncwarp();
+        } else {
+            __syncthreads();
+        }
+    }
+    template <typename InputIteratorT>
+    static void load_striped(int rank, InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid)
+    {
+        for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+            const int at = first_item(rank) + rank % group + i * group;
+            if (at < valid) items[i] = block_itr[at];
+        }
+    }
+    template <typename OutputIteratorT>
+    static void store_striped(int rank, OutputIteratorT block_itr, const T (&items)[ITEMS_PER_THREAD], int valid)
+    {
+        for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+            const int at = first_item(rank) + rank % group + i * group;
+            if (at < valid) block_itr[at] = items[i];
+        }
+    }
+    static void striped_to_blocked(layout& storage, int rank, T (&items)[ITEMS_PER_THREAD])
+    {
+        const int first = first_item(rank), lane = rank % group;
+        for (int i = 0; i < ITEMS_PER_THREAD; ++i) storage.items[first + lane + i * group] = items[i];
+        sync();
+        for (int i = 0; i < ITEMS_PER_THREAD; ++i) items[i] = storage.items[first + lane * ITEMS_PER_THREAD + i];
+    }
+    static void blocked_to_striped(layout& storage, int rank, const T (&items)[ITEMS_PER_THREAD],
+                                   T (&striped)[ITEMS_PER_THREAD])
+    {
+        const int first = first_item(rank), lane = rank % group;
+        for (int i = 0; i < ITEMS_PER_THREAD; ++i) storage.items[first + lane * ITEMS_PER_THREAD + i] = items[i];
+        sync();
+        for (int i = 0; i < ITEMS_PER_THREAD; ++i) striped[i] = storage.items[first + lane + i * group];
+    }
 };
 
 }  // namespace nn_cuda_cpu_detail
