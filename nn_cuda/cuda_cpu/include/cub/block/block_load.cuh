@@ -58,20 +58,14 @@ enum BlockLoadAlgorithm {
 
 template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, BlockLoadAlgorithm ALGORITHM = BLOCK_LOAD_DIRECT,
           int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
-class BlockLoad {
-    using exchange = nn_cuda_cpu_detail::BlockExchangeOf<T, BLOCK_DIM_X, ITEMS_PER_THREAD, BLOCK_DIM_Y, BLOCK_DIM_Z,
-                                                         ALGORITHM == BLOCK_LOAD_TRANSPOSE ? 0
-                                                         : ALGORITHM == BLOCK_LOAD_WARP_TRANSPOSE ||
-                                                                 ALGORITHM == BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED
-                                                             ? 1 : -1>;
-    static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+class BlockLoad
+    : public nn_cuda_cpu_detail::BlockMove<
+          BlockLoad<T, BLOCK_DIM_X, ITEMS_PER_THREAD, ALGORITHM, BLOCK_DIM_Y, BLOCK_DIM_Z, LEGACY_PTX_ARCH>, T,
+          BLOCK_DIM_X, ITEMS_PER_THREAD, BLOCK_DIM_Y, BLOCK_DIM_Z, ALGORITHM> {
+    using move = typename BlockLoad::BlockMove;
 
 public:
-    struct TempStorage : nn_cuda_cpu_detail::raw_storage<typename exchange::layout> {};
-
-    explicit BlockLoad(TempStorage& storage) : storage_(storage.get()) {}
-    // CUB's private TempStorage, a __shared__ one of the collective's own
-    BlockLoad() : storage_(private_storage()) {}
+    using move::move;
 
     template <typename InputIteratorT>
     void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { load(block_itr, items, -1); }
@@ -88,32 +82,21 @@ public:
     }
 
 private:
-    static typename exchange::layout& private_storage()
-    {
-        __shared__ TempStorage storage;
-        return storage.get();
-    }
-
     // valid_items -1: all of them
     template <typename InputIteratorT>
     void load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {
-        const int valid = valid_items < 0 ? BLOCK_THREADS * ITEMS_PER_THREAD : valid_items;
-        if (exchange::kind < 0) {  // no exchange: the thread's own items, CUB's rank of it
-            const int rank = RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
-            if (ALGORITHM == BLOCK_LOAD_STRIPED) {
-                LoadDirectStriped<BLOCK_THREADS>(rank, block_itr, items, valid);
-            } else {
-                LoadDirectBlocked(rank, block_itr, items, valid);
-            }
-            return;
+        const int valid = valid_items < 0 ? move::BLOCK_THREADS * ITEMS_PER_THREAD : valid_items;
+        const int rank = move::rank("cub::BlockLoad");
+        if (move::exchange::kind >= 0) {
+            move::exchange::load_striped(rank, block_itr, items, valid);
+            move::exchange::striped_to_blocked(this->storage_, rank, items);
+        } else if (move::striped) {
+            LoadDirectStriped<move::BLOCK_THREADS>(rank, block_itr, items, valid);
+        } else {
+            LoadDirectBlocked(rank, block_itr, items, valid);
         }
-        const int rank = nn_cuda_cpu_detail::block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>("cub::BlockLoad");
-        exchange::load_striped(rank, block_itr, items, valid);
-        exchange::striped_to_blocked(storage_, rank, items);
     }
-
-    typename exchange::layout& storage_;
 };
 
 }  // namespace cub

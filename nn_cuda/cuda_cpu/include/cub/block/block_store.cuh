@@ -41,20 +41,14 @@ enum BlockStoreAlgorithm {
 
 template <typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, BlockStoreAlgorithm ALGORITHM = BLOCK_STORE_DIRECT,
           int BLOCK_DIM_Y = 1, int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
-class BlockStore {
-    using exchange = nn_cuda_cpu_detail::BlockExchangeOf<T, BLOCK_DIM_X, ITEMS_PER_THREAD, BLOCK_DIM_Y, BLOCK_DIM_Z,
-                                                         ALGORITHM == BLOCK_STORE_TRANSPOSE ? 0
-                                                         : ALGORITHM == BLOCK_STORE_WARP_TRANSPOSE ||
-                                                                 ALGORITHM == BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED
-                                                             ? 1 : -1>;
-    static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+class BlockStore
+    : public nn_cuda_cpu_detail::BlockMove<
+          BlockStore<T, BLOCK_DIM_X, ITEMS_PER_THREAD, ALGORITHM, BLOCK_DIM_Y, BLOCK_DIM_Z, LEGACY_PTX_ARCH>, T,
+          BLOCK_DIM_X, ITEMS_PER_THREAD, BLOCK_DIM_Y, BLOCK_DIM_Z, ALGORITHM> {
+    using move = typename BlockStore::BlockMove;
 
 public:
-    struct TempStorage : nn_cuda_cpu_detail::raw_storage<typename exchange::layout> {};
-
-    explicit BlockStore(TempStorage& storage) : storage_(storage.get()) {}
-    // CUB's private TempStorage, a __shared__ one of the collective's own
-    BlockStore() : storage_(private_storage()) {}
+    using move::move;
 
     template <typename OutputIteratorT>
     void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { store(block_itr, items, -1); }
@@ -65,32 +59,21 @@ public:
     }
 
 private:
-    static typename exchange::layout& private_storage()
-    {
-        __shared__ TempStorage storage;
-        return storage.get();
-    }
-
     template <typename OutputIteratorT>
     void store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {
-        const int valid = valid_items < 0 ? BLOCK_THREADS * ITEMS_PER_THREAD : valid_items;
-        if (exchange::kind < 0) {
-            const int rank = RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z);
-            if (ALGORITHM == BLOCK_STORE_STRIPED) {
-                StoreDirectStriped<BLOCK_THREADS>(rank, block_itr, items, valid);
-            } else {
-                StoreDirectBlocked(rank, block_itr, items, valid);
-            }
-            return;
+        const int valid = valid_items < 0 ? move::BLOCK_THREADS * ITEMS_PER_THREAD : valid_items;
+        const int rank = move::rank("cub::BlockStore");
+        if (move::exchange::kind >= 0) {
+            T striped[ITEMS_PER_THREAD];
+            move::exchange::blocked_to_striped(this->storage_, rank, items, striped);
+            move::exchange::store_striped(rank, block_itr, striped, valid);
+        } else if (move::striped) {
+            StoreDirectStriped<move::BLOCK_THREADS>(rank, block_itr, items, valid);
+        } else {
+            StoreDirectBlocked(rank, block_itr, items, valid);
         }
-        const int rank = nn_cuda_cpu_detail::block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>("cub::BlockStore");
-        T striped[ITEMS_PER_THREAD];
-        exchange::blocked_to_striped(storage_, rank, items, striped);
-        exchange::store_striped(rank, block_itr, striped, valid);
     }
-
-    typename exchange::layout& storage_;
 };
 
 }  // namespace cub

@@ -206,5 +206,46 @@ struct BlockExchangeOf {
     }
 };
 
+// The exchange of an algorithm of cub::BlockLoad or BlockStore, which number theirs alike (DIRECT,
+// STRIPED, VECTORIZE, TRANSPOSE, WARP_TRANSPOSE, WARP_TRANSPOSE_TIMESLICED): BlockExchangeOf's KIND.
+constexpr int exchange_of(int algorithm) { return algorithm == 3 ? 0 : algorithm >= 4 ? 1 : -1; }
+
+// What cub::BlockLoad and BlockStore share: the exchange of their ALGORITHM, their TempStorage, CUB's two
+// constructors, and the thread's rank. `Collective` is the class itself, so that each has a private
+// TempStorage of its own.
+template <typename Collective, typename T, int BLOCK_DIM_X, int ITEMS_PER_THREAD, int BLOCK_DIM_Y, int BLOCK_DIM_Z,
+          int ALGORITHM>
+class BlockMove {
+protected:
+    using exchange = BlockExchangeOf<T, BLOCK_DIM_X, ITEMS_PER_THREAD, BLOCK_DIM_Y, BLOCK_DIM_Z, exchange_of(ALGORITHM)>;
+    static constexpr int BLOCK_THREADS = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+    static constexpr bool striped = ALGORITHM == 1;  // BLOCK_LOAD_STRIPED, BLOCK_STORE_STRIPED
+
+public:
+    struct TempStorage : raw_storage<typename exchange::layout> {};
+
+    explicit BlockMove(TempStorage& storage) : storage_(storage.get()) {}
+    // CUB's private TempStorage, a __shared__ one of the collective's own
+    BlockMove() : storage_(private_storage()) {}
+
+protected:
+    // CUB's row-major rank where the items move directly; where the block exchanges them, the block must
+    // have the template's dimensions
+    static int rank(const char* collective)
+    {
+        return exchange::kind < 0 ? RowMajorTid(BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z)
+                                  : block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>(collective);
+    }
+
+    typename exchange::layout& storage_;
+
+private:
+    static typename exchange::layout& private_storage()
+    {
+        __shared__ TempStorage storage;
+        return storage.get();
+    }
+};
+
 }  // namespace nn_cuda_cpu_detail
 }  // namespace cub
