@@ -356,6 +356,39 @@ def test_block_loads_and_stores_give_cubs_arrangements_with_every_algorithm(chec
         stored = out.reshape(2, 256)
         np.testing.assert_array_equal(stored[:, :250], 2 * x.reshape(2, 256)[::-1, :250], err_msg=algorithm)
         assert np.isnan(stored[:, 250:]).all(), algorithm  # past valid_items: not written
+        # a block past the end of the input (valid = n - blockIdx.x * 256 < 0): nothing loaded nor stored;
+        # until 2026-11-28 a negative count moved the whole tile
+        out, seen = np.full(512, np.nan, np.float32), np.full(512, np.nan, np.float32)
+        module.get_function(name)((2,), (64,), (x, out, seen, np.int32(-6)))
+        assert (seen == -1).all() and np.isnan(out).all(), algorithm
+
+
+WARP_SCANS = r"""
+#include <cub/warp/warp_scan.cuh>
+
+// WarpScan's Scan with an initial value, both outputs, on logical warps of WARP lanes
+template <int WARP>
+__global__ void both_scans(const int* x, int* inclusive, int* exclusive, int initial)
+{
+    __shared__ typename cub::WarpScan<int, WARP>::TempStorage storage[64 / WARP];
+    cub::WarpScan<int, WARP>(storage[threadIdx.x / WARP]).Scan(x[threadIdx.x], inclusive[threadIdx.x],
+                                                              exclusive[threadIdx.x], initial, cub::Sum());
+}
+"""
+
+
+@pytest.mark.parametrize("warp", [32, 8])
+def test_warp_scans_initial_value_seeds_both_outputs_as_cubs(warp):
+    # CUB's GPU code adds the initial value to the inclusive output too (its catch2_test_warp_scan.cu
+    # expects so); it was left out of it until 2026-11-28
+    name = f"both_scans<{warp}>"
+    x = np.random.default_rng(2).integers(-50, 50, 64).astype(np.int32)
+    inclusive, exclusive = np.full(64, -999, np.int32), np.full(64, -999, np.int32)
+    RawModule(code=WARP_SCANS, name_expressions=(name,)).get_function(name)((1,), (64,), (x, inclusive, exclusive,
+                                                                                          np.int32(10)))
+    sums = np.cumsum(x.reshape(-1, warp), axis=1)
+    np.testing.assert_array_equal(inclusive, (10 + sums).reshape(-1))
+    np.testing.assert_array_equal(exclusive, (10 + sums - x.reshape(-1, warp)).reshape(-1))
 
 
 def test_a_transposing_load_and_store_sharing_storage_without_a_barrier_is_reported():

@@ -68,7 +68,7 @@ public:
     using move::move;
 
     template <typename InputIteratorT>
-    void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { load(block_itr, items, -1); }
+    void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { load(block_itr, items, move::BLOCK_THREADS * ITEMS_PER_THREAD); }
     template <typename InputIteratorT>
     void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {
@@ -82,19 +82,18 @@ public:
     }
 
 private:
-    // valid_items -1: all of them
+    // the items before valid_items (none where it is 0 or less: a block past the end of the input)
     template <typename InputIteratorT>
     void load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {
-        const int valid = valid_items < 0 ? move::BLOCK_THREADS * ITEMS_PER_THREAD : valid_items;
         const int rank = move::rank("cub::BlockLoad");
         if (move::exchange::kind >= 0) {
-            move::exchange::load_striped(rank, block_itr, items, valid);
+            move::exchange::load_striped(rank, block_itr, items, valid_items);
             move::exchange::striped_to_blocked(this->storage_, rank, items);
         } else if (move::striped) {
-            LoadDirectStriped<move::BLOCK_THREADS>(rank, block_itr, items, valid);
+            LoadDirectStriped<move::BLOCK_THREADS>(rank, block_itr, items, valid_items);
         } else {
-            LoadDirectBlocked(rank, block_itr, items, valid);
+            LoadDirectBlocked(rank, block_itr, items, valid_items);
         }
     }
 };

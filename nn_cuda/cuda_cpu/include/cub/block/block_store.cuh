@@ -51,7 +51,7 @@ public:
     using move::move;
 
     template <typename OutputIteratorT>
-    void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { store(block_itr, items, -1); }
+    void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { store(block_itr, items, move::BLOCK_THREADS * ITEMS_PER_THREAD); }
     template <typename OutputIteratorT>
     void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {
@@ -62,16 +62,15 @@ private:
     template <typename OutputIteratorT>
     void store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {
-        const int valid = valid_items < 0 ? move::BLOCK_THREADS * ITEMS_PER_THREAD : valid_items;
         const int rank = move::rank("cub::BlockStore");
         if (move::exchange::kind >= 0) {
             T striped[ITEMS_PER_THREAD];
             move::exchange::blocked_to_striped(this->storage_, rank, items, striped);
-            move::exchange::store_striped(rank, block_itr, striped, valid);
+            move::exchange::store_striped(rank, block_itr, striped, valid_items);
         } else if (move::striped) {
-            StoreDirectStriped<move::BLOCK_THREADS>(rank, block_itr, items, valid);
+            StoreDirectStriped<move::BLOCK_THREADS>(rank, block_itr, items, valid_items);
         } else {
-            StoreDirectBlocked(rank, block_itr, items, valid);
+            StoreDirectBlocked(rank, block_itr, items, valid_items);
         }
     }
 };

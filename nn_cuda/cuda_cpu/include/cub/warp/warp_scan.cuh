@@ -92,12 +92,14 @@ public:
         const T before = from_lane_before(inclusive_output);
         exclusive_output = lane_ == 0 ? input : before;
     }
+    // the initial value seeds both, as CUB's does on a GPU (its inclusive output left it out until 2026-11-28)
     template <typename ScanOp>
     void Scan(T input, T& inclusive_output, T& exclusive_output, T initial_value, ScanOp scan_op)
     {
         InclusiveScan(input, inclusive_output, scan_op);
+        inclusive_output = scan_op(initial_value, inclusive_output);
         const T before = from_lane_before(inclusive_output);
-        exclusive_output = lane_ == 0 ? initial_value : scan_op(initial_value, before);
+        exclusive_output = lane_ == 0 ? initial_value : before;
     }
 
     // lane src_lane's input, in every lane of the logical warp
