@@ -1035,6 +1035,23 @@ def test_a_standard_header_nvrtc_lacks_stops_the_build_as_on_a_gpu():
                   options=("-DGGML_COMMON_DECL_C",)).get_function("k")
 
 
+def test_a_standard_header_that_a_header_of_the_code_includes_stops_the_build_too(tmp_path):
+    # warp-ctc's ctc_helper.h includes <limits>, <cmath> and <algorithm>: NVRTC fails on a GPU, and the
+    # runner built it until 2026-11-28, refusing those includes in the code alone
+    (tmp_path / "helper.h").write_text("#pragma once\n#ifndef __CUDACC_RTC__\n#include <cstdio>\n#endif\n"
+                                       '#include "limits_of.h"\n')
+    (tmp_path / "limits_of.h").write_text("#pragma once\n#include <cuda/std/limits>\n#include <limits>\n"
+                                          "template <typename T> __device__ T biggest() "
+                                          "{ return std::numeric_limits<T>::max(); }\n")
+    code = '#include "helper.h"\nextern "C" __global__ void k(float* out) { out[0] = biggest<float>(); }\n'
+    with pytest.raises(KernelBuildError, match=rf"^{re.escape(str(tmp_path / 'limits_of.h'))}:3: NVRTC, CuPy's "
+                                               r"default compiler, has no <limits> .* Include <cuda/std/limits>"):
+        RawModule(code=code, options=(f"-I{tmp_path}",)).get_function("k")
+    out = np.zeros(1, np.float32)
+    RawModule(code=code, options=(f"-I{tmp_path}",), backend="nvcc").get_function("k")((1,), (1,), (out,))
+    assert out[0] == np.finfo(np.float32).max  # nvcc has it; the runner's own headers include the host's freely
+
+
 @pytest.mark.parametrize("name, header", [("std::vector<int>", "vector"), ("std::thread", "thread"),
                                           ("std::mt19937", "random")])
 def test_the_runners_own_headers_declare_no_host_library_a_kernel_did_not_include(name, header):

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 from .build import INCLUDE_DIR
 
@@ -274,7 +275,32 @@ def refusal(code: str, name: str, options=(), preprocess=lambda text: None) -> s
                 "which takes host code")
     if not includes:
         return None
-    line, header = includes[0]
+    return _refused_include(name, *includes[0])
+
+
+def header_refusal(tree: list[tuple[int, str]]) -> str | None:
+    """The one-line message for the first header that one of the code's own headers includes and NVRTC
+    has not (warp-ctc's ctc_helper.h includes <limits>, <cmath> and <algorithm>), or None. `tree`:
+    (depth, path) of each file the preprocessor read, in order (g++ -H, with NVRTC's macros); a file
+    outside the runner's headers that the code or another such file includes is the code's own."""
+    parents, code_files = [], set()
+    for depth, path in tree:
+        del parents[depth - 1:]
+        parent = parents[-1] if parents else None
+        parents.append(path)
+        if parent is not None and parent not in code_files:
+            continue  # read by the runner's headers, or by the host's
+        if parent is not None:
+            for line, header in refused_includes(Path(parent).read_text(errors="replace")):
+                if path.endswith("/" + header):
+                    return _refused_include(parent, line, header)
+        if not Path(path).resolve().is_relative_to(INCLUDE_DIR.resolve()):
+            code_files.add(path)
+    return None
+
+
+def _refused_include(name: str, line: int, header: str) -> str:
+    """The message for `#include <header>` at line `line` of `name`, which NVRTC refuses."""
     if header in NVRTC_CANNOT_COMPILE:
         return (f"{name}:{line}: NVRTC, CuPy's default compiler, cannot compile <{header}> "
                 f"({NVRTC_CANNOT_COMPILE[header]}, which NVRTC has not): CuPy's build of this code fails on a GPU. "

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import os
 import re
 import subprocess
 import tempfile
@@ -168,9 +169,11 @@ class RawModule:
         """Build the module now (or load it from the cache) instead of at the first get_function."""
         if self._kernels is not None:
             return
-        refused = self.backend == "nvrtc" and nvrtc_headers.refusal(
-            self.code, self.name or build.CODE_NAME, self.options,
-            lambda text: _preprocessed(text, [*self._flags, NVRTC_MACRO]))
+        refused = self.backend == "nvrtc" and (
+            nvrtc_headers.refusal(self.code, self.name or build.CODE_NAME, self.options,
+                                  lambda text: _preprocessed(text, [*self._flags, NVRTC_MACRO]))
+            or (self._includes_own_headers() and nvrtc_headers.header_refusal(
+                _headers_read(self.code, [*self._flags, NVRTC_MACRO]))))
         if refused:
             raise build.KernelBuildError(refused)
         preprocessed = _preprocessed(self.code, self._flags)  # once: the extern "C" kernels and the bounds read it
@@ -188,6 +191,10 @@ class RawModule:
             if "::" in name and name not in self.name_expressions and name not in self._mangled.values():
                 self._index.setdefault(name.rsplit("::", 1)[1], i)
         self._kernels = kernels
+
+    def _includes_own_headers(self) -> bool:
+        """Whether the code may include headers of its own: an #include in quotes, or an -I option."""
+        return '#include "' in self.code or any(flag.startswith("-I") for flag in self._flags)
 
     def get_global(self, name: str) -> np.ndarray:
         """The bytes of the code's __device__ or __constant__ variable `name`, writable unless it is
@@ -826,6 +833,21 @@ def _closing_brace(text: str) -> int:
 #: what NVRTC defines besides what build.DEVICE_MACROS has (which the build leaves out: code may declare
 #: under it what the host's headers declare)
 NVRTC_MACRO = "-D__CUDACC_RTC__"
+
+
+def _headers_read(code: str, flags) -> list[tuple[int, str]]:
+    """(depth, path) of each file the host preprocessor reads for the code, in order (g++'s and clang's
+    -H), or [] where it cannot run."""
+    with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
+        source = Path(work) / "raw_module.cu"
+        source.write_text(code)
+        try:
+            result = subprocess.run([build.find_compiler(), "-x", "c++", "-std=c++17", *build.DEVICE_MACROS, *flags,
+                                     f"-isystem{build.INCLUDE_DIR}", "-E", "-H", "-o", os.devnull, str(source)],
+                                    capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return []
+    return [(len(dots), path) for dots, path in re.findall(r"^(\.+) (.+)$", result.stderr, re.M)]
 
 
 def _preprocessed(code: str, flags) -> str | None:
