@@ -363,6 +363,31 @@ def test_block_loads_and_stores_give_cubs_arrangements_with_every_algorithm(chec
         assert (seen == -1).all() and np.isnan(out).all(), algorithm
 
 
+# HOOMD-blue's WarpTools.cuh sizes its warps by CUB's architecture macros (util_arch.cuh's, which every
+# CUB header brings): a build error until 2026-11-28
+ARCH_MACROS = r"""
+#include <cub/warp/warp_reduce.cuh>
+template <typename T, int WARP = CUB_PTX_WARP_THREADS, int ARCH = CUB_PTX_ARCH>
+__device__ T warp_sum(T x)
+{
+    typename cub::WarpReduce<T, WARP, ARCH>::TempStorage storage;
+    return cub::WarpReduce<T, WARP, ARCH>(storage).Sum(x);
+}
+extern "C" __global__ void sums(float* out)
+{
+    const float total = warp_sum(1.0f);
+    if (threadIdx.x == 0) out[0] = total + 1000 * CUB_PTX_ARCH + CUB_WARP_THREADS(0) * CUB_PTX_LOG_SMEM_BANKS;
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "nvcc"])
+def test_cubs_architecture_macros_are_sm_80s(backend):
+    out = np.zeros(1, np.float32)
+    RawModule(code=ARCH_MACROS, backend=backend).get_function("sums")((1,), (32,), (out,))
+    assert out[0] == 32 + 800_000 + 32 * 5
+
+
 WARP_SCANS = r"""
 #include <cub/warp/warp_scan.cuh>
 

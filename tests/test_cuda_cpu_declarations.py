@@ -200,6 +200,13 @@ struct Timer {
         return t;
     }
 };
+// HOOMD-blue's launchers take the device's properties (a cudaDeviceProp, which nvcc declares too)
+int shared_per_block(int device)
+{
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    return (int)prop.sharedMemPerBlock / prop.warpSize + prop.multiProcessorCount + prop.maxThreadsDim[0];
+}
 extern "C" __global__ void twice(float* x, int n);
 void twice_on_the_gpu(float* host, int n)
 {

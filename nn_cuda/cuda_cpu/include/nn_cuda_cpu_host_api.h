@@ -68,6 +68,17 @@ enum cudaFuncAttribute {
     cudaFuncAttributePreferredSharedMemoryCarveout = 9,
 };
 
+// a device's properties, the fields host code reads most (HOOMD-blue's launchers take a cudaDeviceProp)
+struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerBlockOptin, sharedMemPerMultiprocessor, totalConstMem;
+    int regsPerBlock, regsPerMultiprocessor, warpSize, maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3];
+    int clockRate, memoryClockRate, memoryBusWidth, l2CacheSize, major, minor, multiProcessorCount;
+    int maxThreadsPerMultiProcessor, maxBlocksPerMultiProcessor, concurrentKernels, asyncEngineCount;
+    int unifiedAddressing, managedMemory, cooperativeLaunch, computeMode, integrated, canMapHostMemory, ECCEnabled;
+    int pciBusID, pciDeviceID, pciDomainID;
+};
+
 // errors
 NN_CUDA_CPU_HOST_FUNCTION(const char*, cudaGetErrorString, (cudaError_t))
 NN_CUDA_CPU_HOST_FUNCTION(const char*, cudaGetErrorName, (cudaError_t))
@@ -81,6 +92,7 @@ NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaSetDevice, (int))
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaGetDevice, (int*))
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaGetDeviceCount, (int*))
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaMemGetInfo, (size_t*, size_t*))
+NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaGetDeviceProperties, (cudaDeviceProp*, int))
 // memory
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaMalloc, (void**, size_t))
 NN_CUDA_CPU_HOST_TEMPLATE(cudaError_t, cudaMalloc, (T**, size_t))

@@ -13,6 +13,22 @@
 #include "../../nn_cuda_cpu_cuda_std.h"  // cuda::std::plus and the rest of <functional>, as CUB 2.x brings them
 #include "../../cuda/functional"  // cuda::maximum and cuda::minimum, as CCCL 2.8 brings them
 
+// CUB's architecture macros (util_arch.cuh, which every CUB header brings): the runner's code is sm_80's,
+// __CUDA_ARCH__ 800. HOOMD-blue's WarpTools.cuh sizes its warps by CUB_PTX_WARP_THREADS.
+#ifndef CUB_PTX_ARCH
+#define CUB_PTX_ARCH __CUDA_ARCH__
+#endif
+#ifndef CUB_PTX_WARP_THREADS
+#define CUB_LOG_WARP_THREADS(unused) 5
+#define CUB_WARP_THREADS(unused) 32
+#define CUB_PTX_WARP_THREADS 32
+#define CUB_PTX_LOG_WARP_THREADS 5
+#define CUB_LOG_SMEM_BANKS(unused) 5
+#define CUB_SMEM_BANKS(unused) 32
+#define CUB_PTX_SMEM_BANKS 32
+#define CUB_PTX_LOG_SMEM_BANKS 5
+#endif
+
 namespace cub {
 
 // CUB's empty type, the default of what a template does not take
