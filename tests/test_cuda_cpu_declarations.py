@@ -280,6 +280,54 @@ def test_host_helpers_that_call_the_driver_api_build_with_nvcc_and_a_kernel_that
                   backend="nvcc", check=check).get_function("twice")
 
 
+SAMPLES_HELPERS = r"""
+// cuda-samples' helper_cuda.h defines its error checks only where cuda_runtime.h's and driver_types.h's
+// include guards are, as nvcc reads those first; matrixMul brackets its timing with the profiler
+#include <cuda_profiler_api.h>
+#include <stdio.h>
+#ifdef __DRIVER_TYPES_H__
+#define checkCudaErrors(val) check((val), #val)
+inline void check(cudaError_t result, const char* call)
+{
+    if (result) fprintf(stderr, "CUDA error %s at %s\n", cudaGetErrorName(result), call);
+}
+#endif
+#ifdef __CUDA_RUNTIME_H__
+inline int compute_capability(int device)
+{
+    int major = 0, minor = 0, mode = 0;
+    checkCudaErrors(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device));
+    checkCudaErrors(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    checkCudaErrors(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return mode == cudaComputeModeProhibited ? -1 : 10 * major + minor;
+}
+#endif
+void timed()
+{
+    checkCudaErrors(cudaProfilerStart());
+    checkCudaErrors(cudaProfilerStop());
+}
+extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }
+extern "C" __global__ void profiles(float* x) { cudaProfilerStart(); x[0] = 1.0f; }
+"""
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_cuda_samples_helpers_and_the_profiler_build_with_nvcc(check):
+    # "'checkCudaErrors' was not declared", "'cudaDevAttrComputeMode' is a function of the CUDA runtime API"
+    # and "the CPU runner has no <cuda_profiler_api.h>" until 2026-11-28, where nvcc builds them
+    module = RawModule(code=SAMPLES_HELPERS, backend="nvcc", check=check)
+    x = np.arange(4, dtype=np.float32)
+    module.get_function("twice")((1,), (4,), (x,))
+    assert x.tolist() == [0, 2, 4, 6]
+    with pytest.raises(KernelError, match=r"^profiles: thread \(0, 0, 0\) of block \(0, 0, 0\) calls cudaProfilerStart, "
+                                          r"a host function of the CUDA runtime API"):
+        module.get_function("profiles")((1,), (1,), (x,))
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):4: NVRTC, CuPy's default compiler, cannot compile "
+                                               r"<cuda_profiler_api.h> \(the profiler's header declares host functions"):
+        RawModule(code=SAMPLES_HELPERS, check=check).get_function("twice")
+
+
 ELSEWHERE = r"""
 // A reduction tutorial's file: its launcher calls a host function of another file of the project
 unsigned int blocks_for(unsigned int n);

@@ -1266,7 +1266,7 @@ HOST_LIBRARY_HEADERS = {
     **dict.fromkeys(("cufft.h", "cufftXt.h"), "cuFFT"), "cusparse.h": "cuSPARSE",
     **dict.fromkeys(("cusolverDn.h", "cusolverSp.h"), "cuSOLVER"), "cudnn.h": "cuDNN", "nccl.h": "NCCL",
     **dict.fromkeys(("nvToolsExt.h", "nvtx3/nvToolsExt.h"), "NVTX"),
-    "cuda_profiler_api.h": "the profiler's host API", "library_types.h": "the host libraries' types"}
+    "library_types.h": "the host libraries' types"}
 #: GCC's and clang's error on an #include it cannot find
 _NOT_FOUND = re.compile(r"^(?P<where>.+?:\d+):\d+: fatal error: [‘'`]?(?P<path>(?:(?P<folder>[\w.]+)/)?[^:’'\n]*)[’']?"
                         r"(?:: No such file or directory| file not found)", re.M)

@@ -190,7 +190,8 @@ def includes_cuda_headers_only(code: str) -> bool:
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 #: CUDA's headers that NVRTC cannot compile, with why
-NVRTC_CANNOT_COMPILE = {"cuda.h": "CUDA's driver API header includes <stdlib.h>"}
+NVRTC_CANNOT_COMPILE = {"cuda.h": "CUDA's driver API header includes <stdlib.h>, which NVRTC has not",
+                        "cuda_profiler_api.h": "the profiler's header declares host functions, which NVRTC refuses"}
 
 
 def _blank_comments(code: str) -> str:
@@ -303,7 +304,7 @@ def _refused_include(name: str, line: int, header: str) -> str:
     """The message for `#include <header>` at line `line` of `name`, which NVRTC refuses."""
     if header in NVRTC_CANNOT_COMPILE:
         return (f"{name}:{line}: NVRTC, CuPy's default compiler, cannot compile <{header}> "
-                f"({NVRTC_CANNOT_COMPILE[header]}, which NVRTC has not): CuPy's build of this code fails on a GPU. "
+                f"({NVRTC_CANNOT_COMPILE[header]}): CuPy's build of this code fails on a GPU. "
                 "Drop the #include (a kernel needs nothing of it), or build with backend='nvcc', which has it")
     counterpart = (INCLUDE_DIR / "cuda" / "std" / header).is_file()  # the runner's libcu++ headers
     instead = (f"<cuda/std/{header}> (libcu++, which NVRTC has)" if counterpart

@@ -68,6 +68,38 @@ enum cudaFuncAttribute {
     cudaFuncAttributePreferredSharedMemoryCarveout = 9,
 };
 
+// nvcc reads CUDA's cuda_runtime.h, and driver_types.h through it, first in every file: their include
+// guards tell code so (cuda-samples' helper_cuda.h defines checkCudaErrors and getLastCudaError only
+// where they are defined)
+#ifndef __DRIVER_TYPES_H__
+#define __DRIVER_TYPES_H__
+#endif
+#ifndef __CUDA_RUNTIME_H__
+#define __CUDA_RUNTIME_H__
+#endif
+
+// the attributes cudaDeviceGetAttribute gives that host code asks for most, at CUDA's values
+enum cudaDeviceAttr {
+    cudaDevAttrMaxThreadsPerBlock = 1,
+    cudaDevAttrMaxBlockDimX = 2,
+    cudaDevAttrMaxGridDimX = 5,
+    cudaDevAttrMaxSharedMemoryPerBlock = 8,
+    cudaDevAttrWarpSize = 10,
+    cudaDevAttrClockRate = 13,
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrIntegrated = 18,
+    cudaDevAttrComputeMode = 20,
+    cudaDevAttrComputeCapabilityMajor = 75,
+    cudaDevAttrComputeCapabilityMinor = 76,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+enum cudaComputeMode {
+    cudaComputeModeDefault = 0,
+    cudaComputeModeExclusive = 1,
+    cudaComputeModeProhibited = 2,
+    cudaComputeModeExclusiveProcess = 3,
+};
+
 // a device's properties, the fields host code reads most (HOOMD-blue's launchers take a cudaDeviceProp)
 struct cudaDeviceProp {
     char name[256];
@@ -93,6 +125,7 @@ NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaGetDevice, (int*))
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaGetDeviceCount, (int*))
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaMemGetInfo, (size_t*, size_t*))
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaGetDeviceProperties, (cudaDeviceProp*, int))
+NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaDeviceGetAttribute, (int*, cudaDeviceAttr, int))
 // memory
 NN_CUDA_CPU_HOST_FUNCTION(cudaError_t, cudaMalloc, (void**, size_t))
 NN_CUDA_CPU_HOST_TEMPLATE(cudaError_t, cudaMalloc, (T**, size_t))
