@@ -326,6 +326,11 @@ def test_cuda_samples_helpers_and_the_profiler_build_with_nvcc(check):
     with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):4: NVRTC, CuPy's default compiler, cannot compile "
                                                r"<cuda_profiler_api.h> \(the profiler's header declares host functions"):
         RawModule(code=SAMPLES_HELPERS, check=check).get_function("twice")
+    # a constant the runner does not declare is named as one (it was "a function of the CUDA runtime API")
+    with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):1: `cudaDevAttrMaxRegistersPerBlock` is a constant "
+                                               r"of the CUDA runtime API that the CPU runner does not declare"):
+        RawModule(code="int regs(int d) { int v; cudaDeviceGetAttribute(&v, cudaDevAttrMaxRegistersPerBlock, d); "
+                       "return v; }\n" + SAMPLES_HELPERS, backend="nvcc", check=check).get_function("twice")
 
 
 ELSEWHERE = r"""

@@ -934,19 +934,26 @@ _RUNTIME_API_CALL = re.compile(
     rf"'(?P<clang>{_API_FUNCTION})')", re.M)
 
 
-def _runtime_api_call(log: str) -> str | None:
-    """The one-line message for a call of the CUDA runtime or driver API in the code, or None."""
+def _runtime_api_call(log: str, unit: str) -> str | None:
+    """The one-line message for a call of the CUDA runtime or driver API in the code (`unit`), or of one
+    of its constants, or None."""
     found = _RUNTIME_API_CALL.search(log)
     if found is None:
         return None
     name = found["gcc"] or found["dependent"] or found["clang"]
+    api = "runtime" if name.startswith("cuda") else "driver"
+    # a name that the code holds and never calls is one of the API's constants (cudaDevAttrComputeMode)
+    if re.search(rf"\b{name}\b", unit) and not re.search(rf"\b{name}\s*\(", unit):
+        return (f"{found['where']}: `{name}` is a constant of the CUDA {api} API that the CPU runner does not declare "
+                "(with backend='nvcc' it declares those of the functions it has): leave the host code that uses it "
+                "out of the code")
     declared = ("nvcc compiles it, NVRTC refuses it; with backend='nvcc' the runner declares the common ones, "
                 "cudaGetErrorString, cudaMalloc, cudaMemcpy, events and streams, and not this one"
                 if name.startswith("cuda") else
                 "nvcc compiles it where the code includes cuda.h, NVRTC refuses it; with backend='nvcc' the runner's "
                 "cuda.h declares the common ones, cuGetErrorString, cuInit, cuMemAlloc, cuModuleGetFunction, "
                 "cuLaunchKernel and streams")
-    return (f"{found['where']}: `{name}` is a function of the CUDA {'runtime' if name.startswith('cuda') else 'driver'} "
+    return (f"{found['where']}: `{name}` is a function of the CUDA {api} "
             "API, which the CPU runner does not have: a RawModule holds device code, whose kernels Python launches; "
             f"leave the host code that calls it out of the code ({declared}; in a kernel it is dynamic parallelism, "
             "which the runner does not support either)")
@@ -1410,7 +1417,7 @@ def _compile(plan: _Plan) -> Path:
                                        _missing_cub_name(log) or
                                        _instance_row(log, plan) or
                                        _legacy_warp_function(log) or _kernel_launch(log, plan.unit) or
-                                       _runtime_api_call(log) or
+                                       _runtime_api_call(log, plan.unit) or
                                        _missing_library(log) or _c_library_name(log) or _inline_ptx(log) or (
                     f"{what} does not compile for the CPU{missing} ({Path(plan.compiler).name} "
                     f"exited with status {result.returncode}):\n{log}"
