@@ -838,31 +838,28 @@ NVRTC_MACRO = "-D__CUDACC_RTC__"
 def _headers_read(code: str, flags) -> list[tuple[int, str]]:
     """(depth, path) of each file the host preprocessor reads for the code, in order (g++'s and clang's
     -H), or [] where it cannot run."""
-    with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
-        source = Path(work) / "raw_module.cu"
-        source.write_text(code)
-        try:
-            result = subprocess.run([build.find_compiler(), "-x", "c++", "-std=c++17", *build.DEVICE_MACROS, *flags,
-                                     f"-isystem{build.INCLUDE_DIR}", "-E", "-H", "-o", os.devnull, str(source)],
-                                    capture_output=True, text=True, timeout=120)
-        except (OSError, subprocess.SubprocessError):
-            return []
-    return [(len(dots), path) for dots, path in re.findall(r"^(\.+) (.+)$", result.stderr, re.M)]
+    result = _preprocessor(code, flags, "-H", "-o", os.devnull)
+    read = re.findall(r"^(\.+) (.+)$", result.stderr, re.M) if result is not None else []
+    return [(len(dots), path) for dots, path in read]
 
 
 def _preprocessed(code: str, flags) -> str | None:
-    """The code after the host preprocessor (runtime.h left out, so __global__ stays), or None. The
+    """The code after the host preprocessor (runtime.h left out, so __global__ stays), or None."""
+    result = _preprocessor(code, flags, "-P")
+    return result.stdout if result is not None and result.returncode == 0 else None
+
+
+def _preprocessor(code: str, flags, *options) -> subprocess.CompletedProcess | None:
+    """The host preprocessor's run over the code with `options`, or None where it cannot run. The
     runner's own CUDA headers (cuda_bf16.h, cooperative_groups.h, ...) are on the include path and the
     device macros defined, as in the build: without the headers the preprocessor would fail at their
     #include and every #if be ignored."""
-    compiler = build.find_compiler()
     with tempfile.TemporaryDirectory(prefix="nn_cuda_cpu_") as work:
         source = Path(work) / "raw_module.cu"
         source.write_text(code)
         try:
-            result = subprocess.run([compiler, "-x", "c++", "-std=c++17", *build.DEVICE_MACROS, *flags,
-                                     f"-isystem{build.INCLUDE_DIR}", "-E", "-P", str(source)],
-                                    capture_output=True, text=True, timeout=120)
+            return subprocess.run([build.find_compiler(), "-x", "c++", "-std=c++17", *build.DEVICE_MACROS, *flags,
+                                   f"-isystem{build.INCLUDE_DIR}", "-E", *options, str(source)],
+                                  capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.SubprocessError):
             return None
-    return result.stdout if result.returncode == 0 else None
