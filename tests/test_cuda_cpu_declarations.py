@@ -273,11 +273,13 @@ def test_host_helpers_that_call_the_driver_api_build_with_nvcc_and_a_kernel_that
     with pytest.raises(KernelError, match=r"^allocates: thread \(0, 0, 0\) of block \(0, 0, 0\) calls cuMemAlloc, a "
                                           r"host function of the CUDA driver API: nvcc refuses a call of it"):
         module.get_function("allocates")((1,), (1,), (x,))
-    # one the runner's cuda.h does not declare: refused in one line, which says so
+
+
+def test_a_driver_api_function_the_runner_does_not_declare_is_refused_in_one_line():
     with pytest.raises(KernelBuildError, match=r"`cuTensorMapEncodeTiled` is a function of the CUDA driver API, .* "
                                                r"the runner's cuda.h declares the common ones, cuGetErrorString, "):
         RawModule(code=DRIVER_HELPERS + "void encode(CUtensorMap* map) { cuTensorMapEncodeTiled(map); }\n",
-                  backend="nvcc", check=check).get_function("twice")
+                  backend="nvcc").get_function("twice")
 
 
 SAMPLES_HELPERS = r"""
@@ -323,14 +325,17 @@ def test_cuda_samples_helpers_and_the_profiler_build_with_nvcc(check):
     with pytest.raises(KernelError, match=r"^profiles: thread \(0, 0, 0\) of block \(0, 0, 0\) calls cudaProfilerStart, "
                                           r"a host function of the CUDA runtime API"):
         module.get_function("profiles")((1,), (1,), (x,))
+
+
+def test_the_profiler_is_refused_by_nvrtc_and_a_constant_the_runner_lacks_is_named_as_one():
     with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):4: NVRTC, CuPy's default compiler, cannot compile "
                                                r"<cuda_profiler_api.h> \(the profiler's header declares host functions"):
-        RawModule(code=SAMPLES_HELPERS, check=check).get_function("twice")
-    # a constant the runner does not declare is named as one (it was "a function of the CUDA runtime API")
+        RawModule(code=SAMPLES_HELPERS).get_function("twice")
+    # it was "a function of the CUDA runtime API"
     with pytest.raises(KernelBuildError, match=r"^\(RawModule code\):1: `cudaDevAttrMaxRegistersPerBlock` is a constant "
                                                r"of the CUDA runtime API that the CPU runner does not declare"):
         RawModule(code="int regs(int d) { int v; cudaDeviceGetAttribute(&v, cudaDevAttrMaxRegistersPerBlock, d); "
-                       "return v; }\n" + SAMPLES_HELPERS, backend="nvcc", check=check).get_function("twice")
+                       "return v; }\n" + SAMPLES_HELPERS, backend="nvcc").get_function("twice")
 
 
 ELSEWHERE = r"""

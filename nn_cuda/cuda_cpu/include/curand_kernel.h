@@ -122,10 +122,10 @@ inline void build_xorwow_jumps(XorwowJumps& jumps)
 }
 
 // At namespace scope: the runner takes a function's static variables for __shared__ arrays. Built when
-// the library loads, outside every kernel's threads: built by the first thread that asks under a
-// mutex until 2026-11-28, a thread that the race check's instrumented code made let another run while
-// it held the mutex left that one waiting on it for ever, on the same host thread (the Oxford CUDA
-// course's curand_init in blocks of 64 threads).
+// the library loads, outside every kernel's threads. (Until 2026-11-28 the first thread to ask built it
+// under a mutex; a thread that the race check's instrumented code switched out while it held the mutex
+// left the next one waiting for ever on the same host thread: the Oxford CUDA course's curand_init in
+// blocks of 64 threads.)
 inline const XorwowJumps xorwow_jumps_table = [] {
     XorwowJumps jumps;
     build_xorwow_jumps(jumps);
