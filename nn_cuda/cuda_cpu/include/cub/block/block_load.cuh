@@ -68,7 +68,10 @@ public:
     using move::move;
 
     template <typename InputIteratorT>
-    void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { load(block_itr, items, move::BLOCK_THREADS * ITEMS_PER_THREAD); }
+    void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD])
+    {
+        load(block_itr, items, move::BLOCK_THREADS * ITEMS_PER_THREAD);
+    }
     template <typename InputIteratorT>
     void Load(InputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {

@@ -51,7 +51,10 @@ public:
     using move::move;
 
     template <typename OutputIteratorT>
-    void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD]) { store(block_itr, items, move::BLOCK_THREADS * ITEMS_PER_THREAD); }
+    void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD])
+    {
+        store(block_itr, items, move::BLOCK_THREADS * ITEMS_PER_THREAD);
+    }
     template <typename OutputIteratorT>
     void Store(OutputIteratorT block_itr, T (&items)[ITEMS_PER_THREAD], int valid_items)
     {
