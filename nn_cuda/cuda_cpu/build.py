@@ -949,7 +949,7 @@ def _runtime_api_call(log: str, unit: str) -> str | None:
                 "out of the code")
     declared = ("nvcc compiles it, NVRTC refuses it; with backend='nvcc' the runner declares the common ones, "
                 "cudaGetErrorString, cudaMalloc, cudaMemcpy, events and streams, and not this one"
-                if name.startswith("cuda") else
+                if api == "runtime" else
                 "nvcc compiles it where the code includes cuda.h, NVRTC refuses it; with backend='nvcc' the runner's "
                 "cuda.h declares the common ones, cuGetErrorString, cuInit, cuMemAlloc, cuModuleGetFunction, "
                 "cuLaunchKernel and streams")

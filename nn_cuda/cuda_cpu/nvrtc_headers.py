@@ -284,7 +284,7 @@ def header_refusal(tree: list[tuple[int, str]]) -> str | None:
     has not (warp-ctc's ctc_helper.h includes <limits>, <cmath> and <algorithm>), or None. `tree`:
     (depth, path) of each file the preprocessor read, in order (g++ -H, with NVRTC's macros); a file
     outside the runner's headers that the code or another such file includes is the code's own."""
-    parents, code_files = [], set()
+    parents, code_files = [], {}  # the code's own files -> their refused includes, read once
     for depth, path in tree:
         del parents[depth - 1:]
         parent = parents[-1] if parents else None
@@ -292,11 +292,13 @@ def header_refusal(tree: list[tuple[int, str]]) -> str | None:
         if parent is not None and parent not in code_files:
             continue  # read by the runner's headers, or by the host's
         if parent is not None:
-            for line, header in refused_includes(Path(parent).read_text(errors="replace")):
+            if code_files[parent] is None:
+                code_files[parent] = refused_includes(Path(parent).read_text(errors="replace"))
+            for line, header in code_files[parent]:
                 if path.endswith("/" + header):
                     return _refused_include(parent, line, header)
         if not Path(path).resolve().is_relative_to(INCLUDE_DIR.resolve()):
-            code_files.add(path)
+            code_files[path] = None
     return None
 
 
